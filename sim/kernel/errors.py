@@ -1,0 +1,39 @@
+"""Exceptions raised by the kernel, to code under test and to the harness."""
+
+from __future__ import annotations
+
+
+class Cancelled(BaseException):
+    """Delivered at an await point inside a cancelled scope; caught by the scope that was cancelled.
+
+    A BaseException, as in trio, so that `except Exception` in code under test cannot swallow it.
+    """
+
+
+class TooSlowError(Exception):
+    """Raised by `fail_after` when its deadline cancelled the body."""
+
+
+class EndOfChannel(Exception):
+    """A receive on a channel whose senders are all closed and whose buffer is empty."""
+
+
+class SimulationError(Exception):
+    """A run that could not finish normally; carries a report naming every unfinished task."""
+
+    def __init__(self, message: str, report: list[str]) -> None:
+        super().__init__(message if not report else message + "\n" + "\n".join(report))
+        self.summary = message
+        self.report = report
+
+
+class Deadlock(SimulationError):
+    """No task can run and no timer is pending, yet tasks remain blocked."""
+
+
+class BudgetExceeded(SimulationError):
+    """The step or virtual-time budget ran out before the run finished."""
+
+
+class DivergenceError(Exception):
+    """A replayed decision list no longer fits what the code does at that step."""

@@ -1,0 +1,47 @@
+"""Abandonable isolated calls: the late-worker mechanism.
+
+The call runs as its own task outside the caller's cancel scopes. The caller waits for it; if the caller
+is cancelled it unwinds at once, and the worker runs on. Whatever the worker produces afterwards is
+discarded, and both moments are recorded so invariants can see the late worker.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from sim.kernel.scheduler import Task, park_trap
+
+if TYPE_CHECKING:
+    from sim.kernel.scheduler import Kernel
+
+class IsolatedCall:
+    def __init__(self, kernel: "Kernel", label: str) -> None:
+        self._kernel = kernel
+        self._label = label
+        self._caller: Task | None = None
+        self._abandoned = False
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+    async def run(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> Any:
+        self._caller = self._kernel.current
+        worker = self._kernel.spawn(fn(*args), self._label, [])
+        worker.on_done = self._worker_done
+        await park_trap(f"isolated call {self._label}", self._abandon)
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def _abandon(self) -> bool:
+        self._abandoned = True
+        assert self._caller is not None
+        self._kernel.record("isolated.abandoned", self._caller.name, {"call": self._label})
+        return True
+
+    def _worker_done(self, task: Task, value: Any, exc: BaseException | None) -> None:
+        if self._abandoned:
+            self._kernel.record("isolated.discarded", task.name, {"call": self._label, "failed": exc is not None})
+            return
+        self._value, self._error = value, exc
+        assert self._caller is not None
+        self._kernel.reschedule(self._caller)

@@ -1,0 +1,303 @@
+"""The deterministic scheduler: tasks are coroutines, resumed one step at a time by a strategy's choice.
+
+A step is one resumption of one task until its next trap (a checkpoint, a sleep or a park). Time is
+virtual: it advances to the next timer only when no task can run. Every choice between two or more
+runnable tasks goes through the strategy and is recorded in the decision list, so a run is reproducible
+from its seed or from that list. The hot loop is kept free of anything that is not needed per step.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import types
+from typing import TYPE_CHECKING, Any, Callable, Coroutine
+
+from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock
+from sim.history import HistoryEvent
+
+if TYPE_CHECKING:
+    from sim.kernel.cancel import CancelScope
+    from sim.kernel.nursery import Nursery
+    from sim.strategies.base import Strategy
+
+# Trap opcodes: what a task asks of the kernel when it yields.
+CHECKPOINT = 0
+SLEEP_UNTIL = 1
+PARK = 2
+
+AbortFn = Callable[[], bool]
+
+
+@types.coroutine
+def checkpoint_trap(label: str = "") -> Any:
+    """Yield to the scheduler; the task stays runnable. Cancellation is delivered here."""
+    return (yield (CHECKPOINT, label))
+
+
+@types.coroutine
+def sleep_until_trap(deadline: float) -> Any:
+    return (yield (SLEEP_UNTIL, deadline))
+
+
+@types.coroutine
+def park_trap(waiting_on: str, abort: AbortFn) -> Any:
+    """Block until a primitive reschedules this task; `abort` undoes the wait when cancellation arrives.
+
+    `abort` returns True if the task may be woken with Cancelled now, False if it must keep waiting.
+    """
+    return (yield (PARK, (waiting_on, abort)))
+
+
+class Task:
+    """A simulated task: a coroutine plus the cancel scopes it runs under."""
+
+    __slots__ = (
+        "tid", "name", "coro", "scopes", "nursery", "on_done",
+        "send_value", "throw_exc", "waiting_on", "abort", "done", "sleep_seq",
+    )
+
+    def __init__(self, tid: int, name: str, coro: Coroutine[Any, Any, Any], scopes: list["CancelScope"]) -> None:
+        self.tid = tid
+        self.name = name
+        self.coro = coro
+        self.scopes = scopes
+        self.nursery: "Nursery | None" = None
+        self.on_done: Callable[[Task, Any, BaseException | None], None] | None = None
+        self.send_value: Any = None
+        self.throw_exc: BaseException | None = None
+        self.waiting_on = ""
+        self.abort: AbortFn | None = None
+        self.done = False
+        self.sleep_seq = 0
+
+    def effectively_cancelled(self) -> bool:
+        """Whether the innermost unshielded run of its scopes contains a cancelled one."""
+        for scope in reversed(self.scopes):
+            if scope.cancel_called:
+                return True
+            if scope.shield:
+                return False
+        return False
+
+    def where(self) -> str:
+        """File and line of the innermost await this task is suspended in."""
+        frame_owner: Any = self.coro
+        location = "not started"
+        while frame_owner is not None:
+            frame = getattr(frame_owner, "cr_frame", None) or getattr(frame_owner, "gi_frame", None)
+            if frame is not None:
+                location = f"{frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno} in {frame.f_code.co_name}"
+            frame_owner = getattr(frame_owner, "cr_await", None) or getattr(frame_owner, "gi_yieldfrom", None)
+        return location
+
+
+class Kernel:
+    """Runs tasks under a strategy, on a virtual clock, within step and time budgets."""
+
+    def __init__(
+        self,
+        strategy: "Strategy",
+        *,
+        max_steps: int = 1_000_000,
+        max_time: float = math.inf,
+        on_clock_advance: Callable[[float], None] | None = None,
+    ) -> None:
+        self.strategy = strategy
+        self.max_steps = max_steps
+        self.max_time = max_time
+        self.on_clock_advance = on_clock_advance
+        self.now = 0.0
+        self.steps = 0
+        self.current: Task | None = None
+        self.runnable: list[Task] = []
+        self.alive: dict[int, Task] = {}
+        self.schedule: list[int] = []
+        self.cancelled_scopes = 0
+        self.history: list[HistoryEvent] = []
+        self._timers: list[tuple[float, int, Any]] = []
+        self._timer_seq = 0
+        self._next_tid = 0
+
+    # ---- tasks ---------------------------------------------------------------------------------
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str, scopes: list["CancelScope"]) -> Task:
+        task = Task(self._next_tid, name, coro, scopes)
+        self._next_tid += 1
+        self.alive[task.tid] = task
+        self.runnable.append(task)
+        self.record("task.spawn", name, {})
+        return task
+
+    def reschedule(self, task: Task, value: Any = None, exc: BaseException | None = None) -> None:
+        """Make a parked task runnable again, resuming it with `value` or throwing `exc` into it."""
+        task.abort = None
+        task.waiting_on = ""
+        task.sleep_seq = 0
+        task.send_value = value
+        task.throw_exc = exc
+        self.runnable.append(task)
+
+    def _finish(self, task: Task, value: Any, exc: BaseException | None) -> None:
+        task.done = True
+        del self.alive[task.tid]
+        self.record("task.exit", task.name, {} if exc is None else {"error": type(exc).__name__})
+        if task.on_done is not None:
+            task.on_done(task, value, exc)
+
+    def record(self, kind: str, task: str, fields: dict[str, Any]) -> None:
+        """Append one typed event to the run's history, stamped with virtual time."""
+        self.history.append(HistoryEvent(len(self.history), self.now, task, kind, fields))
+
+    def current_name(self) -> str:
+        return "kernel" if self.current is None else self.current.name
+
+    # ---- cancellation --------------------------------------------------------------------------
+
+    def deliver_cancellation(self) -> None:
+        """Wake every parked task that a cancelled scope now covers, if its wait can be aborted."""
+        for task in list(self.alive.values()):
+            abort = task.abort
+            if abort is not None and task.effectively_cancelled():
+                task.abort = None
+                if abort():
+                    self.reschedule(task, exc=Cancelled())
+
+    # ---- timers --------------------------------------------------------------------------------
+
+    def add_timer(self, deadline: float, target: Any) -> int:
+        """`target` is a parked Task to wake, or a CancelScope whose deadline fires."""
+        self._timer_seq += 1
+        heapq.heappush(self._timers, (deadline, self._timer_seq, target))
+        return self._timer_seq
+
+    def _advance_clock(self) -> bool:
+        """Jump to the next live timer and fire everything due then; False if no timer is pending."""
+        timers = self._timers
+        while timers:
+            deadline, seq, target = timers[0]
+            if self._timer_is_live(deadline, seq, target):
+                break
+            heapq.heappop(timers)
+        else:
+            return False
+        if deadline > self.max_time:
+            raise BudgetExceeded(
+                f"virtual-time budget of {self.max_time:g}s exhausted (next timer at {deadline:g}s)",
+                self.blocked_report(),
+            )
+        self.now = deadline
+        if self.on_clock_advance is not None:
+            self.on_clock_advance(deadline)
+        while timers and timers[0][0] <= deadline:
+            _, seq, target = heapq.heappop(timers)
+            if not self._timer_is_live(deadline, seq, target):
+                continue
+            if isinstance(target, Task):
+                self.reschedule(target)
+            else:
+                target.cancel()
+        return True
+
+    @staticmethod
+    def _timer_is_live(deadline: float, seq: int, target: Any) -> bool:
+        if isinstance(target, Task):
+            return target.sleep_seq == seq
+        return target.deadline == deadline and not target.cancel_called and target.active
+
+    # ---- the loop ------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Run until every task has finished; raise Deadlock or BudgetExceeded instead of hanging."""
+        runnable = self.runnable
+        choose = self.strategy.choose_task
+        schedule = self.schedule
+        max_steps = self.max_steps
+        steps = self.steps
+        try:
+            while True:
+                if not runnable:
+                    if not self.alive:
+                        return
+                    if not self._advance_clock():
+                        raise Deadlock("deadlock: no task can run and no timer is pending", self.blocked_report())
+                    continue
+                if steps >= max_steps:
+                    raise BudgetExceeded(f"step budget of {max_steps} steps exhausted", self.blocked_report())
+                steps += 1
+                task = runnable.pop(choose(runnable) if len(runnable) > 1 else 0)
+                schedule.append(task.tid)
+                self.current = task
+                exc = task.throw_exc
+                try:
+                    if exc is None:
+                        trap = task.coro.send(task.send_value)
+                    else:
+                        task.throw_exc = None
+                        trap = task.coro.throw(exc)
+                except StopIteration as stop:
+                    self._finish(task, stop.value, None)
+                    continue
+                except BaseException as error:
+                    self._finish(task, None, error)
+                    continue
+                finally:
+                    self.current = None
+                task.send_value = None
+                op, arg = trap
+                if op == CHECKPOINT:
+                    if self.cancelled_scopes and task.effectively_cancelled():
+                        task.throw_exc = Cancelled()
+                    runnable.append(task)
+                elif op == SLEEP_UNTIL:
+                    self._trap_sleep(task, arg)
+                else:
+                    self._trap_park(task, arg[0], arg[1])
+        finally:
+            self.steps = steps
+
+    def _trap_sleep(self, task: Task, deadline: float) -> None:
+        if self.cancelled_scopes and task.effectively_cancelled():
+            task.throw_exc = Cancelled()
+            self.runnable.append(task)
+        elif deadline <= self.now:
+            self.runnable.append(task)
+        else:
+            task.waiting_on = f"sleep until {deadline:g}s"
+            task.abort = _ALWAYS_ABORTABLE
+            task.sleep_seq = self.add_timer(deadline, task)
+
+    def _trap_park(self, task: Task, waiting_on: str, abort: AbortFn) -> None:
+        task.waiting_on = waiting_on
+        task.abort = abort
+        if self.cancelled_scopes and task.effectively_cancelled():
+            task.abort = None
+            if abort():
+                self.reschedule(task, exc=Cancelled())
+
+    # ---- reports -------------------------------------------------------------------------------
+
+    def blocked_report(self) -> list[str]:
+        """One line per unfinished task: its name, what it waits on and where it is suspended."""
+        lines = []
+        for task in sorted(self.alive.values(), key=lambda t: t.tid):
+            state = "runnable" if task in self.runnable else f"waits on {task.waiting_on or 'nothing'}"
+            lines.append(f"  task {task.name!r} {state} at {task.where()}")
+        return lines
+
+    def close_unfinished(self) -> None:
+        """Close the coroutines of tasks a failed run left behind, so they do not leak warnings."""
+        for task in list(self.alive.values()):
+            try:
+                task.coro.close()
+            except BaseException:  # a finally that awaits during close cannot be run; nothing to do
+                pass
+        self.alive.clear()
+        self.runnable.clear()
+
+
+def _always_abortable() -> bool:
+    return True
+
+
+_ALWAYS_ABORTABLE = _always_abortable

@@ -1,0 +1,104 @@
+"""The simulated runtime: the `Runtime` API on the deterministic kernel of a World."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+
+from sim.kernel.cancel import CancelScope, FailAfter
+from sim.kernel.errors import Cancelled, EndOfChannel, TooSlowError
+from sim.kernel.isolated import IsolatedCall
+from sim.kernel.nursery import Nursery
+from sim.kernel.scheduler import checkpoint_trap, sleep_until_trap
+from sim.kernel.sync import Event, Lock, ReceiveChannel, Semaphore, SendChannel, open_channel
+
+if TYPE_CHECKING:
+    from sim.world import World
+
+T = TypeVar("T")
+
+_DRAW_BITS = 53
+
+
+class RecordedRandom:
+    """A named random stream whose every draw goes through the strategy and into the decision list."""
+
+    def __init__(self, world: "World", stream: str) -> None:
+        self._world = world
+        self._stream = stream
+
+    def randrange(self, n: int) -> int:
+        return self._world.draw(self._stream, n)
+
+    def random(self) -> float:
+        return self._world.draw(self._stream, 1 << _DRAW_BITS) / (1 << _DRAW_BITS)
+
+
+class SimRuntime:
+    Cancelled = Cancelled
+    TooSlowError = TooSlowError
+    EndOfChannel = EndOfChannel
+
+    def __init__(self, world: "World") -> None:
+        self._world = world
+        self._kernel = world.kernel
+        self._streams: dict[str, RecordedRandom] = {}
+
+    def now(self) -> float:
+        return self._kernel.now
+
+    async def sleep(self, seconds: float) -> None:
+        await sleep_until_trap(self._kernel.now + seconds)
+
+    async def sleep_until(self, deadline: float) -> None:
+        await sleep_until_trap(deadline)
+
+    async def checkpoint(self, label: str = "") -> None:
+        hook = self._world.checkpoint_hook
+        if hook is not None and label:
+            await hook(label)
+        await checkpoint_trap(label)
+
+    def open_nursery(self) -> Nursery:
+        return Nursery(self._kernel)
+
+    def cancel_scope(self, *, deadline: float = math.inf, shield: bool = False) -> CancelScope:
+        return CancelScope(self._kernel, deadline=deadline, shield=shield)
+
+    def move_on_after(self, seconds: float) -> CancelScope:
+        return CancelScope(self._kernel, deadline=self._kernel.now + seconds)
+
+    def fail_after(self, seconds: float) -> FailAfter:
+        return FailAfter(CancelScope(self._kernel, deadline=self._kernel.now + seconds))
+
+    def event(self) -> Event:
+        return Event(self._kernel)
+
+    def lock(self) -> Lock:
+        return Lock(self._kernel)
+
+    def semaphore(self, capacity: int) -> Semaphore:
+        return Semaphore(self._kernel, capacity)
+
+    def open_channel(self, capacity: int) -> tuple[SendChannel, ReceiveChannel]:
+        return open_channel(self._kernel, capacity)
+
+    async def run_isolated(self, fn: Callable[..., Awaitable[T]], *args: Any, name: str | None = None) -> T:
+        label = name or getattr(fn, "__name__", "isolated")
+        return await IsolatedCall(self._kernel, label).run(fn, args)
+
+    async def run_sync_in_worker(self, fn: Callable[..., T], *args: Any) -> T:
+        await checkpoint_trap()
+        return fn(*args)
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        self._kernel.record(kind, self._kernel.current_name(), fields)
+
+    def current_task_name(self) -> str:
+        return self._kernel.current_name()
+
+    def rng(self, stream: str) -> RecordedRandom:
+        generator = self._streams.get(stream)
+        if generator is None:
+            generator = self._streams[stream] = RecordedRandom(self._world, stream)
+        return generator

@@ -1,0 +1,221 @@
+"""The real runtime: the `Runtime` API on trio (real clock, or trio's MockClock for tests).
+
+Used by `python -m reference` and by the conformance suite, which runs the same programs here and on the
+simulator and compares what they observe.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, ContextManager, TypeVar
+
+import trio
+
+from sim.rng import derive_seed
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    """One `emit` on trio: the same fields the simulator's history keeps."""
+
+    time: float
+    task: str
+    kind: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+class _TrioLock:
+    """trio.Lock with the runtime API's non-raising `try_acquire`."""
+
+    def __init__(self) -> None:
+        self._lock = trio.Lock()
+
+    async def acquire(self) -> None:
+        await self._lock.acquire()
+
+    def try_acquire(self) -> bool:
+        try:
+            self._lock.acquire_nowait()
+        except trio.WouldBlock:
+            return False
+        return True
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    async def __aenter__(self) -> None:
+        await self._lock.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+class _TrioSemaphore:
+    def __init__(self, capacity: int) -> None:
+        self._sem = trio.Semaphore(capacity)
+
+    async def acquire(self) -> None:
+        await self._sem.acquire()
+
+    def try_acquire(self) -> bool:
+        try:
+            self._sem.acquire_nowait()
+        except trio.WouldBlock:
+            return False
+        return True
+
+    def release(self) -> None:
+        self._sem.release()
+
+    @property
+    def available(self) -> int:
+        return self._sem.value
+
+    async def __aenter__(self) -> None:
+        await self._sem.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._sem.release()
+
+
+class _SendChannel:
+    def __init__(self, channel: trio.MemorySendChannel[Any]) -> None:
+        self._channel = channel
+
+    async def send(self, value: Any) -> None:
+        await self._channel.send(value)
+
+    def close(self) -> None:
+        self._channel.close()
+
+
+class _ReceiveChannel:
+    def __init__(self, channel: trio.MemoryReceiveChannel[Any]) -> None:
+        self._channel = channel
+
+    async def receive(self) -> Any:
+        return await self._channel.receive()
+
+
+class TrioRuntime:
+    """`Runtime` on trio. Build it with `TrioRuntime.run(main, ...)`, which owns the late-worker nursery."""
+
+    Cancelled = trio.Cancelled
+    TooSlowError = trio.TooSlowError
+    EndOfChannel = trio.EndOfChannel
+
+    def __init__(self, seed: int = 0, on_event: Callable[[RecordedEvent], None] | None = None) -> None:
+        self.seed = seed
+        self.events: list[RecordedEvent] = []
+        self._on_event = on_event
+        self._workers: trio.Nursery | None = None
+        self._streams: dict[str, random.Random] = {}
+
+    @classmethod
+    def run(
+        cls,
+        main: Callable[..., Awaitable[T]],
+        *args: Any,
+        mock_clock: bool = False,
+        seed: int = 0,
+        on_event: Callable[[RecordedEvent], None] | None = None,
+    ) -> tuple[T, "TrioRuntime"]:
+        """Run `main(rt, *args)` to completion (late workers included); return its result and the runtime."""
+        rt = cls(seed=seed, on_event=on_event)
+        clock = trio.testing.MockClock(autojump_threshold=0) if mock_clock else None
+        result = trio.run(rt._root, main, args, clock=clock, strict_exception_groups=True)
+        return result, rt
+
+    async def _root(self, main: Callable[..., Awaitable[T]], args: tuple[Any, ...]) -> T:
+        async with trio.open_nursery() as workers:
+            self._workers = workers
+            result = await main(self, *args)
+        return result
+
+    def now(self) -> float:
+        return trio.current_time()
+
+    async def sleep(self, seconds: float) -> None:
+        await trio.sleep(seconds)
+
+    async def sleep_until(self, deadline: float) -> None:
+        await trio.sleep_until(deadline)
+
+    async def checkpoint(self, label: str = "") -> None:
+        await trio.lowlevel.checkpoint()
+
+    def open_nursery(self) -> Any:
+        return trio.open_nursery()
+
+    def cancel_scope(self, *, deadline: float = math.inf, shield: bool = False) -> trio.CancelScope:
+        return trio.CancelScope(deadline=deadline, shield=shield)
+
+    def move_on_after(self, seconds: float) -> trio.CancelScope:
+        return trio.move_on_after(seconds)
+
+    def fail_after(self, seconds: float) -> ContextManager[trio.CancelScope]:
+        return trio.fail_after(seconds)
+
+    def event(self) -> trio.Event:
+        return trio.Event()
+
+    def lock(self) -> _TrioLock:
+        return _TrioLock()
+
+    def semaphore(self, capacity: int) -> _TrioSemaphore:
+        return _TrioSemaphore(capacity)
+
+    def open_channel(self, capacity: int) -> tuple[_SendChannel, _ReceiveChannel]:
+        send, receive = trio.open_memory_channel[Any](capacity)
+        return _SendChannel(send), _ReceiveChannel(receive)
+
+    async def run_isolated(self, fn: Callable[..., Awaitable[T]], *args: Any, name: str | None = None) -> T:
+        assert self._workers is not None, "run_isolated needs TrioRuntime.run"
+        label = name or getattr(fn, "__name__", "isolated")
+        outcome: dict[str, Any] = {}
+        done = trio.Event()
+
+        async def worker() -> None:
+            try:
+                outcome["value"] = await fn(*args)
+            except BaseException as exc:  # the owner re-raises it, or it is discarded as a late result
+                outcome["error"] = exc
+            finally:
+                done.set()
+                if outcome.get("abandoned"):
+                    self.emit("isolated.discarded", call=label, failed="error" in outcome)
+
+        self._workers.start_soon(worker, name=label)
+        try:
+            await done.wait()
+        except trio.Cancelled:
+            outcome["abandoned"] = True
+            self.emit("isolated.abandoned", call=label)
+            raise
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
+
+    async def run_sync_in_worker(self, fn: Callable[..., T], *args: Any) -> T:
+        return await trio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        event = RecordedEvent(self.now(), self.current_task_name(), kind, fields)
+        self.events.append(event)
+        if self._on_event is not None:
+            self._on_event(event)
+
+    def current_task_name(self) -> str:
+        return trio.lowlevel.current_task().name
+
+    def rng(self, stream: str) -> random.Random:
+        if stream not in self._streams:
+            self._streams[stream] = random.Random(derive_seed(self.seed, stream))
+        return self._streams[stream]

@@ -1,0 +1,34 @@
+"""A seeded random walk: every runnable task is equally likely at every step."""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Sequence
+
+from sim.rng import derive_seed
+
+if TYPE_CHECKING:
+    from sim.kernel.scheduler import Task
+
+
+class RandomWalk:
+    name = "random"
+
+    def __init__(self) -> None:
+        self._schedule = random.Random(0)
+        self._streams: dict[str, random.Random] = {}
+        self._seed = 0
+
+    def begin(self, seed: int) -> None:
+        self._seed = seed
+        self._schedule = random.Random(derive_seed(seed, "schedule"))
+        self._streams = {}
+
+    def choose_task(self, runnable: Sequence["Task"]) -> int:
+        return int(self._schedule.random() * len(runnable))
+
+    def draw(self, stream: str, bound: int) -> int:
+        generator = self._streams.get(stream)
+        if generator is None:
+            generator = self._streams[stream] = random.Random(derive_seed(self._seed, stream))
+        return generator.randrange(bound)

@@ -1,0 +1,44 @@
+"""Pin `time.time()` and `datetime.now()` to virtual time while simulated runs execute.
+
+Starting freezegun scans every loaded module (milliseconds), so a batch of runs shares one freeze and each
+run moves the frozen time as its virtual clock advances. The freeze is always undone on exit.
+"""
+
+from __future__ import annotations
+
+import datetime
+from contextlib import contextmanager
+from typing import Iterator
+
+import freezegun
+
+# Virtual time 0 maps to this wall-clock instant for code that reads the wall clock.
+EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+
+_active: "freezegun.api.FrozenDateTimeFactory | None" = None
+
+
+@contextmanager
+def frozen_time() -> Iterator[None]:
+    """Freeze the wall clock for a batch of runs (re-entrant: an inner batch reuses the outer freeze)."""
+    global _active
+    if _active is not None:
+        yield
+        return
+    freezer = freezegun.freeze_time(EPOCH, tick=False)
+    _active = freezer.start()
+    try:
+        yield
+    finally:
+        freezer.stop()
+        _active = None
+
+
+def is_frozen() -> bool:
+    return _active is not None
+
+
+def move_to(virtual_seconds: float) -> None:
+    """Set the frozen wall clock to EPOCH + virtual time (a no-op outside a batch)."""
+    if _active is not None:
+        _active.move_to(EPOCH + datetime.timedelta(seconds=virtual_seconds))

@@ -1,0 +1,53 @@
+"""Rendering a run's history: fixed-column text for people, JSONL for tools, and the trace digest.
+
+The digest is SHA-256 over the canonical JSONL (sorted keys, fixed float rounding) plus the schedule, so
+two runs have the same digest exactly when they did the same things in the same order at the same times.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Iterable, Sequence
+
+from sim.history import HistoryEvent
+
+TIME_WIDTH = 12
+TASK_WIDTH = 18
+KIND_WIDTH = 30
+
+
+def _fields_text(fields: dict[str, Any]) -> str:
+    return " ".join(f"{key}={_value_text(value)}" for key, value in sorted(fields.items()))
+
+
+def _value_text(value: Any) -> str:
+    return value if isinstance(value, str) and value and " " not in value else json.dumps(value, sort_keys=True, default=str)
+
+
+def render_text(events: Iterable[HistoryEvent]) -> str:
+    """One event per line: virtual time, task, kind, then the fields as key=value."""
+    lines = []
+    for event in events:
+        time = f"{event.time:.6f}s".rjust(TIME_WIDTH)
+        lines.append(f"{time}  {event.task[:TASK_WIDTH]:<{TASK_WIDTH}}  {event.kind[:KIND_WIDTH]:<{KIND_WIDTH}}  {_fields_text(event.fields)}".rstrip())
+    return "\n".join(lines)
+
+
+def jsonl_lines(events: Iterable[HistoryEvent], schedule: Sequence[int]) -> list[str]:
+    """The canonical trace: one JSON object per event, then one line with the schedule of task ids."""
+    lines = [json.dumps(event.canonical(), sort_keys=True, separators=(",", ":"), default=str) for event in events]
+    lines.append(json.dumps({"schedule": list(schedule)}, separators=(",", ":")))
+    return lines
+
+
+def render_jsonl(events: Iterable[HistoryEvent], schedule: Sequence[int]) -> str:
+    return "\n".join(jsonl_lines(events, schedule)) + "\n"
+
+
+def digest(events: Iterable[HistoryEvent], schedule: Sequence[int]) -> str:
+    hasher = hashlib.sha256()
+    for line in jsonl_lines(events, schedule):
+        hasher.update(line.encode())
+        hasher.update(b"\n")
+    return hasher.hexdigest()

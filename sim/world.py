@@ -1,0 +1,132 @@
+"""The World: one root seed, one strategy, one kernel, one history; a single deterministic run.
+
+Everything a run decides (which task runs, each random draw) goes through the World's strategy and is
+recorded, so the run can be reproduced from its seed or replayed from its decision list.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from sim import timefreeze, trace
+from sim.history import HistoryEvent
+from sim.kernel.errors import BudgetExceeded, Deadlock, DivergenceError, SimulationError
+from sim.kernel.scheduler import Kernel
+from sim.runtime.simulated import SimRuntime
+from sim.strategies.base import Decision, Recorder, Strategy
+from sim.strategies.random_walk import RandomWalk
+from sim.strategies.replay import ReplayStrategy
+
+CheckpointHook = Callable[[str], Awaitable[None]]
+
+@dataclass
+class RunResult:
+    """What one run did: its outcome, and everything needed to render, hash or replay it."""
+
+    seed: int
+    strategy: str
+    outcome: str
+    value: Any
+    error: BaseException | None
+    steps: int
+    virtual_time: float
+    decisions: list[Decision]
+    history: list[HistoryEvent]
+    schedule: list[int] = field(repr=False)
+
+    def digest(self) -> str:
+        return trace.digest(self.history, self.schedule)
+
+    def trace_text(self) -> str:
+        return trace.render_text(self.history)
+
+    def trace_jsonl(self) -> str:
+        return trace.render_jsonl(self.history, self.schedule)
+
+
+class World:
+    def __init__(
+        self,
+        seed: int = 0,
+        strategy: Strategy | None = None,
+        *,
+        max_steps: int = 1_000_000,
+        max_time: float = math.inf,
+    ) -> None:
+        self.seed = seed
+        self.decisions: list[Decision] = []
+        self._strategy = strategy if strategy is not None else RandomWalk()
+        self._recorder = Recorder(self._strategy, self.decisions)
+        self._recorder.begin(seed)
+        self.kernel = Kernel(self._recorder, max_steps=max_steps, max_time=max_time, on_clock_advance=timefreeze.move_to)
+        self.runtime = SimRuntime(self)
+        self.checkpoint_hook: CheckpointHook | None = None
+        self._used = False
+
+    def draw(self, stream: str, bound: int) -> int:
+        return self._recorder.draw(stream, bound)
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        self.runtime.emit(kind, **fields)
+
+    def run(self, main: Callable[..., Awaitable[Any]], *args: Any, name: str = "main") -> RunResult:
+        """Run `main(runtime, *args)` and every task it starts to completion, deadlock or budget."""
+        if self._used:
+            raise RuntimeError("a World runs once; make a new World for the next run")
+        self._used = True
+        outcome: dict[str, Any] = {}
+
+        def root_done(task: Any, value: Any, exc: BaseException | None) -> None:
+            outcome["value"], outcome["error"] = value, exc
+
+        with timefreeze.frozen_time():
+            timefreeze.move_to(0.0)
+            root = self.kernel.spawn(main(self.runtime, *args), name, [])
+            root.on_done = root_done
+            stop = self._drive()
+        if isinstance(self._strategy, ReplayStrategy) and self._strategy.unused():
+            raise DivergenceError(
+                f"the run ended after {len(self.decisions)} decisions, but the recording has "
+                f"{self._strategy.unused()} more"
+            )
+        error: BaseException | None = stop if stop is not None else outcome.get("error")
+        return RunResult(
+            seed=self.seed,
+            strategy=self._strategy.name,
+            outcome=_outcome_name(stop) if stop is not None else ("ok" if error is None else "error"),
+            value=outcome.get("value"),
+            error=error,
+            steps=self.kernel.steps,
+            virtual_time=self.kernel.now,
+            decisions=self.decisions,
+            history=self.kernel.history,
+            schedule=self.kernel.schedule,
+        )
+
+    def _drive(self) -> SimulationError | None:
+        """Run the kernel; a deadlock or budget overrun ends the run with its report, never a hang."""
+        try:
+            self.kernel.run()
+        except SimulationError as stop:
+            self.kernel.record("run.stopped", "kernel", {"reason": stop.summary})
+            self.kernel.close_unfinished()
+            return stop
+        except DivergenceError:
+            self.kernel.close_unfinished()
+            raise
+        return None
+
+
+def _outcome_name(stop: SimulationError) -> str:
+    if isinstance(stop, Deadlock):
+        return "deadlock"
+    if isinstance(stop, BudgetExceeded):
+        return "budget"
+    return "error"
+
+
+def replay(decisions: list[Decision], main: Callable[..., Awaitable[Any]], *args: Any, seed: int = 0, **budgets: Any) -> RunResult:
+    """Run `main` again under a recorded decision list."""
+    return World(seed, ReplayStrategy(decisions), **budgets).run(main, *args)
