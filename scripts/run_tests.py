@@ -8,7 +8,7 @@ process group that is killed on timeout, its own pytest temp root and an
 environment built from an allow-list, so a run on a laptop and a run in CI see
 the same inputs.
 
-Standard library only: this script has to work before the project installs.
+Standard library only, so the runner never depends on the packages it tests.
 
 Usage: scripts/run_tests.sh [-j N] [--timeout S] [--slice I/N] [--list]
                             [PATH ...] [-- PYTEST_ARGS ...]
@@ -31,6 +31,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PATHS = ("tests",)
@@ -321,7 +322,7 @@ class Runner:
             result.counts = parse_counts(output)
         return result
 
-    def spawn(self, arg: str, log: object, temproot: Path) -> subprocess.Popen[bytes] | None:
+    def spawn(self, arg: str, log: BinaryIO, temproot: Path) -> subprocess.Popen[bytes] | None:
         with self.lock:
             if self.stopping:
                 return None
@@ -378,8 +379,15 @@ def describe_counts(result: Result, timeout: float) -> str:
         parts.append("no tests")
     if not result.ok and result.returncode is not None:
         rc = result.returncode
-        parts.append(f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exit {rc}")
+        parts.append(f"killed by {signal_name(-rc)}" if rc < 0 else f"exit {rc}")
     return f"({', '.join(parts)})" if parts else ""
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def progress_line(done: int, total: int, result: Result, timeout: float) -> str:

@@ -1,7 +1,8 @@
 """Rendering a run's history: fixed-column text for people, JSONL for tools, and the trace digest.
 
-The digest is SHA-256 over the canonical JSONL (sorted keys, fixed float rounding) plus the schedule, so
-two runs have the same digest exactly when they did the same things in the same order at the same times.
+The digest is SHA-256 over the canonical JSONL (sorted keys, fixed float rounding) including the decision
+list, so two runs of one program have the same digest exactly when they made the same choices and did the
+same things in the same order at the same times.
 """
 
 from __future__ import annotations
@@ -34,20 +35,20 @@ def render_text(events: Iterable[HistoryEvent]) -> str:
     return "\n".join(lines)
 
 
-def jsonl_lines(events: Iterable[HistoryEvent], schedule: Sequence[int]) -> list[str]:
-    """The canonical trace: one JSON object per event, then one line with the schedule of task ids."""
+def jsonl_lines(events: Iterable[HistoryEvent], decisions: Sequence[tuple[Any, ...]]) -> list[str]:
+    """The canonical trace: one JSON object per event, then one line with the decision list."""
     lines = [json.dumps(event.canonical(), sort_keys=True, separators=(",", ":"), default=str) for event in events]
-    lines.append(json.dumps({"schedule": list(schedule)}, separators=(",", ":")))
+    lines.append(json.dumps({"decisions": [list(d) for d in decisions]}, separators=(",", ":")))
     return lines
 
 
-def render_jsonl(events: Iterable[HistoryEvent], schedule: Sequence[int]) -> str:
-    return "\n".join(jsonl_lines(events, schedule)) + "\n"
+def render_jsonl(events: Iterable[HistoryEvent], decisions: Sequence[tuple[Any, ...]]) -> str:
+    return "\n".join(jsonl_lines(events, decisions)) + "\n"
 
 
-def digest(events: Iterable[HistoryEvent], schedule: Sequence[int]) -> str:
+def digest(events: Iterable[HistoryEvent], decisions: Sequence[tuple[Any, ...]]) -> str:
     hasher = hashlib.sha256()
-    for line in jsonl_lines(events, schedule):
+    for line in jsonl_lines(events, decisions):
         hasher.update(line.encode())
         hasher.update(b"\n")
     return hasher.hexdigest()

@@ -7,7 +7,7 @@ recorded, so the run can be reproduced from its seed or replayed from its decisi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from sim import timefreeze, trace
@@ -15,7 +15,7 @@ from sim.history import HistoryEvent
 from sim.kernel.errors import BudgetExceeded, Deadlock, DivergenceError, SimulationError
 from sim.kernel.scheduler import Kernel
 from sim.runtime.simulated import SimRuntime
-from sim.strategies.base import Decision, Recorder, Strategy
+from sim.strategies.base import Decision, Strategy
 from sim.strategies.random_walk import RandomWalk
 from sim.strategies.replay import ReplayStrategy
 
@@ -34,16 +34,15 @@ class RunResult:
     virtual_time: float
     decisions: list[Decision]
     history: list[HistoryEvent]
-    schedule: list[int] = field(repr=False)
 
     def digest(self) -> str:
-        return trace.digest(self.history, self.schedule)
+        return trace.digest(self.history, self.decisions)
 
     def trace_text(self) -> str:
         return trace.render_text(self.history)
 
     def trace_jsonl(self) -> str:
-        return trace.render_jsonl(self.history, self.schedule)
+        return trace.render_jsonl(self.history, self.decisions)
 
 
 class World:
@@ -56,17 +55,19 @@ class World:
         max_time: float = math.inf,
     ) -> None:
         self.seed = seed
-        self.decisions: list[Decision] = []
         self._strategy = strategy if strategy is not None else RandomWalk()
-        self._recorder = Recorder(self._strategy, self.decisions)
-        self._recorder.begin(seed)
-        self.kernel = Kernel(self._recorder, max_steps=max_steps, max_time=max_time, on_clock_advance=timefreeze.move_to)
+        self._strategy.begin(seed)
+        self.kernel = Kernel(self._strategy, max_steps=max_steps, max_time=max_time, on_clock_advance=timefreeze.move_to)
+        self.decisions: list[Decision] = self.kernel.decisions
         self.runtime = SimRuntime(self)
         self.checkpoint_hook: CheckpointHook | None = None
         self._used = False
 
     def draw(self, stream: str, bound: int) -> int:
-        return self._recorder.draw(stream, bound)
+        """A recorded draw in [0, bound) from the named stream, answered by the strategy."""
+        value = self._strategy.draw(stream, bound)
+        self.decisions.append(("draw", stream, bound, value))
+        return value
 
     def emit(self, kind: str, **fields: Any) -> None:
         self.runtime.emit(kind, **fields)
@@ -102,7 +103,6 @@ class World:
             virtual_time=self.kernel.now,
             decisions=self.decisions,
             history=self.kernel.history,
-            schedule=self.kernel.schedule,
         )
 
     def _drive(self) -> SimulationError | None:

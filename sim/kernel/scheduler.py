@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 import types
 from typing import TYPE_CHECKING, Any, Callable, Coroutine
 
@@ -28,11 +29,22 @@ PARK = 2
 
 AbortFn = Callable[[], bool]
 
+_KERNEL_DIR = os.path.dirname(os.path.abspath(__file__))
+
+SLEEPING = "sleep"
+
+# Decision tuples for choices among fewer than _INTERNED tasks, built once: recording a choice allocates nothing.
+_INTERNED = 64
+_CHOICES = [[("task", options, index) for index in range(options)] for options in range(_INTERNED)]
+
+
+_PLAIN_CHECKPOINT = (CHECKPOINT, "")
+
 
 @types.coroutine
 def checkpoint_trap(label: str = "") -> Any:
     """Yield to the scheduler; the task stays runnable. Cancellation is delivered here."""
-    return (yield (CHECKPOINT, label))
+    return (yield (CHECKPOINT, label) if label else _PLAIN_CHECKPOINT)
 
 
 @types.coroutine
@@ -81,13 +93,13 @@ class Task:
         return False
 
     def where(self) -> str:
-        """File and line of the innermost await this task is suspended in."""
+        """File and line of the innermost await outside the kernel that this task is suspended in."""
         frame_owner: Any = self.coro
         location = "not started"
         while frame_owner is not None:
             frame = getattr(frame_owner, "cr_frame", None) or getattr(frame_owner, "gi_frame", None)
-            if frame is not None:
-                location = f"{frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno} in {frame.f_code.co_name}"
+            if frame is not None and not frame.f_code.co_filename.startswith(_KERNEL_DIR):
+                location = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
             frame_owner = getattr(frame_owner, "cr_await", None) or getattr(frame_owner, "gi_yieldfrom", None)
         return location
 
@@ -112,7 +124,7 @@ class Kernel:
         self.current: Task | None = None
         self.runnable: list[Task] = []
         self.alive: dict[int, Task] = {}
-        self.schedule: list[int] = []
+        self.decisions: list[tuple[Any, ...]] = []
         self.cancelled_scopes = 0
         self.history: list[HistoryEvent] = []
         self._timers: list[tuple[float, int, Any]] = []
@@ -187,6 +199,7 @@ class Kernel:
                 self.blocked_report(),
             )
         self.now = deadline
+        self.current = None
         if self.on_clock_advance is not None:
             self.on_clock_advance(deadline)
         while timers and timers[0][0] <= deadline:
@@ -208,10 +221,14 @@ class Kernel:
     # ---- the loop ------------------------------------------------------------------------------
 
     def run(self) -> None:
-        """Run until every task has finished; raise Deadlock or BudgetExceeded instead of hanging."""
+        """Run until every task has finished; raise Deadlock or BudgetExceeded instead of hanging.
+
+        This loop is the simulator's speed limit: locals instead of attribute lookups, no allocation for a
+        task choice (the decision tuples are interned), and nothing per step that a report can compute later.
+        """
         runnable = self.runnable
         choose = self.strategy.choose_task
-        schedule = self.schedule
+        decisions = self.decisions
         max_steps = self.max_steps
         steps = self.steps
         try:
@@ -225,36 +242,38 @@ class Kernel:
                 if steps >= max_steps:
                     raise BudgetExceeded(f"step budget of {max_steps} steps exhausted", self.blocked_report())
                 steps += 1
-                task = runnable.pop(choose(runnable) if len(runnable) > 1 else 0)
-                schedule.append(task.tid)
+                options = len(runnable)
+                if options > 1:
+                    index = choose(runnable)
+                    decisions.append(_CHOICES[options][index] if options < _INTERNED else ("task", options, index))
+                    task = runnable.pop(index)
+                else:
+                    task = runnable.pop()
                 self.current = task
                 exc = task.throw_exc
                 try:
                     if exc is None:
-                        trap = task.coro.send(task.send_value)
+                        op, arg = task.coro.send(task.send_value)
                     else:
                         task.throw_exc = None
-                        trap = task.coro.throw(exc)
+                        op, arg = task.coro.throw(exc)
                 except StopIteration as stop:
                     self._finish(task, stop.value, None)
                     continue
                 except BaseException as error:
                     self._finish(task, None, error)
                     continue
-                finally:
-                    self.current = None
-                task.send_value = None
-                op, arg = trap
-                if op == CHECKPOINT:
+                if op == 0:  # CHECKPOINT
                     if self.cancelled_scopes and task.effectively_cancelled():
                         task.throw_exc = Cancelled()
                     runnable.append(task)
-                elif op == SLEEP_UNTIL:
+                elif op == 1:  # SLEEP_UNTIL
                     self._trap_sleep(task, arg)
                 else:
                     self._trap_park(task, arg[0], arg[1])
         finally:
             self.steps = steps
+            self.current = None
 
     def _trap_sleep(self, task: Task, deadline: float) -> None:
         if self.cancelled_scopes and task.effectively_cancelled():
@@ -263,7 +282,7 @@ class Kernel:
         elif deadline <= self.now:
             self.runnable.append(task)
         else:
-            task.waiting_on = f"sleep until {deadline:g}s"
+            task.waiting_on = SLEEPING
             task.abort = _ALWAYS_ABORTABLE
             task.sleep_seq = self.add_timer(deadline, task)
 
@@ -281,9 +300,15 @@ class Kernel:
         """One line per unfinished task: its name, what it waits on and where it is suspended."""
         lines = []
         for task in sorted(self.alive.values(), key=lambda t: t.tid):
-            state = "runnable" if task in self.runnable else f"waits on {task.waiting_on or 'nothing'}"
+            state = "runnable" if task in self.runnable else f"waits on {self._describe_wait(task)}"
             lines.append(f"  task {task.name!r} {state} at {task.where()}")
         return lines
+
+    def _describe_wait(self, task: Task) -> str:
+        if task.waiting_on != SLEEPING:
+            return task.waiting_on or "nothing"
+        deadline = next((entry[0] for entry in self._timers if entry[1] == task.sleep_seq), math.inf)
+        return f"sleep until {deadline:g}s"
 
     def close_unfinished(self) -> None:
         """Close the coroutines of tasks a failed run left behind, so they do not leak warnings."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, ContextManager, TypeVar
 
 import trio
+import trio.testing
 
 from sim.rng import derive_seed
 

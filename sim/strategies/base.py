@@ -2,7 +2,7 @@
 
 Three calls, as in shuttle: begin an execution, pick the next task among the runnable ones, and draw a
 number for a named random stream. The World records every answer in the decision list, so any strategy's
-run can be replayed by `ReplayStrategy`. PCT, bounded exhaustive search and Hypothesis-driven choice are
+run can be replayed by `ReplayStrategy`: the kernel records task choices, the World records draws. PCT, bounded exhaustive search and Hypothesis-driven choice are
 further implementations of the same three calls; the kernel never needs to know which one it runs.
 """
 
@@ -28,25 +28,3 @@ class Strategy(Protocol):
 
     def draw(self, stream: str, bound: int) -> int:
         """A number in [0, bound) for the named random stream."""
-
-
-class Recorder:
-    """Wraps a strategy and writes every answer it gives into a decision list."""
-
-    def __init__(self, inner: Strategy, decisions: list[Decision]) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.decisions = decisions
-
-    def begin(self, seed: int) -> None:
-        self.inner.begin(seed)
-
-    def choose_task(self, runnable: Sequence["Task"]) -> int:
-        index = self.inner.choose_task(runnable)
-        self.decisions.append(("task", len(runnable), index))
-        return index
-
-    def draw(self, stream: str, bound: int) -> int:
-        value = self.inner.draw(stream, bound)
-        self.decisions.append(("draw", stream, bound, value))
-        return value

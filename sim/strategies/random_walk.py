@@ -15,17 +15,17 @@ class RandomWalk:
     name = "random"
 
     def __init__(self) -> None:
-        self._schedule = random.Random(0)
+        self._uniform = random.Random(0).random
         self._streams: dict[str, random.Random] = {}
         self._seed = 0
 
     def begin(self, seed: int) -> None:
         self._seed = seed
-        self._schedule = random.Random(derive_seed(seed, "schedule"))
+        self._uniform = random.Random(derive_seed(seed, "schedule")).random
         self._streams = {}
 
     def choose_task(self, runnable: Sequence["Task"]) -> int:
-        return int(self._schedule.random() * len(runnable))
+        return int(self._uniform() * len(runnable))
 
     def draw(self, stream: str, bound: int) -> int:
         generator = self._streams.get(stream)

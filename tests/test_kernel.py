@@ -1,0 +1,176 @@
+"""Kernel behaviour: clock, deadlock and budget reports, owned locks, wall-clock pinning, trace formats."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+
+import pytest
+
+from sim import World
+from sim.timefreeze import EPOCH
+
+
+def test_time_advances_only_when_no_task_can_run():
+    async def main(rt):
+        seen = []
+
+        async def spinner():
+            for _ in range(50):
+                await rt.checkpoint()
+            seen.append(("spinner done", rt.now()))
+
+        async with rt.open_nursery() as nursery:
+            nursery.start_soon(spinner)
+            await rt.sleep(1)
+            seen.append(("slept", rt.now()))
+        return seen
+
+    result = World(1).run(main)
+    assert result.value == [("spinner done", 0.0), ("slept", 1.0)]
+
+
+def test_deadlock_ends_the_run_naming_every_blocked_task_and_its_wait():
+    async def main(rt):
+        never = rt.event()
+        lock = rt.lock()
+
+        async def holder():
+            await lock.acquire()
+            await never.wait()
+
+        async def contender():
+            await rt.sleep(1)
+            await lock.acquire()
+
+        async with rt.open_nursery() as nursery:
+            nursery.start_soon(holder, name="holder")
+            nursery.start_soon(contender, name="contender")
+
+    result = World(2).run(main)
+    assert result.outcome == "deadlock"
+    report = "\n".join(result.error.report)
+    assert "task 'holder' waits on event" in report
+    assert "task 'contender' waits on lock" in report
+    assert "task 'main' waits on nursery children to finish" in report
+    assert "test_kernel.py" in report
+    assert result.history[-1].kind == "run.stopped"
+
+
+def test_step_budget_stops_a_livelock():
+    async def main(rt):
+        while True:
+            await rt.checkpoint()
+
+    result = World(3, max_steps=500).run(main)
+    assert result.outcome == "budget"
+    assert result.steps == 500
+    assert "step budget of 500 steps exhausted" in str(result.error)
+
+
+def test_virtual_time_budget_stops_a_run_that_never_ends():
+    async def main(rt):
+        while True:
+            await rt.sleep(60)
+
+    result = World(3, max_time=3600).run(main)
+    assert result.outcome == "budget"
+    assert result.virtual_time == 3600
+    assert "virtual-time budget of 3600s exhausted" in str(result.error)
+
+
+def test_lock_release_by_non_owner_raises_and_the_owner_keeps_it():
+    async def main(rt):
+        lock = rt.lock()
+        await lock.acquire()
+        outcome = []
+
+        async def stranger():
+            try:
+                lock.release()
+            except RuntimeError as error:
+                outcome.append(str(error))
+
+        async with rt.open_nursery() as nursery:
+            nursery.start_soon(stranger)
+        outcome.append(lock.locked())
+        lock.release()
+        return outcome
+
+    result = World(4).run(main)
+    assert result.value == ["can't release lock: this task does not own it", True]
+
+
+def test_cancelled_waiter_leaves_the_lock_queue():
+    async def main(rt):
+        lock = rt.lock()
+        order = []
+        await lock.acquire()
+
+        async def waiter(name, patience):
+            with rt.move_on_after(patience):
+                async with lock:
+                    order.append((name, rt.now()))
+
+        async with rt.open_nursery() as nursery:
+            nursery.start_soon(waiter, "impatient", 1)
+            nursery.start_soon(waiter, "patient", 10)
+            await rt.sleep(2)
+            lock.release()
+        return order
+
+    for seed in range(5):
+        assert World(seed).run(main).value == [("patient", 2.0)]
+
+
+def test_wall_clock_reads_virtual_time_during_a_run_and_is_restored_after():
+    async def main(rt):
+        await rt.sleep(90)
+        return time.time(), datetime.datetime.now(datetime.timezone.utc)
+
+    before = time.time()
+    wall, now = World(5).run(main).value
+    assert wall == EPOCH.timestamp() + 90
+    assert now == EPOCH + datetime.timedelta(seconds=90)
+    assert time.time() >= before and abs(time.time() - EPOCH.timestamp() - 90) > 1
+
+
+def test_task_error_surfaces_in_the_run_result():
+    async def main(rt):
+        async with rt.open_nursery() as nursery:
+            async def boom():
+                raise KeyError("x")
+            nursery.start_soon(boom)
+
+    result = World(6).run(main)
+    assert result.outcome == "error"
+    assert isinstance(result.error, BaseExceptionGroup)
+    assert result.error.subgroup(KeyError) is not None
+
+
+def test_trace_formats():
+    async def main(rt):
+        rt.emit("demo.event", session="s1", count=2)
+        await rt.sleep(1.5)
+        rt.emit("demo.event", note="two words")
+
+    result = World(7).run(main)
+    text = result.trace_text().splitlines()
+    assert text[1] == "   0.000000s  main                demo.event                      count=2 session=s1"
+    assert text[2].startswith("   1.500000s  main                demo.event")
+    assert text[2].endswith('note="two words"')
+    lines = result.trace_jsonl().splitlines()
+    assert json.loads(lines[1]) == {"fields": {"count": 2, "session": "s1"}, "kind": "demo.event", "seq": 1, "t": 0.0, "task": "main"}
+    assert json.loads(lines[-1]) == {"decisions": [list(d) for d in result.decisions]}
+    assert len(result.digest()) == 64
+
+
+def test_a_world_runs_once():
+    async def main(rt):
+        return None
+
+    world = World(0)
+    world.run(main)
+    with pytest.raises(RuntimeError, match="runs once"):
+        world.run(main)
