@@ -127,6 +127,7 @@ class Kernel:
         self.decisions: list[tuple[Any, ...]] = []
         self.cancelled_scopes = 0
         self.history: list[HistoryEvent] = []
+        self.listeners: list[Callable[[HistoryEvent], None]] = []
         self._timers: list[tuple[float, int, Any]] = []
         self._timer_seq = 0
         self._next_tid = 0
@@ -158,8 +159,15 @@ class Kernel:
             task.on_done(task, value, exc)
 
     def record(self, kind: str, task: str, fields: dict[str, Any]) -> None:
-        """Append one typed event to the run's history, stamped with virtual time."""
-        self.history.append(HistoryEvent(len(self.history), self.now, task, kind, fields))
+        """Append one typed event to the run's history, stamped with virtual time, and tell the listeners.
+
+        Listeners (fault triggers, invariant checkers) see each event as it happens, which is how safety
+        properties are checked after every step that changed something observable.
+        """
+        event = HistoryEvent(len(self.history), self.now, task, kind, fields)
+        self.history.append(event)
+        for listener in self.listeners:
+            listener(event)
 
     def current_name(self) -> str:
         return "kernel" if self.current is None else self.current.name

@@ -127,17 +127,24 @@ class TrioRuntime:
         mock_clock: bool = False,
         seed: int = 0,
         on_event: Callable[[RecordedEvent], None] | None = None,
+        wait_for_workers: bool = True,
     ) -> tuple[T, "TrioRuntime"]:
-        """Run `main(rt, *args)` to completion (late workers included); return its result and the runtime."""
+        """Run `main(rt, *args)`; return its result and the runtime.
+
+        Late workers are waited for, as the simulator does, unless `wait_for_workers` is False: a real
+        process exits without waiting for the abandoned calls it left behind.
+        """
         rt = cls(seed=seed, on_event=on_event)
         clock = trio.testing.MockClock(autojump_threshold=0) if mock_clock else None
-        result = trio.run(rt._root, main, args, clock=clock, strict_exception_groups=True)
+        result = trio.run(rt._root, main, args, wait_for_workers, clock=clock, strict_exception_groups=True)
         return result, rt
 
-    async def _root(self, main: Callable[..., Awaitable[T]], args: tuple[Any, ...]) -> T:
+    async def _root(self, main: Callable[..., Awaitable[T]], args: tuple[Any, ...], wait_for_workers: bool) -> T:
         async with trio.open_nursery() as workers:
             self._workers = workers
             result = await main(self, *args)
+            if not wait_for_workers:
+                workers.cancel_scope.cancel()
         return result
 
     def now(self) -> float:
