@@ -1,0 +1,220 @@
+"""The agent: the turn loop that persists every message once, compresses when the context grows, and
+follows its session across rotations (§2 steps 1-3, 11, 18, 19).
+
+Durability is decided per message by the `_db_persisted` marker alone (R10/R12). Compression runs as a
+pooled job the host waits on with a budget; a hard interrupt (Ctrl+C) goes through the active fence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from reference.attempt import Compressor
+from reference.compactor import CompactionJob, CompactorDeps, Outcome, Summarizer
+from reference.config import CompactionConfig
+from reference.cooldown import Cooldowns
+from reference.db import Database
+from reference.fence import CommitFence, FenceStack
+from reference.host import HostWait
+from reference.lease import Process, ProcessTable
+from reference.pool import CompressionPool
+from reference.store import SessionClosedByCompression
+from reference.transcript import Message, estimate_tokens, fingerprint, from_row, new_message, persist, unpersisted
+from sim.runtime.api import Runtime
+
+
+class PersistenceFailed(Exception):
+    """The turn could not be saved: its session was closed by compression and no live tip could be adopted.
+
+    The message says so, instead of the old "often a full disk" guess that sent users after the wrong cause.
+    """
+
+    cause = "compression_closed"
+
+    def __init__(self, session: str) -> None:
+        super().__init__(
+            f"session {session!r} was closed by compression and no live continuation could be adopted; "
+            "the turn was not saved"
+        )
+        self.session = session
+
+
+@dataclass
+class TurnResult:
+    session_id: str
+    persisted: list[int]
+    compaction: Outcome | None
+    interrupted: bool
+
+
+def default_reply(text: str) -> str:
+    return f"ack: {text}"
+
+
+class Agent:
+    """One conversation on one session. Several agents (and processes) may share a store."""
+
+    def __init__(
+        self,
+        rt: Runtime,
+        db: Database,
+        provider: Summarizer,
+        *,
+        session_id: str,
+        process: Process,
+        config: CompactionConfig | None = None,
+        pool: CompressionPool | None = None,
+        processes: ProcessTable | None = None,
+        reply: Callable[[str], str] = default_reply,
+    ) -> None:
+        self._rt = rt
+        self._db = db
+        self.config = config or CompactionConfig()
+        self.process = process
+        self.pool = pool or CompressionPool(rt, self.config.pool_cap)
+        self.session_id = session_id
+        self.caller_session_id = session_id
+        self.messages: list[Message] = []
+        self.fences = FenceStack()
+        self.compressor = Compressor(rt)
+        self.cooldowns = Cooldowns(rt, db, self.compressor, self.config)
+        self._deps = CompactorDeps(
+            rt, db, provider, self.config, self.compressor, self.cooldowns, self.pool, self.process, processes,
+            self._bind_session,
+        )
+        self._reply = reply
+        self._hard_event = rt.event()
+        self._turns = 0
+
+    async def open(self) -> None:
+        """Create the session row, or load the durable transcript of an existing one."""
+        if await self._db.call("get_session", self.session_id) is None:
+            await self._db.call("create_session", self.session_id)
+        else:
+            self.messages = [from_row(row) for row in await self._db.call("active_messages", self.session_id)]
+
+    # ---- the turn loop ---------------------------------------------------------------------------
+
+    async def run_turn(self, text: str, *, platform_message_id: str | None = None) -> TurnResult:
+        """Recover the session, take the user turn, compress if over threshold, reply, persist once."""
+        self._turns += 1
+        self._hard_event = self._rt.event()
+        await self._recover_rotated_session()
+        extra = {} if platform_message_id is None else {"platform_message_id": platform_message_id}
+        self.messages.append(new_message("user", text, self._rt.now(), **extra))
+        compaction = None
+        if estimate_tokens(self.messages) >= self.config.threshold_tokens:
+            compaction = await self.compress()
+        interrupted = self._hard_event.is_set()
+        if not interrupted:
+            await self._rt.checkpoint("turn.model")
+            self.messages.append(new_message("assistant", self._reply(text), self._rt.now()))
+        persisted = await self.flush()
+        return TurnResult(self.session_id, persisted, compaction, interrupted)
+
+    async def flush(self) -> list[int]:
+        """Write every message not yet durable; the marker is the only thing that says "already written"."""
+        await self._rt.checkpoint("turn.flush")
+        pending = unpersisted(self.messages)
+        if not pending:
+            return []
+        row_ids = await self._append_following_rotation(pending)
+        for message, row_id in zip(pending, row_ids):
+            self._rt.emit(
+                "turn.persisted", session=self.session_id, caller_session=self.caller_session_id, turn=self._turns,
+                role=message["role"], row=row_id,
+            )
+        return row_ids
+
+    async def _append_following_rotation(self, pending: list[Message]) -> list[int]:
+        """Append to the session; if it was rotated meanwhile, adopt its live tip once and retry there."""
+        adopted = False
+        while True:
+            try:
+                return await persist(self._rt, self._db, self.session_id, pending)
+            except SessionClosedByCompression as closed:
+                # FIX adopt-tip-on-closed-write (R15): follow the chain to its live tip once per flush; else fail closed, naming compression
+                if adopted or not await self._adopt_tip():
+                    raise PersistenceFailed(self.session_id) from closed
+                adopted = True
+
+    async def _recover_rotated_session(self) -> None:
+        """Turn start: a rotated session continues in its tip; a rotation that left no child is reopened."""
+        row = await self._db.call("get_session", self.session_id)
+        if row is None or not row.rotated or await self._adopt_tip():
+            return
+        # FIX reopen-orphan-at-turn-start (R20): a parent closed without a published child refuses every write forever
+        if await self._db.call("reopen_orphaned", self.session_id):
+            self._rt.emit("session.reopened", session=self.session_id)
+
+    async def _adopt_tip(self) -> bool:
+        tip = await self._db.call("compression_tip", self.session_id)
+        if tip is None or tip == self.session_id:
+            return False
+        rows = await self._db.call("active_messages", tip)
+        self._rt.emit("session.adopted", **{"from": self.session_id, "to": tip})
+        self.messages = [from_row(row) for row in rows] + unpersisted(self.messages)
+        self.session_id = self.caller_session_id = tip
+        return True
+
+    # ---- compression -----------------------------------------------------------------------------
+
+    async def compress(self, *, force: bool = False) -> Outcome:
+        """Run one pooled attempt under the host's budget; `force` (manual /compress) skips the gates."""
+        number = self.process.next_attempt()
+        attempt = f"{self.process.name}.{number}"
+        before = fingerprint(self.messages)
+        fence = CommitFence(self._rt, attempt, ceiling_s=self.config.ceiling_timeout_s, hard_event=self._hard_event)
+        self.fences.push(fence)
+        try:
+            if not self.pool.try_admit():
+                outcome = Outcome("saturated", "pool_saturated")
+            else:
+                job = CompactionJob(
+                    self._deps, fence, number=number, session=self.session_id, source=self.messages, force=force
+                )
+                outcome = await HostWait(self._rt, self.config, self.cooldowns, job, fence, self.session_id).run()
+        finally:
+            self.fences.remove(fence)
+        self._apply(outcome)
+        # FIX rebind-caller-session (R18): the worker re-pointed the agent; the host's own binding must follow it
+        self.caller_session_id = self.session_id
+        self._rt.emit(
+            "host.returned", attempt=attempt, status=outcome.status, session=self.session_id,
+            caller_session=self.caller_session_id, transcript_before=before, transcript_after=fingerprint(self.messages),
+        )
+        return outcome
+
+    def _apply(self, outcome: Outcome) -> None:
+        if outcome.status == "adopted" and outcome.session_id is not None:
+            self.session_id = outcome.session_id
+            self.messages = (outcome.messages or []) + unpersisted(self.messages)
+        elif outcome.messages is not None:
+            self.messages = outcome.messages
+
+    def _bind_session(self, session_id: str) -> None:
+        """The worker's re-point after a rotation (the agent's attribute, not the host's own binding)."""
+        self.session_id = session_id
+
+    async def hard_interrupt(self) -> bool:
+        """Ctrl+C: stop the turn and cancel the active attempt unless its commit was already admitted.
+
+        True if an attempt was cancelled. A running summary is unwound at once and rolled back; its lease is
+        freed by the worker, or after a short grace by the fence's holder-scoped hook.
+        """
+        self._rt.emit("hard_cancel.requested", session=self.session_id)
+        self._hard_event.set()
+        fence = self.fences.top
+        # FIX hard-cancel-through-fence (R1): a plain interrupt is masked during the summary; only the fence stops it safely
+        return fence is not None and await self._cancel_hard(fence)
+
+    async def _cancel_hard(self, fence: CommitFence) -> bool:
+        """Cancel through the fence (waiting out an admitted commit), then let the worker roll back and
+        release; after the grace the holder-scoped hook frees the lease if the worker has not."""
+        if not await fence.cancel_before_commit(hard=True, release=False):
+            return False
+        with self._rt.move_on_after(self.config.cancelled_worker_grace_s):
+            await fence.worker_done.wait()
+        await fence.release_cancelled()
+        return True

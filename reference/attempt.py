@@ -1,0 +1,107 @@
+"""Compressor state and who may write it: attempt generations, snapshots and the gen-gated rollback.
+
+Two boundaries: the commit fence owns commit admission; the generation owns compressor-attribute writes.
+A new attempt claims generation g+1, so a slower, older attempt that later unwinds cannot roll back state
+the newer one wrote (R21). The cancelled-check a cooldown clear consults is stamped with its installer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Awaitable, Callable
+
+from reference.store import CooldownRow
+from sim.runtime.api import Runtime
+
+CancelledCheck = Callable[[], bool]
+DurableRestore = Callable[[CooldownRow], Awaitable[None]]
+
+
+@dataclass
+class CompressorState:
+    """The attempt-scoped fields a hard-cancel rollback puts back exactly."""
+
+    previous_summary: str | None = None
+    compression_count: int = 0
+    cooldown_until: float = 0.0
+    last_error: str | None = None
+    consecutive_timeouts: int = 0
+    structural_backoff_until: float = 0.0
+
+
+class Compressor:
+    """One agent's compressor: its state plus the generation bookkeeping every writer goes through."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self._rt = rt
+        self.state = CompressorState()
+        self.generation = 0
+        self.working_generation = 0
+        self._serial = rt.lock()
+        self._cancelled_check: tuple[int, CancelledCheck] | None = None
+
+    async def claim(self, attempt: str) -> int:
+        """A fresh, monotonic generation for `attempt`; waits for a rollback in progress to finish."""
+        async with self._serial:
+            self.generation += 1
+            generation = self.generation
+        self._rt.emit("attempt.claimed", attempt=attempt, generation=generation)
+        return generation
+
+    def snapshot(self) -> CompressorState:
+        return dataclasses.replace(self.state)
+
+    async def restore(
+        self,
+        attempt: str,
+        generation: int,
+        snapshot: CompressorState,
+        durable: tuple[DurableRestore, CooldownRow] | None = None,
+    ) -> bool:
+        """Put back `snapshot` (and first the durable cooldown row) unless a newer attempt has claimed.
+
+        Holds the serial lock across the check and both writes, so no claim can slip in between them.
+        """
+        async with self._serial:
+            # FIX stale-restore-noop (R21): an older attempt's late rollback must not undo what a newer claim wrote
+            if generation != self.generation:
+                self._rt.emit(
+                    "attempt.restore_skipped_stale", attempt=attempt, generation=generation, current=self.generation
+                )
+                return False
+            if durable is not None:
+                write_row, row = durable
+                await write_row(row)
+            self.state = dataclasses.replace(snapshot)
+        self._rt.emit("attempt.restored", attempt=attempt, generation=generation)
+        return True
+
+    # ---- the working marker: published when dispatch starts, used for supersession ----------------
+
+    def mark_working(self, generation: int) -> None:
+        self.working_generation = max(self.working_generation, generation)
+
+    def is_working_current(self, generation: int) -> bool:
+        return self.working_generation == generation
+
+    # ---- the owner-stamped cancelled check (R2, R21) --------------------------------------------
+
+    def install_cancelled_check(self, generation: int, check: CancelledCheck) -> None:
+        self._cancelled_check = (generation, check)
+
+    def clear_cancelled_check_if_owner(self, generation: int) -> None:
+        # FIX owner-stamped-cancel-check (R21): a late older attempt must not remove the check a newer attempt installed
+        if self._cancelled_check is not None and self._cancelled_check[0] == generation:
+            self._cancelled_check = None
+
+    def attempt_is_cancelled(self, generation: int) -> bool:
+        """What a success-path clear consults: cancelled, or no longer the attempt that owns the check.
+
+        An attempt consults while its own check is installed; finding another attempt's check, or none
+        (a newer attempt installed and finished meanwhile), means this attempt is stale.
+        """
+        if self._cancelled_check is None:
+            return True
+        owner, check = self._cancelled_check
+        return owner != generation or check()

@@ -1,0 +1,113 @@
+"""`python -m reference chat --db PATH`: the reference agent on trio, in real time, on a real SQLite file.
+
+The fake provider summarizes slowly (`--summary-latency`), so a compaction is easy to interrupt: Ctrl+C
+during a summary cancels it cleanly (rolled back, lease freed) and the next turn persists. With `--script
+FILE` the turns come from a file, one per line, so it can be driven without a terminal. The database is
+consistent after any exit: every write is one transaction, and the store is closed on the way out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import trio
+
+from reference.agent import Agent
+from reference.config import CompactionConfig
+from reference.db import Database
+from reference.frontends import CliFrontend
+from reference.lease import ProcessTable
+from reference.provider import ProviderScript, ScriptedProvider
+from reference.store import SessionStore
+from sim.runtime.trio_runtime import RecordedEvent, TrioRuntime
+
+# Events worth a line on the terminal: what a person watching a compaction wants to see.
+SHOWN_EVENTS = (
+    "compaction.summary_started", "compaction.summary_done", "compaction.committed", "compaction.refused",
+    "fence.cancel_won", "lease.acquired", "lease.released", "frontend.ctrl_c", "frontend.ctrl_c_grace_expired",
+    "turn.persisted", "host.timeout", "session.adopted",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m reference", description="Run the reference agent for real.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    chat = commands.add_parser("chat", help="chat with the reference agent (fake provider, real SQLite, real time)")
+    chat.add_argument("--db", required=True, type=Path, help="SQLite file for the session store (created if missing)")
+    chat.add_argument("--session", default="chat", help="session id (default: chat)")
+    chat.add_argument("--script", type=Path, help="read turns from this file, one per line, instead of the terminal")
+    chat.add_argument("--summary-latency", type=float, default=5.0, help="seconds the fake provider takes per summary")
+    chat.add_argument("--threshold", type=int, default=200, help="token estimate that triggers compaction")
+    chat.add_argument("--grace", type=float, default=1.0, help="seconds after Ctrl+C before the next turn is accepted")
+    return parser
+
+
+def _show(event: RecordedEvent) -> None:
+    if event.kind in SHOWN_EVENTS:
+        fields = " ".join(f"{key}={value}" for key, value in sorted(event.fields.items()))
+        print(f"[{event.time:9.3f}] {event.kind} {fields}", flush=True)
+
+
+async def _read_turns(rt: TrioRuntime, script: Path | None, send: trio.MemorySendChannel[str]) -> None:
+    async with send:
+        if script is not None:
+            for line in script.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    await send.send(line.strip())
+            return
+        while line := await rt.run_sync_in_worker(sys.stdin.readline):
+            if line.strip():
+                await send.send(line.strip())
+
+
+async def _on_ctrl_c(frontend: CliFrontend, nursery: trio.Nursery) -> None:
+    """Ctrl+C during a turn is a hard cancel; Ctrl+C at the prompt ends the chat."""
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        async for _ in signals:
+            if frontend.busy:
+                nursery.start_soon(frontend.ctrl_c)
+            else:
+                print("bye", flush=True)
+                nursery.cancel_scope.cancel()
+
+
+async def _chat(rt: TrioRuntime, args: argparse.Namespace, store: SessionStore) -> None:
+    processes = ProcessTable()
+    config = CompactionConfig(threshold_tokens=args.threshold, idle_timeout_s=max(120.0, args.summary_latency * 2),
+                              ceiling_timeout_s=max(600.0, args.summary_latency * 4))
+    provider = ScriptedProvider(rt, ProviderScript(latency_s=args.summary_latency, tick_s=min(1.0, args.summary_latency)))
+    agent = Agent(rt, Database(rt, store), provider, session_id=args.session, process=processes.spawn("chat"),
+                  config=config, processes=processes)
+    await agent.open()
+    frontend = CliFrontend(rt, agent, grace_s=args.grace)
+    send, receive = trio.open_memory_channel[str](0)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_on_ctrl_c, frontend, nursery)
+        nursery.start_soon(_read_turns, rt, args.script, send)
+        async for text in receive:
+            result = await frontend.submit(text)
+            if result is not None:
+                print(f"turn done: session={result.session_id} persisted={len(result.persisted)} "
+                      f"interrupted={result.interrupted}", flush=True)
+        nursery.cancel_scope.cancel()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        store = SessionStore(str(args.db))
+    except Exception as error:  # an unusable database path is the user's input: say which, exit 2
+        print(f"python -m reference chat: --db {args.db}: cannot open the database ({error})", file=sys.stderr)
+        return 2
+    if args.script is not None and not args.script.is_file():
+        print(f"python -m reference chat: --script {args.script}: no such file", file=sys.stderr)
+        return 2
+    try:
+        TrioRuntime.run(_chat, args, store, on_event=_show, wait_for_workers=False)
+    finally:
+        store.close()
+    return 0

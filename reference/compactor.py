@@ -1,0 +1,387 @@
+"""One compression attempt, as the pooled worker runs it (§2 steps 4-10, 12, 13, 15, 17).
+
+Claim a generation, pass the gate, win the lease under the fence lock, capture the watermark and the raw
+cooldown row, summarize in an abandonable call, screen the candidate, and commit in place or by rotation
+only with the fence's admission. Every exit releases the lease; a hard cancel first rolls back exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from reference.attempt import Compressor, CompressorState
+from reference.config import CompactionConfig
+from reference.cooldown import Cooldowns
+from reference.db import Database
+from reference.fence import CommitFence
+from reference.lease import Lease, Process, ProcessTable
+from reference.pool import CompressionPool
+from reference.provider import ProgressCallback, ProviderError
+from reference.store import DELIBERATE_END_REASONS, CooldownRow, ParentEndedError
+from reference.transcript import (
+    Message,
+    estimate_tokens,
+    from_row,
+    new_message,
+    persist,
+    same_content,
+    stamp,
+    unpersisted,
+    without_markers,
+)
+from sim.runtime.api import EventLike, Runtime
+
+
+class Summarizer(Protocol):
+    async def summarize(self, messages: list[Message], on_progress: ProgressCallback) -> str: ...
+
+
+@dataclass
+class Outcome:
+    """What an attempt hands back to the host.
+
+    `messages` is the list the host must adopt (a commit, an adoption, or a failed commit's restored
+    snapshot), or None: keep your own list object, nothing reached the store (R4).
+    """
+
+    status: str  # committed | rotated | adopted | unchanged | failed | error | timeout | saturated
+    reason: str = ""
+    messages: list[Message] | None = None
+    session_id: str | None = None
+
+
+@dataclass
+class CompactorDeps:
+    """What every attempt of one agent shares."""
+
+    rt: Runtime
+    db: Database
+    provider: Summarizer
+    config: CompactionConfig
+    compressor: Compressor
+    cooldowns: Cooldowns
+    pool: CompressionPool
+    process: Process
+    processes: ProcessTable | None
+    bind_session: Callable[[str], None]
+
+
+class AttemptAborted(Exception):
+    """The attempt stops before any commit (the fence was cancelled before or during the summary)."""
+
+
+class CompactionJob:
+    """A submitted attempt: the worker body, and the outcome the host reads once `done` is set."""
+
+    def __init__(
+        self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: str, source: list[Message], force: bool
+    ) -> None:
+        self._deps = deps
+        self._fence = fence
+        self._number = number
+        self._session = session
+        self._source = source
+        self._force = force
+        self.outcome: Outcome | None = None
+
+    @property
+    def done(self) -> EventLike:
+        return self._fence.worker_done
+
+    async def run(self) -> None:
+        """The worker: runs isolated, so a host that gives up leaves it running as a late worker."""
+        d = self._deps
+        await d.pool.acquire_worker()
+        try:
+            # FIX stale-job-skipped (R8): a job that starts after its host gave up must not summarize or commit
+            if self._fence.is_cancelled or self._fence.deadline_exceeded():
+                d.rt.emit("pool.job_skipped", attempt=self._fence.attempt)
+                self.outcome = Outcome("unchanged", "stale_job")
+                return
+            # FIX snapshot-on-worker (R4): the worker owns a deep copy; the caller's live list is never touched
+            messages = copy.deepcopy(self._source)
+            attempt = Attempt(d, self._fence, number=self._number, session=self._session, force=self._force)
+            self.outcome = await attempt.run(messages)
+        except Exception as exc:  # the host gets an outcome whatever failed; the error is in the history
+            self.outcome = Outcome("error", type(exc).__name__)
+            d.rt.emit("compaction.error", attempt=self._fence.attempt, error=repr(exc))
+        finally:
+            d.pool.release_worker()
+            d.pool.release_admission()
+            outcome = self.outcome or Outcome("error", "interrupted")
+            d.rt.emit(
+                "compaction.finished", session=self._session, attempt=self._fence.attempt, status=outcome.status,
+                reason=outcome.reason,
+            )
+            self.done.set()
+
+
+class Attempt:
+    def __init__(self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: str, force: bool) -> None:
+        self._d = deps
+        self._fence = fence
+        self.attempt = fence.attempt
+        self.session = session
+        self.holder = deps.process.holder(number)
+        self._force = force
+        self.generation = 0
+        self.watermark: int | None = None
+        self._admitted = False
+
+    async def run(self, messages: list[Message]) -> Outcome:
+        d = self._d
+        self.generation = await d.compressor.claim(self.attempt)
+        snapshot = d.compressor.snapshot()
+        blocked = None if self._force else await d.cooldowns.blocked_reason(self.session)
+        if blocked is not None:
+            d.rt.emit("compaction.blocked", session=self.session, attempt=self.attempt, reason=blocked)
+            return Outcome("unchanged", blocked)
+        lease = Lease(d.rt, d.db, self.session, self.holder, d.config)
+        sat_out = await self._acquire(lease)
+        if sat_out is not None:
+            await lease.release()
+            return self._refused(sat_out)
+        try:
+            async with d.rt.open_nursery() as nursery:
+                nursery.start_soon(lease.run_refresher, name=f"refresher:{self.attempt}")
+                try:
+                    return await self._under_lease(messages, snapshot)
+                finally:
+                    await lease.release()
+        finally:
+            if self._admitted:
+                await self._fence.finish_commit()
+
+    async def _acquire(self, lease: Lease) -> str | None:
+        """Win the lease with the fence lock held; None on success, else why this attempt sits out."""
+        if not await self._fence.begin_lock_setup():
+            return "fence_cancelled"
+        try:
+            won = await self._try_lease(lease)
+            if won:
+                self._fence.publish_release_hook(lease.release)
+                await self._capture_watermark()
+        finally:
+            await self._fence.finish_lock_setup()
+        if not won:
+            return "lock_contended"
+        return "fence_cancelled" if self._fence.is_cancelled else None
+
+    async def _try_lease(self, lease: Lease) -> bool:
+        try:
+            return await lease.acquire(self._d.processes)
+        except Exception as exc:  # sit out; the caller's holder-qualified release cleans up a half-taken row
+            self._d.rt.emit("lease.acquire_failed", session=self.session, holder=self.holder, error=repr(exc))
+            return False
+
+    async def _capture_watermark(self) -> None:
+        """Rows above the watermark arrive during the summary; the commit keeps them live, after it."""
+        try:
+            # FIX watermark-after-acquire (R14): without it the commit archives every active row, concurrent appends included
+            self.watermark = await self._d.db.call("active_watermark", self.session)
+        except Exception:  # unknown watermark: the commit archives everything (the historical behaviour)
+            self.watermark = None
+        self._d.rt.emit("compaction.watermark", session=self.session, attempt=self.attempt, watermark=self.watermark)
+
+    async def _under_lease(self, messages: list[Message], snapshot: CompressorState) -> Outcome:
+        d = self._d
+        adopted = await self._adopt_if_rotated()
+        if adopted is not None:
+            return adopted
+        cooldown_row: CooldownRow = await d.db.call("cooldown_row", self.session)
+        if self._force:
+            await d.cooldowns.clear(self.session, self.attempt)
+        elif cooldown_row.ineffective_count >= d.config.breaker_threshold:
+            return self._refused("ineffective")
+        try:
+            return await self._summarize_and_commit(messages, cooldown_row)
+        finally:
+            if self._fence.hard_requested and not self._admitted:
+                # FIX hard-cancel-full-rollback (R1): a hard stop leaves the cooldown row and compressor exactly as before the attempt
+                durable = (self._restore_cooldown_row, cooldown_row)
+                await d.compressor.restore(self.attempt, self.generation, snapshot, durable)
+
+    async def _restore_cooldown_row(self, row: CooldownRow) -> None:
+        await self._d.db.call("restore_cooldown_row", self.session, row)
+        self._d.rt.emit("cooldown.restored", session=self.session, attempt=self.attempt)
+
+    async def _adopt_if_rotated(self) -> Outcome | None:
+        """Another path rotated this session while we waited: adopt its live tip and sit out (step 8)."""
+        d = self._d
+        row = await d.db.call("get_session", self.session)
+        # FIX adopt-rotated-parent-after-acquire (R19): rotating an already-rotated parent leaves orphan siblings
+        if row is not None and row.rotated:
+            tip = await d.db.call("compression_tip", self.session)
+            return self._refused("parent_rotated") if tip is None else await self._adopt(tip)
+        return None
+
+    async def _adopt(self, tip: str) -> Outcome:
+        rows = await self._d.db.call("active_messages", tip)
+        self._d.rt.emit("session.adopted", **{"from": self.session, "to": tip, "attempt": self.attempt})
+        return Outcome("adopted", "parent_rotated", [from_row(row) for row in rows], tip)
+
+    async def _summarize_and_commit(self, messages: list[Message], cooldown_row: CooldownRow) -> Outcome:
+        d = self._d
+        before = copy.deepcopy(messages)  # what a failed commit restores, whatever the engine does to its input
+        try:
+            summary, candidate = await self._summarize(messages, before)
+        except AttemptAborted as aborted:
+            return self._refused(str(aborted))
+        except ProviderError as exc:
+            seconds = d.config.summary_failure_cooldown_s
+            await d.cooldowns.record_failure(self.session, seconds, f"summary_failed: {exc}", self.attempt)
+            return self._refused("summary_failed")
+        refusal = self._screen(before, candidate)
+        if refusal is not None:
+            return self._refused(refusal)
+        await d.rt.checkpoint("compactor.before_begin_commit")
+        if not await self._fence.begin_commit():
+            return self._refused("commit_fence_cancelled")
+        self._admitted = True
+        if estimate_tokens(candidate) > estimate_tokens(before):
+            return await self._refuse_growth()
+        messages[:] = candidate
+        try:
+            commit = self._commit_in_place(messages) if d.config.in_place else self._commit_rotation(messages, before)
+            outcome = await commit
+        except Exception as exc:
+            d.rt.emit("compaction.commit_failed", session=self.session, attempt=self.attempt, error=repr(exc))
+            # FIX restore-snapshot-on-failed-commit (R12): the compacted list never became durable; handing it back would double the rows
+            messages[:] = before
+            seconds = d.config.split_failure_cooldown_s
+            await d.cooldowns.record_failure(self.session, seconds, f"session_split_failed: {exc}", self.attempt)
+            return Outcome("failed", type(exc).__name__, messages)
+        await self._accept(summary, messages, cooldown_row, estimate_tokens(before))
+        return outcome
+
+    async def _summarize(self, messages: list[Message], before: list[Message]) -> tuple[str, list[Message]]:
+        """Summarize all but the newest `keep_recent` messages (nothing to do: an unchanged candidate)."""
+        d, fence = self._d, self._fence
+        split = max(len(before) - d.config.keep_recent, 0)
+        if split == 0:
+            return "", [without_markers(m) for m in before]
+        if fence.is_cancelled:
+            raise AttemptAborted("hard_cancelled" if fence.hard_requested else "fence_cancelled")
+        d.compressor.install_cancelled_check(self.generation, lambda: fence.is_cancelled)
+        try:
+            d.compressor.mark_working(self.generation)
+            d.rt.emit("compaction.summary_started", attempt=self.attempt, generation=self.generation)
+            summary = await self._dispatch(messages[:split])
+            d.rt.emit("compaction.summary_done", attempt=self.attempt, chars=len(summary))
+            await d.rt.checkpoint("compactor.after_summary")
+            await d.cooldowns.clear_on_success(self.session, self.attempt, self.generation)
+        finally:
+            d.compressor.clear_cancelled_check_if_owner(self.generation)
+        return summary, build_candidate(before, summary, d.rt.now(), d.config.keep_recent)
+
+    async def _dispatch(self, messages: list[Message]) -> str:
+        """The provider call runs isolated: a hard cancel unwinds this attempt at once, the call runs on."""
+        d = self._d
+        with d.rt.cancel_scope() as scope:
+            self._fence.set_interrupt_scope(scope)
+            try:
+                summary = await d.rt.run_isolated(
+                    d.provider.summarize, messages, self._on_progress, name=f"summary:{self.attempt}"
+                )
+            finally:
+                self._fence.clear_interrupt_scope()
+        if scope.cancelled_caught:
+            raise AttemptAborted("hard_cancelled")
+        return summary
+
+    def _on_progress(self) -> None:
+        # FIX zombie-progress-suppressed (R26): a cancelled attempt's late ticks must not re-arm "compression in progress"
+        if self._fence.is_cancelled:
+            return
+        self._fence.touch_progress()
+        self._d.rt.emit("compaction.summary_progress", attempt=self.attempt)
+
+    def _screen(self, before: list[Message], candidate: list[Message]) -> str | None:
+        """Refuse, before admission, a candidate that changes nothing or is no longer ours (step 12)."""
+        d = self._d
+        if same_content(candidate, before):
+            d.cooldowns.note_structural_noop()
+            return "no_progress"
+        # FIX superseded-candidate-discarded (R21): a newer attempt started its summary; this candidate is stale
+        if not d.compressor.is_working_current(self.generation):
+            return "superseded"
+        return None
+
+    async def _refuse_growth(self) -> Outcome:
+        """The admitted candidate would grow the transcript: refuse it, and count it toward the breaker."""
+        d = self._d
+        # FIX would-grow-counts-strike (R13): an uncounted refusal lets every turn re-issue the same growing summary
+        strikes = await d.db.call("bump_ineffective", self.session)
+        d.rt.emit("compaction.strike", session=self.session, attempt=self.attempt, strikes=strikes)
+        return self._refused("would_grow")
+
+    async def _commit_in_place(self, messages: list[Message]) -> Outcome:
+        d = self._d
+        row_ids = await d.db.call(
+            "archive_and_compact", self.session, messages, holder=self.holder, watermark=self.watermark,
+            tail_count=d.config.tail_count,
+        )
+        d.rt.emit("commit.archived", session=self.session, attempt=self.attempt, rows=len(row_ids))
+        # FIX stamp-compacted-markers (R12): the compacted dicts are durable now; unmarked, the next flush re-inserts them all
+        stamp(messages, row_ids)
+        return Outcome("committed", "in_place", messages, self.session)
+
+    async def _commit_rotation(self, messages: list[Message], before: list[Message]) -> Outcome:
+        d = self._d
+        parent = self.session
+        row = await d.db.call("get_session", parent)
+        # FIX deliberate-end-preflush-guard (R11): refuse before the flush, or every failed rotation grows the parent
+        if row is not None and row.end_reason in DELIBERATE_END_REASONS:
+            raise ParentEndedError(f"parent {parent!r} already ended ({row.end_reason})")
+        # FIX rotation-ceiling-before-flush (R14): rows above it are our own flush, already in the handoff; cloning them duplicates
+        ceiling = await d.db.call("active_watermark", parent)
+        await d.rt.checkpoint("compactor.before_parent_flush")
+        pending = unpersisted(before)
+        if pending:
+            await persist(d.rt, d.db, parent, pending)
+        child = f"{parent.split('/')[0]}/{self.attempt}"
+        row_ids = await d.db.call(
+            "publish_child", parent, child, messages, holder=self.holder, watermark=self.watermark, ceiling=ceiling,
+            ttl_s=d.config.lease_ttl_s, require_refresh=True,
+        )
+        d.rt.emit("commit.published", parent=parent, child=child, attempt=self.attempt)
+        # FIX stamp-handoff-markers (R10): the handoff rows (the user turn's anchor copy included) are durable in the child
+        stamp(messages, row_ids)
+        d.bind_session(child)
+        return Outcome("rotated", "rotation", messages, child)
+
+    async def _accept(self, summary: str, messages: list[Message], cooldown_row: CooldownRow, tokens_before: int) -> None:
+        """Post-commit bookkeeping, written only by the attempt that still owns the compressor."""
+        d = self._d
+        if d.compressor.is_working_current(self.generation):
+            state = d.compressor.state
+            state.previous_summary = summary
+            state.compression_count += 1
+        if cooldown_row.ineffective_count and estimate_tokens(messages) < d.config.threshold_tokens:
+            try:
+                await d.db.call("reset_ineffective", self.session)
+            except Exception as exc:  # the commit stands; a stale strike only delays the next automatic attempt
+                d.rt.emit("compaction.strike_reset_failed", session=self.session, attempt=self.attempt, error=repr(exc))
+        d.rt.emit(
+            "compaction.committed", session=self.session, attempt=self.attempt, tokens=estimate_tokens(messages),
+            tokens_before=tokens_before,
+        )
+
+    def _refused(self, reason: str) -> Outcome:
+        self._d.rt.emit("compaction.refused", session=self.session, attempt=self.attempt, reason=reason)
+        return Outcome("unchanged", reason)
+
+
+def build_candidate(before: list[Message], summary: str, now: float, keep_recent: int) -> list[Message]:
+    """Summary, then the newest `keep_recent` messages verbatim (marker-free copies the commit re-stamps).
+
+    The candidate always carries a user turn: if the kept tail has none, the last user message is anchored
+    in front of it.
+    """
+    split = max(len(before) - keep_recent, 0)
+    head, tail = before[:split], before[split:]
+    if not any(m["role"] == "user" for m in tail):
+        tail = [m for m in head if m["role"] == "user"][-1:] + tail
+    return [new_message("user", summary, now, is_summary=True)] + [without_markers(m) for m in tail]

@@ -1,0 +1,83 @@
+"""Failure cooldowns and the anti-thrash breaker: what blocks an automatic attempt, and who may clear it.
+
+The cooldown lives twice: a local deadline on the compressor and the durable merge-max row on the session
+(so another process, or this one after a restart, sees it). The breaker is the persisted ineffective count.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable
+
+from reference.attempt import Compressor
+from reference.config import CompactionConfig
+from reference.db import Database
+from sim.runtime.api import Runtime
+
+
+class Cooldowns:
+    def __init__(self, rt: Runtime, db: Database, compressor: Compressor, config: CompactionConfig) -> None:
+        self._rt = rt
+        self._db = db
+        self._compressor = compressor
+        self._config = config
+
+    async def blocked_reason(self, session: str) -> str | None:
+        """Why an automatic attempt must not run now (None: it may). A forced attempt skips this gate."""
+        now = self._rt.now()
+        state = self._compressor.state
+        if state.cooldown_until > now:
+            return "cooldown"
+        if state.structural_backoff_until > now:
+            return "structural_backoff"
+        row = await self._db.call("cooldown_row", session)
+        if row.until is not None and row.until > now:
+            state.cooldown_until = row.until
+            return "cooldown"
+        if row.ineffective_count >= self._config.breaker_threshold:
+            return "ineffective"
+        return None
+
+    async def record_failure(self, session: str, seconds: float, error: str, attempt: str) -> None:
+        """Block automatic attempts for `seconds`; the durable row keeps the later of two deadlines."""
+        until = self._rt.now() + seconds
+        state = self._compressor.state
+        state.cooldown_until = max(state.cooldown_until, until)
+        state.last_error = error
+        try:
+            await self._db.call("record_cooldown", session, until, error)
+        except Exception as exc:  # the local deadline still holds; an empty durable row is no proof of a clear
+            self._rt.emit("cooldown.persist_failed", session=session, attempt=attempt, error=type(exc).__name__)
+            return
+        self._rt.emit("cooldown.set", session=session, until=until, attempt=attempt, error=error)
+
+    async def record_timeout(self, session: str, attempt: str, kind: str) -> None:
+        """The host's timeout record: the ladder (60/300/900 s) climbs with consecutive timeouts."""
+        state = self._compressor.state
+        state.consecutive_timeouts += 1
+        seconds = self._config.timeout_cooldown_s(state.consecutive_timeouts)
+        await self.record_failure(session, seconds, f"timeout:{kind}", attempt)
+
+    def note_structural_noop(self) -> None:
+        """An unchanged candidate: back off locally instead of re-summarizing the same input every turn."""
+        self._compressor.state.structural_backoff_until = self._rt.now() + self._config.structural_backoff_s
+
+    async def clear_on_success(self, session: str, attempt: str, generation: int) -> bool:
+        """A healthy summary lifts the cooldown, unless this attempt was cancelled (or superseded) meanwhile."""
+        # FIX cancelled-attempt-keeps-cooldown (R2): a late worker's success must not lift the host's timeout cooldown
+        veto = partial(self._compressor.attempt_is_cancelled, generation)
+        if await self.clear(session, attempt, veto=veto):
+            return True
+        self._rt.emit("cooldown.clear_skipped", session=session, attempt=attempt)
+        return False
+
+    async def clear(self, session: str, attempt: str, *, veto: Callable[[], bool] = lambda: False) -> bool:
+        """Clear the durable and local cooldown; `veto` is consulted in the clear's own step."""
+        if not await self._db.call_unless(veto, "clear_cooldown", session):
+            return False
+        state = self._compressor.state
+        state.cooldown_until = 0.0
+        state.last_error = None
+        state.consecutive_timeouts = 0
+        self._rt.emit("cooldown.cleared", session=session, attempt=attempt)
+        return True

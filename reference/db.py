@@ -1,0 +1,47 @@
+"""The async facade over the synchronous store: one named checkpoint, then one transaction.
+
+The checkpoint `db.<op>` is where the simulator may switch tasks between any two store operations, and
+where a fault plan can stall or fail a specific operation. Methods that take `now` get the runtime's clock.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from reference.store import SessionStore
+from sim.runtime.api import Runtime
+
+
+class Database:
+    """`await db.call("append_messages", sid, msgs)` runs `store.append_messages(sid, msgs, now=rt.now())`."""
+
+    def __init__(self, rt: Runtime, store: SessionStore) -> None:
+        self._rt = rt
+        self.store = store
+        self._takes_now: dict[str, bool] = {}
+
+    async def call(self, op: str, *args: Any, **kw: Any) -> Any:
+        await self._rt.checkpoint(f"db.{op}")
+        return self._invoke(op, args, kw)
+
+    async def call_unless(self, veto: Callable[[], bool], op: str, *args: Any, **kw: Any) -> bool:
+        """Run `op` unless `veto()` holds when the transaction is about to start (checked in the same step,
+        so nothing can change the answer between the check and the write). True if it ran."""
+        await self._rt.checkpoint(f"db.{op}")
+        if veto():
+            return False
+        self._invoke(op, args, kw)
+        return True
+
+    def _invoke(self, op: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+        method = getattr(self.store, op)
+        if self._needs_now(op, method):
+            kw.setdefault("now", self._rt.now())
+        return method(*args, **kw)
+
+    def _needs_now(self, op: str, method: Any) -> bool:
+        known = self._takes_now.get(op)
+        if known is None:
+            known = self._takes_now[op] = "now" in inspect.signature(method).parameters
+        return known

@@ -1,0 +1,214 @@
+"""The fix registry: every race fix in the reference, by stable name, with the race it closes and its home.
+
+In the code each fix is marked by one comment line directly above its guarding code:
+
+    # FIX <fix-name> (<race>): <why, one line>
+
+so a curated mutant can revert exactly that fix by editing the few lines under its marker. `scan_markers`
+reads the markers back; the registry test keeps the two in step (one marker per fix, no unregistered one).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+MARKER = re.compile(r"#\s*FIX\s+(?P<name>[a-z0-9]+(?:-[a-z0-9]+)*)\s+\((?P<race>[^)]+)\):\s*(?P<why>\S.*)$")
+
+
+@dataclass(frozen=True)
+class Fix:
+    name: str
+    race: str  # as written in the marker: "R14", or several ("R16/R20")
+    module: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class Marker:
+    name: str
+    race: str
+    module: str
+    line: int
+    why: str
+
+
+def _fixes(module: str, *entries: tuple[str, str, str]) -> tuple[Fix, ...]:
+    return tuple(Fix(name, race, module, summary) for name, race, summary in entries)
+
+
+FIXES: tuple[Fix, ...] = (
+    *_fixes(
+        "reference.agent",
+        (
+            "hard-cancel-through-fence", "R1",
+            "Ctrl+C cancels the active attempt through its fence, waiting out an admitted commit",
+        ),
+        (
+            "adopt-tip-on-closed-write", "R15",
+            "a write to a rotated session adopts the live tip once per flush, else fails closed naming compression",
+        ),
+        (
+            "reopen-orphan-at-turn-start", "R20",
+            "turn start reopens a compression-ended parent that has no continuation and no lease",
+        ),
+        ("rebind-caller-session", "R18", "after every attempt the host's own session binding follows the agent's"),
+    ),
+    *_fixes(
+        "reference.host",
+        ("revoke-on-host-unwind", "R5", "any unwind of the host's wait revokes commit admission"),
+        (
+            "idle-charged-from-progress", "R9",
+            "the wait slice is idle minus the silence so far, so the timeout fires at idle after the last progress",
+        ),
+        (
+            "ceiling-keeps-lease-for-live-worker", "R25",
+            "at the total ceiling the lease is freed only once the cancelled worker has exited",
+        ),
+        (
+            "commit-overrun-visible", "R7",
+            "a timed-out host waits for an admitted commit in slices and reports the overrun once",
+        ),
+    ),
+    *_fixes(
+        "reference.pool",
+        ("pool-fail-fast", "R8", "admission is capped; a full pool refuses instead of queueing"),
+    ),
+    *_fixes(
+        "reference.compactor",
+        ("stale-job-skipped", "R8", "a job whose fence is cancelled or past its deadline when it starts does nothing"),
+        ("snapshot-on-worker", "R4", "the worker deep-copies the caller's list and never touches the original"),
+        (
+            "watermark-after-acquire", "R14",
+            "the watermark is captured right after the lease is won, so concurrent appends survive the commit",
+        ),
+        (
+            "hard-cancel-full-rollback", "R1",
+            "a hard-cancelled attempt restores the exact durable cooldown row and compressor state before releasing",
+        ),
+        (
+            "adopt-rotated-parent-after-acquire", "R19",
+            "an attempt whose session was rotated meanwhile adopts the tip and sits out",
+        ),
+        (
+            "restore-snapshot-on-failed-commit", "R12",
+            "a commit that raises hands back the pre-attempt transcript, never the unstamped candidate",
+        ),
+        ("zombie-progress-suppressed", "R26", "a cancelled attempt's late progress ticks are dropped"),
+        (
+            "superseded-candidate-discarded", "R21",
+            "a candidate whose generation is no longer the working one is discarded",
+        ),
+        (
+            "would-grow-counts-strike", "R13",
+            "a would-grow refusal adds a persisted ineffective strike; two latch the breaker",
+        ),
+        ("stamp-compacted-markers", "R12", "after an in-place commit every compacted dict is stamped with its row"),
+        (
+            "deliberate-end-preflush-guard", "R11",
+            "a rotation refuses a deliberately ended parent before flushing into it",
+        ),
+        (
+            "rotation-ceiling-before-flush", "R14",
+            "the clone ceiling is the parent's watermark before our own pre-publish flush",
+        ),
+        ("stamp-handoff-markers", "R10", "after publication every handoff dict is stamped with its child row"),
+    ),
+    *_fixes(
+        "reference.attempt",
+        ("stale-restore-noop", "R21", "a rollback by an attempt that is no longer the current claim writes nothing"),
+        ("owner-stamped-cancel-check", "R21", "only the attempt that installed the cancelled-check may clear it"),
+    ),
+    *_fixes(
+        "reference.cooldown",
+        (
+            "cancelled-attempt-keeps-cooldown", "R2",
+            "a success-path cooldown clear is a no-op for a cancelled or superseded attempt",
+        ),
+    ),
+    *_fixes(
+        "reference.fence",
+        (
+            "lock-setup-spans-acquire", "R3",
+            "lease acquire and hook publication happen under the fence lock; a dead attempt never acquires",
+        ),
+        (
+            "revoke-defers-during-commit", "R6",
+            "a revoke releases the lease only if no commit holds the fence lock; otherwise finish_commit does",
+        ),
+        (
+            "fence-stack-own-entry", "R22",
+            "each attempt removes only its own fence registration; the active fence is the top",
+        ),
+    ),
+    *_fixes(
+        "reference.lease",
+        ("refresher-tolerates-blips", "R25", "the refresher gives up only after ttl/interval consecutive failures"),
+    ),
+    *_fixes(
+        "reference.store.messages",
+        ("appends-ignore-lease", "R14/R1", "transcript appends never check the compression lease"),
+    ),
+    *_fixes(
+        "reference.store.session_store",
+        ("publish-atomic", "R20", "a rotation's child row, handoff and parent close are one transaction"),
+    ),
+    *_fixes(
+        "reference.store.cooldown",
+        ("cooldown-merge-max", "R2", "concurrent cooldown records keep the later deadline"),
+        ("cooldown-exact-restore", "R1", "a rollback writes the raw row back and verifies it by reading it back"),
+    ),
+    *_fixes(
+        "reference.store.lineage",
+        ("fork-marker-names-parent", "R16", "a fork marker counts only when it names the direct parent"),
+        ("transitive-tip", "R15", "the compression tip walks every rotated hop, not just one"),
+        (
+            "reopen-requires-no-continuation-and-no-lease", "R16/R20",
+            "an orphan reopen needs no continuation child and no unexpired lease, in one transaction",
+        ),
+    ),
+    *_fixes(
+        "reference.store.commits",
+        (
+            "archive-verifies-lease", "R25",
+            "the in-place commit verifies the holder owns an unexpired lease in its transaction",
+        ),
+        ("clone-concurrent-tail", "R14", "rows above the watermark are cloned live after the compacted set"),
+        (
+            "tail-rewind-bounded-at-watermark", "R14/#99545",
+            "the tail_count rewind rows are chosen at or below the watermark",
+        ),
+        (
+            "publish-verifies-and-refreshes-lease", "R25",
+            "publication refreshes and verifies the lease in its transaction",
+        ),
+        ("clone-foreign-tail-bounded", "R14", "only rows in (watermark, ceiling] are cloned into the child"),
+        ("publish-refuses-deliberate-end", "R11", "publication refuses a parent ended by a deliberate boundary"),
+        ("publish-heals-automatic-end", "R11", "publication heals an automatic end stamp instead of wedging"),
+        ("close-parent-only-if-open", "R19", "the parent closes as compression only if still open (rowcount 1)"),
+    ),
+    *_fixes(
+        "reference.store.lease",
+        (
+            "expired-or-dead-reclaim", "R24",
+            "an expired lease or one held by a provably dead pid is reclaimable at once",
+        ),
+        ("refresh-never-inserts", "R3/R25", "a refresh only extends the holder's own row; it never re-creates one"),
+        ("holder-qualified-release", "R3", "a release deletes only the caller's own holder row"),
+    ),
+)
+
+FIX_BY_NAME: dict[str, Fix] = {fix.name: fix for fix in FIXES}
+
+
+def scan_markers(root: Path) -> list[Marker]:
+    """Every `# FIX` marker under `root` (a package directory), with its dotted module name."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        module = ".".join((root.name, *path.relative_to(root).with_suffix("").parts))
+        for number, text in enumerate(path.read_text().splitlines(), start=1):
+            match = MARKER.search(text)
+            if match:
+                found.append(Marker(match["name"], match["race"], module, number, match["why"]))
+    return found

@@ -1,0 +1,92 @@
+"""The two ways users reach an agent: a terminal (CLI) and a gateway (chat platforms, other processes).
+
+CLI: Ctrl+C is a hard cancel (it goes through the agent's fence, so a summary in flight is rolled back and
+its lease freed); after a grace period the next turn is accepted whatever the old one is still doing. The
+race R1 lives exactly there: the next turn must persist even if the cancelled worker has not finished.
+
+Gateway: messages arrive at any time, also while a turn or a compression runs; each agent takes them one
+turn at a time, in arrival order. Several agents (in one or several processes) may share a session.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference.agent import Agent, TurnResult
+from sim.runtime.api import Runtime
+
+
+class CliFrontend:
+    def __init__(self, rt: Runtime, agent: Agent, *, grace_s: float, name: str = "cli") -> None:
+        self._rt = rt
+        self.agent = agent
+        self.name = name
+        self._turn_lock = rt.lock()
+        self._grace_s = grace_s
+        self._turn_scope: Any = None
+        self._turn_done = rt.event()
+        self._turn_done.set()
+
+    @property
+    def busy(self) -> bool:
+        return not self._turn_done.is_set()
+
+    async def submit(self, text: str) -> TurnResult | None:
+        """Run one turn (one at a time, like a terminal); None if it failed or Ctrl+C abandoned it.
+
+        A turn that fails is reported to the user, as the terminal would show it, and the prompt returns.
+        """
+        async with self._turn_lock:
+            self._turn_done = done = self._rt.event()
+            self._rt.emit("frontend.turn_submitted", agent=self.name, text=text)
+            try:
+                with self._rt.cancel_scope() as scope:
+                    self._turn_scope = scope
+                    return await self.agent.run_turn(text)
+                self._rt.emit("frontend.turn_abandoned", agent=self.name, text=text)
+                return None
+            except Exception as error:
+                self._rt.emit("frontend.turn_failed", agent=self.name, error=f"{type(error).__name__}: {error}")
+                return None
+            finally:
+                done.set()
+
+    async def ctrl_c(self) -> None:
+        """Hard-cancel the running turn; after the grace period, abandon it if it has still not ended."""
+        self._rt.emit("frontend.ctrl_c", agent=self.name, turn_running=self.busy)
+        await self.agent.hard_interrupt()
+        with self._rt.move_on_after(self._grace_s):
+            await self._turn_done.wait()
+        still_running = self.busy
+        if still_running and self._turn_scope is not None:
+            self._turn_scope.cancel()
+        self._rt.emit("frontend.ctrl_c_grace_expired", agent=self.name, turn_abandoned=still_running)
+
+
+class GatewayFrontend:
+    """Delivers platform messages to agents; each agent works through its own queue in order."""
+
+    def __init__(self, rt: Runtime, capacity: int = 64) -> None:
+        self._rt = rt
+        self._capacity = capacity
+        self._queues: dict[str, Any] = {}
+        self.results: list[TurnResult] = []
+
+    async def serve(self, name: str, agent: Agent) -> None:
+        """Run `agent`'s turns for messages delivered under `name` until its queue is closed."""
+        send, receive = self._rt.open_channel(self._capacity)
+        self._queues[name] = send
+        while True:
+            try:
+                text, platform_message_id = await receive.receive()
+            except self._rt.EndOfChannel:
+                return
+            self._rt.emit("gateway.turn_started", agent=name, platform_message_id=platform_message_id)
+            self.results.append(await agent.run_turn(text, platform_message_id=platform_message_id))
+
+    async def deliver(self, name: str, text: str, *, platform_message_id: str | None = None) -> None:
+        self._rt.emit("gateway.delivered", agent=name, platform_message_id=platform_message_id)
+        await self._queues[name].send((text, platform_message_id))
+
+    def close(self, name: str) -> None:
+        self._queues[name].close()

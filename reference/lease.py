@@ -1,0 +1,137 @@
+"""The per-session compression lease as one attempt holds it: holder ids, acquire, release, refresher.
+
+The lease only fences compressor against compressor (transcript appends never look at it). Release is
+holder-qualified and idempotent, so a late or repeated release can never free somebody else's lease.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from reference.config import CompactionConfig
+from reference.db import Database
+from sim.runtime.api import CancelScopeLike, Runtime
+
+_PID = re.compile(r"(?:^|:)pid=(\d+)(?::|$)")
+
+
+@dataclass(eq=False)
+class Process:
+    """A simulated OS process: agents in one process share a compression pool and an attempt counter."""
+
+    name: str
+    pid: int
+    attempts: int = 0
+
+    def next_attempt(self) -> int:
+        """Attempt numbers are unique per process, so two agents never mint the same holder id."""
+        self.attempts += 1
+        return self.attempts
+
+    def holder(self, attempt: int) -> str:
+        """The lease holder id of one attempt: names the process and the attempt."""
+        return f"proc={self.name}:pid={self.pid}:attempt={attempt}"
+
+
+@dataclass
+class ProcessTable:
+    """Which simulated processes are alive on this host; answers the store's dead-holder probe (R24)."""
+
+    _alive: dict[int, bool] = field(default_factory=dict)
+
+    def spawn(self, name: str) -> Process:
+        pid = 100 + len(self._alive)
+        self._alive[pid] = True
+        return Process(name, pid)
+
+    def kill(self, process: Process) -> None:
+        self._alive[process.pid] = False
+
+    def holder_is_dead(self, holder: str) -> bool:
+        """Only a pid this table knows to be dead counts; an unknown or unparsable holder is alive."""
+        match = _PID.search(holder)
+        return match is not None and self._alive.get(int(match.group(1))) is False
+
+
+class Lease:
+    """One attempt's hold on one session's compression lease."""
+
+    def __init__(self, rt: Runtime, db: Database, session: str, holder: str, config: CompactionConfig) -> None:
+        self._rt = rt
+        self._db = db
+        self.session = session
+        self.holder = holder
+        self._ttl_s = config.lease_ttl_s
+        self._interval_s = config.refresh_interval_s
+        self._failure_budget = config.refresh_failure_budget
+        self._released = False
+        self._maybe_held = False
+        self._refresher: CancelScopeLike | None = None
+
+    async def acquire(self, processes: ProcessTable | None = None) -> bool:
+        probe = None if processes is None else processes.holder_is_dead
+        self._maybe_held = True  # a transaction that fails after its commit may still have taken the row
+        won = await self._db.call(
+            "try_acquire_lease", self.session, self.holder, ttl_s=self._ttl_s, holder_is_dead=probe
+        )
+        self._maybe_held = won
+        if won:
+            self._rt.emit("lease.acquired", session=self.session, holder=self.holder)
+        else:
+            self._rt.emit("lease.contended", session=self.session, holder=self.holder)
+        return won
+
+    async def release(self) -> None:
+        """Holder-only and idempotent; stops the refresher first so it cannot outlive the release.
+
+        A release whose transaction failed is retried by the next call (the attempt's own exit, after a
+        failed hook release); meanwhile the stopped refresher lets the row self-expire within one TTL.
+        """
+        self._released = True
+        if self._refresher is not None:
+            self._refresher.cancel()
+        if not self._maybe_held:
+            return
+        try:
+            with self._rt.cancel_scope(shield=True):
+                released = await self._db.call("release_lease", self.session, self.holder)
+        except Exception as exc:
+            self._rt.emit("lease.release_failed", session=self.session, holder=self.holder, error=repr(exc))
+            return
+        self._maybe_held = False
+        self._rt.emit("lease.released", session=self.session, holder=self.holder, held=released)
+
+    async def run_refresher(self) -> None:
+        """Refresh now, then every interval; give up after the failure budget so the row self-expires.
+
+        Runs as a child task of the attempt. Serialized with `release`: it registers its scope in the same
+        step as it checks `released`, so no refresher ever starts on a released lease.
+        """
+        with self._rt.cancel_scope() as scope:
+            if self._released:
+                return
+            self._refresher = scope
+            failures = 0
+            while True:
+                if await self._refresh_once():
+                    failures = 0
+                else:
+                    failures += 1
+                    self._rt.emit("lease.refresh_failed", session=self.session, holder=self.holder, failures=failures)
+                    # FIX refresher-tolerates-blips (R25): one missed refresh is a blip; give up only after ttl/interval misses, within one TTL
+                    if failures >= self._failure_budget:
+                        self._rt.emit("lease.expired_giveup", session=self.session, holder=self.holder)
+                        return
+                await self._rt.sleep(self._interval_s)
+
+    async def _refresh_once(self) -> bool:
+        try:
+            await self._rt.checkpoint("lease.refresh")
+            refreshed = await self._db.call("refresh_lease", self.session, self.holder, ttl_s=self._ttl_s)
+        except Exception:  # a failed refresh is one missed refresh, not the end of the lease
+            return False
+        if refreshed:
+            self._rt.emit("lease.refreshed", session=self.session, holder=self.holder)
+        return bool(refreshed)
+

@@ -1,0 +1,39 @@
+"""Reference SQLite session store: sessions, transcript rows, the compression lease, lineage and cooldowns.
+
+Standard-library sqlite3 only; every public operation is one transaction and takes its time from the caller.
+"""
+
+from .errors import (
+    CooldownRestoreMismatch,
+    LeaseLostError,
+    ParentChangedError,
+    ParentEndedError,
+    SessionClosedByCompression,
+    SessionExistsError,
+    StoreError,
+    UnknownSessionError,
+)
+from .lineage import FORK_MARKERS
+from .reasons import AUTOMATIC_END_REASONS, COMPRESSION_END, DELIBERATE_END_REASONS
+from .rows import CooldownRow, LeaseRow, MessageRow, SessionRow
+from .session_store import SessionStore
+
+__all__ = [
+    "AUTOMATIC_END_REASONS",
+    "COMPRESSION_END",
+    "DELIBERATE_END_REASONS",
+    "FORK_MARKERS",
+    "CooldownRestoreMismatch",
+    "CooldownRow",
+    "LeaseLostError",
+    "LeaseRow",
+    "MessageRow",
+    "ParentChangedError",
+    "ParentEndedError",
+    "SessionClosedByCompression",
+    "SessionExistsError",
+    "SessionRow",
+    "SessionStore",
+    "StoreError",
+    "UnknownSessionError",
+]

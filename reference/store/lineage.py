@@ -1,0 +1,55 @@
+"""Compression lineage: which child continues a session, where the chain is live now, and orphan repair."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from . import lease, sessions
+from .rows import SessionRow
+
+FORK_MARKERS = ("_branched_from", "_delegate_from", "_reset_from")
+
+# Bounds a walk over a corrupt (cyclic or absurdly long) chain.
+CHAIN_CAP = 1000
+
+
+def is_fork_of(child: SessionRow, parent_id: str) -> bool:
+    """A branch, delegate or reset child names its direct parent in a fork marker."""
+    # FIX fork-marker-names-parent (R16): a marker naming another row was inherited verbatim on rotation, not a fork
+    return any(child.model_config.get(marker) == parent_id for marker in FORK_MARKERS)
+
+
+def continuation_children(db: sqlite3.Connection, sid: str) -> list[SessionRow]:
+    return [child for child in sessions.children(db, sid) if not is_fork_of(child, sid)]
+
+
+def _next_hop(db: sqlite3.Connection, sid: str) -> SessionRow | None:
+    """The continuation to follow. Only a race leaves several: prefer one that carried the chain on,
+    then a live one, then the newest."""
+    return max(
+        continuation_children(db, sid),
+        key=lambda c: (c.rotated, c.live, c.started_at, c.id),
+        default=None,
+    )
+
+
+def compression_tip(db: sqlite3.Connection, sid: str) -> str | None:
+    """The live session the chain from `sid` continues in, or None when the chain does not end live."""
+    row = sessions.get(db, sid)
+    seen: set[str] = set()
+    # FIX transitive-tip (R15): walk through every rotated middle; a depth-1 look stops at an ended mid
+    while row is not None and row.rotated and row.id not in seen and len(seen) < CHAIN_CAP:
+        seen.add(row.id)
+        row = _next_hop(db, row.id)
+    return row.id if row is not None and row.live else None
+
+
+def reopen_orphaned(db: sqlite3.Connection, sid: str, *, now: float) -> bool:
+    """Heal a rotation that closed its parent without publishing a child (legacy R20 state)."""
+    if not sessions.require(db, sid).rotated:
+        return False
+    # FIX reopen-requires-no-continuation-and-no-lease (R16/R20): else a second head beside the child or a live worker
+    if continuation_children(db, sid) or not lease.reclaim_expired(db, sid, now=now):
+        return False
+    db.execute("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?", (sid,))
+    return True

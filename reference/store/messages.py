@@ -1,0 +1,112 @@
+"""Transcript rows: appends, the watermark, and the row moves both commit paths are built from."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from . import sessions
+from .rows import MESSAGE_COLUMNS, PAYLOAD_COLUMNS, MessageRow
+
+
+def append(db: sqlite3.Connection, sid: str, msgs: Iterable[Mapping[str, Any]], *, now: float) -> list[int]:
+    """A turn's write: refused only for a rotated or missing session."""
+    # FIX appends-ignore-lease (R14/R1): the lease fences compressor against compressor; a turn never waits on it
+    sessions.require_writable(db, sid)
+    ids = insert(db, sid, msgs, now=now)
+    recount(db, sid)
+    return ids
+
+
+def insert(db: sqlite3.Connection, sid: str, msgs: Iterable[Mapping[str, Any]], *, now: float) -> list[int]:
+    """Insert active rows in order; a dict without a timestamp is stamped with the caller's `now`."""
+    return [
+        db.execute(
+            f"INSERT INTO messages (session_id, {PAYLOAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                sid,
+                msg["role"],
+                msg["content"],
+                msg.get("timestamp", now),
+                msg.get("platform_message_id"),
+                int(bool(msg.get("is_summary", False))),
+            ),
+        ).lastrowid
+        for msg in msgs
+    ]
+
+
+def clone(db: sqlite3.Connection, ids: Iterable[int], *, into: str) -> list[int]:
+    """Copy rows as new active rows of `into`, in the given order, with fresh ids and the exact payload."""
+    return [
+        db.execute(
+            f"INSERT INTO messages (session_id, {PAYLOAD_COLUMNS})"
+            f" SELECT ?, {PAYLOAD_COLUMNS} FROM messages WHERE id = ?",
+            (into, row_id),
+        ).lastrowid
+        for row_id in ids
+    ]
+
+
+def active_ids_above(
+    db: sqlite3.Connection, sid: str, watermark: int | None, ceiling: int | None = None
+) -> list[int]:
+    """Active ids in (watermark, ceiling], oldest first; an unknown watermark claims nothing."""
+    if watermark is None:
+        return []
+    rows = db.execute(
+        "SELECT id FROM messages WHERE session_id = ?1 AND active = 1 AND id > ?2"
+        " AND (?3 IS NULL OR id <= ?3) ORDER BY id",
+        (sid, watermark, ceiling),
+    )
+    return [row_id for (row_id,) in rows]
+
+
+def last_active_ids(db: sqlite3.Connection, sid: str, count: int, ceiling: int | None) -> list[int]:
+    """The newest `count` active ids at or below `ceiling` (no bound when None), oldest first."""
+    rows = db.execute(
+        "SELECT id FROM messages WHERE session_id = ?1 AND active = 1"
+        " AND (?2 IS NULL OR id <= ?2) ORDER BY id DESC LIMIT ?3",
+        (sid, ceiling, count),
+    )
+    return sorted(row_id for (row_id,) in rows)
+
+
+def retire_active(db: sqlite3.Connection, sid: str, superseded: Iterable[int]) -> None:
+    """Deactivate the whole active set: `superseded` rows live on as copies (hidden from recall),
+    the rest were summarized away (kept searchable)."""
+    db.executemany(
+        "UPDATE messages SET active = 0, compacted = 0 WHERE id = ? AND session_id = ? AND active = 1",
+        [(row_id, sid) for row_id in superseded],
+    )
+    db.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1", (sid,))
+
+
+def recount(db: sqlite3.Connection, sid: str) -> None:
+    """Keep message_count equal to the active-row count after every transcript write."""
+    db.execute(
+        "UPDATE sessions SET message_count ="
+        " (SELECT COUNT(*) FROM messages WHERE session_id = ?1 AND active = 1) WHERE id = ?1",
+        (sid,),
+    )
+
+
+def active(db: sqlite3.Connection, sid: str) -> list[MessageRow]:
+    rows = db.execute(
+        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id", (sid,)
+    )
+    return [MessageRow.from_sql(row) for row in rows]
+
+
+def every(db: sqlite3.Connection, sid: str) -> list[MessageRow]:
+    rows = db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY id", (sid,))
+    return [MessageRow.from_sql(row) for row in rows]
+
+
+def watermark(db: sqlite3.Connection, sid: str) -> int:
+    """Highest active id: rows above it were appended after a compressor took its snapshot."""
+    (value,) = db.execute(
+        "SELECT COALESCE(MAX(id), 0) FROM messages WHERE session_id = ? AND active = 1", (sid,)
+    ).fetchone()
+    return value

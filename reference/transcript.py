@@ -1,0 +1,86 @@
+"""Message dicts as the agent holds them, and the in-memory markers that tie them to durable rows.
+
+A message is a plain dict (role, content, timestamp, optional platform_message_id / is_summary). Two
+markers ride on it: `_db_persisted` (this dict is already a durable row: the ONLY flush-dedup authority,
+R10/R12) and `_row_id` (which row). Copies handed across the compaction boundary are stripped of them so a
+committer has to re-stamp what it actually wrote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Iterable, Sequence
+
+from reference.db import Database
+from reference.store import MessageRow
+from sim.runtime.api import Runtime
+
+Message = dict[str, Any]
+
+PERSISTED = "_db_persisted"
+ROW_ID = "_row_id"
+CHARS_PER_TOKEN = 4
+
+
+def new_message(role: str, content: str, timestamp: float, **extra: Any) -> Message:
+    return {"role": role, "content": content, "timestamp": timestamp, **extra}
+
+
+def is_persisted(message: Message) -> bool:
+    return bool(message.get(PERSISTED))
+
+
+def unpersisted(messages: Iterable[Message]) -> list[Message]:
+    return [m for m in messages if not is_persisted(m)]
+
+
+def stamp(messages: Sequence[Message], row_ids: Sequence[int]) -> None:
+    """Mark dicts as durable: `row_ids[i]` is the row written for `messages[i]`."""
+    for message, row_id in zip(messages, row_ids):
+        message[PERSISTED] = True
+        message[ROW_ID] = row_id
+
+
+def without_markers(message: Message) -> Message:
+    """A copy that carries no claim about durability (every underscore key is in-memory bookkeeping)."""
+    return {key: value for key, value in message.items() if not key.startswith("_")}
+
+
+def same_content(left: Sequence[Message], right: Sequence[Message]) -> bool:
+    """Equal as transcripts, ignoring markers: a cold-loaded list and a fresh copy compare equal."""
+    return [without_markers(m) for m in left] == [without_markers(m) for m in right]
+
+
+def fingerprint(messages: Iterable[Message]) -> str:
+    """A short digest of a transcript's content and order, so an observer can tell whether it changed."""
+    content = json.dumps([(m.get("role"), m.get("content"), m.get("timestamp")) for m in messages])
+    return hashlib.sha256(content.encode()).hexdigest()[:16]
+
+
+def estimate_tokens(messages: Iterable[Message]) -> int:
+    """A rough count (one token per four characters, at least one per message) for thresholds and growth."""
+    return sum(1 + len(m.get("content") or "") // CHARS_PER_TOKEN for m in messages)
+
+
+def from_row(row: MessageRow) -> Message:
+    """A durable row as a live dict, already stamped (it needs no flush)."""
+    message = new_message(row.role, row.content or "", row.timestamp)
+    if row.platform_message_id is not None:
+        message["platform_message_id"] = row.platform_message_id
+    if row.is_summary:
+        message["is_summary"] = True
+    stamp([message], [row.id])
+    return message
+
+
+async def persist(rt: Runtime, db: Database, session: str, pending: list[Message]) -> list[int]:
+    """Append `pending` to `session` in one transaction and stamp each dict with its row."""
+    try:
+        row_ids = await db.call("append_messages", session, pending)
+    except Exception as exc:
+        rt.emit("append.failed", session=session, error=type(exc).__name__)
+        raise
+    stamp(pending, row_ids)
+    rt.emit("append.ok", session=session, ids=row_ids)
+    return row_ids

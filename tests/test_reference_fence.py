@@ -1,0 +1,208 @@
+"""The commit fence: who may commit, when a cancel wins, and when the lease is released (R1, R3, R5-R7, R22)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reference.fence import CommitFence, FenceStack
+from sim import World
+
+SEEDS = range(6)
+
+
+def run(seed: int, body):
+    """Run `body(rt, fence, releases)`; `releases` lists the virtual times the release hook ran."""
+
+    async def main(rt):
+        fence = CommitFence(rt, "a1", ceiling_s=100.0, hard_event=rt.event())
+        releases: list[float] = []
+
+        async def hook() -> None:
+            await rt.checkpoint("hook")
+            releases.append(rt.now())
+
+        assert await fence.begin_lock_setup()
+        fence.publish_release_hook(hook)
+        await fence.finish_lock_setup()
+        return await body(rt, fence, releases), releases
+
+    result = World(seed).run(main)
+    assert result.outcome == "ok", result.error
+    return result
+
+
+def order(result, *kinds: str) -> list[str]:
+    return [e.kind for e in result.history if e.kind in kinds]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_cancel_before_the_commit_wins_and_refuses_admission(seed):
+    async def body(rt, fence, releases):
+        won = await fence.cancel_before_commit()
+        return won, await fence.begin_commit(), fence.is_cancelled
+
+    result = run(seed, body)
+    (won, admitted, cancelled), releases = result.value
+    assert (won, admitted, cancelled) == (True, False, True)
+    assert releases == [0.0]
+    assert order(result, "fence.cancel_won", "fence.begin_refused") == ["fence.cancel_won", "fence.begin_refused"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_cancel_waits_out_an_admitted_commit_and_loses(seed):
+    async def body(rt, fence, releases):
+        assert await fence.begin_commit()
+        outcome = {}
+
+        async def canceller():
+            outcome["won"] = await fence.cancel_before_commit(hard=True)
+            outcome["at"] = rt.now()
+
+        async with rt.open_nursery() as nursery:
+            nursery.start_soon(canceller)
+            await rt.sleep(5)  # the commit's transactions
+            assert fence.commit_in_flight and await fence.try_cancel_before_commit() is None
+            await fence.finish_commit()
+        return outcome, fence.hard_requested
+
+    result = run(seed, body)
+    (outcome, hard), releases = result.value
+    assert outcome == {"won": False, "at": 5.0} and not hard and releases == []
+    assert order(result, "fence.begin_ok", "fence.finish", "fence.cancel_won") == ["fence.begin_ok", "fence.finish"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_revoke_without_a_commit_releases_at_once(seed):
+    async def body(rt, fence, releases):
+        await fence.revoke_commit_admission()
+        return await fence.begin_commit()
+
+    result = run(seed, body)
+    admitted, releases = result.value
+    assert not admitted and releases == [0.0]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_revoke_during_a_commit_defers_the_release_to_finish(seed):
+    async def body(rt, fence, releases):
+        assert await fence.begin_commit()
+        await fence.revoke_commit_admission()
+        released_mid_commit = list(releases)
+        await rt.sleep(3)
+        await fence.finish_commit()
+        return released_mid_commit
+
+    result = run(seed, body)
+    released_mid_commit, releases = result.value
+    assert released_mid_commit == [] and releases == [3.0]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_admission_is_refused_past_the_deadline_and_under_a_hard_stop(seed):
+    async def body(rt, fence, releases):
+        late = CommitFence(rt, "late", ceiling_s=10.0, hard_event=rt.event())
+        stopped_event = rt.event()
+        stopped = CommitFence(rt, "stopped", ceiling_s=10.0, hard_event=stopped_event)
+        stopped_event.set()
+        await rt.sleep(10)
+        return await late.begin_commit(), await stopped.begin_commit()
+
+    result = run(seed, body)
+    assert result.value[0] == (False, False)
+    reasons = {e.fields["attempt"]: e.fields["reason"] for e in result.history if e.kind == "fence.begin_refused"}
+    assert reasons == {"late": "deadline", "stopped": "hard_cancel"}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_cancelled_fence_refuses_lease_setup(seed):
+    async def body(rt, fence, releases):
+        fresh = CommitFence(rt, "fresh", ceiling_s=10.0, hard_event=rt.event())
+        await fresh.cancel_before_commit()
+        return await fresh.begin_lock_setup()
+
+    result = run(seed, body)
+    assert result.value[0] is False
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_cancel_during_lease_setup_waits_then_releases_through_the_published_hook(seed):
+    async def main(rt):
+        fence = CommitFence(rt, "a1", ceiling_s=100.0, hard_event=rt.event())
+        released: list[float] = []
+
+        async def hook() -> None:
+            released.append(rt.now())
+
+        async def canceller():
+            await rt.sleep(1)
+            assert await fence.cancel_before_commit()
+
+        async with rt.open_nursery() as nursery:
+            nursery.start_soon(canceller)
+            assert await fence.begin_lock_setup()
+            await rt.sleep(2)  # the acquire transaction
+            fence.publish_release_hook(hook)
+            await fence.finish_lock_setup()
+        return released
+
+    result = World(seed).run(main)
+    assert result.outcome == "ok" and result.value == [2.0]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_hard_cancel_cancels_the_running_summary_scope(seed):
+    async def body(rt, fence, releases):
+        with rt.cancel_scope() as scope:
+            fence.set_interrupt_scope(scope)
+            async with rt.open_nursery() as nursery:
+                nursery.start_soon(lambda: fence.cancel_before_commit(hard=True, release=False))
+                await rt.sleep(1000)
+        fence.clear_interrupt_scope()
+        return scope.cancelled_caught, rt.now(), fence.hard_requested
+
+    result = run(seed, body)
+    assert result.value[0] == (True, 0.0, True)
+
+
+def test_a_soft_cancel_leaves_the_summary_running():
+    async def body(rt, fence, releases):
+        with rt.cancel_scope() as scope:
+            fence.set_interrupt_scope(scope)
+            assert await fence.cancel_before_commit()
+            await rt.sleep(5)
+        return scope.cancelled_caught
+
+    assert run(0, body).value[0] is False
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_progress_touch_resets_the_silence_clock(seed):
+    async def body(rt, fence, releases):
+        await rt.sleep(7)
+        before = fence.seconds_since_progress()
+        fence.touch_progress()
+        await rt.sleep(2)
+        return before, fence.seconds_since_progress()
+
+    assert run(seed, body).value[0] == (7.0, 2.0)
+
+
+class PoppingStack(FenceStack):
+    """The pre-fix registration: the finishing attempt pops whatever is on top."""
+
+    def remove(self, fence):
+        self._entries.pop()
+
+
+@pytest.mark.parametrize("stack_type, survivor", [(FenceStack, "b"), (PoppingStack, "a")])
+def test_out_of_order_completion_keeps_the_newest_live_fence_on_top(stack_type, survivor):
+    async def main(rt):
+        fa = CommitFence(rt, "a", ceiling_s=10.0, hard_event=rt.event())
+        fb = CommitFence(rt, "b", ceiling_s=10.0, hard_event=rt.event())
+        stack = stack_type()
+        stack.push(fa)
+        stack.push(fb)
+        stack.remove(fa)  # A finishes first
+        return stack.top.attempt
+
+    assert World(0).run(main).value == survivor
