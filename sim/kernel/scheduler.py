@@ -128,6 +128,7 @@ class Kernel:
         self.cancelled_scopes = 0
         self.history: list[HistoryEvent] = []
         self.listeners: list[Callable[[HistoryEvent], None]] = []
+        self.on_idle: Callable[[], bool] | None = None
         self._timers: list[tuple[float, int, Any]] = []
         self._timer_seq = 0
         self._next_tid = 0
@@ -244,7 +245,7 @@ class Kernel:
                 if not runnable:
                     if not self.alive:
                         return
-                    if not self._advance_clock():
+                    if not self._advance_clock() and not self._idle():
                         raise Deadlock("deadlock: no task can run and no timer is pending", self.blocked_report())
                     continue
                 if steps >= max_steps:
@@ -282,6 +283,11 @@ class Kernel:
         finally:
             self.steps = steps
             self.current = None
+
+    def _idle(self) -> bool:
+        """Nothing can run and no timer is pending: ask the owner whether it can end some waits."""
+        self.current = None
+        return self.on_idle is not None and self.on_idle()
 
     def _trap_sleep(self, task: Task, deadline: float) -> None:
         if self.cancelled_scopes and task.effectively_cancelled():

@@ -1,0 +1,86 @@
+"""What every fault kind shares: its parameters, its trigger, and the three places a fault can act.
+
+A fault acts at one of three places, and its kind says which:
+- `point`: at a hit of a named point in the reference (`await rt.checkpoint(label)`): it may stall there
+  or raise there. The label is matched against the trigger's `point` (a trailing `*` is a prefix).
+- `store`: inside a store transaction, just before or just after its COMMIT (the store's fault hook).
+- `action`: at a moment (a virtual time, after an event, or at a point hit) it does something from the
+  outside: a Ctrl+C, a crash, a second process, a message arriving.
+Every firing is recorded as a `fault.fired` event, so a run shows that its faults actually happened.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Awaitable, ClassVar, Mapping, Protocol
+
+from faults.triggers import Draw, Trigger
+from sim.scenario.schema import Int, Spec
+
+if TYPE_CHECKING:
+    from sim.scenario.model import FaultSpec
+
+TIMES = Int("How many times the fault fires at most in one run.", min=1, default=1, example="3")
+
+
+class FaultContext(Protocol):
+    """What faults may do to the running system; the scenario harness implements it."""
+
+    rt: Any
+
+    def emit(self, kind: str, **fields: Any) -> None: ...
+
+    def host_ceiling_s(self) -> float: ...
+
+    def ctrl_c(self, agent: str | None) -> Awaitable[None]: ...
+
+    def crash(self, process: str) -> None: ...
+
+    def restart(self, process: str) -> Awaitable[None]: ...
+
+    def second_process(self, session: str | None, command: str, text: str) -> Awaitable[None]: ...
+
+    def external_append(self, session: str | None, text: str) -> Awaitable[None]: ...
+
+
+class Fault:
+    """One fault in one run. Subclasses set `kind`, `where`, `params` and override the matching hook."""
+
+    kind: ClassVar[str]
+    where: ClassVar[str]
+    params: ClassVar[Mapping[str, Spec]]
+
+    def __init__(self, index: int, spec: "FaultSpec", draw: Draw) -> None:
+        self.index = index
+        self.spec = spec
+        self.args = spec.params
+        self.trigger = Trigger(spec.trigger, f"fault.{index}.{self.kind}", draw)
+        self.fired = 0
+
+    @property
+    def point(self) -> str | None:
+        return self.spec.trigger.point
+
+    def matches(self, label: str) -> bool:
+        point = self.point
+        if point is None:
+            return False
+        return label.startswith(point[:-1]) if point.endswith("*") else label == point
+
+    def try_fire(self, now: float) -> bool:
+        """Count a hit; True (and one more firing) if the trigger says this hit fires and the limit allows."""
+        if self.fired >= self.args.get("times", 1) or not self.trigger.fires_at_hit(now):
+            return False
+        self.fired += 1
+        return True
+
+    def fired_fields(self) -> dict[str, Any]:
+        return {"fault": self.index, "fault_kind": self.kind, "firing": self.fired}
+
+    async def at_point(self, ctx: FaultContext, label: str) -> None:
+        """A `point` fault's effect at the hit (stall or raise)."""
+
+    def at_store(self, ctx: FaultContext, op: str, phase: str) -> None:
+        """A `store` fault's effect inside the transaction (raise)."""
+
+    async def act(self, ctx: FaultContext) -> None:
+        """An `action` fault's effect at its moment."""

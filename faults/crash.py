@@ -1,0 +1,32 @@
+"""crash: a simulated process dies, and may be restarted.
+
+Effect: every task of the process stops at once; its memory (transcripts, fences, attempt state) is lost
+and nothing it would have done in cleanup reaches the store: transactions it committed stay, the ones it
+had not begun never happen. Its pid is dead from then on, so its lease is provably stale (R24). With
+`restart_after`, a new process (new pid) starts its agents again on their sessions and reloads them from
+the store.
+Where: an action, at its moment.
+Parameters: `process`, `restart_after` (optional).
+Trace: `fault.fired fault_kind=crash process=<name>`, `process.crashed`, and `process.restarted` after a restart.
+"""
+
+from __future__ import annotations
+
+from faults.base import Fault, FaultContext
+from sim.scenario.schema import Duration, Reference
+
+
+class Crash(Fault):
+    kind = "crash"
+    where = "action"
+    params = {
+        "process": Reference("The process that dies.", namespace="process", example='"p1"'),
+        "restart_after": Duration("Restart the process this long after the crash (omit: stays dead).", default=None, example='"5s"'),
+    }
+
+    async def act(self, ctx: FaultContext) -> None:
+        ctx.emit("fault.fired", **self.fired_fields(), process=self.args["process"])
+        ctx.crash(self.args["process"])
+        if self.args["restart_after"] is not None:
+            await ctx.rt.sleep(self.args["restart_after"])
+            await ctx.restart(self.args["process"])

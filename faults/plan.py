@@ -1,0 +1,103 @@
+"""A run's fault plan: the scenario's faults installed at the points, the store and the clock of one World.
+
+`FaultPlan` is the single dispatcher: the World's checkpoint hook calls `at_point`, the store's fault hook
+calls `at_store`, the kernel's event listener calls `observe`, and `run_actions` starts one task per action
+fault that waits for its moment. Faults fire in the order they are declared.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from faults import FAULT_KINDS
+from faults.base import Fault, FaultContext
+from faults.triggers import Draw, Trigger
+
+
+class FaultPlan:
+    def __init__(self, specs: Sequence[Any], draw: Draw, ctx: FaultContext) -> None:
+        self._ctx = ctx
+        self.faults: list[Fault] = [FAULT_KINDS[spec.kind](index, spec, draw) for index, spec in enumerate(specs)]
+        self._points = [f for f in self.faults if f.point is not None and f.where != "store"]
+        self._store = [f for f in self.faults if f.where == "store"]
+        self._actions = [f for f in self.faults if f.where == "action" and f.point is None]
+        self._nursery: Any = None
+
+    # ---- hooks ---------------------------------------------------------------------------------
+
+    async def at_point(self, label: str) -> None:
+        """A named point was reached: let every matching point fault decide, in declaration order."""
+        for fault in self._points:
+            if fault.matches(label) and fault.try_fire(self._ctx.rt.now()):
+                if fault.where == "action":
+                    self._nursery.start_soon(fault.act, self._ctx, name=f"fault.{fault.kind}")
+                else:
+                    await fault.at_point(self._ctx, label)
+
+    def at_store(self, op: str, phase: str) -> None:
+        for fault in self._store:
+            if fault.applies(op, phase) and fault.try_fire(self._ctx.rt.now()):
+                fault.at_store(self._ctx, op, phase)
+
+    def observe(self, kind: str, time: float) -> None:
+        """Arm event-triggered point and store faults (action faults are armed by `Moments`)."""
+        for fault in self._points + self._store:
+            fault.trigger.observe(kind, time)
+
+    # ---- actions -------------------------------------------------------------------------------
+
+    async def run_actions(self, nursery: Any, moments: "Moments") -> None:
+        """Start each time- or event-triggered action fault; point-triggered ones start at their hit."""
+        self._nursery = nursery
+        for fault in self._actions:
+            nursery.start_soon(self._act_at_moment, fault, moments, name=f"fault.{fault.kind}")
+
+    async def _act_at_moment(self, fault: Fault, moments: "Moments") -> None:
+        if await moments.wait(fault.trigger) and fault.try_fire(self._ctx.rt.now()):
+            await fault.act(self._ctx)
+
+    def fired(self) -> list[int]:
+        """How many times each fault fired in this run, in declaration order."""
+        return [fault.fired for fault in self.faults]
+
+
+class Moments:
+    """Waits for time- and event-armed triggers, woken by the events themselves (no polling).
+
+    A wait whose event never comes would keep the run from ending; when the system is otherwise idle the
+    harness calls `give_up`, which ends every pending wait (that drive or fault simply never fires).
+    """
+
+    def __init__(self, rt: Any) -> None:
+        self._rt = rt
+        self._waiting: list[tuple[Trigger, Any]] = []
+        self._pending: list[Any] = []
+
+    def observe(self, kind: str, time: float) -> None:
+        for trigger, armed in self._waiting:
+            if trigger.observe(kind, time):
+                armed.set()
+
+    async def wait(self, trigger: Trigger) -> bool:
+        """Sleep until the trigger's moment; False if it is inactive in this run or never armed."""
+        if not trigger.active or (trigger.armed_at is None and trigger.spec.after_event is None):
+            return False
+        if trigger.armed_at is None:
+            armed = self._rt.event()
+            self._waiting.append((trigger, armed))
+            with self._rt.cancel_scope() as scope:
+                self._pending.append(scope)
+                await armed.wait()
+            if scope in self._pending:
+                self._pending.remove(scope)
+            if scope.cancelled_caught:
+                return False
+        await self._rt.sleep_until(trigger.armed_at)
+        return True
+
+    def give_up(self) -> bool:
+        """End every wait still pending; True if there was one (so the run can go on to finish)."""
+        pending, self._pending = self._pending, []
+        for scope in pending:
+            scope.cancel()
+        return bool(pending)

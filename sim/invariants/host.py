@@ -1,0 +1,139 @@
+"""Invariants of the host side: timeouts, hung commits, the bounded pool, and the turn after Ctrl+C."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from sim.history import HistoryEvent
+from sim.invariants.base import Invariant, Violation, attempt_of_holder
+
+
+class IdleTimeoutWithinBounds(Invariant):
+    name = "idle_timeout_within_bounds"
+    races = ("R9",)
+    description = "An idle timeout fires between idle and 1.5 x idle after the last progress."
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        if event.kind == "host.timeout" and event.fields.get("budget") == "idle":
+            idle = self.system.config.idle_timeout_s
+            silence = event.fields["since_progress"]
+            if not idle - 1e-9 <= silence < 1.5 * idle:
+                return self.violation(f"the idle timeout fired after {silence:g}s of silence (idle is {idle:g}s)", event)
+        return None
+
+
+class HungCommitReported(Invariant):
+    name = "hung_commit_reported"
+    races = ("R7",)
+    description = "A commit still running an overrun slice after its host timed out is reported exactly once, while it hangs."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._admitted: set[str] = set()
+        self._timed_out: dict[str, HistoryEvent] = {}
+        self._reported: dict[str, HistoryEvent] = {}
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        attempt = event.fields.get("attempt")
+        if event.kind == "fence.begin_ok":
+            self._admitted.add(attempt)
+        elif event.kind == "host.timeout":
+            self._timed_out.setdefault(attempt, event)
+        elif event.kind == "host.commit_overrun":
+            if attempt in self._reported:
+                return self.violation(f"the hung commit of {attempt} was reported twice", self._reported[attempt], event)
+            self._reported[attempt] = event
+        elif event.kind == "fence.finish":
+            return self._check(attempt, event.time, event)
+        return None
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        end = history[-1].time if history else 0.0
+        for attempt in sorted(self._admitted):
+            violation = self._check(attempt, end, None)
+            if violation is not None:
+                return violation
+        return None
+
+    def _check(self, attempt: str, until: float, finish: HistoryEvent | None) -> Violation | None:
+        timed_out = self._timed_out.get(attempt)
+        if attempt not in self._admitted or timed_out is None or attempt in self._reported:
+            return None
+        slice_s = self.system.config.commit_overrun_slice_s
+        if until - timed_out.time > slice_s + 1e-9:
+            witnesses = [timed_out] + ([finish] if finish else [])
+            return self.violation(f"the commit of {attempt} ran {until - timed_out.time:g}s past its host's timeout unreported", *witnesses)
+        return None
+
+
+class StaleJobNeverRuns(Invariant):
+    name = "stale_job_never_runs"
+    races = ("R8",)
+    description = "A compression job whose host already gave up never dispatches a summary."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._given_up: dict[str, HistoryEvent] = {}
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        attempt = event.fields.get("attempt")
+        if event.kind in ("host.timeout", "fence.cancel_won", "host.unwind"):
+            self._given_up.setdefault(attempt, event)
+        elif event.kind == "compaction.summary_started" and attempt in self._given_up:
+            return self.violation(f"attempt {attempt} dispatched its summary after its host gave up", self._given_up[attempt], event)
+        return None
+
+
+class NextTurnPersistsAfterCtrlC(Invariant):
+    name = "next_turn_persists_after_ctrl_c"
+    races = ("R1",)
+    description = "After Ctrl+C and the grace period, the next turn the frontend accepts is persisted."
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        for index, event in enumerate(history):
+            if event.kind != "frontend.ctrl_c_grace_expired":
+                continue
+            agent = event.fields.get("agent")
+            later = history[index + 1:]
+            submitted = next((e for e in later if e.kind == "frontend.turn_submitted" and e.fields.get("agent") == agent), None)
+            if submitted is None:
+                continue
+            after = history[submitted.seq + 1:]
+            failed = next((e for e in after if e.kind == "frontend.turn_failed" and e.fields.get("agent") == agent), None)
+            if failed is not None:
+                return self.violation(f"the turn after Ctrl+C was not persisted: {failed.fields.get('error')}", event, submitted, failed)
+        return None
+
+
+class HardCancelFreesLease(Invariant):
+    name = "hard_cancel_frees_lease"
+    races = ("R1",)
+    description = "By the end of the Ctrl+C grace period, an attempt on that session that was not yet committing has released its lease."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._holding: dict[str, dict[str, HistoryEvent]] = {}
+        self._admitted: set[str] = set()
+        self._cancelled: dict[str, HistoryEvent] = {}
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        fields = event.fields
+        if event.kind == "lease.acquired":
+            self._holding.setdefault(fields["session"], {})[fields["holder"]] = event
+        elif event.kind == "lease.released":
+            self._holding.get(fields["session"], {}).pop(fields["holder"], None)
+        elif event.kind == "fence.begin_ok":
+            self._admitted.add(fields["attempt"])
+        elif event.kind == "hard_cancel.requested":
+            self._cancelled[fields["session"]] = event
+        elif event.kind == "frontend.ctrl_c_grace_expired":
+            return self._check_sessions(event)
+        return None
+
+    def _check_sessions(self, expired: HistoryEvent) -> Violation | None:
+        for session, requested in self._cancelled.items():
+            for holder, acquired in self._holding.get(session, {}).items():
+                if acquired.time <= requested.time and attempt_of_holder(holder) not in self._admitted:
+                    return self.violation(f"{holder} still holds {session}'s lease after Ctrl+C and the grace period", requested, acquired, expired)
+        self._cancelled.clear()
+        return None

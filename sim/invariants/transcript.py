@@ -1,0 +1,134 @@
+"""Invariants of the durable transcript: nothing persisted twice, nothing acknowledged lost, no drift."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Sequence
+
+from sim.history import HistoryEvent
+from sim.invariants.base import Invariant, Violation
+from sim.invariants.lineage import lineage_roots
+
+NOT_COMMITTED = ("failed", "error", "unchanged")
+
+
+def payload(row: Any) -> tuple[str, str, float]:
+    """What makes two rows the same logical message."""
+    return (row.role, row.content, row.timestamp)
+
+
+def live_sessions_by_root(store: Any) -> dict[str, list[str]]:
+    heads: dict[str, list[str]] = {}
+    for sid, root in lineage_roots(store).items():
+        if store.get_session(sid).ended_at is None:
+            heads.setdefault(root, []).append(sid)
+    return heads
+
+
+class NoDuplicatePersistedTurn(Invariant):
+    name = "no_duplicate_persisted_turn"
+    races = ("R10", "R12")
+    description = "No logical message (role, content, timestamp) is active twice in a live session."
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        if event.kind in ("append.ok", "commit.archived", "commit.published"):
+            return self._check(event)
+        return None
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        return self._check(history[-1] if history else None)
+
+    def _check(self, event: HistoryEvent | None) -> Violation | None:
+        store = self.system.store
+        for row in store.live_sessions():
+            counts = Counter(payload(message) for message in store.active_messages(row.id))
+            duplicated = [key for key, count in counts.items() if count > 1]
+            if duplicated:
+                role, content, _ = duplicated[0]
+                return self.violation(
+                    f"session {row.id} holds {counts[duplicated[0]]} active copies of the {role} message {content[:40]!r}",
+                    *[e for e in [event] if e],
+                )
+        return None
+
+
+class AcknowledgedAppendsSurvive(Invariant):
+    name = "acknowledged_appends_survive"
+    races = ("R14", "R12")
+    description = "Every acknowledged append is, at the end, active in its lineage's live head, or was summarized by a commit whose watermark covers it."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._acknowledged: list[HistoryEvent] = []
+        self._watermarks: dict[str, tuple[str, float]] = {}
+        self._covered: dict[str, float] = {}
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        fields = event.fields
+        if event.kind == "turn.persisted":
+            self._acknowledged.append(event)
+        elif event.kind == "compaction.watermark":
+            watermark = fields["watermark"]
+            self._watermarks[fields["attempt"]] = (fields["session"], float("inf") if watermark is None else watermark)
+        elif event.kind in ("commit.archived", "commit.published") and fields["attempt"] in self._watermarks:
+            session, watermark = self._watermarks[fields["attempt"]]
+            self._covered[session] = max(self._covered.get(session, 0), watermark)
+        return None
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        store = self.system.store
+        roots = lineage_roots(store)
+        heads = live_sessions_by_root(store)
+        rows = {row.id: row for sid in roots for row in store.all_messages(sid)}
+        live_payloads = {root: {payload(m) for sid in sids for m in store.active_messages(sid)} for root, sids in heads.items()}
+        for event in self._acknowledged:
+            row = rows.get(event.fields["row"])
+            if row is None or row.id <= self._covered.get(row.session_id, 0):
+                continue
+            if payload(row) not in live_payloads.get(roots.get(row.session_id, ""), set()):
+                return self.violation(
+                    f"acknowledged {row.role} row {row.id} ({row.content[:40]!r}) is not active in the live head of its lineage "
+                    "and no committed summary covers it", event,
+                )
+        return None
+
+
+class AbortedAttemptLeavesParentUnchanged(Invariant):
+    name = "aborted_attempt_leaves_parent_unchanged"
+    races = ("R11",)
+    description = "An attempt that does not commit appends nothing to the session it tried to compact."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._worker_of: dict[str, str] = {}
+        self._appends: dict[str, list[HistoryEvent]] = {}
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        if event.kind == "attempt.claimed":
+            self._worker_of[event.task] = event.fields["attempt"]
+        elif event.kind == "append.ok" and event.task in self._worker_of:
+            self._appends.setdefault(self._worker_of[event.task], []).append(event)
+        elif event.kind == "compaction.finished" and event.fields["status"] in NOT_COMMITTED:
+            appends = self._appends.get(event.fields["attempt"])
+            if appends:
+                return self.violation(
+                    f"attempt {event.fields['attempt']} ended {event.fields['status']} but had appended "
+                    f"{sum(len(a.fields['ids']) for a in appends)} rows to {appends[0].fields['session']}",
+                    *appends, event,
+                )
+        return None
+
+
+class CallerTranscriptOnlyThroughCommit(Invariant):
+    name = "caller_transcript_only_through_commit"
+    races = ("R4", "R12")
+    description = "When a compression returns without committing, the caller's transcript is exactly what it was before."
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        fields = event.fields
+        if event.kind == "host.returned" and fields["status"] not in ("committed", "rotated", "adopted"):
+            if fields.get("transcript_before") != fields.get("transcript_after"):
+                return self.violation(
+                    f"attempt {fields['attempt']} returned {fields['status']} but the caller's transcript changed", event,
+                )
+        return None

@@ -1,0 +1,77 @@
+"""Curated mutants: each reverts one named fix of the reference, to prove a scenario catches its race.
+
+A mutant is a small TOML file in `mutants/` named after the fix it reverts:
+
+    fix = "hard-cancel-through-fence"
+    file = "reference/agent.py"
+    find = "        return fence is not None and await self._cancel_hard(fence)"
+    replace = "        return False"
+
+`find` must occur exactly once, within the few lines under the fix's `# FIX <name>` marker; otherwise the
+mutant is stale (the code moved on) and says so by name, never silently skipped. A mutant is applied to a
+copy of the reference in a temporary overlay folder; the working tree is never modified.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import tomllib
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+MUTANTS_DIR = ROOT / "mutants"
+MARKER_REACH = 12  # lines under a FIX marker that its mutant may edit
+
+
+class StaleMutant(Exception):
+    """The mutant no longer applies to the code: its marker or its text is gone, or is ambiguous."""
+
+
+@dataclass(frozen=True)
+class Mutant:
+    fix: str
+    file: str
+    find: str
+    replace: str
+    path: Path
+
+    @property
+    def name(self) -> str:
+        return self.fix
+
+    def mutated_source(self, root: Path = ROOT) -> str:
+        """The target file's text with the fix reverted; StaleMutant if it cannot be applied."""
+        source = (root / self.file).read_text(encoding="utf-8")
+        lines = source.splitlines(keepends=True)
+        marker = [i for i, line in enumerate(lines) if f"# FIX {self.fix} (" in line]
+        if len(marker) != 1:
+            raise StaleMutant(f"mutant {self.fix}: expected one '# FIX {self.fix}' marker in {self.file}, found {len(marker)}")
+        start = sum(len(line) for line in lines[: marker[0] + 1])
+        reach = "".join(lines[marker[0] + 1 : marker[0] + 1 + MARKER_REACH])
+        if reach.count(self.find) != 1:
+            raise StaleMutant(f"mutant {self.fix}: its text does not occur exactly once under the marker in {self.file}")
+        offset = start + reach.index(self.find)
+        return source[:offset] + self.replace + source[offset + len(self.find):]
+
+
+def load_mutant(path: Path) -> Mutant:
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return Mutant(fix=data["fix"], file=data["file"], find=data["find"], replace=data["replace"], path=path)
+
+
+def load_mutants(folder: Path = MUTANTS_DIR) -> dict[str, Mutant]:
+    return {mutant.fix: mutant for mutant in map(load_mutant, sorted(folder.glob("*.toml")))}
+
+
+@contextmanager
+def overlay(mutant: Mutant) -> Iterator[Path]:
+    """A temporary folder holding a mutated copy of `reference/`; put it first on PYTHONPATH to use it."""
+    with tempfile.TemporaryDirectory(prefix=f"mutant-{mutant.fix}-") as folder:
+        target = Path(folder)
+        shutil.copytree(ROOT / "reference", target / "reference", ignore=shutil.ignore_patterns("__pycache__"))
+        (target / mutant.file).write_text(mutant.mutated_source(), encoding="utf-8")
+        yield target

@@ -1,0 +1,107 @@
+"""What `run` and `replay` print: the verdict table, and for a failure its timeline, explanation and repro.
+
+A failure is only useful if a person can act on it: the violated invariant in one line, the events around
+its witnesses (witnesses marked `>`), and the one command that replays the run exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from sim.history import HistoryEvent
+from sim.scenario.runner import RunReport, Verdict
+from sim.trace import render_text
+
+CONTEXT_EVENTS = 6
+REPRO_FORMAT = 1
+
+
+def verdict_table(verdicts: Iterable[Verdict]) -> str:
+    rows = [("scenario", "runs", "steps", "invariants", "violations", "time", "verdict")]
+    for verdict in verdicts:
+        rows.append((
+            verdict.scenario.name, str(verdict.runs), str(verdict.steps), str(verdict.invariants_checked),
+            str(verdict.violating_runs), f"{verdict.seconds:.2f}s", "pass" if verdict.passed else "FAIL",
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width) in enumerate(zip(row, widths))) for row in rows]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def timeline_around(history: Sequence[HistoryEvent], witnesses: Sequence[int]) -> str:
+    """The events within a few of each witness, in order, witnesses marked with `>`."""
+    if not witnesses:
+        shown = list(history[-2 * CONTEXT_EVENTS:])
+    else:
+        keep = {i for seq in witnesses for i in range(seq - CONTEXT_EVENTS, seq + CONTEXT_EVENTS + 1) if 0 <= i < len(history)}
+        shown = [history[i] for i in sorted(keep)]
+    lines = []
+    previous = None
+    for event, text in zip(shown, render_text(shown).splitlines()):
+        if previous is not None and event.seq != previous + 1:
+            lines.append("   ...")
+        lines.append(("> " if event.seq in witnesses else "  ") + text)
+        previous = event.seq
+    return "\n".join(lines)
+
+
+def repro_document(report: RunReport) -> dict[str, Any]:
+    violation = report.violations[0]
+    return {
+        "format": REPRO_FORMAT,
+        "scenario": str(report.scenario.path),
+        "name": report.scenario.name,
+        "seed": report.seed,
+        "strategy": report.result.strategy,
+        "invariant": violation.invariant,
+        "explanation": violation.explanation,
+        "digest": report.result.digest(),
+        "decisions": [list(decision) for decision in report.result.decisions],
+    }
+
+
+def write_repro(report: RunReport, out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{report.scenario.name}-seed{report.seed}.repro.json"
+    path.write_text(json.dumps(repro_document(report), indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def replay_command(repro: Path) -> str:
+    return f"python -m sim replay {shlex.quote(str(repro))}"
+
+
+def failure_block(report: RunReport, repro: Path | None) -> str:
+    violation = report.violations[0]
+    lines = [
+        f"FAIL {report.scenario.name}: {violation.invariant} (seed {report.seed}, {report.result.steps} steps, "
+        f"{len(report.result.decisions)} decisions)",
+        f"  {violation.explanation}",
+        "",
+        timeline_around(report.result.history, violation.witnesses),
+    ]
+    if repro is not None:
+        lines += ["", f"  repro: {repro}", f"  replay: {replay_command(repro)}"]
+    return "\n".join(lines)
+
+
+def verdict_json(verdict: Verdict, repro: Path | None) -> dict[str, Any]:
+    failing = verdict.failing
+    return {
+        "scenario": verdict.scenario.name,
+        "path": str(verdict.scenario.path),
+        "passed": verdict.passed,
+        "problems": verdict.problems(),
+        "runs": verdict.runs,
+        "steps": verdict.steps,
+        "invariants_checked": verdict.invariants_checked,
+        "violating_runs": verdict.violating_runs,
+        "faults_fired": verdict.fired,
+        "seconds": round(verdict.seconds, 4),
+        "violation": None if failing is None else {**failing.violations[0].as_dict(), "seed": failing.seed},
+        "replay": None if repro is None else replay_command(repro),
+    }

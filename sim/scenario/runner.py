@@ -1,0 +1,127 @@
+"""Running a scenario: one seeded run, and a scenario's whole exploration with its verdict.
+
+A run builds the reference system in a fresh World, checks the invariants as events happen and at the end,
+and reports what fired and what was reached. A scenario passes only if its expectation holds over every run
+AND it was not vacuous: each of its faults fired in at least one run and each coverage mark it names was
+reached. A catalogue scenario that passes because its fault never fired protects nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from sim.invariants import Violation
+from sim.scenario.model import Scenario
+from sim.scenario.system import ScenarioSystem
+from sim.strategies.base import Decision, Strategy
+from sim.strategies.random_walk import RandomWalk
+from sim.strategies.replay import ReplayStrategy
+from sim.timefreeze import frozen_time
+from sim.world import RunResult, World
+
+STRATEGIES: dict[str, type] = {"random": RandomWalk}
+RUN_COMPLETES = "run_completes"
+
+
+@dataclass
+class RunReport:
+    scenario: Scenario
+    seed: int
+    result: RunResult
+    violations: list[Violation]
+    fired: list[int]
+    coverage: set[str]
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.violations)
+
+
+@dataclass
+class Verdict:
+    scenario: Scenario
+    runs: int = 0
+    steps: int = 0
+    virtual_s: float = 0.0
+    seconds: float = 0.0
+    failing: RunReport | None = None
+    violating_runs: int = 0
+    fired: list[int] = field(default_factory=list)
+    coverage: set[str] = field(default_factory=set)
+
+    @property
+    def invariants_checked(self) -> int:
+        names = self.scenario.expect.invariants
+        from sim.invariants import INVARIANTS
+
+        return len(INVARIANTS) if names == "all" else len(names)
+
+    def problems(self) -> list[str]:
+        """Why the scenario's expectation does not hold; empty when it passed."""
+        expect = self.scenario.expect
+        if expect.outcome == "violation":
+            return [] if self.violating_runs else [f"expected a violation, but all {self.runs} runs held"]
+        problems = []
+        if self.failing is not None:
+            problems.append(f"{self.failing.violations[0].invariant} violated (seed {self.failing.seed})")
+        for spec, count in zip(self.scenario.faults, self.fired):
+            if count == 0:
+                problems.append(f"fault {spec.kind} never fired in {self.runs} runs")
+        problems += [f"coverage mark {mark} never reached" for mark in expect.coverage if mark not in self.coverage]
+        return problems
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems()
+
+
+def strategy_for(name: str) -> Strategy:
+    return STRATEGIES[name]()
+
+
+def run_once(scenario: Scenario, seed: int, decisions: Sequence[Decision] | None = None) -> RunReport:
+    """One run of `scenario`: from its seed, or replaying a recorded decision list."""
+    strategy = ReplayStrategy(decisions) if decisions is not None else strategy_for(scenario.explore.strategy)
+    world = World(seed, strategy, max_steps=scenario.explore.max_steps, max_time=scenario.explore.max_time)
+    system = ScenarioSystem(world, scenario)
+    system.install()
+    result = world.run(system.main)
+    if result.outcome == "ok":
+        system.finish()
+    else:
+        system.violations.insert(0, Violation(RUN_COMPLETES, f"the run ended with {result.outcome}: {_first_line(result.error)}", (), result.virtual_time))
+    system.store.close()
+    return RunReport(scenario, seed, result, system.violations, system.plan.fired(), system.coverage)
+
+
+def _first_line(error: BaseException | None) -> str:
+    return str(error).splitlines()[0] if error is not None and str(error) else repr(error)
+
+
+def check(scenario: Scenario, runs: int | None = None, seed: int | None = None, *, stop_at_first: bool = True) -> Verdict:
+    """Explore `scenario` over consecutive seeds and judge it."""
+    runs = scenario.explore.runs if runs is None else runs
+    first = scenario.explore.seed if seed is None else seed
+    verdict = Verdict(scenario, fired=[0] * len(scenario.faults))
+    started = time.process_time()
+    with frozen_time():
+        for offset in range(runs):
+            report = run_once(scenario, first + offset)
+            _tally(verdict, report)
+            if report.failed and stop_at_first:
+                break
+    verdict.seconds = time.process_time() - started
+    return verdict
+
+
+def _tally(verdict: Verdict, report: RunReport) -> None:
+    verdict.runs += 1
+    verdict.steps += report.result.steps
+    verdict.virtual_s += report.result.virtual_time
+    verdict.fired = [total + count for total, count in zip(verdict.fired, report.fired)]
+    verdict.coverage |= report.coverage
+    if report.failed:
+        verdict.violating_runs += 1
+        verdict.failing = verdict.failing or report
