@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_PATHS = ("tests",)
+# The unit and property tests, and the scenario catalogue (collected by the sim pytest plugin).
+DEFAULT_PATHS = (str(ROOT / "tests"), str(ROOT / "scenarios"))
 DEFAULT_TIMEOUT = 300.0
 TAIL_LINES = 60
 # After SIGABRT (which makes pytest's faulthandler print every thread's
@@ -165,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Everything after a literal -- is passed to every pytest invocation.",
     )
     parser.add_argument("paths", nargs="*", metavar="PATH",
-                        help="test files or folders (default: tests/), relative to the current directory")
+                        help="test files or folders (default: tests/ and scenarios/), relative to the current directory")
     parser.add_argument("-j", "--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
                         help="files run at once (default: CPU count, %(default)s here)")
     parser.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT, metavar="S",

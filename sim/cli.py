@@ -18,6 +18,7 @@ EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_USAGE = 2
 DEFAULT_OUT = Path("out")
+OVERLAY_ENV = "COMPACTION_SIM_MUTANT_OVERLAY"
 
 
 class UsageError(Exception):
@@ -35,8 +36,6 @@ def _scenarios(paths: Sequence[str]) -> list[Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.mutant:
-        return _run_under_mutant(args)
     from sim import report
     from sim.scenario.runner import check
 
@@ -80,19 +79,20 @@ def _write_trace(failing: Any, folder: Path) -> None:
     (folder / f"{failing.scenario.name}-seed{failing.seed}.jsonl").write_text(failing.result.trace_jsonl(), encoding="utf-8")
 
 
-def _run_under_mutant(args: argparse.Namespace) -> int:
+def _under_mutant(args: argparse.Namespace) -> int:
     """Re-run this command in a subprocess whose `reference` package has the mutant applied."""
     from sim.mutants import StaleMutant, load_mutants, overlay
 
     mutants = load_mutants()
     if args.mutant not in mutants:
         raise UsageError(f"--mutant {args.mutant}: no such mutant in mutants/ (known: {', '.join(sorted(mutants))})")
-    argv = [a for a in sys.argv[1:] if a != "--mutant" and a != args.mutant]
+    argv = [a for a in sys.argv[1:] if a not in ("--mutant", args.mutant)]
     try:
         with overlay(mutants[args.mutant]) as folder:
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
-            paths = [str(Path(p).resolve()) if not p.startswith("-") and Path(p).exists() else p for p in argv]
-            return subprocess.run([sys.executable, "-m", "sim", *paths], cwd=folder, env=env).returncode
+            # -P keeps the current directory off sys.path, so the overlay's `reference` shadows this checkout's.
+            env = {**os.environ, OVERLAY_ENV: str(folder),
+                   "PYTHONPATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))}
+            return subprocess.run([sys.executable, "-P", "-m", "sim", *argv], env=env).returncode
     except StaleMutant as stale:
         raise UsageError(str(stale)) from None
 
@@ -220,6 +220,10 @@ def _bench(args: argparse.Namespace) -> int:
 # ---- the parser --------------------------------------------------------------------------------
 
 
+def _add_mutant_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--mutant", metavar="NAME", help="against a copy of the reference with this curated mutant applied")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m sim", description="Deterministic simulation of context-compaction races.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -232,12 +236,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     run.add_argument("--trace-out", type=Path, metavar="DIR", help="write the JSONL trace of each failing run here")
     run.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help="where repro files go (default: out/)")
-    run.add_argument("--mutant", metavar="NAME", help="run against the reference with this curated mutant applied")
+    _add_mutant_option(run)
     run.set_defaults(handler=_run)
 
     replay = commands.add_parser("replay", help="replay a repro file (or a scenario at --seed) and print its timeline")
     replay.add_argument("target", metavar="REPRO_FILE|SCENARIO")
     replay.add_argument("--seed", type=int, help="run this seed of the scenario instead of a repro file")
+    _add_mutant_option(replay)
     replay.set_defaults(handler=_replay)
 
     listing = commands.add_parser("list", help="list scenarios, faults or invariants")
@@ -265,12 +270,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_overlay() -> None:
+    """Under a mutant, the mutated copy must be the `reference` in use, or a survivor would be meaningless."""
+    folder = os.environ.get(OVERLAY_ENV)
+    if folder:
+        import reference
+
+        if not str(Path(reference.__file__).resolve()).startswith(str(Path(folder).resolve())):
+            raise UsageError(f"the mutant overlay {folder} is not the reference in use ({reference.__file__})")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from sim.scenario.errors import ScenarioError
 
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
+        _check_overlay()
+        return _under_mutant(args) if getattr(args, "mutant", None) else args.handler(args)
     except (ScenarioError, UsageError) as error:
         print(f"python -m sim {args.command}: {error}", file=sys.stderr)
         return EXIT_USAGE
