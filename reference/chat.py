@@ -46,10 +46,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _show(event: RecordedEvent) -> None:
-    if event.kind in SHOWN_EVENTS:
-        fields = " ".join(f"{key}={value}" for key, value in sorted(event.fields.items()))
-        print(f"[{event.time:9.3f}] {event.kind} {fields}", flush=True)
+class _Printer:
+    """Prints the events worth seeing, stamped with seconds since the chat started."""
+
+    def __init__(self) -> None:
+        self._start: float | None = None
+
+    def __call__(self, event: RecordedEvent) -> None:
+        if self._start is None:
+            self._start = event.time
+        if event.kind in SHOWN_EVENTS:
+            fields = " ".join(f"{key}={value}" for key, value in sorted(event.fields.items()))
+            print(f"[{event.time - self._start:8.3f}s] {event.kind} {fields}", flush=True)
 
 
 async def _read_turns(rt: TrioRuntime, script: Path | None, send: trio.MemorySendChannel[str]) -> None:
@@ -107,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"python -m reference chat: --script {args.script}: no such file", file=sys.stderr)
         return 2
     try:
-        TrioRuntime.run(_chat, args, store, on_event=_show, wait_for_workers=False)
+        TrioRuntime.run(_chat, args, store, on_event=_Printer(), wait_for_workers=False)
     finally:
         store.close()
     return 0

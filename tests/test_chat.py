@@ -1,0 +1,59 @@
+"""`python -m reference chat` for real: Ctrl+C (SIGINT) during a slow summary, then the next turn persists.
+
+This is the one test that runs in real time, because it tests the real-time entry point: it waits on the
+program's own output (never on a sleep) and sends SIGINT the moment the summary has started.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from reference.store import SessionStore
+
+TURNS = [
+    "the first question, long enough to add some weight to the transcript",
+    "the second question, which pushes the transcript over the threshold",
+    "the question after ctrl c, which must be persisted",
+]
+
+
+def test_sigint_during_a_slow_summary_rolls_back_and_the_next_turn_persists(tmp_path: Path):
+    db, script = tmp_path / "chat.db", tmp_path / "turns.txt"
+    script.write_text("\n".join(TURNS) + "\n")
+    chat = subprocess.Popen(
+        [sys.executable, "-m", "reference", "chat", "--db", str(db), "--script", str(script),
+         "--summary-latency", "4", "--threshold", "30", "--grace", "0.5"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    seen = []
+    assert chat.stdout is not None
+    for line in chat.stdout:
+        seen.append(line)
+        if "compaction.summary_started" in line:
+            chat.send_signal(signal.SIGINT)
+            break
+    rest, errors = chat.communicate(timeout=120)
+    output = "".join(seen) + rest
+    assert chat.returncode == 0, output + errors
+    assert "fence.cancel_won" in output and "frontend.ctrl_c_grace_expired" in output
+
+    store = SessionStore(str(db))
+    try:
+        live = store.live_sessions()
+        assert len(live) == 1, "exactly one live head"
+        assert store.lease_row(live[0].id) is None, "the lease is free"
+        contents = [row.content for row in store.active_messages(live[0].id)]
+        assert TURNS[2] in contents, "the turn after Ctrl+C was persisted"
+        assert contents.count(TURNS[2]) == 1
+    finally:
+        store.close()
+
+
+def test_bad_database_path_is_exit_2(tmp_path: Path):
+    done = subprocess.run([sys.executable, "-m", "reference", "chat", "--db", str(tmp_path / "no" / "such" / "dir.db")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "--db" in done.stderr and "Traceback" not in done.stderr
