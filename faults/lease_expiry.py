@@ -1,6 +1,6 @@
 """lease_expiry: the compression lease lapses under a live attempt.
 
-Effect, by `mode`:
+Effect: the lease expires while its attempt still runs; how depends on `mode`:
 - `missed_refreshes`: the next `times` refreshes fail (the refresher's DB write raises), as on a flaky disk;
   the refresher tolerates `int(ttl/interval)` failures, then stops so the lease self-expires within one TTL.
 - `clock`: the refresher stalls for `duration`, so virtual time passes the lease's expiry while the

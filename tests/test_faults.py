@@ -1,0 +1,92 @@
+"""Fault triggers and the fault plan: each trigger kind fires when it should, and only then."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from faults import FAULT_KINDS
+from faults.triggers import Trigger
+from sim import World
+from sim.strategies.replay import ReplayStrategy
+
+
+@dataclass
+class Spec:
+    at: float | None = None
+    after_event: str | None = None
+    nth: int | None = None
+    point: str | None = None
+    probability: float | None = None
+    per_hit: float | None = None
+    delay: float = 0.0
+
+
+def never_drawn(stream: str, bound: int) -> int:
+    raise AssertionError("a deterministic trigger must not draw")
+
+
+def test_nth_hit_fires_exactly_once_at_that_hit():
+    trigger = Trigger(Spec(nth=3, point="p"), "s", never_drawn)
+    assert [trigger.fires_at_hit(0.0) for _ in range(5)] == [False, False, True, False, False]
+
+
+def test_time_trigger_arms_at_its_time_plus_delay():
+    trigger = Trigger(Spec(at=10.0, delay=2.0), "s", never_drawn)
+    assert not trigger.fires_at_hit(11.9)
+    assert trigger.fires_at_hit(12.0)
+
+
+def test_event_trigger_arms_on_the_first_matching_event_only():
+    trigger = Trigger(Spec(after_event="x.y", delay=1.0), "s", never_drawn)
+    assert not trigger.fires_at_hit(5.0)
+    assert not trigger.observe("other", 5.0)
+    assert trigger.observe("x.y", 5.0)
+    assert not trigger.observe("x.y", 9.0)
+    assert trigger.armed_at == 6.0
+    assert not trigger.fires_at_hit(5.5) and trigger.fires_at_hit(6.0)
+
+
+def test_random_trigger_is_decided_by_recorded_draws():
+    draws = []
+
+    def draw(stream: str, bound: int) -> int:
+        draws.append(stream)
+        return 0 if len(draws) == 1 else bound - 1
+
+    trigger = Trigger(Spec(probability=0.5, per_hit=0.5, point="p"), "fault.0.stall", draw)
+    assert trigger.active
+    assert not trigger.fires_at_hit(0.0)
+    assert draws == ["fault.0.stall", "fault.0.stall"]
+
+
+def test_random_trigger_inactive_in_a_run_never_fires():
+    trigger = Trigger(Spec(probability=0.1, per_hit=1.0, point="p"), "s", lambda stream, bound: bound - 1)
+    assert not trigger.active
+    assert not any(trigger.fires_at_hit(0.0) for _ in range(10))
+
+
+def _fire_twenty_times(world: World) -> list[bool]:
+    async def main(rt):
+        trigger = Trigger(Spec(probability=0.5, per_hit=0.5, point="p"), "fault.0.stall", world.draw)
+        return [trigger.fires_at_hit(rt.now()) for _ in range(20)]
+
+    return world.run(main).value
+
+
+def test_probability_draws_go_through_the_world_and_replay():
+    world = World(4)
+    fired = _fire_twenty_times(world)
+    assert any(d[0] == "draw" and d[1] == "fault.0.stall" for d in world.decisions)
+    assert _fire_twenty_times(World(4, ReplayStrategy(world.decisions))) == fired
+
+
+@pytest.mark.parametrize("kind", sorted(FAULT_KINDS))
+def test_every_fault_kind_is_documented(kind):
+    import sys
+
+    doc = sys.modules[FAULT_KINDS[kind].__module__].__doc__ or ""
+    for section in ("Effect", "Where", "Parameters", "Trace"):
+        assert f"{section}:" in doc, f"{kind}: its module docstring must say {section}"
+    assert FAULT_KINDS[kind].where in ("point", "store", "action")

@@ -1,0 +1,187 @@
+"""Every invariant can fail: a short history that breaks it is caught, and its lawful twin is not.
+
+The histories are written by hand, event by event, in the vocabulary of reference/EVENTS.md; invariants
+that read the store get a real SessionStore arranged into the state the history describes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pytest
+
+from reference.config import CompactionConfig
+from reference.store import SessionStore
+from sim.history import HistoryEvent
+from sim.invariants import INVARIANTS
+
+H1 = "proc=p1:pid=100:attempt=1"
+H2 = "proc=p1:pid=100:attempt=2"
+DEAD = "proc=p9:pid=999:attempt=1"
+
+
+@dataclass
+class FakeSystem:
+    store: SessionStore = field(default_factory=SessionStore)
+    config: CompactionConfig = field(default_factory=lambda: CompactionConfig(lease_ttl_s=60, idle_timeout_s=10, ceiling_timeout_s=100, commit_overrun_slice_s=5))
+    dead: set[str] = field(default_factory=lambda: {DEAD})
+
+    def holder_is_dead(self, holder: str) -> bool:
+        return holder in self.dead
+
+
+def E(kind: str, time: float = 0.0, task: str = "t", **fields: Any) -> tuple[str, float, str, dict[str, Any]]:
+    return (kind, time, task, fields)
+
+
+def check(name: str, events: list[tuple], arrange: Callable[[SessionStore], None] | None = None) -> list[str]:
+    system = FakeSystem()
+    if arrange is not None:
+        arrange(system.store)
+    invariant = INVARIANTS[name](system)
+    history, found = [], []
+    for kind, time, task, fields in events:
+        event = HistoryEvent(len(history), time, task, kind, fields)
+        history.append(event)
+        violation = invariant.on_event(event)
+        if violation is not None:
+            found.append(violation.explanation)
+    final = invariant.at_end(history)
+    if final is not None:
+        found.append(final.explanation)
+    return found
+
+
+def two_live_heads(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+    store.create_session("s/c", now=0, parent="s")
+
+
+def one_head(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+
+
+def rotated(children: int) -> Callable[[SessionStore], None]:
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        for index in range(children):
+            store.create_session(f"s/c{index}", now=0, parent="s")
+        store.end_session("s", now=0, reason="compression")
+    return arrange
+
+
+def duplicated(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+    store.append_messages("s", [{"role": "user", "content": "hi", "timestamp": 1.0}] * 2, now=1)
+
+
+def leased_by(holder: str, expires: float) -> Callable[[SessionStore], None]:
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.try_acquire_lease("s", holder, now=expires - 60, ttl_s=60)
+    return arrange
+
+
+def lost_append(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+    store.append_messages("s", [{"role": "user", "content": "kept?", "timestamp": 1.0}], now=1)
+    store.try_acquire_lease("s", H1, now=1, ttl_s=60)
+    store.archive_and_compact("s", [{"role": "assistant", "content": "summary", "timestamp": 2.0}], holder=H1, watermark=None, now=2)
+
+
+CASES: dict[str, tuple[list[tuple], list[tuple], Callable | None, Callable | None]] = {
+    # name: (violating events, lawful events, arrange for violating, arrange for lawful)
+    "no_commit_after_cancel": (
+        [E("fence.cancel_won", attempt="p1.1"), E("fence.begin_ok", attempt="p1.1")],
+        [E("fence.begin_ok", attempt="p1.1"), E("fence.revoked", attempt="p1.1"), E("commit.archived", attempt="p1.1", session="s")],
+        None, None),
+    "lease_held_across_commit": (
+        [E("fence.begin_ok", attempt="p1.1"), E("lease.released", session="s", holder=H1, held=True)],
+        [E("fence.begin_ok", attempt="p1.1"), E("commit.archived", attempt="p1.1", session="s"), E("lease.released", session="s", holder=H1, held=True)],
+        None, None),
+    "single_live_head": ([E("commit.published", parent="s", child="s/c", attempt="p1.1")], [E("commit.published")], two_live_heads, one_head),
+    "one_continuation_per_parent": ([E("commit.published")], [E("commit.published")], rotated(2), rotated(1)),
+    "no_orphan_parent": ([E("commit.published")], [E("commit.published")], rotated(0), rotated(1)),
+    "caller_session_follows_rotation": (
+        [E("host.returned", attempt="p1.1", status="rotated", session="s/c", caller_session="s")],
+        [E("host.returned", attempt="p1.1", status="rotated", session="s/c", caller_session="s/c")],
+        None, None),
+    "no_duplicate_persisted_turn": ([E("append.ok", session="s", ids=[1, 2])], [E("append.ok", session="s", ids=[1])], duplicated, one_head),
+    "acknowledged_appends_survive": (
+        [E("turn.persisted", session="s", row=1, role="user")],
+        [E("turn.persisted", session="s", row=1, role="user"), E("compaction.watermark", session="s", attempt="p1.1", watermark=None),
+         E("commit.archived", session="s", attempt="p1.1")],
+        lost_append, lost_append),
+    "aborted_attempt_leaves_parent_unchanged": (
+        [E("attempt.claimed", task="w1", attempt="p1.1", generation=1), E("append.ok", task="w1", session="s", ids=[7]),
+         E("compaction.finished", task="w1", attempt="p1.1", status="failed")],
+        [E("attempt.claimed", task="w1", attempt="p1.1", generation=1), E("append.ok", task="w1", session="s", ids=[7]),
+         E("compaction.finished", task="w1", attempt="p1.1", status="rotated")],
+        None, None),
+    "caller_transcript_only_through_commit": (
+        [E("host.returned", attempt="p1.1", status="unchanged", transcript_before="a", transcript_after="b")],
+        [E("host.returned", attempt="p1.1", status="committed", transcript_before="a", transcript_after="b")],
+        None, None),
+    "lease_mutual_exclusion": (
+        [E("lease.acquired", 0, session="s", holder=H1), E("lease.acquired", 30, session="s", holder=H2)],
+        [E("lease.acquired", 0, session="s", holder=H1), E("lease.acquired", 61, session="s", holder=H2)],
+        None, None),
+    "appends_never_refused_by_lease": (
+        [E("append.failed", session="s", error="SessionCompressionBusyError")],
+        [E("append.failed", session="s", error="OperationalError")],
+        None, None),
+    "lease_released_within_ttl": (
+        [E("compaction.finished", 10, attempt="p1.1", status="unchanged"), E("lease.refreshed", 20, session="s", holder=H1)],
+        [E("compaction.finished", 10, attempt="p1.1", status="unchanged")],
+        None, None),
+    "dead_holder_reclaimable": ([E("lease.contended", session="s", holder=H1)], [E("lease.contended", session="s", holder=H1)],
+                                leased_by(DEAD, 100), leased_by(H2, 100)),
+    "stale_attempt_writes_no_state": (
+        [E("host.timeout", attempt="p1.1", budget="idle", since_progress=10), E("cooldown.cleared", attempt="p1.1", session="s")],
+        [E("cooldown.cleared", attempt="p1.1", session="s")],
+        None, None),
+    "would_grow_latches_breaker": (
+        [E("compaction.refused", session="s", attempt=f"p1.{i}", reason="would_grow") for i in range(3)],
+        [E("compaction.refused", session="s", attempt="p1.1", reason="would_grow"), E("compaction.committed", session="s", attempt="p1.2", tokens=5, tokens_before=9),
+         E("compaction.refused", session="s", attempt="p1.3", reason="would_grow"), E("compaction.refused", session="s", attempt="p1.4", reason="would_grow")],
+        None, None),
+    "idle_timeout_within_bounds": (
+        [E("host.timeout", attempt="p1.1", budget="idle", since_progress=19.0)],
+        [E("host.timeout", attempt="p1.1", budget="idle", since_progress=10.0)],
+        None, None),
+    "hung_commit_reported": (
+        [E("fence.begin_ok", 0, attempt="p1.1"), E("host.timeout", 1, attempt="p1.1"), E("fence.finish", 20, attempt="p1.1")],
+        [E("fence.begin_ok", 0, attempt="p1.1"), E("host.timeout", 1, attempt="p1.1"), E("host.commit_overrun", 6, attempt="p1.1"), E("fence.finish", 20, attempt="p1.1")],
+        None, None),
+    "stale_job_never_runs": (
+        [E("host.timeout", attempt="p1.1"), E("compaction.summary_started", attempt="p1.1")],
+        [E("compaction.summary_started", attempt="p1.1"), E("host.timeout", attempt="p1.1")],
+        None, None),
+    "next_turn_persists_after_ctrl_c": (
+        [E("frontend.ctrl_c_grace_expired", agent="main"), E("frontend.turn_submitted", agent="main"), E("frontend.turn_failed", agent="main", error="x")],
+        [E("frontend.ctrl_c_grace_expired", agent="main"), E("frontend.turn_submitted", agent="main"), E("turn.persisted", session="s", row=1, role="user")],
+        None, None),
+    "hard_cancel_frees_lease": (
+        [E("lease.acquired", 0, session="s", holder=H1), E("hard_cancel.requested", 1, session="s"), E("frontend.ctrl_c_grace_expired", 3)],
+        [E("lease.acquired", 0, session="s", holder=H1), E("hard_cancel.requested", 1, session="s"), E("lease.released", 1, session="s", holder=H1, held=True),
+         E("frontend.ctrl_c_grace_expired", 3)],
+        None, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INVARIANTS))
+def test_every_invariant_has_a_case_here(name):
+    assert name in CASES, f"add a violating and a lawful history for {name}"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_violating_history_is_caught(name):
+    violating, _, arrange, _ = CASES[name]
+    assert check(name, violating, arrange), f"{name} missed its violation"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_lawful_twin_passes(name):
+    _, lawful, _, arrange = CASES[name]
+    assert check(name, lawful, arrange) == []
