@@ -8,6 +8,7 @@ reached. A catalogue scenario that passes because its fault never fired protects
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -22,6 +23,7 @@ from sim.timefreeze import frozen_time
 from sim.world import RunResult, World
 
 STRATEGIES: dict[str, type] = {"random": RandomWalk}
+FORCE_FAIL_ENV = "COMPACTION_SIM_FORCE_FAIL"
 RUN_COMPLETES = "run_completes"
 
 
@@ -88,6 +90,8 @@ def run_once(scenario: Scenario, seed: int, decisions: Sequence[Decision] | None
     system = ScenarioSystem(world, scenario)
     system.install()
     result = world.run(system.main)
+    if os.environ.get(FORCE_FAIL_ENV):
+        system.violations.append(Violation("forced_fail", f"every run fails while {FORCE_FAIL_ENV} is set (the mutation sanity pass)", (), 0.0))
     if result.outcome == "ok":
         system.finish()
     else:
