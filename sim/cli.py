@@ -217,6 +217,74 @@ def _bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ---- mutate --revert (begin) -------------------------------------------------------------------
+
+
+def _mutate(args: argparse.Namespace) -> int:
+    """`--revert REV`: the reviewer's check of a fix commit; otherwise the curated kill matrix."""
+    if args.revert is None:
+        return _mutate_curated(args)
+    from sim.revert_check import check as revert_check
+
+    return revert_check(args.revert, args.test_args, paths=args.paths, repo=args.repo, as_json=args.json)
+
+
+def _mutate_curated(args: argparse.Namespace) -> int:
+    """Every curated mutant (or the named ones) against the catalogue; exit 1 if one survives or is missed."""
+    import time
+
+    from sim.mutate import kill_matrix, render_matrix, result_json, sanity_pass
+    from sim.mutants import load_mutants
+
+    scenarios = _scenarios(args.scenarios)
+    known = load_mutants()
+    names = args.mutant_names or sorted(known)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise UsageError(f"--mutant: no such mutant in mutants/: {', '.join(unknown)}")
+    problem = sanity_pass(scenarios[0].path)
+    if problem is not None:
+        print(f"python -m sim mutate: sanity pass failed: {problem}", file=sys.stderr)
+        return EXIT_VIOLATION
+    started = time.monotonic()
+    results = kill_matrix(scenarios, names, args.jobs, args.out)
+    elapsed = time.monotonic() - started
+    failed = [r for r in results if r.stale or not r.killed or r.missed_expected()]
+    figures = {"mutants": len(results), "seconds": round(elapsed, 1), "mutants_per_minute": round(len(results) / elapsed * 60, 1), "jobs": args.jobs}
+    if args.json:
+        print(json.dumps({"sanity": "ok", **figures, "passed": not failed, "mutants": [result_json(r) for r in results]}, sort_keys=True))
+        return EXIT_VIOLATION if failed else EXIT_OK
+    print("sanity pass: a forced failure is reported as a failure\n")
+    print(render_matrix(results, [s.name for s in scenarios]))
+    for result in results:
+        if result.killed:
+            scenario, command = next(iter(result.killed_by.items()))
+            print(f"{result.name}: killed by {scenario}: {command}")
+    for result in failed:
+        reason = result.stale or (f"expected killers did not kill: {', '.join(result.missed_expected())}" if result.killed else "survived every scenario")
+        print(f"{result.name}: {reason}")
+    print(f"\n{len(results)} mutants in {elapsed:.1f}s ({figures['mutants_per_minute']} per minute, {args.jobs} jobs): "
+          f"{len(results) - len(failed)} killed as expected, {len(failed)} not")
+    return EXIT_VIOLATION if failed else EXIT_OK
+
+
+def _add_mutate(commands: Any) -> None:
+    mutate = commands.add_parser("mutate", help="mutation checks: the curated kill matrix, or --revert REV to check a fix commit the way reviewers do")
+    mutate.add_argument("--mutant", dest="mutant_names", nargs="+", metavar="NAME", help="curated: only these mutants (default: all)")
+    mutate.add_argument("--scenarios", nargs="+", default=["scenarios"], metavar="PATH", help="curated: the catalogue (default: scenarios/)")
+    mutate.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="curated: mutants run at once")
+    mutate.add_argument("--out", type=Path, default=DEFAULT_OUT / "mutants", metavar="DIR", help="curated: where killers' repro files go")
+    mutate.add_argument("--revert", metavar="REV", help="the fix commit: revert its non-test files, expect the tests to fail")
+    mutate.add_argument("--paths", nargs="+", metavar="GLOB", help="revert only REV's files matching these fnmatch globs")
+    mutate.add_argument("--repo", metavar="DIR", help="the git repository (default: the current directory's)")
+    mutate.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    mutate.add_argument("test_args", nargs=argparse.REMAINDER, metavar="-- TEST_ARGS", help="pytest arguments: test files or folders and options")
+    mutate.set_defaults(handler=_mutate)
+
+
+# ---- mutate --revert (end) ---------------------------------------------------------------------
+
+
 # ---- the parser --------------------------------------------------------------------------------
 
 
@@ -267,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=int, default=5, help="kernel: measurements per runtime; the best is kept")
     bench.add_argument("--runs", type=int, help="scenarios: runs per scenario (default 20)")
     bench.set_defaults(handler=_bench)
+    _add_mutate(commands)  # mutate --revert
     return parser
 
 

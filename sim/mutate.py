@@ -56,13 +56,15 @@ def sanity_pass(scenario: Path) -> str | None:
     return f"a forced failure was not reported (exit {code}): {errors.strip()[:200]}"
 
 
-def run_mutant(name: str, killers: list[Path], others: list[Path], out: Path) -> MutantResult:
-    result = MutantResult(name, [p.stem for p in killers])
+def run_mutant(name: str, killers: list[Any], others: list[Any], out: Path) -> MutantResult:
+    """One mutant: its expected killers first, then the rest of the catalogue, each group in one subprocess."""
+    result = MutantResult(name, [scenario.name for scenario in killers])
     started = time.monotonic()
     for group in (killers, others):
         if not group:
             continue
-        code, document, errors = _sim_json(["run", *map(str, group), "--mutant", name, "--out", str(out / name)])
+        paths = [str(scenario.path) for scenario in group]
+        code, document, errors = _sim_json(["run", *paths, "--mutant", name, "--out", str(out / name)])
         if document is None:
             result.stale = errors.strip().splitlines()[-1] if errors.strip() else f"exit {code}"
             break
@@ -76,11 +78,10 @@ def run_mutant(name: str, killers: list[Path], others: list[Path], out: Path) ->
 
 
 def kill_matrix(scenarios: Sequence[Any], mutants: Sequence[str], jobs: int, out: Path) -> list[MutantResult]:
-    killers = {name: [s.path for s in scenarios if name in s.expect.must_fail_under] for name in mutants}
-    everything = [s.path for s in scenarios]
+    killers = {name: [s for s in scenarios if name in s.expect.must_fail_under] for name in mutants}
 
     def one(name: str) -> MutantResult:
-        return run_mutant(name, killers[name], [p for p in everything if p not in killers[name]], out)
+        return run_mutant(name, killers[name], [s for s in scenarios if s not in killers[name]], out)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         return list(pool.map(one, mutants))
