@@ -223,6 +223,8 @@ def _bench(args: argparse.Namespace) -> int:
 def _mutate(args: argparse.Namespace) -> int:
     """`--revert REV`: the reviewer's check of a fix commit; otherwise the curated kill matrix."""
     if args.revert is None:
+        if args.repo or args.paths or args.test_args:
+            raise UsageError("--repo, --paths and test arguments need --revert REV")
         return _mutate_curated(args)
     from sim.revert_check import check as revert_check
 

@@ -115,7 +115,7 @@ def test_an_unknown_revision_is_refused_by_name(tmp_path):
     (["--revert", "HEAD~1", "--", TEST_FILE], "root commit"),
     (["--revert", "HEAD"], "no test arguments"),
     (["--revert", "HEAD", "--", "tests/test_missing.py"], "tests/test_missing.py: not a committed file"),
-    (["--", TEST_FILE], "--revert REV is required"),
+    (["--", TEST_FILE], "test arguments need --revert REV"),
 ])
 def test_other_bad_input_is_refused_in_one_line(tmp_path, args, message):
     repo = new_repo(tmp_path)
