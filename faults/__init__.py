@@ -5,17 +5,19 @@ from faults.crash import Crash
 from faults.ctrl_c import CtrlC
 from faults.db_busy import DbBusy
 from faults.db_write_failure import DbWriteFailure
+from faults.host_interrupt import HostInterrupt
 from faults.late_worker import LateWorker
 from faults.lease_expiry import LeaseExpiry
 from faults.message_mid_compression import MessageMidCompression
 from faults.provider_error import ProviderError
 from faults.second_process import SecondProcess
 from faults.stall import Stall
+from faults.unleased_rotation import UnleasedRotation
 
 FAULT_KINDS: dict[str, type[Fault]] = {
     kind.kind: kind
     for kind in (
         Stall, LateWorker, ProviderError, LeaseExpiry, DbWriteFailure, DbBusy, CtrlC, Crash, SecondProcess,
-        MessageMidCompression,
+        MessageMidCompression, HostInterrupt, UnleasedRotation,
     )
 }

@@ -41,6 +41,8 @@ class FaultContext(Protocol):
 
     def external_append(self, session: str | None, text: str) -> Awaitable[None]: ...
 
+    def unleased_rotation(self, session: str | None) -> Awaitable[None]: ...
+
 
 class Fault:
     """One fault in one run. Subclasses set `kind`, `where`, `params` and override the matching hook."""

@@ -18,7 +18,6 @@ EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_USAGE = 2
 DEFAULT_OUT = Path("out")
-OVERLAY_ENV = "COMPACTION_SIM_MUTANT_OVERLAY"
 
 
 class UsageError(Exception):
@@ -40,21 +39,26 @@ def _run(args: argparse.Namespace) -> int:
     from sim.scenario.runner import check
 
     scenarios = _scenarios(args.paths)
-    verdicts, documents, blocks = [], [], []
+    verdicts, documents, blocks, failures = [], [], [], []
     for scenario in scenarios:
-        if args.strategy:
-            scenario = _with_strategy(scenario, args.strategy)
+        scenario = _with_strategy(scenario, _strategy_name(scenario, args.strategy))
         verdict = check(scenario, runs=args.runs, seed=args.seed)
         verdicts.append(verdict)
-        repro = None
+        repro = shrunk = None
         if verdict.failing is not None:
             repro = report.write_repro(verdict.failing, args.out)
             blocks.append(report.failure_block(verdict.failing, repro))
+            # shrink and --report: see "run: shrink, --report" below
+            failures.append((verdict.failing, repro))
+            shrunk = None if args.no_shrink else _auto_shrink(verdict.failing, repro, args.out)
+            blocks += [] if shrunk is None else [shrunk.summary()]
         if args.trace_out is not None and verdict.failing is not None:
             _write_trace(verdict.failing, args.trace_out)
-        documents.append(report.verdict_json(verdict, repro))
+        documents.append({**report.verdict_json(verdict, repro), "shrink": None if shrunk is None else shrunk.as_dict()})
         if not args.json and sys.stderr.isatty():
             print(f"  {scenario.name}: {'pass' if verdict.passed else 'FAIL'}", file=sys.stderr)
+    if args.report is not None:
+        _report_first_failure(args.report, failures)
     failed = [v for v in verdicts if not v.passed]
     if args.json:
         print(json.dumps({"scenarios": documents, "passed": not failed}, sort_keys=True))
@@ -74,6 +78,21 @@ def _with_strategy(scenario: Any, strategy: str) -> Any:
     return dataclasses.replace(scenario, explore=dataclasses.replace(scenario.explore, strategy=strategy))
 
 
+def _strategy_name(scenario: Any, requested: str | None) -> str:
+    """`--strategy`, else the strategy the scenario file names, else the portfolio (the command line's default).
+
+    The loader fills in a default for a file that names none, so the file itself says whether it chose one.
+    """
+    import tomllib
+
+    from sim.scenario.runner import DEFAULT_STRATEGY
+
+    if requested:
+        return requested
+    named = tomllib.loads(Path(scenario.path).read_text(encoding="utf-8")).get("explore", {}).get("strategy")
+    return named or DEFAULT_STRATEGY
+
+
 def _write_trace(failing: Any, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{failing.scenario.name}-seed{failing.seed}.jsonl").write_text(failing.result.trace_jsonl(), encoding="utf-8")
@@ -81,7 +100,7 @@ def _write_trace(failing: Any, folder: Path) -> None:
 
 def _under_mutant(args: argparse.Namespace) -> int:
     """Re-run this command in a subprocess whose `reference` package has the mutant applied."""
-    from sim.mutants import StaleMutant, load_mutants, overlay
+    from sim.mutants import StaleMutant, load_mutants, overlay, overlay_process
 
     mutants = load_mutants()
     if args.mutant not in mutants:
@@ -89,10 +108,8 @@ def _under_mutant(args: argparse.Namespace) -> int:
     argv = [a for a in sys.argv[1:] if a not in ("--mutant", args.mutant)]
     try:
         with overlay(mutants[args.mutant]) as folder:
-            # -P keeps the current directory off sys.path, so the overlay's `reference` shadows this checkout's.
-            env = {**os.environ, OVERLAY_ENV: str(folder),
-                   "PYTHONPATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))}
-            return subprocess.run([sys.executable, "-P", "-m", "sim", *argv], env=env).returncode
+            command, env = overlay_process(folder, argv)
+            return subprocess.run(command, env=env).returncode
     except StaleMutant as stale:
         raise UsageError(str(stale)) from None
 
@@ -132,6 +149,8 @@ def _replay(args: argparse.Namespace) -> int:
             raise UsageError(f"{repro_path}: the recording no longer fits the code: {divergence}") from None
         expected_digest = document.get("digest")
     print(result.result.trace_text())
+    if args.report is not None:
+        _write_html(args.report, result, _replay_text(args))
     if expected_digest is not None:
         same = expected_digest == result.result.digest()
         print(f"\ntrace digest {result.result.digest()[:16]}: {'identical to the recording' if same else 'DIFFERS from the recording'}")
@@ -140,6 +159,88 @@ def _replay(args: argparse.Namespace) -> int:
         return EXIT_VIOLATION
     print(f"\n{scenario.name} seed {result.seed}: all invariants hold")
     return EXIT_OK
+
+
+# ---- shrink, and run: shrink, --report (begin) -------------------------------------------------
+
+SHRINK_LIMIT_S = 30.0
+AUTO_SHRINK_LIMIT_S = 10.0  # `run` shrinks each failure on the way; a longer search is `shrink --time-limit`
+
+
+def _shrink(args: argparse.Namespace) -> int:
+    """Shrink a repro's run; exit 1, since the shrunk run still shows the violation."""
+    from sim import report
+    from sim.shrink import ShrinkError, shrink
+
+    if args.time_limit <= 0:
+        raise UsageError("--time-limit must be positive")
+    repro_path = Path(args.repro)
+    document = _load_repro(repro_path)
+    if not isinstance(document.get("invariant"), str):
+        raise UsageError(f"{repro_path}: invariant: expected str in a repro file")
+    scenario = _scenarios([document["scenario"]])[0]
+    try:
+        result = shrink(scenario, document["seed"], [tuple(d) for d in document["decisions"]], document["invariant"],
+                        source=repro_path, out_dir=args.out or repro_path.parent, time_limit=args.time_limit)
+    except ShrinkError as error:
+        raise UsageError(f"{repro_path}: {error}") from None
+    if args.report is not None:
+        _write_html(args.report, result.report, report.replay_command(result.repro_path))
+    print(json.dumps(result.as_dict(), sort_keys=True) if args.json else result.summary())
+    return EXIT_VIOLATION
+
+
+def _auto_shrink(failing: Any, repro: Path, out: Path) -> Any:
+    from sim.shrink import shrink
+
+    return shrink(failing.scenario, failing.seed, failing.result.decisions, failing.violations[0].invariant,
+                  source=repro, out_dir=out, time_limit=AUTO_SHRINK_LIMIT_S)
+
+
+def _report_first_failure(path: Path, failures: Sequence[tuple[Any, Path]]) -> None:
+    from sim import report
+
+    if not failures:
+        print(f"--report: every run held, so {path} was not written", file=sys.stderr)
+        return
+    failing, repro = failures[0]
+    _write_html(path, failing, report.replay_command(repro))
+
+
+def _replay_text(args: argparse.Namespace) -> str:
+    """The command that replays what `replay` just ran: the repro file, or the scenario at its seed."""
+    import shlex
+
+    from sim import report
+
+    if args.seed is None:
+        return report.replay_command(Path(args.target))
+    return f"python -m sim replay {shlex.quote(args.target)} --seed {args.seed}"
+
+
+def _write_html(path: Path, run: Any, replay: str) -> None:
+    from sim.html_report import write_report
+
+    write_report(run, replay, path)
+    print(f"report: {path}", file=sys.stderr)
+
+
+def _add_report_option(command: argparse.ArgumentParser, what: str) -> None:
+    command.add_argument("--report", type=Path, metavar="FILE.html", help=f"write {what} as one self-contained HTML page")
+
+
+def _add_shrink(commands: Any) -> None:
+    shrink = commands.add_parser("shrink", help="minimise a repro's faults, drives and decisions while the same invariant fails")
+    shrink.add_argument("repro", metavar="REPRO_FILE")
+    shrink.add_argument("--time-limit", type=float, default=SHRINK_LIMIT_S, metavar="S", help=f"stop searching after S seconds (default {SHRINK_LIMIT_S:g})")
+    shrink.add_argument("--out", type=Path, metavar="DIR", help="where the shrunk scenario and repro go (default: beside REPRO_FILE)")
+    shrink.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    _add_report_option(shrink, "the shrunk run")
+    _add_mutant_option(shrink)
+    shrink.set_defaults(handler=_shrink)
+
+
+# ---- shrink, and run: shrink, --report (end) ---------------------------------------------------
 
 
 # ---- list --------------------------------------------------------------------------------------
@@ -201,6 +302,8 @@ def _check_determinism(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.target == "detection":
+        return _bench_detection(args)
     if args.target == "kernel":
         from sim.bench.kernel import bench_kernel
 
@@ -221,7 +324,13 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _mutate(args: argparse.Namespace) -> int:
-    """`--revert REV`: the reviewer's check of a fix commit; otherwise the curated kill matrix."""
+    """`--revert REV`: the reviewer's check of a fix commit; `--operators`: generated operator mutants;
+    otherwise the curated kill matrix."""
+    if args.operators:
+        return _mutate_operators(args)
+    given = [f"--{name.replace('_', '-')}" for name in OPERATOR_OPTIONS if getattr(args, name) is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)}: only with --operators")
     if args.revert is None:
         if args.repo or args.paths or args.test_args:
             raise UsageError("--repo, --paths and test arguments need --revert REV")
@@ -271,20 +380,191 @@ def _mutate_curated(args: argparse.Namespace) -> int:
 
 
 def _add_mutate(commands: Any) -> None:
-    mutate = commands.add_parser("mutate", help="mutation checks: the curated kill matrix, or --revert REV to check a fix commit the way reviewers do")
+    mutate = commands.add_parser("mutate", help="mutation checks: the curated kill matrix, --operators for generated mutants, or --revert REV to check a fix commit the way reviewers do")
     mutate.add_argument("--mutant", dest="mutant_names", nargs="+", metavar="NAME", help="curated: only these mutants (default: all)")
-    mutate.add_argument("--scenarios", nargs="+", default=["scenarios"], metavar="PATH", help="curated: the catalogue (default: scenarios/)")
-    mutate.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="curated: mutants run at once")
+    mutate.add_argument("--scenarios", nargs="+", default=["scenarios"], metavar="PATH", help="curated and operators: the catalogue (default: scenarios/)")
+    mutate.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="curated and operators: mutants run at once")
     mutate.add_argument("--out", type=Path, default=DEFAULT_OUT / "mutants", metavar="DIR", help="curated: where killers' repro files go")
     mutate.add_argument("--revert", metavar="REV", help="the fix commit: revert its non-test files, expect the tests to fail")
     mutate.add_argument("--paths", nargs="+", metavar="GLOB", help="revert only REV's files matching these fnmatch globs")
     mutate.add_argument("--repo", metavar="DIR", help="the git repository (default: the current directory's)")
     mutate.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     mutate.add_argument("test_args", nargs=argparse.REMAINDER, metavar="-- TEST_ARGS", help="pytest arguments: test files or folders and options")
+    _add_operator_options(mutate)
     mutate.set_defaults(handler=_mutate)
 
 
 # ---- mutate --revert (end) ---------------------------------------------------------------------
+
+
+# ---- mutate --operators (begin) ----------------------------------------------------------------
+
+OPERATOR_OPTIONS = ("seed", "budget", "max", "timeout", "min_score")
+DEFAULT_MUTANT_TIMEOUT_S = 120.0
+DEFAULT_MIN_SCORE = 85.0
+
+
+def _mutate_operators(args: argparse.Namespace) -> int:
+    """Sampled operator mutants against the catalogue; exit 1 when the score is under --min-score."""
+    from sim import operators
+    from sim.mutate import sanity_pass
+
+    if args.revert or args.repo or args.paths or args.test_args or args.mutant_names:
+        raise UsageError("--operators takes none of --revert, --repo, --paths, --mutant or test arguments")
+    if any(value is not None and value <= 0 for value in (args.budget, args.max, args.timeout)):
+        raise UsageError("--budget, --max and --timeout must be positive")
+    scenarios = _scenarios(args.scenarios)
+    timeout = args.timeout or DEFAULT_MUTANT_TIMEOUT_S
+    problem = sanity_pass(scenarios[0].path) or operators.baseline_problem(args.scenarios, timeout)
+    if problem is not None:
+        print(f"python -m sim mutate --operators: {problem}", file=sys.stderr)
+        return EXIT_VIOLATION
+    report = operators.mutate_operators(args.scenarios, seed=args.seed or 0, limit=args.max, budget=args.budget,
+                                        timeout=timeout, jobs=args.jobs)
+    min_score = DEFAULT_MIN_SCORE if args.min_score is None else args.min_score
+    passed = report.score() >= min_score
+    if args.json:
+        print(json.dumps({**operators.report_json(report), "min_score": min_score, "passed": passed}, sort_keys=True))
+    else:
+        print("baseline: the catalogue passes on the unmutated reference; a forced failure is reported as a failure\n")
+        print(operators.render(report))
+        print(f"\n{'passed' if passed else 'FAILED'}: score {report.score():.1f}% against --min-score {min_score:g}%")
+    return EXIT_OK if passed else EXIT_VIOLATION
+
+
+def _add_operator_options(mutate: argparse.ArgumentParser) -> None:
+    mutate.add_argument("--operators", action="store_true", help="generated operator mutants of reference/, scored by the catalogue")
+    mutate.add_argument("--seed", type=int, help="operators: the sample's seed (default 0)")
+    mutate.add_argument("--max", type=int, metavar="N", help="operators: sample at most N mutants (default: every candidate)")
+    mutate.add_argument("--budget", type=float, metavar="SECONDS", help="operators: launch no mutant after this much wall time (default: no limit)")
+    mutate.add_argument("--timeout", type=float, metavar="SECONDS", help=f"operators: a catalogue run longer than this is a kill by timeout (default {DEFAULT_MUTANT_TIMEOUT_S:g})")
+    mutate.add_argument("--min-score", type=float, metavar="PERCENT", help=f"operators: exit 1 below this mutation score (default {DEFAULT_MIN_SCORE:g})")
+
+
+# ---- mutate --operators (end) ------------------------------------------------------------------
+
+
+# ---- explore, bench detection (begin) -----------------------------------------------------------
+
+STRATEGY_CHOICES = ["random", "pct", "dfs", "portfolio"]
+
+
+def _explore(args: argparse.Namespace) -> int:
+    """Search one scenario until the budget runs out (exit 0) or the first violation (exit 1)."""
+    from sim import report
+    from sim.explore import Shard, explore
+
+    scenarios = _scenarios([args.path])
+    if len(scenarios) != 1:
+        raise UsageError(f"{args.path}: explore takes one scenario file, found {len(scenarios)} scenarios")
+    scenario = scenarios[0]
+    try:
+        shard = Shard.parse(args.shard)
+    except ValueError as error:
+        raise UsageError(f"--shard: {error}") from None
+    strategy = _strategy_name(scenario, args.strategy)
+    if strategy == "dfs" and shard.count > 1:
+        raise UsageError("--shard: dfs walks one schedule tree, which seeds do not split; run it unsharded")
+    for option, value in (("--runs", args.runs), ("--time-budget", args.time_budget)):
+        if value is not None and value <= 0:
+            raise UsageError(f"{option}: expected a positive number, got {value:g}")
+    runs = args.runs if args.runs is not None or args.time_budget is not None else scenario.explore.runs
+    found = explore(scenario, strategy, first_seed=scenario.explore.seed if args.seed is None else args.seed,
+                    shard=shard, runs=runs, time_budget=args.time_budget)
+    repro = None if found.verdict.failing is None else report.write_repro(found.verdict.failing, args.out)
+    if args.json:
+        print(json.dumps(_exploration_json(found, strategy, repro), sort_keys=True))
+    else:
+        print(_exploration_text(found, strategy, repro))
+    return EXIT_OK if found.verdict.failing is None else EXIT_VIOLATION
+
+
+def _exploration_summary(found: Any, strategy: str) -> str:
+    verdict = found.verdict
+    return (f"{verdict.scenario.name}: {strategy}, shard {found.shard} (seeds {found.first_seed + found.shard.index} "
+            f"step {found.shard.count}), {verdict.runs} runs, {verdict.steps} steps, {verdict.seconds:.2f}s")
+
+
+def _exhaustion_line(found: Any) -> str | None:
+    if found.exhausted is None:
+        return None
+    budget = f"{found.strategy.budget} delays"
+    if found.exhausted:
+        return f"dfs: the whole bounded space ({budget}) is covered: {found.strategy.executions} schedules"
+    return f"dfs: the bounded space ({budget}) is not exhausted after {found.strategy.executions} schedules"
+
+
+def _exploration_text(found: Any, strategy: str, repro: Path | None) -> str:
+    from sim import report
+
+    lines = [_exploration_summary(found, strategy)]
+    lines += filter(None, [_exhaustion_line(found)])
+    if found.verdict.failing is None:
+        lines += [f"  note: {problem}" for problem in found.verdict.problems()]
+        lines.append("no violation")
+    else:
+        lines += ["", report.failure_block(found.verdict.failing, repro)]
+    return "\n".join(lines)
+
+
+def _exploration_json(found: Any, strategy: str, repro: Path | None) -> dict[str, Any]:
+    from sim import report
+
+    document = report.verdict_json(found.verdict, repro)
+    document.update(strategy=strategy, shard=str(found.shard), first_seed=found.first_seed + found.shard.index,
+                    seed_step=found.shard.count, exhausted=found.exhausted)
+    if found.exhausted is not None:
+        document["executions"] = found.strategy.executions
+    return document
+
+
+def _detect(args: argparse.Namespace) -> int:
+    """Under one mutant (run with --mutant): runs to first detection per scenario, strategy and root seed."""
+    from sim.bench.detection import DETECTION_STRATEGIES, detect
+
+    print(json.dumps(detect(_scenarios(args.paths), DETECTION_STRATEGIES, args.seeds, args.max_runs), sort_keys=True))
+    return EXIT_OK
+
+
+def _bench_detection(args: argparse.Namespace) -> int:
+    from sim.bench.detection import bench_detection, render
+    from sim.mutants import load_mutants
+
+    result = bench_detection(_scenarios(args.paths or ["scenarios"]), sorted(load_mutants()), root_seeds=args.seeds,
+                             max_runs=args.max_runs, coverage_runs=args.runs or 20, jobs=args.jobs)
+    print(json.dumps(result, sort_keys=True) if args.json else render(result))
+    return EXIT_OK
+
+
+def _add_search(commands: Any, bench: argparse.ArgumentParser) -> None:
+    explore = commands.add_parser("explore", help="search one scenario for a violation until a run or time budget runs out")
+    explore.add_argument("path", metavar="SCENARIO")
+    budget = explore.add_mutually_exclusive_group()
+    budget.add_argument("--runs", type=int, help="runs in this shard (default: the scenario's, unless --time-budget)")
+    budget.add_argument("--time-budget", type=float, metavar="SECONDS", help="search for this many wall-clock seconds")
+    explore.add_argument("--strategy", choices=STRATEGY_CHOICES, help="search strategy (default: the scenario's, else portfolio)")
+    explore.add_argument("--shard", default="0/1", metavar="I/N",
+                         help="run seeds first+I, first+I+N, ...: N machines with shards 0/N..N-1/N never repeat a seed")
+    explore.add_argument("--seed", type=int, help="first seed of the whole seed space (default: the scenario's)")
+    explore.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    explore.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help="where the repro file goes (default: out/)")
+    _add_mutant_option(explore)
+    explore.set_defaults(handler=_explore)
+
+    detect = commands.add_parser("detect", help=argparse.SUPPRESS)
+    detect.add_argument("paths", nargs="+")
+    detect.add_argument("--seeds", type=int, default=20)
+    detect.add_argument("--max-runs", type=int, default=200)
+    detect.add_argument("--json", action="store_true")
+    _add_mutant_option(detect)
+    detect.set_defaults(handler=_detect)
+
+    bench.add_argument("--seeds", type=int, default=20, help="detection: root seeds per mutant, scenario and strategy")
+    bench.add_argument("--max-runs", type=int, default=200, help="detection: runs before a search counts as undetected")
+    bench.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="detection: mutants measured at once")
+
+
+# ---- explore, bench detection (end) -------------------------------------------------------------
 
 
 # ---- the parser --------------------------------------------------------------------------------
@@ -302,16 +582,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("paths", nargs="+", metavar="PATH")
     run.add_argument("--seed", type=int, help="first seed (default: the scenario's)")
     run.add_argument("--runs", type=int, help="runs per scenario (default: the scenario's)")
-    run.add_argument("--strategy", choices=["random"], help="exploration strategy (default: the scenario's)")
+    run.add_argument("--strategy", choices=STRATEGY_CHOICES, help="exploration strategy (default: the scenario's, else portfolio)")
     run.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     run.add_argument("--trace-out", type=Path, metavar="DIR", help="write the JSONL trace of each failing run here")
     run.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help="where repro files go (default: out/)")
+    run.add_argument("--no-shrink", action="store_true", help=f"do not shrink each failing run (by default each gets up to {AUTO_SHRINK_LIMIT_S:g}s)")
+    _add_report_option(run, "the first failing run")
     _add_mutant_option(run)
     run.set_defaults(handler=_run)
 
     replay = commands.add_parser("replay", help="replay a repro file (or a scenario at --seed) and print its timeline")
     replay.add_argument("target", metavar="REPRO_FILE|SCENARIO")
     replay.add_argument("--seed", type=int, help="run this seed of the scenario instead of a repro file")
+    _add_report_option(replay, "the replayed run")
     _add_mutant_option(replay)
     replay.set_defaults(handler=_replay)
 
@@ -331,18 +614,22 @@ def build_parser() -> argparse.ArgumentParser:
     digests.set_defaults(handler=_digests)
 
     bench = commands.add_parser("bench", help="measure the simulator (ratios measured in one run)")
-    bench.add_argument("target", choices=["kernel", "scenarios"])
+    bench.add_argument("target", choices=["kernel", "scenarios", "detection"])
     bench.add_argument("paths", nargs="*", metavar="PATH", help="scenarios: files or folders (default: scenarios/)")
     bench.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bench.add_argument("--repeats", type=int, default=5, help="kernel: measurements per runtime; the best is kept")
-    bench.add_argument("--runs", type=int, help="scenarios: runs per scenario (default 20)")
+    bench.add_argument("--runs", type=int, help="scenarios, detection's coverage: runs per scenario (default 20)")
     bench.set_defaults(handler=_bench)
+    _add_search(commands, bench)  # explore, bench detection
     _add_mutate(commands)  # mutate --revert
+    _add_shrink(commands)
     return parser
 
 
 def _check_overlay() -> None:
     """Under a mutant, the mutated copy must be the `reference` in use, or a survivor would be meaningless."""
+    from sim.mutants import OVERLAY_ENV
+
     folder = os.environ.get(OVERLAY_ENV)
     if folder:
         import reference

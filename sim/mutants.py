@@ -9,21 +9,26 @@ A mutant is a small TOML file in `mutants/` named after the fix it reverts:
 
 `find` must occur exactly once, within the few lines under the fix's `# FIX <name>` marker; otherwise the
 mutant is stale (the code moved on) and says so by name, never silently skipped. A mutant is applied to a
-copy of the reference in a temporary overlay folder; the working tree is never modified.
+copy of the reference in a temporary overlay folder; the working tree is never modified. `equivalent.toml`
+in the same folder is not a mutant: it lists the operator mutants known to be equivalent (sim/operators.py).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import tempfile
 import tomllib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTANTS_DIR = ROOT / "mutants"
+EQUIVALENTS_FILE = "equivalent.toml"
+OVERLAY_ENV = "COMPACTION_SIM_MUTANT_OVERLAY"
 MARKER_REACH = 12  # lines under a FIX marker that its mutant may edit
 
 
@@ -64,14 +69,34 @@ def load_mutant(path: Path) -> Mutant:
 
 
 def load_mutants(folder: Path = MUTANTS_DIR) -> dict[str, Mutant]:
-    return {mutant.fix: mutant for mutant in map(load_mutant, sorted(folder.glob("*.toml")))}
+    paths = sorted(path for path in folder.glob("*.toml") if path.name != EQUIVALENTS_FILE)
+    return {mutant.fix: mutant for mutant in map(load_mutant, paths)}
 
 
 @contextmanager
 def overlay(mutant: Mutant) -> Iterator[Path]:
     """A temporary folder holding a mutated copy of `reference/`; put it first on PYTHONPATH to use it."""
-    with tempfile.TemporaryDirectory(prefix=f"mutant-{mutant.fix}-") as folder:
+    with overlay_with(mutant.file, mutant.mutated_source(), label=mutant.fix) as folder:
+        yield folder
+
+
+@contextmanager
+def overlay_with(file: str, source: str, *, label: str = "edit") -> Iterator[Path]:
+    """A temporary copy of `reference/` whose `file` (a path like "reference/lease.py") reads `source`."""
+    with tempfile.TemporaryDirectory(prefix=f"mutant-{label}-") as folder:
         target = Path(folder)
         shutil.copytree(ROOT / "reference", target / "reference", ignore=shutil.ignore_patterns("__pycache__"))
-        (target / mutant.file).write_text(mutant.mutated_source(), encoding="utf-8")
+        if not (target / file).is_file():
+            raise ValueError(f"{file}: not a file of the reference")
+        (target / file).write_text(source, encoding="utf-8")
         yield target
+
+
+def overlay_process(folder: Path, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """The command and environment that run `python -m sim ARGV` against the overlay's `reference`.
+
+    -P keeps the current directory off sys.path, so the overlay's `reference` shadows this checkout's; the
+    subprocess checks that it does (OVERLAY_ENV), or a survivor would be meaningless.
+    """
+    path = os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))
+    return [sys.executable, "-P", "-m", "sim", *argv], {**os.environ, OVERLAY_ENV: str(folder), "PYTHONPATH": path}

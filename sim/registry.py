@@ -18,13 +18,14 @@ from faults import FAULT_KINDS
 from reference.fixes import FIXES
 from reference.store import SessionStore
 from sim.invariants import INVARIANTS
+from sim.scenario.runner import STRATEGIES as RUNNER_STRATEGIES
 from sim.scenario.schema import Registered, Spec
 from sim.scenario.system import config_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 _CHECKPOINT = re.compile(r"checkpoint\(\s*\"([a-z_.]+)\"")
 _EMIT = re.compile(r"(?:emit|record)\(\s*\"([a-z_]+\.[a-z_.]+)\"")
-STRATEGIES = ("random",)
+STRATEGIES = tuple(RUNNER_STRATEGIES)
 
 _POINT = Registered("Where the fault acts: a named point (a trailing * selects a prefix).", source="points",
                     noun="a named point", glob=True, example='"provider.summary"')

@@ -7,6 +7,7 @@ that read the store get a real SessionStore arranged into the state the history 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import pytest
@@ -24,8 +25,9 @@ DEAD = "proc=p9:pid=999:attempt=1"
 @dataclass
 class FakeSystem:
     store: SessionStore = field(default_factory=SessionStore)
-    config: CompactionConfig = field(default_factory=lambda: CompactionConfig(lease_ttl_s=60, idle_timeout_s=10, ceiling_timeout_s=100, commit_overrun_slice_s=5))
+    config: CompactionConfig = field(default_factory=lambda: CompactionConfig(lease_ttl_s=60, idle_timeout_s=10, ceiling_timeout_s=100, commit_overrun_slice_s=5, tail_count=1))
     dead: set[str] = field(default_factory=lambda: {DEAD})
+    agents: dict[str, Any] = field(default_factory=dict)
 
     def holder_is_dead(self, holder: str) -> bool:
         return holder in self.dead
@@ -38,10 +40,14 @@ def E(kind: str, time: float = 0.0, task: str = "t", **fields: Any) -> tuple[str
 def check(name: str, events: list[tuple], arrange: Callable[[SessionStore], None] | None = None) -> list[str]:
     system = FakeSystem()
     if arrange is not None:
-        arrange(system.store)
+        system.agents = arrange(system.store) or {}  # an arrangement may also return the agents, by name
     invariant = INVARIANTS[name](system)
     history, found = [], []
-    for kind, time, task, fields in events:
+    for item in events:
+        if callable(item):  # what a step did to the store besides recording its event
+            item(system.store)
+            continue
+        kind, time, task, fields = item
         event = HistoryEvent(len(history), time, task, kind, fields)
         history.append(event)
         violation = invariant.on_event(event)
@@ -90,8 +96,74 @@ def lost_append(store: SessionStore) -> None:
     store.archive_and_compact("s", [{"role": "assistant", "content": "summary", "timestamp": 2.0}], holder=H1, watermark=None, now=2)
 
 
+def ended_as(reason: str) -> Callable[[SessionStore], None]:
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.end_session("s", now=1, reason=reason)
+    return arrange
+
+
+def two_hops(tip_live: bool) -> Callable[[SessionStore], None]:
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.create_session("s/m", now=1, parent="s")
+        store.create_session("s/t", now=2, parent="s/m")
+        for sid in ["s", "s/m"] + ([] if tip_live else ["s/t"]):
+            store.end_session(sid, now=3, reason="compression" if sid != "s/t" else "session_reset")
+    return arrange
+
+
+def archived_with_tail(tail_count: int) -> Callable[[SessionStore], None]:
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": "q", "timestamp": 1.0}, {"role": "assistant", "content": "a", "timestamp": 2.0}], now=2)
+        store.try_acquire_lease("s", H1, now=2, ttl_s=60)
+        store.append_messages("s", [{"role": "user", "content": "meanwhile", "timestamp": 3.0}], now=3)
+        compacted = [{"role": "user", "content": "summary", "timestamp": 4.0}, {"role": "assistant", "content": "a", "timestamp": 2.0}]
+        store.archive_and_compact("s", compacted, holder=H1, watermark=2, now=4, tail_count=tail_count)
+    return arrange
+
+
+def holding(content: str) -> Callable[[SessionStore], dict[str, Any]]:
+    def arrange(store: SessionStore) -> dict[str, Any]:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": "hello", "timestamp": 1.0}], now=1)
+        message = {"role": "user", "content": content, "timestamp": 1.0, "_db_persisted": True, "_row_id": 1}
+        return {"main": SimpleNamespace(agent=SimpleNamespace(messages=[message]))}
+    return arrange
+
+
+def cooling_until(until: float) -> Callable[[SessionStore], None]:
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.record_cooldown("s", until, "timeout:idle")
+    return arrange
+
+
 CASES: dict[str, tuple[list[tuple], list[tuple], Callable | None, Callable | None]] = {
     # name: (violating events, lawful events, arrange for violating, arrange for lawful)
+    "hard_cancel_restores_cooldown": (
+        [E("lease.acquired", 0, session="s", holder=H1), lambda store: store.clear_cooldown("s"),
+         E("cooldown.cleared", 0, session="s", attempt="p1.1"), E("fence.cancel_won", 1, attempt="p1.1", hard=True),
+         E("compaction.finished", 1, session="s", attempt="p1.1", status="unchanged", reason="hard_cancelled")],
+        [E("lease.acquired", 0, session="s", holder=H1), lambda store: store.clear_cooldown("s"),
+         E("cooldown.cleared", 0, session="s", attempt="p1.1"), E("fence.cancel_won", 1, attempt="p1.1", hard=True),
+         lambda store: store.record_cooldown("s", 60.0, "timeout:idle"), E("cooldown.restored", 1, session="s", attempt="p1.1"),
+         E("compaction.finished", 1, session="s", attempt="p1.1", status="unchanged", reason="hard_cancelled")],
+        cooling_until(60.0), cooling_until(60.0)),
+    "cooldown_never_shortened": (
+        [E("cooldown.set", 5, session="s", until=65.0, attempt="p1.1"), E("cooldown.set", 26, session="s", until=27.0, attempt="p1.1")],
+        [E("cooldown.set", 5, session="s", until=65.0, attempt="p1.1"), E("cooldown.set", 26, session="s", until=27.0, attempt="p1.1")],
+        cooling_until(27.0), cooling_until(65.0)),
+    "cancelled_attempt_never_acquires": (
+        [E("fence.cancel_won", 5, attempt="p1.1", hard=False), E("lease.acquired", 10, session="s", holder=H1)],
+        [E("lease.acquired", 0, session="s", holder=H1), E("fence.cancel_won", 5, attempt="p1.1", hard=False)],
+        None, None),
+    "pool_admission_bounded": (
+        [E("task.spawn", 0, f"compress:p1.{i}") for i in range(1, 6)],
+        [E("task.spawn", 0, f"compress:p1.{i}") for i in range(1, 5)]
+        + [E("compaction.finished", 1, attempt="p1.1", status="committed"), E("task.spawn", 2, "compress:p1.5"), E("task.spawn", 2, "compress:p2.1")],
+        None, None),
     "no_commit_after_cancel": (
         [E("fence.cancel_won", attempt="p1.1"), E("fence.begin_ok", attempt="p1.1")],
         [E("fence.begin_ok", attempt="p1.1"), E("fence.revoked", attempt="p1.1"), E("commit.archived", attempt="p1.1", session="s")],
@@ -167,8 +239,82 @@ CASES: dict[str, tuple[list[tuple], list[tuple], Callable | None, Callable | Non
         [E("lease.acquired", 0, session="s", holder=H1), E("hard_cancel.requested", 1, session="s"), E("lease.released", 1, session="s", holder=H1, held=True),
          E("frontend.ctrl_c_grace_expired", 3)],
         None, None),
+    "deliberate_end_is_final": (
+        [E("frontend.session_ended", session="s", reason="session_reset"), E("commit.published", parent="s", child="s/c", attempt="p1.1")],
+        [E("frontend.session_ended", session="s", reason="session_reset"), E("compaction.commit_failed", session="s", attempt="p1.1")],
+        ended_as("compression"), ended_as("session_reset")),
+    "closed_write_adopts_live_tip": (
+        [E("append.failed", session="s", error="SessionClosedByCompression"), E("frontend.turn_failed", agent="main", error="PersistenceFailed")],
+        [E("append.failed", session="s", error="SessionClosedByCompression"), E("frontend.turn_failed", agent="main", error="PersistenceFailed")],
+        two_hops(tip_live=True), two_hops(tip_live=False)),
+    "rewind_slots_stay_under_watermark": (
+        [E("compaction.watermark", session="s", attempt="p1.1", watermark=2), E("commit.archived", session="s", attempt="p1.1", rows=3)],
+        [E("compaction.watermark", session="s", attempt="p1.1", watermark=2), E("commit.archived", session="s", attempt="p1.1", rows=3)],
+        archived_with_tail(0), archived_with_tail(1)),
+    "durable_messages_match_rows": (
+        [E("host.returned", attempt="p1.1", status="timeout", session="s", caller_session="s")],
+        [E("host.returned", attempt="p1.1", status="timeout", session="s", caller_session="s")],
+        holding("hel"), holding("hello")),
 }
 
+
+
+def lease_held_by(holder: str) -> Callable[[SessionStore], None]:
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.try_acquire_lease("s", holder, now=0, ttl_s=60)
+    return arrange
+
+
+CASES.update({
+    "no_progress_after_give_up": (
+        [E("host.timeout", 5, attempt="p1.1", budget="idle"), E("compaction.summary_progress", 6, attempt="p1.1")],
+        [E("compaction.summary_progress", 4, attempt="p1.1"), E("host.timeout", 5, attempt="p1.1", budget="idle")],
+        None, None),
+    "late_contender_adopts": (
+        [E("lease.acquired", session="s", holder=H1), E("compaction.summary_started", attempt="p1.1", generation=1)],
+        [E("lease.acquired", session="s", holder=H1), E("session.adopted", attempt="p1.1", to="s/c0")],
+        rotated(1), rotated(1)),
+    "current_attempt_owns_compressor": (
+        [E("attempt.claimed", attempt="p1.1", generation=1), E("attempt.claimed", attempt="p1.2", generation=2),
+         E("compaction.summary_started", attempt="p1.2", generation=2), E("fence.begin_ok", attempt="p1.1")],
+        [E("attempt.claimed", attempt="p1.1", generation=1), E("attempt.claimed", attempt="p1.2", generation=2),
+         E("compaction.summary_started", attempt="p1.2", generation=2), E("cooldown.clear_skipped", session="s", attempt="p1.1"),
+         E("compaction.refused", session="s", attempt="p1.1", reason="superseded"), E("fence.begin_ok", attempt="p1.2")],
+        None, None),
+    "refresher_tolerates_blips": (
+        [E("lease.refresh_failed", session="s", holder=H1, failures=1), E("lease.expired_giveup", session="s", holder=H1)],
+        [E("lease.refresh_failed", session="s", holder=H1, failures=1), E("lease.refresh_failed", session="s", holder=H1, failures=2),
+         E("lease.expired_giveup", session="s", holder=H1)],
+        None, None),
+    "refresh_extends_own_row": (
+        [E("lease.acquired", 0, session="s", holder=H1), E("lease.acquired", 70, session="s", holder=H2),
+         E("lease.refreshed", 75, session="s", holder=H1)],
+        [E("lease.acquired", 0, session="s", holder=H1), E("lease.refreshed", 30, session="s", holder=H1),
+         E("lease.released", 40, session="s", holder=H1, held=True), E("lease.acquired", 50, session="s", holder=H2),
+         E("lease.refreshed", 60, session="s", holder=H2)],
+        None, None),
+    "commit_holds_lease": (
+        [E("commit.archived", 1, session="s", attempt="p1.2", rows=2)],
+        [E("commit.archived", 1, session="s", attempt="p1.1", rows=2)],
+        lease_held_by(H1), lease_held_by(H1)),
+    "retry_never_overlaps_live_worker": (
+        [E("lease.acquired", 0, session="s", holder=H1), E("host.timeout", 100, attempt="p1.1", budget="ceiling"),
+         E("lease.acquired", 110, session="s", holder=H2)],
+        [E("lease.acquired", 0, session="s", holder=H1), E("host.timeout", 100, attempt="p1.1", budget="ceiling"),
+         E("compaction.finished", 120, session="s", attempt="p1.1", status="unchanged", reason="fence_cancelled"),
+         E("lease.acquired", 121, session="s", holder=H2)],
+        None, None),
+})
+
+
+def test_the_current_attempt_is_never_refused_its_own_clear():
+    own_check_removed = [E("attempt.claimed", attempt="p1.2", generation=2), E("compaction.summary_started", attempt="p1.2", generation=2),
+                         E("cooldown.clear_skipped", session="s", attempt="p1.2")]
+    stopped = [E("attempt.claimed", attempt="p1.2", generation=2), E("compaction.summary_started", attempt="p1.2", generation=2),
+               E("host.timeout", attempt="p1.2", budget="idle"), E("cooldown.clear_skipped", session="s", attempt="p1.2")]
+    assert check("current_attempt_owns_compressor", own_check_removed)
+    assert check("current_attempt_owns_compressor", stopped) == []
 
 @pytest.mark.parametrize("name", sorted(INVARIANTS))
 def test_every_invariant_has_a_case_here(name):
@@ -185,3 +331,12 @@ def test_the_violating_history_is_caught(name):
 def test_the_lawful_twin_passes(name):
     _, lawful, _, arrange = CASES[name]
     assert check(name, lawful, arrange) == []
+
+
+def test_a_job_started_after_its_host_gave_up_does_no_work():
+    started_stale = [E("fence.cancel_won", 0, attempt="p1.1", hard=True), E("task.spawn", 0, "compress:p1.1"),
+                     E("attempt.claimed", 0, attempt="p1.1", generation=1)]
+    started_first = [E("task.spawn", 0, "compress:p1.1"), E("fence.cancel_won", 0, attempt="p1.1", hard=True),
+                     E("attempt.claimed", 0, attempt="p1.1", generation=1)]
+    assert check("stale_job_never_runs", started_stale)
+    assert check("stale_job_never_runs", started_first) == []

@@ -27,7 +27,7 @@ def test_each_mutant_applies_to_its_fix(name):
     mutated = mutant.mutated_source()
     original = (ROOT / mutant.file).read_text()
     assert mutated != original
-    assert len(mutated.splitlines()) <= len(original.splitlines()) + 3, "a curated mutant is a small edit"
+    assert len(mutated.splitlines()) <= len(original.splitlines()) + 8, "a curated mutant is a small edit"
 
 
 def test_a_mutant_whose_text_moved_on_is_stale_by_name(tmp_path: Path):

@@ -1,16 +1,50 @@
 """The invariants, by name. Each lives in the module of the mechanism it guards."""
 
 from sim.invariants.base import Invariant, SystemView, Violation
-from sim.invariants.compressor import StaleAttemptWritesNoState, WouldGrowLatchesBreaker
+from sim.invariants.compressor import (
+    CooldownNeverShortened,
+    CurrentAttemptOwnsCompressor,
+    HardCancelRestoresCooldown,
+    StaleAttemptWritesNoState,
+    WouldGrowLatchesBreaker,
+)
 from sim.invariants.fence import LeaseHeldAcrossCommit, NoCommitAfterCancel
-from sim.invariants.host import HardCancelFreesLease, HungCommitReported, IdleTimeoutWithinBounds, NextTurnPersistsAfterCtrlC, StaleJobNeverRuns
-from sim.invariants.lease import AppendsNeverRefusedByLease, DeadHolderReclaimable, LeaseMutualExclusion, LeaseReleasedWithinTtl
-from sim.invariants.lineage import CallerSessionFollowsRotation, NoOrphanParent, OneContinuationPerParent, SingleLiveHead
+from sim.invariants.host import (
+    HardCancelFreesLease,
+    HungCommitReported,
+    IdleTimeoutWithinBounds,
+    NextTurnPersistsAfterCtrlC,
+    NoProgressAfterGiveUp,
+    PoolAdmissionBounded,
+    StaleJobNeverRuns,
+)
+from sim.invariants.lease import (
+    AppendsNeverRefusedByLease,
+    CancelledAttemptNeverAcquires,
+    CommitHoldsLease,
+    DeadHolderReclaimable,
+    LeaseMutualExclusion,
+    LeaseReleasedWithinTtl,
+    RefresherToleratesBlips,
+    RefreshExtendsOwnRow,
+    RetryNeverOverlapsLiveWorker,
+)
+from sim.invariants.lineage import (
+    CallerSessionFollowsRotation,
+    ClosedWriteAdoptsLiveTip,
+    DeliberateEndIsFinal,
+    LateContenderAdopts,
+    NoOrphanParent,
+    OneContinuationPerParent,
+    SingleLiveHead,
+)
 from sim.invariants.transcript import (
     AbortedAttemptLeavesParentUnchanged,
     AcknowledgedAppendsSurvive,
     CallerTranscriptOnlyThroughCommit,
+    DurableMessagesMatchRows,
     NoDuplicatePersistedTurn,
+    RewindSlotsStayUnderWatermark,
 )
 
 INVARIANTS: dict[str, type[Invariant]] = {
@@ -22,6 +56,11 @@ INVARIANTS: dict[str, type[Invariant]] = {
         AppendsNeverRefusedByLease, LeaseReleasedWithinTtl, DeadHolderReclaimable, StaleAttemptWritesNoState,
         WouldGrowLatchesBreaker, IdleTimeoutWithinBounds, HungCommitReported, StaleJobNeverRuns,
         NextTurnPersistsAfterCtrlC, HardCancelFreesLease,
+        HardCancelRestoresCooldown, CooldownNeverShortened, CancelledAttemptNeverAcquires, PoolAdmissionBounded,
+        DeliberateEndIsFinal, ClosedWriteAdoptsLiveTip, RewindSlotsStayUnderWatermark,
+        DurableMessagesMatchRows,
+        NoProgressAfterGiveUp, LateContenderAdopts, CurrentAttemptOwnsCompressor, RefresherToleratesBlips,
+        RefreshExtendsOwnRow, CommitHoldsLease, RetryNeverOverlapsLiveWorker,
     )
 }
 

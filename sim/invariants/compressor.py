@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sim.history import HistoryEvent
-from sim.invariants.base import Invariant, Violation
+from sim.invariants.base import Invariant, Violation, attempt_of_holder
 
 GIVEN_UP = ("fence.cancel_won", "host.timeout")
 
@@ -59,3 +59,148 @@ class WouldGrowLatchesBreaker(Invariant):
             if len(streak) > 2:
                 return self.violation(f"{len(streak)} would-grow refusals in a row on {fields['session']}: the breaker never latched", *streak)
         return None
+
+
+# Events by which an attempt writes a session's cooldown row (or its breaker counters).
+COOLDOWN_WRITES = ("cooldown.set", "cooldown.cleared", "cooldown.restored", "compaction.strike", "compaction.committed")
+# Why a hard-cancelled attempt's rollback is not judged: it committed, a newer claim owns the state, its host
+# recorded a timeout for it, or the rollback itself failed.
+ROLLBACK_EXCUSED = ("fence.begin_ok", "attempt.restore_skipped_stale", "host.timeout")
+
+
+class HardCancelRestoresCooldown(Invariant):
+    name = "hard_cancel_restores_cooldown"
+    races = ("R1",)
+    description = "A hard-cancelled attempt that never began a commit leaves its session's cooldown row exactly as it found it."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._found: dict[str, tuple[str, object, HistoryEvent]] = {}
+        self._hard: dict[str, HistoryEvent] = {}
+        self._excused: set[str] = set()
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        kind, fields = event.kind, event.fields
+        attempt = fields.get("attempt")
+        if kind == "lease.acquired":
+            attempt = attempt_of_holder(fields["holder"])
+            self._found[attempt] = (fields["session"], self.system.store.cooldown_row(fields["session"]), event)
+            self._hard.pop(attempt, None)
+            self._excused.discard(attempt)
+        elif kind == "fence.cancel_won" and fields.get("hard"):
+            self._hard.setdefault(attempt, event)
+        elif kind in ROLLBACK_EXCUSED:
+            self._excused.add(attempt)
+        elif kind in COOLDOWN_WRITES:
+            # another attempt wrote the row meanwhile: the rollback restores what its attempt read, not this
+            self._excused.update(a for a, (session, _, _) in self._found.items() if session == fields.get("session") and a != attempt)
+        elif kind == "compaction.finished" and attempt in self._found:
+            session, before, acquired = self._found.pop(attempt)
+            hard = self._hard.pop(attempt, None)
+            if hard is None or attempt in self._excused or fields.get("status") == "error":
+                return None
+            after = self.system.store.cooldown_row(session)
+            if after != before:
+                return self.violation(
+                    f"attempt {attempt} was hard-cancelled before its commit but left {session}'s cooldown row as {after}, "
+                    f"not as it found it ({before})", acquired, hard, event,
+                )
+        return None
+
+
+class CooldownNeverShortened(Invariant):
+    name = "cooldown_never_shortened"
+    races = ("R2",)
+    description = "Recording a failure cooldown never moves the session's durable deadline earlier; only a clear or a rollback may."
+
+    # Injected failures around these writes may change the row without their event: forget what was recorded.
+    UNSEEN_WRITES = ("clear_cooldown", "restore_cooldown_row")
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._deadline: dict[str, tuple[float, HistoryEvent]] = {}
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        kind, fields = event.kind, event.fields
+        if kind in ("cooldown.cleared", "cooldown.restored"):
+            self._deadline.pop(fields["session"], None)
+        elif kind == "fault.fired" and fields.get("op") in self.UNSEEN_WRITES:
+            self._deadline.clear()
+        elif kind == "cooldown.set":
+            session = fields["session"]
+            stored = self.system.store.cooldown_row(session).until
+            before = self._deadline.get(session)
+            if before is not None and (stored is None or stored < before[0] - 1e-9):
+                return self.violation(
+                    f"attempt {fields['attempt']} recorded a cooldown until {fields['until']:g}s and {session}'s deadline moved "
+                    f"from {before[0]:g}s back to {stored if stored is None else format(stored, 'g')}", before[1], event,
+                )
+            latest = max(fields["until"], stored if stored is not None else fields["until"])
+            if before is None or latest > before[0]:
+                self._deadline[session] = (latest, event)
+        return None
+
+
+# How a host stops an attempt: from then on the attempt's cancelled-check rightly answers "cancelled".
+STOPPED = ("fence.cancel_won", "fence.revoked", "host.timeout", "host.unwind")
+
+
+class CurrentAttemptOwnsCompressor(Invariant):
+    name = "current_attempt_owns_compressor"
+    races = ("R21",)
+    description = (
+        "Only the compressor's current working attempt has its candidate admitted to commit, and that attempt, "
+        "while not stopped, is never refused its own success-path cooldown clear (no other attempt removed its cancelled-check)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._generation: dict[str, int] = {}  # attempt -> its claimed generation
+        self._working: dict[str, tuple[int, HistoryEvent]] = {}  # process -> newest generation that started its summary
+        self._stopped: set[str] = set()
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        kind, fields = event.kind, event.fields
+        attempt = fields.get("attempt")
+        if kind == "attempt.claimed":
+            self._generation[attempt] = fields["generation"]
+        elif kind == "compaction.summary_started":
+            process = attempt.rsplit(".", 1)[0]
+            if fields["generation"] > self._working.get(process, (0, event))[0]:
+                self._working[process] = (fields["generation"], event)
+        elif kind in STOPPED:
+            self._stopped.add(attempt)
+        elif kind == "process.crashed":
+            # a restarted process has a new compressor and numbers its attempts from 1 again
+            process = fields["process"]
+            self._working.pop(process, None)
+            self._generation = {a: g for a, g in self._generation.items() if a.rsplit(".", 1)[0] != process}
+            self._stopped = {a for a in self._stopped if a.rsplit(".", 1)[0] != process}
+        elif kind == "fence.begin_ok":
+            newer = self._newer_working(attempt)
+            if newer is not None:
+                return self.violation(
+                    f"attempt {attempt} (generation {self._generation[attempt]}) was admitted to commit its candidate after "
+                    f"generation {newer.fields['generation']} ({newer.fields['attempt']}) had started its summary", newer, event,
+                )
+        elif kind == "cooldown.clear_skipped" and attempt not in self._stopped and attempt in self._generation:
+            if self._newer_working(attempt) is None and self._single_agent(attempt):
+                return self.violation(
+                    f"attempt {attempt}, the compressor's current attempt and not stopped, was refused its cooldown clear: "
+                    "its cancelled-check had been removed by another attempt", event,
+                )
+        return None
+
+    def _newer_working(self, attempt: str) -> HistoryEvent | None:
+        """The summary start of a newer generation of `attempt`'s compressor, if any."""
+        process = attempt.rsplit(".", 1)[0]
+        working = self._working.get(process)
+        if working is None or attempt not in self._generation or not self._single_agent(attempt):
+            return None
+        return working[1] if working[0] > self._generation[attempt] else None
+
+    def _single_agent(self, attempt: str) -> bool:
+        """Generations count per agent, attempts per process: judge only processes that run one agent."""
+        process = attempt.rsplit(".", 1)[0]
+        agents = getattr(self.system, "agents", {})  # the system's agents by name (each slot has .spec.process)
+        return sum(1 for slot in agents.values() if slot.spec.process == process) <= 1

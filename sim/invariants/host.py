@@ -66,21 +66,59 @@ class HungCommitReported(Invariant):
         return None
 
 
+JOB_TASK = "compress:"  # the pooled job's task is named after its attempt
+
+
 class StaleJobNeverRuns(Invariant):
     name = "stale_job_never_runs"
     races = ("R8",)
-    description = "A compression job whose host already gave up never dispatches a summary."
+    description = "A compression job whose host already gave up never dispatches a summary; one started after that does no work at all."
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._given_up: dict[str, HistoryEvent] = {}
+        self._started_stale: set[str] = set()
 
     def on_event(self, event: HistoryEvent) -> Violation | None:
         attempt = event.fields.get("attempt")
         if event.kind in ("host.timeout", "fence.cancel_won", "host.unwind"):
             self._given_up.setdefault(attempt, event)
+        elif event.kind == "task.spawn" and event.task.startswith(JOB_TASK) and event.task[len(JOB_TASK):] in self._given_up:
+            self._started_stale.add(event.task[len(JOB_TASK):])
+        elif event.kind == "attempt.claimed" and attempt in self._started_stale:
+            return self.violation(f"attempt {attempt}'s job started after its host gave up and still went to work", self._given_up[attempt], event)
         elif event.kind == "compaction.summary_started" and attempt in self._given_up:
             return self.violation(f"attempt {attempt} dispatched its summary after its host gave up", self._given_up[attempt], event)
+        elif event.kind == "process.crashed":
+            # a restarted process numbers its attempts from 1 again
+            process = event.fields["process"]
+            self._given_up = {a: e for a, e in self._given_up.items() if a.rsplit(".", 1)[0] != process}
+            self._started_stale = {a for a in self._started_stale if a.rsplit(".", 1)[0] != process}
+        return None
+
+
+class PoolAdmissionBounded(Invariant):
+    name = "pool_admission_bounded"
+    races = ("R8",)
+    description = "A process never has more compression jobs admitted than its pool's cap; past the cap a compression fails fast instead of queueing."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._jobs: dict[str, dict[str, HistoryEvent]] = {}
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        if event.kind == "task.spawn" and event.task.startswith(JOB_TASK):
+            attempt = event.task[len(JOB_TASK):]
+            jobs = self._jobs.setdefault(attempt.rsplit(".", 1)[0], {})
+            jobs[attempt] = event
+            cap = self.system.config.pool_cap
+            if len(jobs) > cap:
+                return self.violation(f"{len(jobs)} compression jobs were admitted at once in a pool capped at {cap}: {', '.join(jobs)}", *jobs.values())
+        elif event.kind == "compaction.finished":
+            attempt = event.fields["attempt"]
+            self._jobs.get(attempt.rsplit(".", 1)[0], {}).pop(attempt, None)
+        elif event.kind == "process.crashed":
+            self._jobs.pop(event.fields["process"], None)
         return None
 
 
@@ -136,4 +174,31 @@ class HardCancelFreesLease(Invariant):
                 if acquired.time <= requested.time and attempt_of_holder(holder) not in self._admitted:
                     return self.violation(f"{holder} still holds {session}'s lease after Ctrl+C and the grace period", requested, acquired, expired)
         self._cancelled.clear()
+        return None
+
+
+# Ways a host stops waiting for an attempt: from then on the attempt is a zombie to the host.
+HOST_GAVE_UP = ("host.timeout", "fence.cancel_won", "fence.revoked", "host.unwind")
+
+
+class NoProgressAfterGiveUp(Invariant):
+    name = "no_progress_after_give_up"
+    races = ("R26",)
+    description = "Once its host has timed it out or cancelled it, an attempt reports no further summary progress (nothing re-arms \"compression in progress\")."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._given_up: dict[str, HistoryEvent] = {}
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        attempt = event.fields.get("attempt")
+        if event.kind in HOST_GAVE_UP:
+            self._given_up.setdefault(attempt, event)
+        elif event.kind == "compaction.summary_progress" and attempt in self._given_up:
+            gave_up = self._given_up[attempt]
+            return self.violation(f"attempt {attempt} reported summary progress after {gave_up.kind}", gave_up, event)
+        elif event.kind == "process.crashed":
+            # a restarted process numbers its attempts from 1 again
+            process = event.fields["process"]
+            self._given_up = {a: e for a, e in self._given_up.items() if a.rsplit(".", 1)[0] != process}
         return None

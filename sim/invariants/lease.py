@@ -115,3 +115,128 @@ class DeadHolderReclaimable(Invariant):
         if row is not None and self.system.holder_is_dead(row.holder):
             return self.violation(f"{event.fields['holder']} sat out behind {row.holder}, whose process is dead", event)
         return None
+
+
+class CancelledAttemptNeverAcquires(Invariant):
+    name = "cancelled_attempt_never_acquires"
+    races = ("R3",)
+    description = "An attempt whose fence a cancel has already won never takes the lease."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._cancelled: dict[str, HistoryEvent] = {}
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        fields = event.fields
+        if event.kind == "fence.cancel_won":
+            self._cancelled.setdefault(fields["attempt"], event)
+        elif event.kind == "lease.acquired":
+            cancelled = self._cancelled.get(attempt_of_holder(fields["holder"]) or "")
+            if cancelled is not None:
+                return self.violation(
+                    f"{fields['holder']} took {fields['session']}'s lease after a cancel had won its fence", cancelled, event,
+                )
+        elif event.kind == "process.crashed":
+            # a restarted process numbers its attempts from 1 again
+            self._cancelled = {a: e for a, e in self._cancelled.items() if a.rsplit(".", 1)[0] != fields["process"]}
+        return None
+
+
+class RefresherToleratesBlips(Invariant):
+    name = "refresher_tolerates_blips"
+    races = ("R25",)
+    description = "A lease refresher gives up only after its whole failure budget (ttl/interval) of consecutive missed refreshes, never on a blip."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._failures: dict[str, HistoryEvent] = {}  # holder -> its latest refresh_failed (the consecutive count)
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        holder = event.fields.get("holder")
+        if event.kind == "lease.refresh_failed":
+            self._failures[holder] = event
+        elif event.kind == "lease.refreshed":
+            self._failures.pop(holder, None)
+        elif event.kind == "lease.expired_giveup":
+            budget = self.system.config.refresh_failure_budget
+            failed = self._failures.get(holder)
+            count = 0 if failed is None else failed.fields["failures"]
+            if count < budget:
+                return self.violation(
+                    f"{holder}'s refresher gave up after {count} consecutive missed refresh(es); its budget is {budget}",
+                    *[e for e in (failed, event) if e],
+                )
+        return None
+
+
+class RefreshExtendsOwnRow(Invariant):
+    name = "refresh_extends_own_row"
+    races = ("R3", "R25")
+    description = "A lease refresh only ever extends the refresher's own row: it never re-creates a released row or takes over another holder's."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._owner: dict[str, HistoryEvent] = {}  # session -> the event that gave the row its current owner
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        kind, fields = event.kind, event.fields
+        if kind == "lease.acquired":
+            self._owner[fields["session"]] = event
+        elif kind == "lease.released" and fields.get("held"):
+            self._owner.pop(fields["session"], None)
+        elif kind == "lease.refreshed":
+            owner = self._owner.get(fields["session"])
+            if owner is None or owner.fields["holder"] != fields["holder"]:
+                whose = "a row released before" if owner is None else f"the row of {owner.fields['holder']}"
+                return self.violation(f"{fields['holder']}'s refresh of {fields['session']}'s lease took over {whose}", *[e for e in (owner, event) if e])
+        return None
+
+
+COMMITTED = {"commit.archived": "session", "commit.published": "parent"}
+
+
+class CommitHoldsLease(Invariant):
+    name = "commit_holds_lease"
+    races = ("R25",)
+    description = "A commit transaction lands only while its attempt holds an unexpired lease on the session it commits."
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        if event.kind not in COMMITTED:
+            return None
+        session, attempt = event.fields[COMMITTED[event.kind]], event.fields["attempt"]
+        row = self.system.store.lease_row(session)
+        if row is None or attempt_of_holder(row.holder) != attempt or row.expires_at <= event.time:
+            held = "no lease row" if row is None else f"the lease row of {row.holder}, expiring at {row.expires_at:g}s"
+            return self.violation(f"attempt {attempt} committed ({event.kind}) on {session} while it found {held}", event)
+        return None
+
+
+class RetryNeverOverlapsLiveWorker(Invariant):
+    name = "retry_never_overlaps_live_worker"
+    races = ("R25",)
+    description = "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still runs (unless that worker's refresher gave up)."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._session_of: dict[str, str] = {}  # attempt -> the session whose lease it took
+        self._live: dict[str, HistoryEvent] = {}  # attempt -> its ceiling timeout, until its worker has finished
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        kind, fields = event.kind, event.fields
+        attempt = fields.get("attempt") or attempt_of_holder(fields.get("holder") or "")
+        if kind == "lease.acquired":
+            for other, timed_out in self._live.items():
+                if other != attempt and self._session_of.get(other) == fields["session"]:
+                    return self.violation(
+                        f"{fields['holder']} took {fields['session']}'s lease while {other}, timed out at the ceiling, was still running",
+                        timed_out, event,
+                    )
+            self._session_of[attempt] = fields["session"]
+        elif kind == "host.timeout" and fields.get("budget") == "ceiling" and attempt in self._session_of:
+            self._live[attempt] = event
+        elif kind in ("compaction.finished", "lease.expired_giveup"):
+            self._live.pop(attempt, None)
+        elif kind == "process.crashed":
+            process = fields["process"]
+            self._live = {a: e for a, e in self._live.items() if a.rsplit(".", 1)[0] != process}
+        return None

@@ -18,11 +18,17 @@ def payload(row: Any) -> tuple[str, str, float]:
 
 
 def live_sessions_by_root(store: Any) -> dict[str, list[str]]:
+    """Each lineage's head: its live session(s); a lineage with none (ended on purpose, e.g. a session reset)
+    keeps its transcript in its sessions that were not closed by compression."""
     heads: dict[str, list[str]] = {}
+    ended: dict[str, list[str]] = {}
     for sid, root in lineage_roots(store).items():
-        if store.get_session(sid).ended_at is None:
+        row = store.get_session(sid)
+        if row.ended_at is None:
             heads.setdefault(root, []).append(sid)
-    return heads
+        elif not row.rotated:
+            ended.setdefault(root, []).append(sid)
+    return {**{root: sids for root, sids in ended.items() if root not in heads}, **heads}
 
 
 class NoDuplicatePersistedTurn(Invariant):
@@ -55,7 +61,7 @@ class NoDuplicatePersistedTurn(Invariant):
 class AcknowledgedAppendsSurvive(Invariant):
     name = "acknowledged_appends_survive"
     races = ("R14", "R12")
-    description = "Every acknowledged append is, at the end, active in its lineage's live head, or was summarized by a commit whose watermark covers it."
+    description = "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one if ended on purpose), or was summarized by a commit whose watermark covers it."
 
     def __init__(self, system) -> None:
         super().__init__(system)
@@ -69,7 +75,9 @@ class AcknowledgedAppendsSurvive(Invariant):
             self._acknowledged.append(event)
         elif event.kind == "compaction.watermark":
             watermark = fields["watermark"]
-            self._watermarks[fields["attempt"]] = (fields["session"], float("inf") if watermark is None else watermark)
+            if watermark is None:  # not captured: the attempt still knew of no row appended after this moment
+                watermark = self.system.store.active_watermark(fields["session"])
+            self._watermarks[fields["attempt"]] = (fields["session"], watermark)
         elif event.kind in ("commit.archived", "commit.published") and fields["attempt"] in self._watermarks:
             session, watermark = self._watermarks[fields["attempt"]]
             self._covered[session] = max(self._covered.get(session, 0), watermark)
@@ -131,4 +139,72 @@ class CallerTranscriptOnlyThroughCommit(Invariant):
                 return self.violation(
                     f"attempt {fields['attempt']} returned {fields['status']} but the caller's transcript changed", event,
                 )
+        return None
+
+
+class RewindSlotsStayUnderWatermark(Invariant):
+    name = "rewind_slots_stay_under_watermark"
+    races = ("R14",)
+    description = "An in-place commit keeps its tail_count verbatim rows (the newest at or below its watermark) as hidden copies, never summarized; an append made meanwhile never takes their slot."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._watermarks: dict[str, HistoryEvent] = {}
+        self._retired_up_to: dict[str, int] = {}  # per session: the newest row an earlier commit retired
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        fields = event.fields
+        if event.kind == "compaction.watermark" and fields["watermark"] is not None:
+            self._watermarks[fields["attempt"]] = event
+        elif event.kind == "commit.archived":
+            session, captured = fields["session"], self._watermarks.pop(fields["attempt"], None)
+            rows = self.system.store.all_messages(session)
+            floor = self._retired_up_to.get(session, 0)
+            self._retired_up_to[session] = max((row.id for row in rows if not row.active), default=floor)
+            count = self.system.config.tail_count
+            if captured is None or count <= 0:
+                return None
+            # the rows this commit found active at or below its watermark; the newest `count` are its rewind slots
+            under = [row for row in rows if floor < row.id <= captured.fields["watermark"]]
+            summarized = [row for row in under[-count:] if row.compacted]
+            if summarized:
+                row = summarized[0]
+                return self.violation(
+                    f"attempt {fields['attempt']} marked its carried tail row {row.id} ({row.content[:40]!r}) summarized: "
+                    "a row appended above its watermark took the rewind slot", captured, event,
+                )
+        return None
+
+
+class DurableMessagesMatchRows(Invariant):
+    name = "durable_messages_match_rows"
+    races = ("R4",)
+    description = "Every message an agent holds as already durable says exactly what its row says: nothing edits the live transcript in place."
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        return self._check(event) if event.kind == "host.returned" else None
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        return self._check(history[-1] if history else None)
+
+    def _check(self, event: HistoryEvent | None) -> Violation | None:
+        agents = getattr(self.system, "agents", {})  # the system's agents by name (each slot has .agent)
+        store = self.system.store
+        rows = None
+        for name, slot in sorted(agents.items()):
+            for message in slot.agent.messages:
+                row_id = message.get("_row_id")
+                if row_id is None:
+                    continue
+                if rows is None:
+                    rows = {row.id: row for sid in store.session_ids() for row in store.all_messages(sid)}
+                row = rows.get(row_id)
+                held = (message.get("role"), message.get("content"), message.get("timestamp"))
+                if row is None or held != payload(row):
+                    found = "no such row exists" if row is None else (
+                        f"the row is a {row.role} message of {len(row.content or '')} chars at t={row.timestamp}")
+                    return self.violation(
+                        f"agent {name} holds a {held[0]} message of {len(str(held[1]))} chars at t={held[2]} as durable "
+                        f"row {row_id}, but {found}: the live transcript was edited in place", *[e for e in [event] if e],
+                    )
         return None

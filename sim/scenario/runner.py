@@ -11,18 +11,23 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from sim.invariants import Violation
 from sim.scenario.model import Scenario
 from sim.scenario.system import ScenarioSystem
 from sim.strategies.base import Decision, Strategy
+from sim.strategies.dfs import DelayBoundedDFS
+from sim.strategies.pct import PCT
+from sim.strategies.portfolio import Portfolio
 from sim.strategies.random_walk import RandomWalk
 from sim.strategies.replay import ReplayStrategy
 from sim.timefreeze import frozen_time
 from sim.world import RunResult, World
 
-STRATEGIES: dict[str, type] = {"random": RandomWalk}
+# The strategies a scenario or `--strategy` may name; the portfolio is the command line's default.
+STRATEGIES: dict[str, type] = {"random": RandomWalk, "pct": PCT, "dfs": DelayBoundedDFS, "portfolio": Portfolio}
+DEFAULT_STRATEGY = "portfolio"
 FORCE_FAIL_ENV = "COMPACTION_SIM_FORCE_FAIL"
 RUN_COMPLETES = "run_completes"
 
@@ -83,9 +88,11 @@ def strategy_for(name: str) -> Strategy:
     return STRATEGIES[name]()
 
 
-def run_once(scenario: Scenario, seed: int, decisions: Sequence[Decision] | None = None) -> RunReport:
-    """One run of `scenario`: from its seed, or replaying a recorded decision list."""
-    strategy = ReplayStrategy(decisions) if decisions is not None else strategy_for(scenario.explore.strategy)
+def run_once(scenario: Scenario, seed: int, decisions: Sequence[Decision] | None = None, *,
+             strategy: Strategy | None = None) -> RunReport:
+    """One run of `scenario`: from its seed, replaying a recorded decision list, or under a given strategy."""
+    if strategy is None:
+        strategy = ReplayStrategy(decisions) if decisions is not None else strategy_for(scenario.explore.strategy)
     world = World(seed, strategy, max_steps=scenario.explore.max_steps, max_time=scenario.explore.max_time)
     system = ScenarioSystem(world, scenario)
     system.install()
@@ -108,11 +115,23 @@ def check(scenario: Scenario, runs: int | None = None, seed: int | None = None, 
     """Explore `scenario` over consecutive seeds and judge it."""
     runs = scenario.explore.runs if runs is None else runs
     first = scenario.explore.seed if seed is None else seed
+    return explore_seeds(scenario, range(first, first + runs), strategy_for(scenario.explore.strategy), stop_at_first=stop_at_first)
+
+
+def explore_seeds(scenario: Scenario, seeds: Iterable[int], strategy: Strategy, *, stop_at_first: bool = True) -> Verdict:
+    """One run per seed, all under one strategy object, and the verdict over them.
+
+    One object for every run, so a strategy that learns across runs keeps what it learnt: PCT's horizon,
+    the portfolio's rotation, the exhaustive search's tree. A search that has covered its whole space
+    (`exhausted`) ends the exploration early.
+    """
     verdict = Verdict(scenario, fired=[0] * len(scenario.faults))
     started = time.process_time()
     with frozen_time():
-        for offset in range(runs):
-            report = run_once(scenario, first + offset)
+        for seed in seeds:
+            if getattr(strategy, "exhausted", False):
+                break
+            report = run_once(scenario, seed, strategy=strategy)
             _tally(verdict, report)
             if report.failed and stop_at_first:
                 break

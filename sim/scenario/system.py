@@ -125,6 +125,7 @@ class ScenarioSystem:
         self.coverage: set[str] = set()
         self._nursery: Any = None
         self._extra_processes = 0
+        self._extra_rotations = 0
 
     # ---- wiring --------------------------------------------------------------------------------
 
@@ -287,6 +288,29 @@ class ScenarioSystem:
             return
         self.rt.emit("append.ok", session=target, ids=ids, writer="external")
         self.rt.emit("turn.persisted", session=target, caller_session=target, turn=0, role="user", row=ids[0], writer="external")
+
+    async def unleased_rotation(self, session: str | None) -> None:
+        """A writer that takes no compression lease rotates the live head of `session`'s lineage (R19)."""
+        db = Database(self.rt, self.store)
+        parent = await db.call("compression_tip", session or self.scenario.world.sessions[0].id)
+        if parent is None:
+            self.rt.emit("external.rotation_skipped", session=session)
+            return
+        row = await db.call("get_session", parent)
+        carried = [
+            {"role": m.role, "content": m.content, "timestamp": m.timestamp, "platform_message_id": m.platform_message_id,
+             "is_summary": m.is_summary}
+            for m in await db.call("active_messages", parent)
+        ]
+        self._extra_rotations += 1
+        child = f"{parent.split('/')[0]}/external{self._extra_rotations}"
+        now = self.rt.now()
+        self.store.create_session(child, now=now, parent=parent, model_config=row.model_config, title=row.title,
+                                  title_source=row.title_source)
+        if carried:
+            self.store.append_messages(child, carried, now=now)
+        self.store.end_session(parent, now=now, reason="compression")
+        self.rt.emit("external.rotated", parent=parent, child=child)
 
     # ---- SystemView ----------------------------------------------------------------------------
 

@@ -1,0 +1,371 @@
+"""Shrinking a failing run: fewer faults and drives, a shorter decision list, fewer deviations from the default.
+
+A failure found by exploration carries everything that happened to happen: faults that played no part, a
+drive nobody needed, dozens of scheduling choices that changed nothing. A person debugging it needs the
+smallest run that still breaks the SAME invariant. The shrinker edits a candidate (which faults and drives
+to keep, and a decision list), runs it under `PrefixReplay`, which always produces some run, and keeps the
+candidate when the invariant still fails and the run is smaller. "Smaller" compares, in order: faults,
+drives, decisions, non-default choices, then the chosen values; every accepted candidate is strictly
+smaller, so the passes reach a fixed point (or the time limit) and never cycle. The decisions of an
+accepted candidate are the ones the kernel recorded, so they replay strictly, byte for byte.
+
+The result is written as a scenario file (the original's world, only the kept faults and drives) and a
+repro file recorded by a strict replay of that file, which is what `python -m sim replay` will do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from sim.registry import registry
+from sim.report import replay_command, write_repro
+from sim.scenario.loader import load_scenario
+from sim.scenario.model import Scenario
+from sim.scenario.runner import RunReport, run_once
+from sim.strategies.base import Decision
+from sim.strategies.prefix import PrefixReplay, non_default
+from sim.timefreeze import frozen_time
+
+SHRUNK_SUFFIX = "_shrunk"
+CLAIMS_DROPPED = ("must_fail_under", "coverage")  # what the original proved; the shrunk run proves only its failure
+
+
+class ShrinkError(Exception):
+    """The run to shrink does not fail with its invariant, so there is nothing to shrink."""
+
+
+class _OutOfTime(Exception):
+    """The time limit ran out; the smallest run found so far is the result."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What the shrinker varies: indices of the original's faults and drives to keep, and a decision list."""
+
+    faults: tuple[int, ...]
+    drives: tuple[int, ...]
+    decisions: tuple[Decision, ...]
+
+
+@dataclass(frozen=True)
+class Size:
+    """How big a failing run is, in the terms a person reading it cares about."""
+
+    decisions: int
+    non_default: int
+    faults: int
+    drives: int
+    steps: int
+
+    @classmethod
+    def of(cls, candidate: Candidate, report: RunReport) -> "Size":
+        return cls(len(candidate.decisions), non_default(candidate.decisions), len(candidate.faults),
+                   len(candidate.drives), report.result.steps)
+
+
+@dataclass(frozen=True)
+class ShrinkResult:
+    name: str
+    invariant: str
+    before: Size
+    after: Size
+    report: RunReport
+    scenario_path: Path
+    repro_path: Path
+    runs: int
+    seconds: float
+    timed_out: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "invariant": self.invariant,
+            "before": dataclasses.asdict(self.before),
+            "after": dataclasses.asdict(self.after),
+            "runs": self.runs,
+            "seconds": round(self.seconds, 3),
+            "timed_out": self.timed_out,
+            "scenario": str(self.scenario_path),
+            "repro": str(self.repro_path),
+            "replay": replay_command(self.repro_path),
+        }
+
+    def summary(self) -> str:
+        """Before/after sizes as a small table, then where the shrunk run is and how to replay it."""
+        limit = ", stopped at the time limit" if self.timed_out else ""
+        lines = [f"shrunk {self.name} ({self.invariant}) in {self.seconds:.1f}s, {self.runs} runs{limit}:",
+                 f"  {'':<20}{'before':>8}{'after':>8}"]
+        for field in dataclasses.fields(Size):
+            label = "non-default choices" if field.name == "non_default" else field.name
+            lines.append(f"  {label:<20}{getattr(self.before, field.name):>8}{getattr(self.after, field.name):>8}")
+        lines += [f"  scenario: {self.scenario_path}", f"  repro: {self.repro_path}", f"  replay: {replay_command(self.repro_path)}"]
+        return "\n".join(lines)
+
+
+def _key(candidate: Candidate) -> tuple[Any, ...]:
+    decisions = candidate.decisions
+    return (len(candidate.faults), len(candidate.drives), len(decisions), non_default(decisions),
+            tuple(decision[-1] for decision in decisions))
+
+
+def _clock() -> float:
+    """CPU seconds: runs are CPU-bound, and while they execute the wall clock is frozen to virtual time."""
+    return time.process_time()
+
+
+def _with_value(decision: Decision, value: int) -> Decision:
+    return (*decision[:-1], value)
+
+
+class Shrinker:
+    """Greedy passes over one failing run; each pass reports whether it made the run smaller."""
+
+    def __init__(self, scenario: Scenario, seed: int, invariant: str, decisions: Sequence[Decision], deadline: float) -> None:
+        """Run the recorded decisions first: the run they produce is the one to shrink."""
+        self.scenario = scenario
+        self.seed = seed
+        self.invariant = invariant
+        self.runs = 0
+        self._deadline = deadline
+        self._tried: set[Candidate] = set()
+        everything = Candidate(tuple(range(len(scenario.faults))), tuple(range(len(scenario.drives))), tuple(map(tuple, decisions)))
+        report = self._run(everything)
+        if not self._fails(report):
+            found = report.violations[0].invariant if report.violations else "no violation"
+            raise ShrinkError(f"the recorded run does not violate {invariant} (it shows {found})")
+        self.best, self.best_report = self._canonical(everything, report), report
+        self.before = Size.of(self.best, report)
+
+    def shrink(self) -> bool:
+        """Run every pass until none makes progress; False if the time limit stopped it first."""
+        passes: tuple[Callable[[], bool], ...] = (
+            self._drop_plan_entries, self._truncate, self._delete_chunks, self._zero_chunks, self._lower_values,
+        )
+        try:
+            progress = True
+            while progress:
+                progress = False
+                for run_pass in passes:
+                    progress = run_pass() or progress
+        except _OutOfTime:
+            return False
+        return True
+
+    # ---- trying a candidate --------------------------------------------------------------------
+
+    def scenario_for(self, candidate: Candidate) -> Scenario:
+        return dataclasses.replace(
+            self.scenario,
+            faults=tuple(self.scenario.faults[i] for i in candidate.faults),
+            drives=tuple(self.scenario.drives[i] for i in candidate.drives),
+        )
+
+    def _run(self, candidate: Candidate) -> RunReport:
+        self.runs += 1
+        return run_once(self.scenario_for(candidate), self.seed, strategy=PrefixReplay(candidate.decisions))
+
+    def _fails(self, report: RunReport) -> bool:
+        return bool(report.violations) and report.violations[0].invariant == self.invariant
+
+    @staticmethod
+    def _canonical(candidate: Candidate, report: RunReport) -> Candidate:
+        return dataclasses.replace(candidate, decisions=tuple(report.result.decisions))
+
+    def _try(self, candidate: Candidate) -> bool:
+        """Adopt the candidate's actual run if it fails the same way and is smaller than the best so far."""
+        if candidate == self.best or candidate in self._tried:
+            return False
+        if _clock() > self._deadline:
+            raise _OutOfTime
+        self._tried.add(candidate)
+        report = self._run(candidate)
+        canonical = self._canonical(candidate, report)
+        if not self._fails(report) or _key(canonical) >= _key(self.best):
+            return False
+        self.best, self.best_report = canonical, report
+        return True
+
+    def _try_decisions(self, decisions: Sequence[Decision]) -> bool:
+        return self._try(dataclasses.replace(self.best, decisions=tuple(decisions)))
+
+    # ---- the passes ----------------------------------------------------------------------------
+
+    def _drop_plan_entries(self) -> bool:
+        """Each fault, then each drive, left out in turn: the fewer there are, the less there is to explain.
+
+        Without a fault the recorded choices may no longer line up with the run, so the unsteered run
+        (no decisions at all) is the second try.
+        """
+        improved = False
+        for field in ("faults", "drives"):
+            for index in reversed(getattr(self.best, field)):
+                smaller = dataclasses.replace(self.best, **{field: tuple(i for i in getattr(self.best, field) if i != index)})
+                improved = self._try(smaller) or self._try(dataclasses.replace(smaller, decisions=())) or improved
+        return improved
+
+    def _truncate(self) -> bool:
+        """Binary search for a short prefix: past the end of the list every choice is the default."""
+        decisions = self.best.decisions
+        low, high, improved = 0, len(decisions), False
+        while low < high:
+            middle = (low + high) // 2
+            if self._try_decisions(decisions[:middle]):
+                high, improved = middle, True
+            else:
+                low = middle + 1
+        return improved
+
+    def _delete_chunks(self) -> bool:
+        return self._chunked(lambda decisions, start, size: decisions[:start] + decisions[start + size:])
+
+    def _zero_chunks(self) -> bool:
+        """Fewer preemptions: whole runs of choices set back to the default at once, then single ones."""
+        return self._chunked(lambda decisions, start, size: (
+            decisions[:start] + tuple(_with_value(d, 0) for d in decisions[start:start + size]) + decisions[start + size:]
+        ))
+
+    def _chunked(self, edit: Callable[[tuple[Decision, ...], int, int], tuple[Decision, ...]]) -> bool:
+        """Apply `edit` to chunks of halving size, the whole list first, from the end of the list to its start."""
+        improved = False
+        size = max(1, len(self.best.decisions))
+        while True:
+            start = len(self.best.decisions) - size
+            while start >= 0:
+                improved = self._try_decisions(edit(self.best.decisions, start, size)) or improved
+                start -= size
+            if size == 1:
+                return improved
+            size //= 2
+
+    def _lower_values(self) -> bool:
+        """Binary search each remaining non-default choice down toward 0 (a draw's value, a later task)."""
+        improved = False
+        for position in reversed(range(len(self.best.decisions))):
+            low = 0
+            while position < len(self.best.decisions) and low < self.best.decisions[position][-1]:
+                decisions = self.best.decisions
+                middle = (low + decisions[position][-1]) // 2
+                lowered = decisions[:position] + (_with_value(decisions[position], middle),) + decisions[position + 1:]
+                if self._try_decisions(lowered):
+                    improved = True
+                else:
+                    low = middle + 1
+        return improved
+
+
+# ---- the whole job ----------------------------------------------------------------------------
+
+
+def shrink(scenario: Scenario, seed: int, decisions: Sequence[Decision], invariant: str, *, source: Path,
+           out_dir: Path, time_limit: float) -> ShrinkResult:
+    """Shrink the run of `scenario` at `seed` under `decisions`, which violates `invariant`, and write it out.
+
+    `source` is the repro the run came from, named in the shrunk scenario's header; after `time_limit` CPU
+    seconds the smallest run found so far is the result.
+    """
+    started = _clock()
+    with frozen_time():
+        shrinker = Shrinker(scenario, seed, invariant, decisions, started + time_limit)
+        finished = shrinker.shrink()
+        after = Size.of(shrinker.best, shrinker.best_report)
+        scenario_path = write_scenario(shrinker, source, out_dir, after)
+        report = run_once(load_scenario(scenario_path, registry()), seed, shrinker.best.decisions)
+    if not report.violations or report.violations[0].invariant != invariant:
+        raise ShrinkError(f"{scenario_path}: the strict replay of the shrunk run does not violate {invariant}")
+    return ShrinkResult(scenario.name, invariant, shrinker.before, after, report, scenario_path, write_repro(report, out_dir),
+                        shrinker.runs, _clock() - started, not finished)
+
+
+def write_scenario(shrinker: Shrinker, source: Path, out_dir: Path, after: Size) -> Path:
+    """The original scenario file with only the kept faults and drives, under a new name and a header."""
+    original = Path(shrinker.scenario.path)
+    document = tomllib.loads(original.read_text(encoding="utf-8"))
+    name = shrinker.scenario.name + SHRUNK_SUFFIX
+    document["name"] = name
+    for key, kept in (("fault", shrinker.best.faults), ("drive", shrinker.best.drives)):
+        if key in document:
+            document[key] = [document[key][i] for i in kept]
+    for claim in CLAIMS_DROPPED:
+        document.get("expect", {}).pop(claim, None)
+    before = shrinker.before
+    header = [
+        f"Shrunk from {source} (seed {shrinker.seed}), which violates {shrinker.invariant}; scenario {original}.",
+        f"Kept {after.faults} of {before.faults} faults and {after.drives} of {before.drives} drives; "
+        f"decisions {before.decisions} -> {after.decisions}, non-default choices {before.non_default} -> "
+        f"{after.non_default}, steps {before.steps} -> {after.steps}.",
+        "The decision list that replays the violation is in the repro file written beside this one; the "
+        "original's must_fail_under and coverage are left out, since this run proves only its own failure.",
+    ]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.toml"
+    path.write_text("".join(f"# {line}\n" for line in header) + "\n" + toml_text(document), encoding="utf-8")
+    return path
+
+
+# ---- writing TOML -------------------------------------------------------------------------------
+
+
+def toml_text(document: dict[str, Any]) -> str:
+    """A scenario document as TOML: top-level values, then tables, then arrays of tables."""
+    plain = {key: value for key, value in document.items() if not _is_table(value) and not _is_table_list(value)}
+    lines = [f"{_key_text(key)} = {_value_text(value)}" for key, value in plain.items()]
+    for key, value in document.items():
+        if _is_table(value):
+            lines += ["", f"[{_key_text(key)}]", *_entries(value)]
+        elif _is_table_list(value):
+            for entry in value:
+                lines += ["", f"[[{_key_text(key)}]]", *_entries(entry)]
+    return "\n".join(lines) + "\n"
+
+
+def _is_table(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_table_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(entry, dict) for entry in value)
+
+
+def _entries(table: dict[str, Any]) -> list[str]:
+    return [f"{_key_text(key)} = {_value_text(value)}" for key, value in table.items()]
+
+
+def _key_text(key: str) -> str:
+    bare = key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
+    return key if bare else _string_text(key)
+
+
+def _string_text(text: str) -> str:
+    # JSON escapes are TOML escapes, except that TOML also wants DEL escaped.
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _string_text(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _float_text(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_value_text, value)) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_key_text(k)} = {_value_text(v)}" for k, v in value.items()) + " }" if value else "{}"
+    raise TypeError(f"no TOML form for {type(value).__name__} {value!r}")
+
+
+def _float_text(value: float) -> str:
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return repr(value)

@@ -1,0 +1,98 @@
+"""PCT, probabilistic concurrency testing (Burckhardt, Kothari, Musuvathi and Nagarakatte, ASPLOS 2010).
+
+Why not only a random walk: a race that needs d ordering constraints between tasks (its depth) is hit by a
+uniform walk with a chance that falls exponentially in the number of scheduling steps between those events.
+PCT runs strictly by priority and changes priorities at d-1 random points, which finds any bug of depth d
+with probability at least 1 / (n * k^(d-1)) per run for n tasks and k steps, however long the run.
+
+How it maps onto this kernel:
+
+- Tasks appear over time, so a task gets its random priority when it is first seen among the runnable ones
+  (unseen tasks in tid order, so the assignment depends on the seed only). Initial priorities lie in
+  [d, d+1); change point i lowers to i (1 <= i <= d-1), below every initial priority.
+- A step is one choice between two or more runnable tasks (a step with one runnable task asks nothing), so
+  the horizon k counts choices. At a change point the task about to run, the highest-priority runnable one,
+  is lowered, and the choice is made with the new priorities: each change point is a preemption.
+- Runs of one scenario have similar lengths, so without an explicit horizon k becomes the longest run this
+  object has seen (the first run guesses INITIAL_HORIZON): change points then fall inside the run instead
+  of past its end. A fixed `horizon` makes every run a function of its seed alone.
+- Random draws come from per-stream generators seeded like the random walk's.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Sequence
+
+from sim.rng import derive_seed
+from sim.strategies.random_walk import RandomWalk
+
+if TYPE_CHECKING:
+    from sim.kernel.scheduler import Task
+
+DEFAULT_DEPTH = 3
+INITIAL_HORIZON = 100
+
+
+class PCT:
+    """Highest priority runs; d-1 priority change points spread uniformly over the expected run length."""
+
+    def __init__(self, depth: int = DEFAULT_DEPTH, horizon: int | None = None) -> None:
+        if depth < 1:
+            raise ValueError(f"PCT depth must be at least 1, got {depth}")
+        if horizon is not None and horizon < 1:
+            raise ValueError(f"PCT horizon must be at least 1, got {horizon}")
+        self.name = f"pct-d{depth}"
+        self.depth = depth
+        self._fixed_horizon = horizon
+        self._longest = 0
+        self._choices = 0
+        self._rng = random.Random(0)
+        self._priorities: dict[int, float] = {}
+        self._change_points: dict[int, int] = {}
+        self._streams = RandomWalk()
+
+    @property
+    def horizon(self) -> int:
+        """The k that change points are drawn over in the current run."""
+        return self._fixed_horizon or self._longest or INITIAL_HORIZON
+
+    @property
+    def change_points(self) -> dict[int, int]:
+        """Choice number (1-based) -> the priority the task about to run is lowered to there."""
+        return dict(self._change_points)
+
+    @property
+    def priorities(self) -> dict[int, float]:
+        """Task tid -> its current priority, for the tasks seen so far in this run."""
+        return dict(self._priorities)
+
+    def begin(self, seed: int) -> None:
+        self._longest = max(self._longest, self._choices)
+        self._choices = 0
+        self._rng = random.Random(derive_seed(seed, "pct"))
+        self._priorities = {}
+        points = self._rng.sample(range(1, self.horizon + 1), min(self.depth - 1, self.horizon))
+        self._change_points = {point: lowered for lowered, point in enumerate(points, start=1)}
+        self._streams.begin(seed)
+
+    def choose_task(self, runnable: Sequence["Task"]) -> int:
+        self._choices += 1
+        self._prioritise_new(runnable)
+        top = self._highest(runnable)
+        lowered = self._change_points.get(self._choices)
+        if lowered is not None:
+            self._priorities[runnable[top].tid] = lowered
+            top = self._highest(runnable)
+        return top
+
+    def draw(self, stream: str, bound: int) -> int:
+        return self._streams.draw(stream, bound)
+
+    def _prioritise_new(self, runnable: Sequence["Task"]) -> None:
+        for tid in sorted(task.tid for task in runnable if task.tid not in self._priorities):
+            self._priorities[tid] = self.depth + self._rng.random()
+
+    def _highest(self, runnable: Sequence["Task"]) -> int:
+        priorities = self._priorities
+        return max(range(len(runnable)), key=lambda index: priorities[runnable[index].tid])

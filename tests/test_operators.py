@@ -1,0 +1,228 @@
+"""Operator mutation: the edits each operator makes, stable ids, seeded sampling, the equivalents file, the
+overlay that leaves the working tree alone, and one end-to-end run of `mutate --operators`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim import operators
+from sim.mutants import ROOT, overlay_with
+from sim.operators import (
+    SKIPPED,
+    Candidate,
+    Equivalent,
+    MutantRun,
+    OperatorReport,
+    all_candidates,
+    catalogue_verdict,
+    load_equivalents,
+    module_candidates,
+    reference_sources,
+    run_sample,
+    sample,
+    stale_equivalents,
+)
+
+FILE = "pkg/synthetic.py"
+# The "é" before the last line's `!=` proves columns are characters, not UTF-8 bytes.
+SYNTHETIC = '''"""Synthetic: one construct for every operator."""
+
+
+async def run(lease, rt, items, limit):
+    if lease is None:
+        raise ValueError("no lease")
+    if not items and limit > 0:
+        rt.emit("empty")
+        return []
+    await lease.release()
+    count = await lease.refresh()
+    stamp(items, count)
+    await rt.checkpoint("after")
+    return "é" != items[1:limit] or False
+'''
+EXPECTED = [
+    ("5:8:guard", "lease is None", "False"),
+    ("5:14:compare", "is", "is not"),
+    ("7:8:not", "not ", ""),
+    ("7:8:guard", "not items and limit > 0", "False"),
+    ("7:18:boolop", "and", "or"),
+    ("7:28:compare", ">", "<="),
+    ("7:30:constant", "0", "1"),
+    ("9:9:return", "return []", "pass"),
+    ("10:5:call", "await lease.release()", "pass"),
+    ("10:5:swap", "await lease.release()\n    count = await lease.refresh()", "count = await lease.refresh()\n    await lease.release()"),
+    ("12:5:call", "stamp(items, count)", "pass"),
+    ("14:16:compare", "!=", "=="),
+    ("14:25:constant", "1", "2"),
+    ("14:34:boolop", "or", "and"),
+    ("14:37:constant", "False", "True"),
+]
+
+
+def _tree_digest() -> str:
+    hasher = hashlib.sha256()
+    for path in sorted((ROOT / "reference").rglob("*.py")):
+        hasher.update(path.read_bytes())
+    return hasher.hexdigest()
+
+
+# ---- operators -----------------------------------------------------------------------------------
+
+
+def test_each_operator_makes_the_expected_edit_in_a_stable_order():
+    found = [(c.id.removeprefix(f"{FILE}:"), c.original, c.replacement) for c in module_candidates(FILE, SYNTHETIC)]
+    assert found == EXPECTED
+    assert {candidate_id.split(":")[-1] for candidate_id, _, _ in found} == set(operators.OPERATORS)
+
+
+def test_observers_are_never_dropped_or_swapped_and_a_read_before_its_binding_is_not_swapped():
+    touched = {c.line for c in module_candidates(FILE, SYNTHETIC)}
+    assert not touched & {8, 13}, "emit and checkpoint only observe"
+    swaps = [c.id for c in module_candidates(FILE, SYNTHETIC) if c.operator == "swap"]
+    assert swaps == [f"{FILE}:10:5:swap"], "`stamp(items, count)` reads the `count` line 11 binds"
+
+
+@pytest.mark.parametrize("candidate", module_candidates(FILE, SYNTHETIC), ids=lambda c: c.id)
+def test_text_outside_the_edit_is_byte_identical(candidate: Candidate):
+    mutated = candidate.apply(SYNTHETIC)
+    assert mutated[:candidate.start] == SYNTHETIC[:candidate.start]
+    assert mutated[candidate.start + len(candidate.replacement):] == SYNTHETIC[candidate.end:]
+    assert mutated != SYNTHETIC
+    compile(mutated, FILE, "exec", dont_inherit=True)
+
+
+def test_the_diff_shows_exactly_the_edited_line():
+    compare = next(c for c in module_candidates(FILE, SYNTHETIC) if c.id == f"{FILE}:5:14:compare")
+    changed = [line for line in compare.diff(SYNTHETIC).splitlines() if line[:1] in "+-"]
+    assert changed == [f"--- a/{FILE}", f"+++ b/{FILE}", "-    if lease is None:", "+    if lease is not None:"]
+
+
+def test_an_edit_whose_text_moved_on_is_refused():
+    candidate = module_candidates(FILE, SYNTHETIC)[0]
+    with pytest.raises(ValueError, match="no longer reads"):
+        candidate.apply(SYNTHETIC.replace("lease is None", "lease is Nope"))
+
+
+def test_every_reference_candidate_compiles_and_has_a_unique_id():
+    sources = reference_sources()
+    candidates = all_candidates(sources)
+    assert not set(SKIPPED) & set(sources)
+    assert len({c.id for c in candidates}) == len(candidates)
+    assert candidates == all_candidates(reference_sources()), "enumeration is deterministic"
+    for candidate in candidates:
+        compile(candidate.apply(sources[candidate.file]), candidate.file, "exec", dont_inherit=True)
+
+
+# ---- sampling and running ------------------------------------------------------------------------
+
+
+def test_sampling_is_deterministic_for_a_seed():
+    candidates = all_candidates(reference_sources())
+    first, again, other = sample(candidates, 1, 20), sample(candidates, 1, 20), sample(candidates, 2, 20)
+    assert first == again and first != other
+    assert len(first) == 20 and len(set(first)) == 20 and set(first) <= set(candidates)
+    assert len(sample(candidates, 1, None)) == len(candidates)
+
+
+def test_no_mutant_is_launched_once_the_budget_has_run_out(monkeypatch):
+    launch = module_candidates(FILE, SYNTHETIC)
+    monkeypatch.setattr(operators, "run_candidate", lambda candidate, *_: MutantRun(candidate, None, "", 0.0))
+    everything = run_sample(launch, {FILE: SYNTHETIC}, ["scenarios"], jobs=3, timeout=1.0, budget=None)
+    assert [run.candidate for run in everything] == launch, "results come back in launch order"
+    assert run_sample(launch, {FILE: SYNTHETIC}, ["scenarios"], jobs=3, timeout=1.0, budget=0.0) == []
+
+
+def _verdict(name: str, invariant: str | None = None, problems: tuple[str, ...] = ()) -> dict:
+    violation = None if invariant is None else {"invariant": invariant, "explanation": "why"}
+    return {"scenario": name, "passed": invariant is None and not problems, "problems": list(problems), "violation": violation}
+
+
+@pytest.mark.parametrize("code, scenarios, stderr, how", [
+    (0, [_verdict("a")], "", None),
+    (1, [_verdict("a", "run_completes"), _verdict("b", "lease_exclusive")], "", "invariant"),
+    (1, [_verdict("a", "run_completes")], "", "crash"),
+    (1, [_verdict("a", problems=("fault stall never fired in 20 runs",))], "", "vacuity"),
+    (2, None, "ImportError: cannot import name 'x'", "crash"),
+])
+def test_a_catalogue_run_is_classified_by_how_it_kills(code, scenarios, stderr, how):
+    stdout = "" if scenarios is None else json.dumps({"scenarios": scenarios, "passed": code == 0})
+    assert catalogue_verdict(code, stdout, stderr)[0] == how
+
+
+def test_the_overlay_never_modifies_the_working_tree():
+    before = _tree_digest()
+    file = "reference/lease.py"
+    source = (ROOT / file).read_text(encoding="utf-8")
+    candidate = next(c for c in all_candidates({file: source}) if c.operator == "call")
+    with overlay_with(file, candidate.apply(source), label="test") as folder:
+        assert (folder / file).read_text(encoding="utf-8") == candidate.apply(source)
+    assert not folder.exists()
+    assert _tree_digest() == before
+
+
+# ---- equivalents and the score -------------------------------------------------------------------
+
+
+def test_equivalents_are_left_out_of_the_score_and_a_killed_one_is_contradicted(tmp_path: Path):
+    candidates = module_candidates(FILE, SYNTHETIC)
+    marked = {c.id: Equivalent(c.id, c.line_text, "cannot differ") for c in candidates[:2]}
+    hows = ["invariant", None, None, "crash", "timeout", "vacuity", None]
+    runs = [MutantRun(c, how, "", 1.0) for c, how in zip([candidates[1], candidates[0], *candidates[2:]], hows)]
+    report = OperatorReport(candidates, candidates[:7], runs, marked, {FILE: SYNTHETIC}, 1, 2, 60.0)
+    assert [run.candidate.id for run in report.equivalent_runs()] == [candidates[0].id]
+    assert [run.candidate.id for run in report.contradicted()] == [candidates[1].id]
+    assert report.killed() == 4 and report.non_equivalent() == 6
+    assert operators.score_line(report) == "mutation score: 4 killed / 6 non-equivalent = 66.7%"
+    rendered = operators.render(report)
+    assert f"marked equivalent but killed (invariant: ): {candidates[1].id}" in rendered
+    assert [line for line in rendered.splitlines() if line.startswith("SURVIVED")] == [
+        f"SURVIVED {run.candidate.id}" for run in report.survivors()
+    ]
+
+
+def test_stale_equivalent_ids_are_reported_by_name(tmp_path: Path):
+    path = tmp_path / "equivalent.toml"
+    path.write_text(
+        '[[equivalent]]\nid = "pkg/synthetic.py:5:14:compare"\nline = "if lease is None:"\nreason = "r"\n\n'
+        '[[equivalent]]\nid = "pkg/synthetic.py:7:28:compare"\nline = "if limit > 0:"\nreason = "r"\n\n'
+        '[[equivalent]]\nid = "pkg/synthetic.py:99:1:call"\nline = "gone()"\nreason = "r"\n',
+        encoding="utf-8",
+    )
+    equivalents = load_equivalents(path)
+    assert stale_equivalents(equivalents, module_candidates(FILE, SYNTHETIC)) == [
+        "pkg/synthetic.py:7:28:compare: the line now reads 'if not items and limit > 0:'",
+        "pkg/synthetic.py:99:1:call: no such candidate",
+    ]
+
+
+def test_every_checked_in_equivalent_pins_its_line_and_says_why():
+    for entry in load_equivalents().values():
+        assert entry.line.strip() and entry.reason.strip(), entry.id
+        assert entry.id.split(":")[-1] in operators.OPERATORS, entry.id
+
+
+# ---- end to end ----------------------------------------------------------------------------------
+
+
+def test_mutate_operators_end_to_end_on_a_tiny_catalogue(tmp_path: Path):
+    catalogue = tmp_path / "scenarios"
+    catalogue.mkdir()
+    shutil.copy(ROOT / "scenarios" / "host_unwind_lets_worker_commit.toml", catalogue)
+    done = subprocess.run(
+        [sys.executable, "-m", "sim", "mutate", "--operators", "--max", "2", "--seed", "1", "--scenarios", str(catalogue),
+         "--min-score", "0", "--json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    document = json.loads(done.stdout)
+    assert document["run"] == document["sampled"] == 2 and document["passed"]
+    launched = sample(all_candidates(reference_sources()), 1, 2)
+    assert sorted(m["id"] for m in document["mutants"]) == sorted(c.id for c in launched)
+    assert all(m["diff"].startswith("--- a/reference/") for m in document["mutants"])

@@ -1,0 +1,144 @@
+"""Shrinking: real catalogue failures under curated mutants get smaller and still replay byte for byte.
+
+The failures come from `python -m sim run --mutant` in a subprocess, as a user meets them; the lenient
+replay and the TOML writer the shrinker stands on are checked directly.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from sim.shrink import toml_text
+from sim.strategies.prefix import PrefixReplay
+from sim.strategies.replay import ReplayStrategy
+from sim.world import World
+
+ROOT = Path(__file__).resolve().parent.parent
+LATE_RELEASE = ROOT / "scenarios" / "late_release_frees_new_holders_lease.toml"
+# Under this mutant two of the scenario's three faults play no part in the failure.
+LOOSE_MUTANT = "cancelled-attempt-keeps-cooldown"
+# Under this one every fault of the scenario is needed.
+TIGHT_MUTANT = "holder-qualified-release"
+
+
+def sim(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def failing_repro(scenario: Path, mutant: str, tmp_path: Path) -> Path:
+    out = tmp_path / "found"
+    done = sim("run", str(scenario), "--mutant", mutant, "--out", str(out), "--no-shrink", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "shrunk" not in done.stdout
+    return next(out.glob("*.repro.json"))
+
+
+def test_a_mutant_failure_shrinks_to_half_its_decisions_and_replays_byte_for_byte(tmp_path):
+    repro = failing_repro(LATE_RELEASE, LOOSE_MUTANT, tmp_path)
+    original = json.loads(repro.read_text())
+    done = sim("shrink", str(repro), "--mutant", LOOSE_MUTANT, "--json", "--out", str(tmp_path / "shrunk"), cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    assert result["invariant"] == original["invariant"]
+    assert result["before"]["decisions"] == len(original["decisions"])
+    assert result["after"]["decisions"] * 2 <= result["before"]["decisions"]
+    assert result["after"]["faults"] < result["before"]["faults"]
+    shrunk = json.loads(Path(result["repro"]).read_text())
+    assert shrunk["invariant"] == original["invariant"] and len(shrunk["decisions"]) == result["after"]["decisions"]
+    assert shrunk["scenario"] == result["scenario"]
+    header = Path(result["scenario"]).read_text().splitlines()[0]
+    assert str(repro) in header and original["invariant"] in header
+    replays = [sim("replay", result["repro"], "--mutant", LOOSE_MUTANT, cwd=tmp_path) for _ in range(2)]
+    assert [r.returncode for r in replays] == [1, 1]
+    assert "identical to the recording" in replays[0].stdout
+    assert f"FAIL {shrunk['name']}: {original['invariant']}" in replays[0].stdout
+    assert replays[0].stdout == replays[1].stdout
+
+
+def test_the_fault_plan_shrink_drops_a_fault_that_plays_no_part(tmp_path):
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    scenario = folder / LATE_RELEASE.name
+    shutil.copy(LATE_RELEASE, scenario)
+    with scenario.open("a") as file:
+        file.write('\n[[fault]]\nkind = "ctrl_c"\nat = "30m"\n')
+    repro = failing_repro(scenario, TIGHT_MUTANT, tmp_path)
+    done = sim("shrink", str(repro), "--mutant", TIGHT_MUTANT, "--json", cwd=tmp_path)
+    result = json.loads(done.stdout)
+    assert (result["before"]["faults"], result["after"]["faults"]) == (4, 3)
+    kept = tomllib.loads(Path(result["scenario"]).read_text())["fault"]
+    assert [fault["kind"] for fault in kept] == ["stall", "db_busy", "second_process"]
+    assert Path(result["repro"]).parent == repro.parent
+
+
+def test_run_shrinks_each_failure_and_prints_sizes_and_the_replay(tmp_path):
+    out = tmp_path / "out"
+    done = sim("run", str(LATE_RELEASE), "--mutant", LOOSE_MUTANT, "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 1
+    invariant = json.loads((out / "late_release_frees_new_holders_lease-seed0.repro.json").read_text())["invariant"]
+    assert f"shrunk late_release_frees_new_holders_lease ({invariant})" in done.stdout
+    assert any(line.split()[:1] == ["decisions"] for line in done.stdout.splitlines())
+    shrunk_repro = out / "late_release_frees_new_holders_lease_shrunk-seed0.repro.json"
+    assert f"replay: python -m sim replay {shrunk_repro}" in done.stdout
+    as_json = json.loads(sim("run", str(LATE_RELEASE), "--mutant", LOOSE_MUTANT, "--out", str(out), "--json", cwd=tmp_path).stdout)
+    assert as_json["scenarios"][0]["shrink"]["repro"] == str(shrunk_repro)
+
+
+def test_shrinking_a_run_that_no_longer_fails_is_bad_input(tmp_path):
+    repro = failing_repro(LATE_RELEASE, LOOSE_MUTANT, tmp_path)
+    done = sim("shrink", str(repro), cwd=tmp_path)
+    assert done.returncode == 2
+    invariant = json.loads(repro.read_text())["invariant"]
+    assert f"does not violate {invariant} (it shows no violation)" in done.stderr and "Traceback" not in done.stderr
+
+
+# ---- what the shrinker stands on -----------------------------------------------------------------
+
+
+async def two_workers(rt):
+    """Two tasks that checkpoint in turn, one of them drawing a number: task choices and a draw."""
+    async def worker(name):
+        for _ in range(3):
+            await rt.checkpoint()
+        if name == "a":
+            rt.rng("coin").randrange(4)
+
+    async with rt.open_nursery() as nursery:
+        nursery.start_soon(worker, "a")
+        nursery.start_soon(worker, "b")
+
+
+@pytest.mark.parametrize("recorded", [[], [("task", 2, 9)] * 40, [("draw", "coin", 4, 3)] * 40])
+def test_the_lenient_replay_always_runs_and_its_recording_replays_strictly(recorded):
+    lenient = World(0, PrefixReplay(recorded)).run(two_workers)
+    assert lenient.outcome == "ok"
+    strict = World(0, ReplayStrategy(lenient.decisions)).run(two_workers)
+    assert strict.digest() == lenient.digest()
+
+
+def test_past_the_end_and_on_the_wrong_kind_the_lenient_replay_takes_the_default():
+    strategy = PrefixReplay([("task", 3, 5), ("draw", "s", 10, 7), ("task", 2, 1)])
+    strategy.begin(0)
+    assert strategy.choose_task([object(), object()]) == 1  # clamped into range
+    assert strategy.choose_task([object(), object()]) == 0  # a draw was recorded here
+    assert strategy.draw("s", 10) == 0  # a task choice was recorded here
+    assert strategy.draw("s", 10) == 0  # past the end
+
+
+def test_the_scenario_writer_round_trips_awkward_text():
+    document = {
+        "name": "x_shrunk", "description": 'quotes " and \\ and\nnew line, tab\t, del \x7f, ünïcode',
+        "world": {"config": {"threshold_tokens": 400, "lease_ttl_s": 4.0, "in_place": False},
+                  "sessions": [{"id": "s1", "model_config": {"a.b": [1, 2.5e-07, "c"], "empty": {}}}]},
+        "drive": [{"at": "0s", "turn": "hi"}],
+        "fault": [{"kind": "stall", "at": 1.5, "duration": float("inf")}, {"kind": "ctrl_c", "nth": 2, "point": "db.*"}],
+        "expect": {"invariants": "all"},
+    }
+    assert tomllib.loads(toml_text(document)) == document

@@ -1,0 +1,314 @@
+"""Exploration strategies: PCT's priorities, the bounded search's exhaustion, Hypothesis's shrinking,
+replay of every strategy's runs, and the seed partition behind `explore --shard`."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim import World, replay
+from sim.cli import main as cli_main
+from sim.explore import Shard
+from sim.registry import registry
+from sim.scenario.loader import load_paths
+from sim.scenario.runner import run_once
+from sim.strategies.base import Strategy
+from sim.strategies.dfs import DelayBoundedDFS, SearchExhausted
+from sim.strategies.hypothesis_choice import HypothesisChoice, shrink_failure
+from sim.strategies.pct import PCT
+from sim.strategies.portfolio import Portfolio
+from sim.strategies.random_walk import RandomWalk
+from sim.timefreeze import frozen_time
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO = ROOT / "scenarios" / "message_during_rotation_lost_or_doubled.toml"
+SCENARIO_MUTANT = "rotation-ceiling-before-flush"
+
+
+@dataclass
+class FakeTask:
+    tid: int
+    name: str = "t"
+
+
+# ---- programs ----------------------------------------------------------------------------------
+
+
+def interleaved(tasks: int, steps: int) -> Callable[[Any], Any]:
+    """`tasks` tasks of `steps` checkpoints each; the order they finish in is the observable."""
+
+    async def main(rt: Any) -> list[str]:
+        finished: list[str] = []
+
+        async def worker(name: str) -> None:
+            for _ in range(steps):
+                await rt.checkpoint()
+            finished.append(name)
+
+        async with rt.open_nursery() as nursery:
+            for index in range(tasks):
+                nursery.start_soon(worker, f"w{index}", name=f"w{index}")
+        return finished
+
+    return main
+
+
+def lost_update(noise_steps: int) -> Callable[[Any], Any]:
+    """Two unsynchronised increments of a shared counter beside a busy bystander; 2 is the right answer.
+
+    The second increment starts late, so the FIFO schedule (every choice 0) is correct: the update is
+    lost only if the scheduler holds the first increment back between its read and its write.
+    """
+
+    async def main(rt: Any) -> int:
+        state = {"n": 0}
+
+        async def increment(start_after: int) -> None:
+            for _ in range(start_after):
+                await rt.checkpoint()
+            seen = state["n"]
+            await rt.checkpoint()
+            state["n"] = seen + 1
+
+        async def bystander() -> None:
+            for _ in range(noise_steps):
+                await rt.checkpoint()
+
+        async with rt.open_nursery() as nursery:
+            nursery.start_soon(bystander, name="bystander")
+            nursery.start_soon(increment, 0, name="a")
+            nursery.start_soon(increment, 3, name="b")
+        return state["n"]
+
+    return main
+
+
+async def with_draws(rt: Any) -> int:
+    """Scheduling choices and random draws together, so a replay has to reproduce both."""
+    total = 0
+
+    async def roll(name: str) -> None:
+        nonlocal total
+        for _ in range(3):
+            total = total * 7 + rt.rng(name).randrange(5)
+            await rt.checkpoint()
+
+    async with rt.open_nursery() as nursery:
+        for name in ("x", "y", "z"):
+            nursery.start_soon(roll, name, name=name)
+    return total
+
+
+def delays(decisions: list[tuple]) -> int:
+    return sum(d[2] for d in decisions if d[0] == "task")
+
+
+# ---- PCT ---------------------------------------------------------------------------------------
+
+
+def _choices(pct: PCT, seed: int, tasks: list[FakeTask], count: int) -> list[int]:
+    pct.begin(seed)
+    return [pct.choose_task(tasks) for _ in range(count)]
+
+
+def _begin_with_change_points_after_the_first_choice(pct: PCT) -> None:
+    """The first seed whose change points all come after choice 1, when every task has a priority to lower."""
+    for seed in itertools.count():
+        pct.begin(seed)
+        if min(pct.change_points) > 1:
+            return
+
+
+def test_pct_runs_the_highest_priority_task_and_lowers_it_at_each_change_point():
+    tasks = [FakeTask(2), FakeTask(0), FakeTask(1)]
+    pct = PCT(depth=3, horizon=30)
+    _begin_with_change_points_after_the_first_choice(pct)
+    change_points = pct.change_points
+    assert len(change_points) == 2 and sorted(change_points.values()) == [1, 2]
+    for step in range(1, 31):
+        before = pct.priorities
+        chosen = pct.choose_task(tasks)
+        after = pct.priorities
+        assert after[tasks[chosen].tid] == max(after.values()), f"step {step} did not run the highest priority"
+        if step in change_points:
+            top = max(before, key=before.__getitem__)
+            assert after[top] == change_points[step] < min(p for tid, p in after.items() if tid != top)
+            assert tasks[chosen].tid != top, "a change point must preempt the task about to run"
+        elif step > 1:
+            assert after == before
+
+
+def test_pct_is_a_function_of_its_seed_and_gives_new_tasks_a_priority_when_first_seen():
+    tasks = [FakeTask(0), FakeTask(1), FakeTask(2)]
+    runs = {seed: _choices(PCT(depth=2, horizon=10), seed, tasks, 10) for seed in range(8)}
+    assert runs == {seed: _choices(PCT(depth=2, horizon=10), seed, tasks, 10) for seed in range(8)}
+    assert len({tuple(choices) for choices in runs.values()}) > 1
+    pct = PCT(depth=2, horizon=10)
+    pct.begin(0)
+    pct.choose_task(tasks[:2])
+    assert set(pct.priorities) == {0, 1}
+    pct.choose_task(tasks)
+    assert set(pct.priorities) == {0, 1, 2} and pct.priorities[2] >= 2
+
+
+def test_pct_without_a_horizon_learns_it_from_the_longest_run_so_far():
+    pct = PCT(depth=3)
+    _choices(pct, 0, [FakeTask(0), FakeTask(1)], 37)
+    _choices(pct, 1, [FakeTask(0), FakeTask(1)], 12)
+    pct.begin(2)
+    assert pct.horizon == 37 and all(1 <= point <= 37 for point in pct.change_points)
+
+
+# ---- bounded exhaustive search -----------------------------------------------------------------
+
+
+def _search(budget: int) -> tuple[DelayBoundedDFS, list[tuple]]:
+    dfs = DelayBoundedDFS(budget)
+    schedules = []
+    with frozen_time():
+        while not dfs.exhausted:
+            schedules.append(tuple(World(0, dfs).run(interleaved(2, 2)).decisions))
+    return dfs, schedules
+
+
+@functools.cache
+def _sampled(samples: int = 1500) -> frozenset[tuple]:
+    """Schedules a random walk reaches: an independent view of the whole space (it has a few dozen)."""
+    with frozen_time():
+        return frozenset(tuple(World(seed).run(interleaved(2, 2)).decisions) for seed in range(samples))
+
+
+@pytest.mark.parametrize("budget", [0, 1, 2, 99])
+def test_dfs_runs_each_schedule_within_its_budget_exactly_once_then_reports_exhaustion(budget):
+    dfs, schedules = _search(budget)
+    assert len(schedules) == len(set(schedules)) == dfs.executions
+    assert all(delays(list(s)) <= budget for s in schedules)
+    assert set(schedules) == {s for s in _sampled() if delays(list(s)) <= budget}
+    with pytest.raises(SearchExhausted):
+        dfs.begin(0)
+
+
+def test_dfs_with_no_budget_runs_the_fifo_schedule_once():
+    dfs, schedules = _search(0)
+    assert dfs.exhausted and len(schedules) == 1 and all(d[2] == 0 for d in schedules[0] if d[0] == "task")
+
+
+# ---- Hypothesis-driven choice ------------------------------------------------------------------
+
+
+def test_hypothesis_shrinks_a_lost_update_to_a_shorter_decision_list():
+    program = lost_update(noise_steps=12)
+    failures = []
+
+    def run(strategy: Strategy) -> Any:
+        result = World(0, strategy).run(program)
+        if result.value != 2:
+            failures.append(result)
+        return result
+
+    with frozen_time():
+        shrunk = shrink_failure(run, lambda result: result.value != 2, max_examples=300, seed=1)
+    assert shrunk is not None and shrunk.value == 1
+    assert len(shrunk.decisions) < len(failures[0].decisions)
+    assert replay(shrunk.decisions, program).value == 1
+
+
+def test_hypothesis_search_reports_nothing_when_every_run_holds():
+    with frozen_time():
+        assert shrink_failure(lambda s: World(0, s).run(interleaved(2, 1)), lambda r: r.outcome != "ok", max_examples=20) is None
+
+
+# ---- every strategy replays --------------------------------------------------------------------
+
+FACTORIES: dict[str, Callable[[], Strategy]] = {
+    "random": RandomWalk, "pct": PCT, "dfs": DelayBoundedDFS, "portfolio": Portfolio,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_every_run_of_a_strategy_replays_byte_for_byte_from_its_decisions(name):
+    strategy = FACTORIES[name]()
+    for seed in range(6):
+        result = World(seed, strategy).run(with_draws)
+        assert replay(result.decisions, with_draws, seed=seed).trace_jsonl() == result.trace_jsonl()
+
+
+@settings(max_examples=15, database=None, deadline=None)
+@given(st.data())
+def test_hypothesis_runs_replay_byte_for_byte_from_their_decisions(data):
+    result = World(0, HypothesisChoice(data)).run(with_draws)
+    assert replay(result.decisions, with_draws).trace_jsonl() == result.trace_jsonl()
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_scenario_runs_of_a_strategy_replay_byte_for_byte(name):
+    scenario = load_paths([SCENARIO], registry())[0]
+    strategy = FACTORIES[name]()
+    with frozen_time():
+        for seed in range(4):
+            report = run_once(scenario, seed, strategy=strategy)
+            again = run_once(scenario, seed, report.result.decisions)
+            assert again.result.trace_jsonl() == report.result.trace_jsonl()
+
+
+# ---- the portfolio -----------------------------------------------------------------------------
+
+
+def test_the_portfolio_rotates_random_and_pct_at_depths_1_to_3_run_by_run():
+    portfolio = Portfolio()
+    names = []
+    for seed in (5, 9, 13, 17, 21):
+        portfolio.begin(seed)
+        names.append(portfolio.name)
+    assert names == ["portfolio/random", "portfolio/pct-d1", "portfolio/pct-d2", "portfolio/pct-d3", "portfolio/random"]
+
+
+# ---- sharding and the explore command ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7])
+def test_shards_partition_the_seed_space(count):
+    first, per_shard = 11, 40
+    shards = [list(itertools.islice(Shard(index, count).seeds(first), per_shard)) for index in range(count)]
+    every = [seed for shard in shards for seed in shard]
+    assert len(every) == len(set(every)), "two shards ran the same seed"
+    assert sorted(every) == list(range(first, first + count * per_shard))
+
+
+@pytest.mark.parametrize("text", ["2/2", "1", "a/3", "-1/3", "0/0"])
+def test_a_malformed_shard_is_refused(text):
+    with pytest.raises(ValueError, match="I/N"):
+        Shard.parse(text)
+
+
+def test_explore_exits_0_when_the_budget_runs_out_clean_and_reports_dfs_exhaustion(capsys):
+    assert cli_main(["explore", str(SCENARIO), "--strategy", "dfs", "--runs", "100000", "--out", "unused"]) == 0
+    out = capsys.readouterr().out
+    assert "dfs: the whole bounded space (2 delays) is covered" in out and out.rstrip().endswith("no violation")
+
+
+def test_explore_exits_2_on_bad_input(capsys):
+    assert cli_main(["explore", str(SCENARIO), "--shard", "4/4"]) == 2
+    assert cli_main(["explore", str(SCENARIO), "--strategy", "dfs", "--shard", "0/2"]) == 2
+    assert "--shard" in capsys.readouterr().err
+
+
+def test_explore_exits_1_with_a_repro_on_a_violation(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "sim", "explore", str(SCENARIO), "--mutant", SCENARIO_MUTANT, "--out", str(tmp_path), "--json"],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    assert done.returncode == 1, done.stderr
+    document = json.loads(done.stdout)
+    assert document["violation"] is not None and document["strategy"] == "portfolio"
+    assert document["replay"] == f"python -m sim replay {next(tmp_path.glob('*.repro.json'))}"
