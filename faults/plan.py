@@ -46,6 +46,11 @@ class FaultPlan:
 
     # ---- actions -------------------------------------------------------------------------------
 
+    def track_actions(self, moments: "Moments") -> None:
+        """Have `moments` watch the action faults' triggers from the start of the run."""
+        for fault in self._actions:
+            moments.track(fault.trigger)
+
     async def run_actions(self, nursery: Any, moments: "Moments") -> None:
         """Start each time- or event-triggered action fault; point-triggered ones start at their hit."""
         self._nursery = nursery
@@ -70,24 +75,29 @@ class Moments:
 
     def __init__(self, rt: Any) -> None:
         self._rt = rt
-        self._waiting: list[tuple[Trigger, Any]] = []
+        self._armed: dict[int, Any] = {}
+        self._tracked: list[Trigger] = []
         self._pending: list[Any] = []
 
+    def track(self, trigger: Trigger) -> None:
+        """Watch a trigger's event from now on, before any task waits for it: an event recorded before its
+        waiter gets to run still arms it (tracking only at `wait` would miss it, depending on the schedule)."""
+        self._tracked.append(trigger)
+        self._armed[id(trigger)] = self._rt.event()
+
     def observe(self, kind: str, time: float) -> None:
-        for trigger, armed in self._waiting:
+        for trigger in self._tracked:
             if trigger.observe(kind, time):
-                armed.set()
+                self._armed[id(trigger)].set()
 
     async def wait(self, trigger: Trigger) -> bool:
-        """Sleep until the trigger's moment; False if it is inactive in this run or never armed."""
+        """Sleep until a tracked trigger's moment; False if it is inactive in this run or never armed."""
         if not trigger.active or (trigger.armed_at is None and trigger.spec.after_event is None):
             return False
         if trigger.armed_at is None:
-            armed = self._rt.event()
-            self._waiting.append((trigger, armed))
             with self._rt.cancel_scope() as scope:
                 self._pending.append(scope)
-                await armed.wait()
+                await self._armed[id(trigger)].wait()
             if scope in self._pending:
                 self._pending.remove(scope)
             if scope.cancelled_caught:

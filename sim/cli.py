@@ -100,7 +100,7 @@ def _write_trace(failing: Any, folder: Path) -> None:
 
 def _under_mutant(args: argparse.Namespace) -> int:
     """Re-run this command in a subprocess whose `reference` package has the mutant applied."""
-    from sim.mutants import StaleMutant, load_mutants, overlay, overlay_process
+    from sim.mutants import NAME_ENV, StaleMutant, load_mutants, overlay, overlay_process
 
     mutants = load_mutants()
     if args.mutant not in mutants:
@@ -109,7 +109,7 @@ def _under_mutant(args: argparse.Namespace) -> int:
     try:
         with overlay(mutants[args.mutant]) as folder:
             command, env = overlay_process(folder, argv)
-            return subprocess.run(command, env=env).returncode
+            return subprocess.run(command, env={**env, NAME_ENV: args.mutant}).returncode
     except StaleMutant as stale:
         raise UsageError(str(stale)) from None
 

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MUTANTS_DIR = ROOT / "mutants"
 EQUIVALENTS_FILE = "equivalent.toml"
 OVERLAY_ENV = "COMPACTION_SIM_MUTANT_OVERLAY"
+NAME_ENV = "COMPACTION_SIM_MUTANT"  # set for a curated mutant, so printed replay commands name it
 MARKER_REACH = 12  # lines under a FIX marker that its mutant may edit
 
 

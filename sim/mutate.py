@@ -50,7 +50,7 @@ def _sim_json(args: Sequence[str], env: dict[str, str] | None = None) -> tuple[i
 
 def sanity_pass(scenario: Path) -> str | None:
     """None if a forced failure is reported as a failure; otherwise what went wrong."""
-    code, document, errors = _sim_json(["run", str(scenario), "--runs", "1"], {FORCE_FAIL_ENV: "1"})
+    code, document, errors = _sim_json(["run", str(scenario), "--runs", "1", "--no-shrink"], {FORCE_FAIL_ENV: "1"})
     if code == 1 and document and not document["passed"]:
         return None
     return f"a forced failure was not reported (exit {code}): {errors.strip()[:200]}"
@@ -64,13 +64,13 @@ def run_mutant(name: str, killers: list[Any], others: list[Any], out: Path) -> M
         if not group:
             continue
         paths = [str(scenario.path) for scenario in group]
-        code, document, errors = _sim_json(["run", *paths, "--mutant", name, "--out", str(out / name)])
+        code, document, errors = _sim_json(["run", *paths, "--mutant", name, "--out", str(out / name), "--no-shrink"])
         if document is None:
             result.stale = errors.strip().splitlines()[-1] if errors.strip() else f"exit {code}"
             break
         for verdict in document["scenarios"]:
             if verdict["violation"] is not None:
-                result.killed_by[verdict["scenario"]] = verdict["replay"] + f" --mutant {name}"
+                result.killed_by[verdict["scenario"]] = verdict["replay"]
             else:
                 result.survived.append(verdict["scenario"])
     result.seconds = time.monotonic() - started

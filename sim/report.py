@@ -7,11 +7,13 @@ its witnesses (witnesses marked `>`), and the one command that replays the run e
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from sim.history import HistoryEvent
+from sim.mutants import NAME_ENV
 from sim.scenario.runner import RunReport, Verdict
 from sim.trace import render_text
 
@@ -72,7 +74,9 @@ def write_repro(report: RunReport, out_dir: Path) -> Path:
 
 
 def replay_command(repro: Path) -> str:
-    return f"python -m sim replay {shlex.quote(str(repro))}"
+    """The command that replays `repro`; under a curated mutant it names the mutant, or the replay diverges."""
+    mutant = os.environ.get(NAME_ENV)
+    return f"python -m sim replay {shlex.quote(str(repro))}" + (f" --mutant {shlex.quote(mutant)}" if mutant else "")
 
 
 def failure_block(report: RunReport, repro: Path | None) -> str:

@@ -38,7 +38,7 @@ def test_every_curated_mutant_is_claimed_by_a_scenario():
 @pytest.mark.parametrize("mutant", sorted(KILLERS))
 def test_each_killer_fails_under_its_mutant_with_a_violation(mutant, tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "sim", "run", *map(str, KILLERS[mutant]), "--mutant", mutant, "--json", "--out", str(tmp_path)],
+        [sys.executable, "-m", "sim", "run", *map(str, KILLERS[mutant]), "--mutant", mutant, "--json", "--no-shrink", "--out", str(tmp_path)],
         capture_output=True, text=True, cwd=ROOT,
     )
     assert done.returncode == 1, f"{mutant} survived:\n{done.stdout}\n{done.stderr}"

@@ -125,6 +125,7 @@ class ScenarioSystem:
         self.coverage: set[str] = set()
         self._nursery: Any = None
         self._extra_processes = 0
+        self._incarnations: dict[str, int] = {}
         self._extra_rotations = 0
 
     # ---- wiring --------------------------------------------------------------------------------
@@ -133,6 +134,10 @@ class ScenarioSystem:
         self.world.checkpoint_hook = self.plan.at_point
         self.world.kernel.listeners.append(self._on_event)
         self.world.kernel.on_idle = self.moments.give_up
+        self.plan.track_actions(self.moments)
+        self._drive_triggers = [Trigger(d.trigger, f"drive.{d.agent}", self.world.draw) for d in self.scenario.drives]
+        for trigger in self._drive_triggers:
+            self.moments.track(trigger)
 
     def _on_event(self, event: HistoryEvent) -> None:
         self.plan.observe(event.kind, event.time)
@@ -167,8 +172,11 @@ class ScenarioSystem:
                 self.store.end_session(session.id, now=0.0, reason=session.end_reason)
 
     def _start_process(self, name: str) -> SimProcess:
+        """Start (or restart) a process; a restarted one is a new incarnation, so its attempt ids are new too."""
         rt = ProcessRuntime(self.rt)
-        sim_process = SimProcess(name, self.process_table.spawn(name), rt, ProcessDatabase(rt, self.store),
+        self._incarnations[name] = self._incarnations.get(name, -1) + 1
+        incarnation = f"{name}r{self._incarnations[name]}" if self._incarnations[name] else name
+        sim_process = SimProcess(name, self.process_table.spawn(incarnation), rt, ProcessDatabase(rt, self.store),
                                  CompressionPool(rt, self.config.pool_cap))
         self.processes[name] = sim_process
         return sim_process
@@ -194,11 +202,10 @@ class ScenarioSystem:
         async with rt.open_nursery() as nursery:
             self._nursery = nursery
             await self.plan.run_actions(nursery, self.moments)
-            for index, drive in enumerate(self.scenario.drives):
-                nursery.start_soon(self._drive, drive, name=f"drive.{index}.{drive.action}")
+            for index, (drive, trigger) in enumerate(zip(self.scenario.drives, self._drive_triggers)):
+                nursery.start_soon(self._drive, drive, trigger, name=f"drive.{index}.{drive.action}")
 
-    async def _drive(self, drive: DriveSpec) -> None:
-        trigger = Trigger(drive.trigger, f"drive.{drive.agent}", self.world.draw)
+    async def _drive(self, drive: DriveSpec, trigger: Trigger) -> None:
         if await self.moments.wait(trigger):
             await self._perform(drive)
 

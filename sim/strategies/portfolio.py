@@ -1,13 +1,15 @@
-"""The default strategy: a rotation of the random walk and PCT at depths 1, 2 and 3, one member per run.
+"""The default strategy: the random walk every other run, PCT at depths 3 and 10 in between, in turn.
 
-Why a portfolio: no single strategy is best on every race. The random walk is good at shallow races with
-many interleavings of equal weight; PCT at depth 1 runs each task as far as it can before the next one (a
-race that needs one task to get far ahead), and at depths 2 and 3 finds the ordering bugs of that depth
-with a probability that does not shrink with the run's length. Rotating run by run gives each member a
-quarter of the runs, so the portfolio is never more than four times slower than its best member.
+Why a portfolio: no single strategy is best on every race, and rotating run by run gives each member a
+fixed share of the runs, so the portfolio needs at most about len(members) / share times the runs of its
+best member. The shares come from measurement (`python -m sim bench detection`) on the catalogue, whose
+runs are short (tens to a few hundred choices): there the random walk detects the hard races first, PCT
+at depth 3 (the classic depth for ordering bugs in long runs) trails it, PCT at depth 10 (a change point
+every few choices of a short run) lands in between, and PCT at depth 1 (one fixed priority order per run)
+never caught them in 200 runs. So half the runs are the random walk's.
 
-Run i of this object uses member i mod 4, seeded with the run's seed; the member's PCT objects keep their
-own horizon estimates across their runs. A run is reproduced from its recorded decisions, as any run is.
+Run i of this object uses member i mod 4, seeded with the run's seed; the PCT members keep their own
+horizon estimates across their runs. A run is reproduced from its recorded decisions, as any run is.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
 
 def default_members() -> list[Strategy]:
-    return [RandomWalk(), PCT(depth=1), PCT(depth=2), PCT(depth=3)]
+    return [RandomWalk(), PCT(depth=3), RandomWalk(), PCT(depth=10)]
 
 
 class Portfolio:
