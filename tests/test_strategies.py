@@ -311,4 +311,11 @@ def test_explore_exits_1_with_a_repro_on_a_violation(tmp_path):
     assert done.returncode == 1, done.stderr
     document = json.loads(done.stdout)
     assert document["violation"] is not None and document["strategy"] == "portfolio"
-    assert document["replay"] == f"python -m sim replay {next(tmp_path.glob('*.repro.json'))}"
+    assert str(next(tmp_path.glob("*.repro.json"))) in document["replay"]
+
+
+def test_the_command_line_offers_exactly_the_runner_strategies():
+    from sim.cli import STRATEGY_CHOICES
+    from sim.scenario.runner import DEFAULT_STRATEGY, STRATEGIES
+
+    assert STRATEGY_CHOICES == list(STRATEGIES) and DEFAULT_STRATEGY in STRATEGIES

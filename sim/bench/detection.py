@@ -75,8 +75,9 @@ def bench_detection(
     scenarios: Sequence[Scenario], mutants: Sequence[str], *, root_seeds: int, max_runs: int, coverage_runs: int, jobs: int
 ) -> dict[str, Any]:
     killers = {m: [s for s in scenarios if m in s.expect.must_fail_under] for m in mutants}
+    claimed = [m for m in mutants if killers[m]]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        documents = dict(zip(mutants, pool.map(lambda m: _detect_under(m, killers[m], root_seeds, max_runs), mutants)))
+        documents = dict(zip(claimed, pool.map(lambda m: _detect_under(m, killers[m], root_seeds, max_runs), claimed)))
     pairs = [
         {"mutant": mutant, "scenario": scenario,
          "strategies": {strategy: _summary(runs, max_runs) for strategy, runs in by_strategy.items()}}
@@ -89,7 +90,7 @@ def bench_detection(
         "max_runs": max_runs,
         "pairs": pairs,
         "errors": {mutant: document["error"] for mutant, document in documents.items() if "error" in document},
-        "unclaimed": [mutant for mutant in mutants if not killers[mutant]],
+        "unclaimed": [mutant for mutant in mutants if mutant not in claimed],
         "targets": targets(pairs),
         "coverage_runs": coverage_runs,
         "coverage": coverage(scenarios, DETECTION_STRATEGIES, coverage_runs),

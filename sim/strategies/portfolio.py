@@ -1,15 +1,17 @@
 """The default strategy: the random walk every other run, PCT at depths 3 and 10 in between, in turn.
 
-Why a portfolio: no single strategy is best on every race, and rotating run by run gives each member a
-fixed share of the runs, so the portfolio needs at most about len(members) / share times the runs of its
-best member. The shares come from measurement (`python -m sim bench detection`) on the catalogue, whose
-runs are short (tens to a few hundred choices): there the random walk detects the hard races first, PCT
-at depth 3 (the classic depth for ordering bugs in long runs) trails it, PCT at depth 10 (a change point
-every few choices of a short run) lands in between, and PCT at depth 1 (one fixed priority order per run)
-never caught them in 200 runs. So half the runs are the random walk's.
+Why a portfolio: no single strategy is best on every race. Rotating run by run gives each member a fixed
+share of the runs, so the portfolio needs at most about the runs its best member needs divided by that
+member's share: twice the random walk's, four times a PCT member's. The members and shares come from
+measurement (`python -m sim bench detection`) on the catalogue, whose runs are short (tens to a few
+hundred choices). On the races that take more than one run there, the random walk detects first; PCT at
+depth 10 (a change point every few choices of a short run) comes close; PCT at depth 3, the classic depth
+for ordering bugs in long runs, trails; PCT at depth 1 (one fixed priority order per run) did not catch
+them in 200 runs. So half the runs are the random walk's, and PCT keeps a share for races that need a
+task held back over a long stretch, which a walk rarely produces.
 
-Run i of this object uses member i mod 4, seeded with the run's seed; the PCT members keep their own
-horizon estimates across their runs. A run is reproduced from its recorded decisions, as any run is.
+Run i of this object uses member i mod len(members), seeded with the run's seed; the PCT members keep
+their own horizon estimates across their runs. A run is reproduced from its recorded decisions, as any run is.
 """
 
 from __future__ import annotations
