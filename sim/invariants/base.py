@@ -52,9 +52,11 @@ class Invariant:
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         return None
 
-    def violation(self, explanation: str, *witnesses: HistoryEvent) -> Violation:
-        time = max((event.time for event in witnesses), default=0.0)
-        return Violation(self.name, explanation, tuple(event.seq for event in witnesses), time)
+    def violation(self, explanation: str, *witnesses: HistoryEvent | None) -> Violation:
+        """A violation witnessed by `witnesses` (a None, for a check with no triggering event, is skipped)."""
+        present = [event for event in witnesses if event is not None]
+        time = max((event.time for event in present), default=0.0)
+        return Violation(self.name, explanation, tuple(event.seq for event in present), time)
 
 
 def attempt_of_holder(holder: str) -> str | None:

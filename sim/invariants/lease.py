@@ -164,7 +164,7 @@ class RefresherToleratesBlips(Invariant):
             if count < budget:
                 return self.violation(
                     f"{holder}'s refresher gave up after {count} consecutive missed refresh(es); its budget is {budget}",
-                    *[e for e in (failed, event) if e],
+                    failed, event,
                 )
         return None
 
@@ -188,7 +188,7 @@ class RefreshExtendsOwnRow(Invariant):
             owner = self._owner.get(fields["session"])
             if owner is None or owner.fields["holder"] != fields["holder"]:
                 whose = "a row released before" if owner is None else f"the row of {owner.fields['holder']}"
-                return self.violation(f"{fields['holder']}'s refresh of {fields['session']}'s lease took over {whose}", *[e for e in (owner, event) if e])
+                return self.violation(f"{fields['holder']}'s refresh of {fields['session']}'s lease took over {whose}", owner, event)
         return None
 
 

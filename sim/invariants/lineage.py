@@ -63,7 +63,7 @@ class SingleLiveHead(_LineageCheck):
                 live.setdefault(root, []).append(sid)
         for root, heads in sorted(live.items()):
             if len(heads) > 1:
-                return self.violation(f"lineage of {root} has {len(heads)} live heads: {', '.join(sorted(heads))}", *[e for e in [event] if e])
+                return self.violation(f"lineage of {root} has {len(heads)} live heads: {', '.join(sorted(heads))}", event)
         return None
 
 
@@ -77,7 +77,7 @@ class OneContinuationPerParent(_LineageCheck):
         for sid in store.session_ids():
             children = continuations(store, sid)
             if len(children) > 1:
-                return self.violation(f"{sid} has {len(children)} continuations: {', '.join(sorted(children))}", *[e for e in [event] if e])
+                return self.violation(f"{sid} has {len(children)} continuations: {', '.join(sorted(children))}", event)
         return None
 
 
@@ -91,7 +91,7 @@ class NoOrphanParent(_LineageCheck):
         for sid in store.session_ids():
             row = store.get_session(sid)
             if row.end_reason == "compression" and not continuations(store, sid):
-                return self.violation(f"{sid} is closed by compression but has no continuation", *[e for e in [event] if e])
+                return self.violation(f"{sid} is closed by compression but has no continuation", event)
         return None
 
 
@@ -153,7 +153,7 @@ class DeliberateEndIsFinal(_LineageCheck):
             row = store.get_session(sid)
             if row.ended_at is None or row.end_reason != reason:
                 now = "live again" if row.ended_at is None else f"ended as {row.end_reason}"
-                return self.violation(f"{sid} was ended on purpose ({reason}) but is now {now}", *[e for e in (ended, event) if e])
+                return self.violation(f"{sid} was ended on purpose ({reason}) but is now {now}", ended, event)
         return None
 
 

@@ -53,7 +53,7 @@ class NoDuplicatePersistedTurn(Invariant):
                 role, content, _ = duplicated[0]
                 return self.violation(
                     f"session {row.id} holds {counts[duplicated[0]]} active copies of the {role} message {content[:40]!r}",
-                    *[e for e in [event] if e],
+                    event,
                 )
         return None
 
@@ -205,6 +205,6 @@ class DurableMessagesMatchRows(Invariant):
                         f"the row is a {row.role} message of {len(row.content or '')} chars at t={row.timestamp}")
                     return self.violation(
                         f"agent {name} holds a {held[0]} message of {len(str(held[1]))} chars at t={held[2]} as durable "
-                        f"row {row_id}, but {found}: the live transcript was edited in place", *[e for e in [event] if e],
+                        f"row {row_id}, but {found}: the live transcript was edited in place", event,
                     )
         return None
