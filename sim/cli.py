@@ -541,7 +541,7 @@ def _add_search(commands: Any, bench: argparse.ArgumentParser) -> None:
     explore.add_argument("path", metavar="SCENARIO")
     budget = explore.add_mutually_exclusive_group()
     budget.add_argument("--runs", type=int, help="runs in this shard (default: the scenario's, unless --time-budget)")
-    budget.add_argument("--time-budget", type=float, metavar="SECONDS", help="search for this many wall-clock seconds")
+    budget.add_argument("--time-budget", type=float, metavar="SECONDS", help="search for this many seconds (CPU time)")
     explore.add_argument("--strategy", choices=STRATEGY_CHOICES, help="search strategy (default: the scenario's, else portfolio)")
     explore.add_argument("--shard", default="0/1", metavar="I/N",
                          help="run seeds first+I, first+I+N, ...: N machines with shards 0/N..N-1/N never repeat a seed")

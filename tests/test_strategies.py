@@ -1,5 +1,5 @@
 """Exploration strategies: PCT's priorities, the bounded search's exhaustion, Hypothesis's shrinking,
-replay of every strategy's runs, and the seed partition behind `explore --shard`."""
+replay of every strategy's runs, and `explore`: its seed partition, budgets and exit codes."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from sim import World, replay
 from sim.cli import main as cli_main
-from sim.explore import Shard
+from sim.explore import Shard, explore
 from sim.registry import registry
 from sim.scenario.loader import load_paths
 from sim.scenario.runner import run_once
@@ -289,6 +289,13 @@ def test_shards_partition_the_seed_space(count):
 def test_a_malformed_shard_is_refused(text):
     with pytest.raises(ValueError, match="I/N"):
         Shard.parse(text)
+
+
+def test_a_time_budget_keeps_exploring_until_it_is_spent():
+    scenario = load_paths([SCENARIO], registry())[0]
+    found = explore(scenario, "random", first_seed=0, shard=Shard(1, 3), time_budget=0.3)
+    assert found.verdict.runs > 1 and 0.3 <= found.verdict.seconds < 3
+    assert found.exhausted is None
 
 
 def test_explore_exits_0_when_the_budget_runs_out_clean_and_reports_dfs_exhaustion(capsys):
