@@ -41,7 +41,7 @@ def _run(args: argparse.Namespace) -> int:
     scenarios = _scenarios(args.paths)
     verdicts, documents, blocks, failures = [], [], [], []
     for scenario in scenarios:
-        scenario = _with_strategy(scenario, _strategy_name(scenario, args.strategy))
+        scenario = _with_strategy(scenario, args.strategy or scenario.explore.strategy)
         verdict = check(scenario, runs=args.runs, seed=args.seed)
         verdicts.append(verdict)
         repro = shrunk = None
@@ -76,21 +76,6 @@ def _with_strategy(scenario: Any, strategy: str) -> Any:
     import dataclasses
 
     return dataclasses.replace(scenario, explore=dataclasses.replace(scenario.explore, strategy=strategy))
-
-
-def _strategy_name(scenario: Any, requested: str | None) -> str:
-    """`--strategy`, else the strategy the scenario file names, else the portfolio (the command line's default).
-
-    The loader fills in a default for a file that names none, so the file itself says whether it chose one.
-    """
-    import tomllib
-
-    from sim.scenario.runner import DEFAULT_STRATEGY
-
-    if requested:
-        return requested
-    named = tomllib.loads(Path(scenario.path).read_text(encoding="utf-8")).get("explore", {}).get("strategy")
-    return named or DEFAULT_STRATEGY
 
 
 def _write_trace(failing: Any, folder: Path) -> None:
@@ -462,7 +447,7 @@ def _explore(args: argparse.Namespace) -> int:
         shard = Shard.parse(args.shard)
     except ValueError as error:
         raise UsageError(f"--shard: {error}") from None
-    strategy = _strategy_name(scenario, args.strategy)
+    strategy = args.strategy or scenario.explore.strategy
     if strategy == "dfs" and shard.count > 1:
         raise UsageError("--shard: dfs walks one schedule tree, which seeds do not split; run it unsharded")
     for option, value in (("--runs", args.runs), ("--time-budget", args.time_budget)):

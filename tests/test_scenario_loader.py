@@ -66,7 +66,7 @@ class FakeRegistry:
         "threshold_tokens": int, "ctrl_c_grace_s": float, "rotation": bool, "summary_model": str,
     })
     mutants: Collection[str] = ("hard-cancel-rollback", "no-persisted-marker")
-    strategies: Collection[str] = ("random", "pct")
+    strategies: Collection[str] = ("random", "pct", "portfolio")
     coverage_marks: Collection[str] = ("summary_interrupted", "lease_reclaimed")
 
 
@@ -198,7 +198,7 @@ def test_a_minimal_file_gets_every_default(tmp_path, registry):
     )
     assert scenario.faults == ()
     assert scenario.expect == ExpectSpec("all", "pass", (), ())
-    assert scenario.explore == ExploreSpec(runs=50, seed=0, strategy="random", max_steps=200_000, max_time=21600.0)
+    assert scenario.explore == ExploreSpec(runs=50, seed=0, strategy="portfolio", max_steps=200_000, max_time=21600.0)
 
 
 @pytest.mark.parametrize("written, seconds", [
@@ -263,7 +263,7 @@ MISTAKES = [
     ("unknown mutant", '[expect]\nmust_fail_under = ["no-rollback"]\n', "expect.must_fail_under[0]", "a mutant"),
     ("unknown coverage mark", '[expect]\ncoverage = ["x"]\n', "expect.coverage[0]", "a coverage mark"),
     ("unknown outcome", '[expect]\noutcome = "fail"\n', "expect.outcome", 'one of "pass", "violation"'),
-    ("unknown strategy", '[explore]\nstrategy = "dfs"\n', "explore.strategy", 'a strategy (one of "pct", "random")'),
+    ("unknown strategy", '[explore]\nstrategy = "dfs"\n', "explore.strategy", 'a strategy (one of "pct", "portfolio", "random")'),
     ("unknown agent in a drive", '[[drive]]\nat = 0\nturn = "x"\nagent = "bob"\n', "drive[0].agent",
      'a declared agent (one of "main")'),
     ("unknown agent in a fault", '[[fault]]\nkind = "ctrl_c"\nat = 0\nagent = "bob"\n', "fault[0].agent",

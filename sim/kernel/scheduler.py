@@ -327,10 +327,12 @@ class Kernel:
     def close_unfinished(self) -> None:
         """Close the coroutines of tasks a failed run left behind, so they do not leak warnings."""
         for task in list(self.alive.values()):
+            self.current = task  # cleanup that releases the task's own locks must run as that task
             try:
                 task.coro.close()
             except BaseException:  # a finally that awaits during close cannot be run; nothing to do
                 pass
+        self.current = None
         self.alive.clear()
         self.runnable.clear()
 

@@ -233,8 +233,8 @@ EXPLORE = Table(
         "runs": Int("Runs, one per root seed from `seed` on.", min=1, default=50, example="200"),
         "seed": Int("The first root seed.", min=0, default=0, example="7"),
         "strategy": Registered(
-            "The strategy that picks the next task.", source="strategies", noun="a strategy", default="random",
-            example='"random"',
+            "The strategy that picks the next task.", source="strategies", noun="a strategy", default="portfolio",
+            example='"pct"',
         ),
         "max_steps": Int("Scheduler steps allowed per run.", min=1, default=200_000, example="1000000"),
         "max_time": Duration("Virtual time allowed per run.", default="6h", example='"30m"'),
