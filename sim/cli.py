@@ -109,10 +109,20 @@ def _load_repro(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: no such repro file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise UsageError(f"{path}: not a repro file ({error})") from None
-    for key, kind in (("scenario", str), ("seed", int), ("decisions", list)):
+    for key, kind in (("scenario", str), ("seed", int), ("decisions", list), ("decision_points", int)):
         if not isinstance(document, dict) or not isinstance(document.get(key), kind):
             raise UsageError(f"{path}: {key}: expected {kind.__name__} in a repro file")
     return document
+
+
+def _recorded_decisions(path: Path, document: dict[str, Any]) -> list[Any]:
+    """A repro's decision list, expanded from the non-default choices it stores to every choice point."""
+    from sim.strategies.base import expand
+
+    try:
+        return expand(document["decisions"], document["decision_points"])
+    except (TypeError, ValueError) as error:
+        raise UsageError(f"{path}: decisions: expected [position, kind, ...] entries within decision_points ({error})") from None
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -129,16 +139,18 @@ def _replay(args: argparse.Namespace) -> int:
         document = _load_repro(repro_path)
         scenario = _scenarios([document["scenario"]])[0]
         try:
-            result = run_once(scenario, document["seed"], [tuple(d) for d in document["decisions"]])
+            result = run_once(scenario, document["seed"], _recorded_decisions(repro_path, document))
         except DivergenceError as divergence:
             raise UsageError(f"{repro_path}: the recording no longer fits the code: {divergence}") from None
         expected_digest = document.get("digest")
     print(result.result.trace_text())
     if args.report is not None:
         _write_html(args.report, result, _replay_text(args))
+    if expected_digest is not None and expected_digest != result.result.digest():
+        raise UsageError(f"{args.target}: the recording no longer fits the code: the replayed trace differs from the "
+                         f"recorded one (digest {result.result.digest()[:16]}, recorded {expected_digest[:16]})")
     if expected_digest is not None:
-        same = expected_digest == result.result.digest()
-        print(f"\ntrace digest {result.result.digest()[:16]}: {'identical to the recording' if same else 'DIFFERS from the recording'}")
+        print(f"\ntrace digest {result.result.digest()[:16]}: identical to the recording")
     if result.violations:
         print("\n" + report.failure_block(result, None))
         return EXIT_VIOLATION
@@ -165,7 +177,7 @@ def _shrink(args: argparse.Namespace) -> int:
         raise UsageError(f"{repro_path}: invariant: expected str in a repro file")
     scenario = _scenarios([document["scenario"]])[0]
     try:
-        result = shrink(scenario, document["seed"], [tuple(d) for d in document["decisions"]], document["invariant"],
+        result = shrink(scenario, document["seed"], _recorded_decisions(repro_path, document), document["invariant"],
                         source=repro_path, out_dir=args.out or repro_path.parent, time_limit=args.time_limit)
     except ShrinkError as error:
         raise UsageError(f"{repro_path}: {error}") from None

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Sequence
 
 from sim.history import HistoryEvent
 from sim.mutants import NAME_ENV
+from sim.strategies.base import sparse
 from sim.scenario.runner import RunReport, Verdict
 from sim.trace import render_text
 
@@ -62,7 +63,8 @@ def repro_document(report: RunReport) -> dict[str, Any]:
         "invariant": violation.invariant,
         "explanation": violation.explanation,
         "digest": report.result.digest(),
-        "decisions": [list(decision) for decision in report.result.decisions],
+        "decision_points": len(report.result.decisions),
+        "decisions": sparse(report.result.decisions),
     }
 
 
@@ -83,7 +85,7 @@ def failure_block(report: RunReport, repro: Path | None) -> str:
     violation = report.violations[0]
     lines = [
         f"FAIL {report.scenario.name}: {violation.invariant} (seed {report.seed}, {report.result.steps} steps, "
-        f"{len(report.result.decisions)} decisions)",
+        f"{len(sparse(report.result.decisions))} decisions)",
         f"  {violation.explanation}",
         "",
         timeline_around(report.result.history, violation.witnesses),

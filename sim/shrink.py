@@ -58,15 +58,15 @@ class Candidate:
 class Size:
     """How big a failing run is, in the terms a person reading it cares about."""
 
-    decisions: int
-    non_default: int
+    decisions: int  # non-default choices: the entries of the repro's decision list
+    points: int  # every choice point of the run, defaults included
     faults: int
     drives: int
     steps: int
 
     @classmethod
     def of(cls, candidate: Candidate, report: RunReport) -> "Size":
-        return cls(len(candidate.decisions), non_default(candidate.decisions), len(candidate.faults),
+        return cls(non_default(candidate.decisions), len(candidate.decisions), len(candidate.faults),
                    len(candidate.drives), report.result.steps)
 
 
@@ -103,7 +103,7 @@ class ShrinkResult:
         lines = [f"shrunk {self.name} ({self.invariant}) in {self.seconds:.1f}s, {self.runs} runs{limit}:",
                  f"  {'':<20}{'before':>8}{'after':>8}"]
         for field in dataclasses.fields(Size):
-            label = "non-default choices" if field.name == "non_default" else field.name
+            label = "choice points" if field.name == "points" else field.name
             lines.append(f"  {label:<20}{getattr(self.before, field.name):>8}{getattr(self.after, field.name):>8}")
         lines += [f"  scenario: {self.scenario_path}", f"  repro: {self.repro_path}", f"  replay: {replay_command(self.repro_path)}"]
         return "\n".join(lines)
@@ -111,7 +111,7 @@ class ShrinkResult:
 
 def _key(candidate: Candidate) -> tuple[Any, ...]:
     decisions = candidate.decisions
-    return (len(candidate.faults), len(candidate.drives), len(decisions), non_default(decisions),
+    return (len(candidate.faults), len(candidate.drives), non_default(decisions), len(decisions),
             tuple(decision[-1] for decision in decisions))
 
 
@@ -298,8 +298,8 @@ def write_scenario(shrinker: Shrinker, source: Path, out_dir: Path, after: Size)
     header = [
         f"Shrunk from {source} (seed {shrinker.seed}), which violates {shrinker.invariant}; scenario {original}.",
         f"Kept {after.faults} of {before.faults} faults and {after.drives} of {before.drives} drives; "
-        f"decisions {before.decisions} -> {after.decisions}, non-default choices {before.non_default} -> "
-        f"{after.non_default}, steps {before.steps} -> {after.steps}.",
+        f"decisions {before.decisions} -> {after.decisions}, choice points {before.points} -> "
+        f"{after.points}, steps {before.steps} -> {after.steps}.",
         "The decision list that replays the violation is in the repro file written beside this one; the "
         "original's must_fail_under and coverage are left out, since this run proves only its own failure.",
     ]

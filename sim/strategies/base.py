@@ -28,3 +28,29 @@ class Strategy(Protocol):
 
     def draw(self, stream: str, bound: int) -> int:
         """A number in [0, bound) for the named random stream."""
+
+
+# A choice that took the default (task 0, the kernel's FIFO order; a draw of 0) is not a decision anyone made.
+# Repro files store only the others, each with its position among all choice points, so a decision list is
+# as long as the number of deviations a person has to understand; `expand` restores the full sequence, with
+# DEFAULT at the other points (replay answers 0 there, whatever kind of choice it is).
+DEFAULT: Decision = ("default",)
+
+
+def is_default(decision: Decision) -> bool:
+    return decision[-1] == 0 or decision == DEFAULT
+
+
+def sparse(decisions: "Sequence[Decision]") -> list[list]:
+    """The non-default decisions, each as [position, *decision]."""
+    return [[position, *decision] for position, decision in enumerate(decisions) if not is_default(decision)]
+
+
+def expand(entries: "Sequence[Sequence]", points: int) -> list[Decision]:
+    """The full decision sequence of `points` choice points from its sparse form."""
+    full: list[Decision] = [DEFAULT] * points
+    for position, *decision in entries:
+        if not 0 <= position < points:
+            raise ValueError(f"a decision at position {position} lies outside the run's {points} choice points")
+        full[position] = tuple(decision)
+    return full

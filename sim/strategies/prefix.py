@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from sim.strategies.base import Decision
+from sim.strategies.base import Decision, is_default
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Task
@@ -53,4 +53,4 @@ def _clamp(value: int, bound: int) -> int:
 
 def non_default(decisions: Iterable[Decision]) -> int:
     """Choices other than task 0 or a draw of 0: each is a deviation from the unsteered run."""
-    return sum(1 for decision in decisions if decision[-1] != DEFAULT_CHOICE)
+    return sum(1 for decision in decisions if not is_default(decision))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from sim.kernel.errors import DivergenceError
-from sim.strategies.base import Decision
+from sim.strategies.base import DEFAULT, Decision
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Task
@@ -34,7 +34,16 @@ class ReplayStrategy:
         self._position += 1
         return decision
 
+    def _default(self) -> bool:
+        """A point where the recording took the default: answer 0 whatever kind of choice it is now."""
+        if self._position < len(self._decisions) and self._decisions[self._position] == DEFAULT:
+            self._position += 1
+            return True
+        return False
+
     def choose_task(self, runnable: Sequence["Task"]) -> int:
+        if self._default():
+            return 0
         names = ", ".join(task.name for task in runnable)
         _, options, index = self._next("task", "task choice", f"{len(runnable)} runnable: {names}")
         if options != len(runnable):
@@ -45,6 +54,8 @@ class ReplayStrategy:
         return index
 
     def draw(self, stream: str, bound: int) -> int:
+        if self._default():
+            return 0
         _, recorded_stream, recorded_bound, value = self._next("draw", "random draw", f"stream {stream!r}, bound {bound}")
         if (recorded_stream, recorded_bound) != (stream, bound):
             raise DivergenceError(
