@@ -301,7 +301,7 @@ def _heading(report: RunReport, violation: Violation | None) -> str:
         verdict = f'<span class="verdict fail">FAIL</span> {_e(violation.invariant)}'
         explanation = f'<p class="explanation">{_e(violation.explanation)}</p>'
     facts = [("seed", report.seed), ("outcome", result.outcome), ("steps", result.steps),
-             ("decisions", f"{len(result.decisions)} ({non_default(result.decisions)} non-default)"),
+             ("decisions", f"{non_default(result.decisions)} (of {len(result.decisions)} choice points)"),
              ("virtual time", _time_label(result.virtual_time)), ("events", len(result.history)),
              ("faults fired", ", ".join(f"{spec.kind} ×{count}" for spec, count in zip(report.scenario.faults, report.fired)) or "none")]
     facts_html = " · ".join(f"{_e(name)} <b>{_e(value)}</b>" for name, value in facts)
@@ -352,7 +352,8 @@ def _decisions(decisions: Sequence[tuple]) -> str:
     items = "".join(
         f'<li class="{"nd" if decision[-1] != 0 else "d"}">{_e(_decision_text(decision))}</li>' for decision in decisions
     )
-    return (f"<details><summary>Decision list ({len(decisions)} decisions, {non_default(decisions)} non-default)</summary>\n"
+    return (f"<details><summary>Decision list ({non_default(decisions)} decisions at {len(decisions)} choice points; "
+            f"the others took the default)</summary>\n"
             f'<ol class="decisions" start="0">{items}</ol></details>')
 
 
