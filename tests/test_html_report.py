@@ -94,7 +94,7 @@ def test_the_replay_command_scenario_and_decisions_are_on_the_page(failing, page
     parsed = Page(page)
     assert parsed.by_class["command"] == [REPLAY]
     assert 'kind = "second_process"' in "".join(parsed.by_class["text"])
-    assert f"{len(failing.result.decisions)} decisions" in page
+    assert f"decisions at {len(failing.result.decisions)} choice points" in page
     assert page.count('<li class="') == len(failing.result.decisions)
 
 
