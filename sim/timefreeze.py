@@ -1,4 +1,4 @@
-"""Pin `time.time()` and `datetime.now()` to virtual time while simulated runs execute.
+"""Pin the wall clock (`time.time` and `datetime.now`) to virtual time while simulated runs execute.
 
 Starting freezegun scans every loaded module (milliseconds), so a batch of runs shares one freeze and each
 run moves the frozen time as its virtual clock advances. The freeze is always undone on exit.
