@@ -207,8 +207,22 @@ CASES: dict[str, tuple[list[tuple], list[tuple], Callable | None, Callable | Non
         [E("compaction.finished", 10, attempt="p1.1", status="unchanged"), E("lease.refreshed", 20, session="s", holder=H1)],
         [E("compaction.finished", 10, attempt="p1.1", status="unchanged")],
         None, None),
-    "dead_holder_reclaimable": ([E("lease.contended", session="s", holder=H1)], [E("lease.contended", session="s", holder=H1)],
+    "dead_holder_reclaimable": ([E("process.crashed", process="p9", pid=999), E("lease.contended", session="s", holder=H1)],
+                                [E("process.crashed", process="p9", pid=999), E("lease.contended", session="s", holder=H1)],
                                 leased_by(DEAD, 100), leased_by(H2, 100)),
+    "turn_fails_only_expectedly": (
+        [E("fault.fired", fault=0, fault_kind="host_interrupt", point="host.wait"),
+         E("frontend.turn_failed", agent="main", error="RuntimeError: can't release lock: this task does not own it")],
+        [E("fault.fired", fault=0, fault_kind="host_interrupt", point="host.wait"),
+         E("frontend.turn_failed", agent="main", error="ExceptionGroup: Exceptions from nursery (1 sub-exception)"),
+         E("frontend.turn_failed", agent="main", error="PersistenceFailed: session 'D' was closed by compression")],
+        None, None),
+    "worker_raises_only_after_fault": (
+        [E("fault.fired", fault=0, fault_kind="stall", point="provider.progress", duration=75.0),
+         E("compaction.error", attempt="p1.1", error="ExceptionGroup('Exceptions from nursery', [TypeError('cannot unpack')])")],
+        [E("fault.fired", fault=0, fault_kind="db_write_failure", op="archive_and_compact", phase="before_commit"),
+         E("compaction.error", attempt="p1.1", error="OperationalError('disk I/O error (injected)')")],
+        None, None),
     "stale_attempt_writes_no_state": (
         [E("host.timeout", attempt="p1.1", budget="idle", since_progress=10), E("cooldown.cleared", attempt="p1.1", session="s")],
         [E("cooldown.cleared", attempt="p1.1", session="s")],
@@ -305,6 +319,54 @@ CASES.update({
          E("compaction.finished", 120, session="s", attempt="p1.1", status="unchanged", reason="fence_cancelled"),
          E("lease.acquired", 121, session="s", holder=H2)],
         None, None),
+})
+
+
+def with_rows(retire_without_recount: bool) -> Callable[[SessionStore], None]:
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": "hi", "timestamp": 0.0},
+                                    {"role": "assistant", "content": "ack: hi", "timestamp": 0.1}], now=0)
+        if retire_without_recount:  # what a commit that retires rows but skips the recount leaves behind
+            store._db.execute("UPDATE messages SET active = 0 WHERE session_id = 's'")
+    return arrange
+
+
+def answered_only(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+    store.append_messages("s", [{"role": "assistant", "content": "ack: hi", "timestamp": 0.1}], now=0)
+
+
+def struck(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+    store.bump_ineffective("s")
+
+
+CASES.update({
+    "cancel_never_beats_admitted_commit": (
+        [E("fence.begin_ok", 0, attempt="p1.1"), E("fence.finish", 10, attempt="p1.1"), E("fence.cancel_won", 10, attempt="p1.1", hard=True)],
+        [E("fence.begin_ok", 0, attempt="p1.1"), E("fence.finish", 10, attempt="p1.1"), E("fence.cancel_won", 11, attempt="p1.2", hard=True)],
+        None, None),
+    "summary_starts_under_lease": (
+        [E("lease.contended", 0, session="s", holder=H2), E("lease.released", 0, session="s", holder=H2, held=False),
+         E("compaction.summary_started", 1, attempt="p1.2", generation=2)],
+        [E("lease.acquired", 0, session="s", holder=H1), E("compaction.summary_started", 1, attempt="p1.1", generation=1),
+         E("lease.released", 5, session="s", holder=H1, held=True)],
+        None, None),
+    "message_count_matches_active_rows": ([], [], with_rows(True), with_rows(False)),
+    "completed_turn_persists_user_message": (
+        [E("frontend.turn_submitted", 0, "cli", agent="main", text="hi"),
+         E("turn.persisted", 1, "cli", session="s", caller_session="s", turn=1, role="assistant", row=1)],
+        [E("frontend.turn_submitted", 0, "cli", agent="main", text="hi"),
+         E("turn.persisted", 1, "cli", session="s", caller_session="s", turn=1, role="user", row=1),
+         E("turn.persisted", 1, "cli", session="s", caller_session="s", turn=1, role="assistant", row=2)],
+        answered_only, with_rows(False)),
+    "commit_below_threshold_clears_strikes": (
+        [E("compaction.strike", 0, session="s", attempt="p1.1", strikes=1), E("lease.acquired", 5, session="s", holder=H2),
+         E("compaction.committed", 6, session="s", attempt="p1.2", tokens=5, tokens_before=9)],
+        [E("compaction.strike", 0, session="s", attempt="p1.1", strikes=1), E("lease.acquired", 5, session="s", holder=H2),
+         lambda store: store.reset_ineffective("s"), E("compaction.committed", 6, session="s", attempt="p1.2", tokens=5, tokens_before=9)],
+        struck, struck),
 })
 
 

@@ -7,8 +7,9 @@ from sim.invariants.compressor import (
     HardCancelRestoresCooldown,
     StaleAttemptWritesNoState,
     WouldGrowLatchesBreaker,
+    CommitBelowThresholdClearsStrikes,
 )
-from sim.invariants.fence import LeaseHeldAcrossCommit, NoCommitAfterCancel
+from sim.invariants.fence import CancelNeverBeatsAdmittedCommit, LeaseHeldAcrossCommit, NoCommitAfterCancel
 from sim.invariants.host import (
     HardCancelFreesLease,
     HungCommitReported,
@@ -17,6 +18,8 @@ from sim.invariants.host import (
     NoProgressAfterGiveUp,
     PoolAdmissionBounded,
     StaleJobNeverRuns,
+    TurnFailsOnlyExpectedly,
+    WorkerRaisesOnlyAfterFault,
 )
 from sim.invariants.lease import (
     AppendsNeverRefusedByLease,
@@ -28,6 +31,7 @@ from sim.invariants.lease import (
     RefresherToleratesBlips,
     RefreshExtendsOwnRow,
     RetryNeverOverlapsLiveWorker,
+    SummaryStartsUnderLease,
 )
 from sim.invariants.lineage import (
     CallerSessionFollowsRotation,
@@ -45,6 +49,8 @@ from sim.invariants.transcript import (
     DurableMessagesMatchRows,
     NoDuplicatePersistedTurn,
     RewindSlotsStayUnderWatermark,
+    MessageCountMatchesActiveRows,
+    CompletedTurnPersistsUserMessage,
 )
 
 INVARIANTS: dict[str, type[Invariant]] = {
@@ -61,6 +67,9 @@ INVARIANTS: dict[str, type[Invariant]] = {
         DurableMessagesMatchRows,
         NoProgressAfterGiveUp, LateContenderAdopts, CurrentAttemptOwnsCompressor, RefresherToleratesBlips,
         RefreshExtendsOwnRow, CommitHoldsLease, RetryNeverOverlapsLiveWorker,
+        TurnFailsOnlyExpectedly, WorkerRaisesOnlyAfterFault,
+        CancelNeverBeatsAdmittedCommit, SummaryStartsUnderLease, MessageCountMatchesActiveRows,
+        CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes,
     )
 }
 

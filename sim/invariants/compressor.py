@@ -204,3 +204,42 @@ class CurrentAttemptOwnsCompressor(Invariant):
         process = attempt.rsplit(".", 1)[0]
         agents = getattr(self.system, "agents", {})  # the system's agents by name (each slot has .spec.process)
         return sum(1 for slot in agents.values() if slot.spec.process == process) <= 1
+
+
+class CommitBelowThresholdClearsStrikes(Invariant):
+    name = "commit_below_threshold_clears_strikes"
+    races = ("R13",)
+    description = "A commit that ends below the threshold, by an attempt whose lease came after the session's last strike, leaves the ineffective count at 0."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._acquired: dict[str, HistoryEvent] = {}  # attempt -> its lease.acquired
+        self._last_strike: dict[str, HistoryEvent] = {}  # session -> its latest strike
+        self._last_restore: dict[str, HistoryEvent] = {}  # session -> its latest cooldown-row restore
+        self._reset_failed: set[str] = set()
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        fields = event.fields
+        if event.kind == "lease.acquired":
+            self._acquired[attempt_of_holder(fields["holder"])] = event
+        elif event.kind == "compaction.strike":
+            self._last_strike[fields["session"]] = event
+        elif event.kind == "cooldown.restored":
+            self._last_restore[fields["session"]] = event
+        elif event.kind == "compaction.strike_reset_failed":
+            self._reset_failed.add(fields["attempt"])
+        elif event.kind == "compaction.committed":
+            session, attempt = fields["session"], fields["attempt"]
+            acquired, strike = self._acquired.get(attempt), self._last_strike.get(session)
+            restore = self._last_restore.get(session)
+            if (acquired is None or strike is None or strike.seq > acquired.seq or attempt in self._reset_failed
+                    or (restore is not None and restore.seq > acquired.seq)
+                    or fields["tokens"] >= self.system.config.threshold_tokens):
+                return None
+            count = self.system.store.cooldown_row(session).ineffective_count
+            if count:
+                return self.violation(
+                    f"attempt {attempt} committed below the threshold after strike(s) yet the ineffective count is {count}",
+                    strike, event,
+                )
+        return None

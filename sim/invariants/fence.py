@@ -58,3 +58,21 @@ class LeaseHeldAcrossCommit(Invariant):
                     self._committing[attempt], event,
                 )
         return None
+
+
+class CancelNeverBeatsAdmittedCommit(Invariant):
+    name = "cancel_never_beats_admitted_commit"
+    races = ("R1", "R6")
+    description = "Once an attempt's commit was admitted, no cancel of that attempt wins its fence (a cancel waits out the commit and loses)."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._admitted: dict[str, HistoryEvent] = {}
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        attempt = event.fields.get("attempt")
+        if event.kind == "fence.begin_ok":
+            self._admitted.setdefault(attempt, event)
+        elif event.kind == "fence.cancel_won" and attempt in self._admitted:
+            return self.violation(f"a cancel won attempt {attempt}'s fence after its commit was admitted", self._admitted[attempt], event)
+        return None

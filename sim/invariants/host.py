@@ -202,3 +202,62 @@ class NoProgressAfterGiveUp(Invariant):
             process = event.fields["process"]
             self._given_up = {a: e for a, e in self._given_up.items() if a.rsplit(".", 1)[0] != process}
         return None
+
+
+# Errors that are never an injected fault's doing, however a run was disturbed: a bug in the system.
+PROGRAMMING_ERRORS = (
+    "RuntimeError", "TypeError", "AttributeError", "KeyError", "IndexError", "ValueError", "AssertionError",
+    "NameError", "UnboundLocalError", "ZeroDivisionError", "RecursionError", "NotImplementedError",
+)
+
+
+class TurnFailsOnlyExpectedly(Invariant):
+    name = "turn_fails_only_expectedly"
+    races = ("R5", "R6")
+    description = (
+        "A turn fails only with an expected error: PersistenceFailed naming compression, or, once an injected fault "
+        "has fired in the run, an error that is not a programming error (no RuntimeError, TypeError, ...)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._fault: HistoryEvent | None = None
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        if event.kind == "fault.fired":
+            self._fault = self._fault or event
+        elif event.kind == "frontend.turn_failed":
+            error = str(event.fields.get("error", ""))
+            kind = error.split(":", 1)[0].strip()
+            if kind == "PersistenceFailed" and "compression" in error:
+                return None
+            if self._fault is None:
+                return self.violation(f"a turn of {event.fields.get('agent')} failed with no fault injected: {error}", event)
+            if kind in PROGRAMMING_ERRORS:
+                return self.violation(f"a turn of {event.fields.get('agent')} failed with a programming error: {error}", self._fault, event)
+        return None
+
+
+class WorkerRaisesOnlyAfterFault(Invariant):
+    name = "worker_raises_only_after_fault"
+    races = ("R21",)
+    description = (
+        "A compression worker raises unexpectedly (compaction.error) only in a run where an injected fault fired, "
+        "and never with a programming error (a TypeError, RuntimeError, ... anywhere in what it raised)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._fault: HistoryEvent | None = None
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        if event.kind == "fault.fired":
+            self._fault = self._fault or event
+        elif event.kind == "compaction.error":
+            attempt, error = event.fields.get("attempt"), str(event.fields.get("error", ""))
+            if self._fault is None:
+                return self.violation(f"the worker of {attempt} raised with no fault injected: {error}", event)
+            bug = next((name for name in PROGRAMMING_ERRORS if f"{name}(" in error), None)  # the error is a repr
+            if bug is not None:
+                return self.violation(f"the worker of {attempt} raised a programming error ({bug}): {error}", self._fault, event)
+        return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from sim.history import HistoryEvent
@@ -108,13 +109,31 @@ class DeadHolderReclaimable(Invariant):
     races = ("R24",)
     description = "A lease whose holder's process is provably dead never makes another attempt sit out."
 
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        # Dead pids come from the history (process.crashed), not from the reference's own process table: a
+        # table that forgot a kill would otherwise blind this check to the very bug it is meant to catch.
+        self._dead: dict[int, HistoryEvent] = {}
+
     def on_event(self, event: HistoryEvent) -> Violation | None:
+        if event.kind == "process.crashed":
+            self._dead.setdefault(int(event.fields["pid"]), event)
+            return None
         if event.kind != "lease.contended":
             return None
         row = self.system.store.lease_row(event.fields["session"])
-        if row is not None and self.system.holder_is_dead(row.holder):
-            return self.violation(f"{event.fields['holder']} sat out behind {row.holder}, whose process is dead", event)
+        pid = None if row is None else _pid_of_holder(row.holder)
+        if pid is not None and pid in self._dead:
+            return self.violation(f"{event.fields['holder']} sat out behind {row.holder}, whose process is dead", self._dead[pid], event)
         return None
+
+
+_HOLDER_PID = re.compile(r"(?:^|:)pid=(\d+)(?::|$)")
+
+
+def _pid_of_holder(holder: str) -> int | None:
+    match = _HOLDER_PID.search(holder)
+    return None if match is None else int(match.group(1))
 
 
 class CancelledAttemptNeverAcquires(Invariant):
@@ -239,4 +258,23 @@ class RetryNeverOverlapsLiveWorker(Invariant):
         elif kind == "process.crashed":
             process = fields["process"]
             self._live = {a: e for a, e in self._live.items() if a.rsplit(".", 1)[0] != process}
+        return None
+
+
+class SummaryStartsUnderLease(Invariant):
+    name = "summary_starts_under_lease"
+    races = ("R3", "R19")
+    description = "An attempt starts its summary only while it holds the session's lease (acquired and not yet released)."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._holding: set[str] = set()
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        if event.kind == "lease.acquired":
+            self._holding.add(attempt_of_holder(event.fields["holder"]))
+        elif event.kind == "lease.released":
+            self._holding.discard(attempt_of_holder(event.fields["holder"]))
+        elif event.kind == "compaction.summary_started" and event.fields.get("attempt") not in self._holding:
+            return self.violation(f"attempt {event.fields.get('attempt')} started its summary without holding the lease", event)
         return None

@@ -208,3 +208,41 @@ class DurableMessagesMatchRows(Invariant):
                         f"row {row_id}, but {found}: the live transcript was edited in place", event,
                     )
         return None
+
+
+class MessageCountMatchesActiveRows(Invariant):
+    name = "message_count_matches_active_rows"
+    races = ("R10", "R14")
+    description = "At the end, every session's stored message_count equals its number of active rows."
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        store = self.system.store
+        for sid in store.session_ids():
+            row = store.get_session(sid)
+            active = len(store.active_messages(sid))
+            if row is not None and row.message_count != active:
+                return self.violation(f"session {sid} says message_count={row.message_count} but has {active} active rows")
+        return None
+
+
+class CompletedTurnPersistsUserMessage(Invariant):
+    name = "completed_turn_persists_user_message"
+    races = ("R10", "R12")
+    description = "A frontend turn that persisted its reply also made its user message durable (a user row with that text)."
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        submitted: dict[str, HistoryEvent] = {}  # task -> its open turn
+        answered: list[tuple[HistoryEvent, HistoryEvent]] = []
+        for event in history:
+            if event.kind == "frontend.turn_submitted":
+                submitted[event.task] = event
+            elif event.kind == "turn.persisted" and event.fields.get("role") == "assistant" and event.task in submitted:
+                answered.append((submitted.pop(event.task), event))
+        if not answered:
+            return None
+        store = self.system.store
+        durable = {(row.role, row.content) for sid in store.session_ids() for row in store.all_messages(sid)}
+        for turn, reply in answered:
+            if ("user", turn.fields.get("text")) not in durable:
+                return self.violation(f"the turn {turn.fields.get('text')!r} persisted its reply but no user row holds its text", turn, reply)
+        return None
