@@ -211,13 +211,8 @@ PROGRAMMING_ERRORS = (
 )
 
 
-class TurnFailsOnlyExpectedly(Invariant):
-    name = "turn_fails_only_expectedly"
-    races = ("R5", "R6")
-    description = (
-        "A turn fails only with an expected error: PersistenceFailed naming compression, or, once an injected fault "
-        "has fired in the run, an error that is not a programming error (no RuntimeError, TypeError, ...)."
-    )
+class _FaultAware(Invariant):
+    """An invariant whose judgement depends on whether an injected fault has fired yet in this run."""
 
     def __init__(self, system) -> None:
         super().__init__(system)
@@ -226,7 +221,23 @@ class TurnFailsOnlyExpectedly(Invariant):
     def on_event(self, event: HistoryEvent) -> Violation | None:
         if event.kind == "fault.fired":
             self._fault = self._fault or event
-        elif event.kind == "frontend.turn_failed":
+            return None
+        return self.judge(event)
+
+    def judge(self, event: HistoryEvent) -> Violation | None:
+        return None
+
+
+class TurnFailsOnlyExpectedly(_FaultAware):
+    name = "turn_fails_only_expectedly"
+    races = ("R5", "R6")
+    description = (
+        "A turn fails only with an expected error: PersistenceFailed naming compression, or, once an injected fault "
+        "has fired in the run, an error that is not a programming error (no RuntimeError, TypeError, ...)."
+    )
+
+    def judge(self, event: HistoryEvent) -> Violation | None:
+        if event.kind == "frontend.turn_failed":
             error = str(event.fields.get("error", ""))
             kind = error.split(":", 1)[0].strip()
             if kind == "PersistenceFailed" and "compression" in error:
@@ -238,7 +249,7 @@ class TurnFailsOnlyExpectedly(Invariant):
         return None
 
 
-class WorkerRaisesOnlyAfterFault(Invariant):
+class WorkerRaisesOnlyAfterFault(_FaultAware):
     name = "worker_raises_only_after_fault"
     races = ("R21",)
     description = (
@@ -246,14 +257,8 @@ class WorkerRaisesOnlyAfterFault(Invariant):
         "and never with a programming error (a TypeError, RuntimeError, ... anywhere in what it raised)."
     )
 
-    def __init__(self, system) -> None:
-        super().__init__(system)
-        self._fault: HistoryEvent | None = None
-
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        if event.kind == "fault.fired":
-            self._fault = self._fault or event
-        elif event.kind == "compaction.error":
+    def judge(self, event: HistoryEvent) -> Violation | None:
+        if event.kind == "compaction.error":
             attempt, error = event.fields.get("attempt"), str(event.fields.get("error", ""))
             if self._fault is None:
                 return self.violation(f"the worker of {attempt} raised with no fault injected: {error}", event)
