@@ -1,4 +1,4 @@
-"""`python -m sim`: the command line (see sim/cli.py)."""
+"""`python -m sim`: the command line (see sim/cli/, one module per command)."""
 
 import sys
 

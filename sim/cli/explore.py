@@ -1,0 +1,112 @@
+"""`explore`: one scenario searched until a budget or the first violation, sharded across machines; and the
+hidden `detect` command that `bench detection` runs under each mutant."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from sim.cli.common import DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, STRATEGY_CHOICES, UsageError, add_mutant_option, load_scenarios
+
+
+def _explore(args: argparse.Namespace) -> int:
+    """Search one scenario until the budget runs out (exit 0) or the first violation (exit 1)."""
+    from sim import report
+    from sim.explore import Shard, explore
+
+    scenarios = load_scenarios([args.path])
+    if len(scenarios) != 1:
+        raise UsageError(f"{args.path}: explore takes one scenario file, found {len(scenarios)} scenarios")
+    scenario = scenarios[0]
+    try:
+        shard = Shard.parse(args.shard)
+    except ValueError as error:
+        raise UsageError(f"--shard: {error}") from None
+    strategy = args.strategy or scenario.explore.strategy
+    if strategy == "dfs" and shard.count > 1:
+        raise UsageError("--shard: dfs walks one schedule tree, which seeds do not split; run it unsharded")
+    for option, value in (("--runs", args.runs), ("--time-budget", args.time_budget)):
+        if value is not None and value <= 0:
+            raise UsageError(f"{option}: expected a positive number, got {value:g}")
+    runs = args.runs if args.runs is not None or args.time_budget is not None else scenario.explore.runs
+    found = explore(scenario, strategy, first_seed=scenario.explore.seed if args.seed is None else args.seed,
+                    shard=shard, runs=runs, time_budget=args.time_budget)
+    repro = None if found.verdict.failing is None else report.write_repro(found.verdict.failing, args.out)
+    if args.json:
+        print(json.dumps(_exploration_json(found, strategy, repro), sort_keys=True))
+    else:
+        print(_exploration_text(found, strategy, repro))
+    return EXIT_OK if found.verdict.failing is None else EXIT_VIOLATION
+
+
+def _exploration_summary(found: Any, strategy: str) -> str:
+    verdict = found.verdict
+    return (f"{verdict.scenario.name}: {strategy}, shard {found.shard} (seeds {found.first_seed + found.shard.index} "
+            f"step {found.shard.count}), {verdict.runs} runs, {verdict.steps} steps, {verdict.seconds:.2f}s")
+
+
+def _exhaustion_line(found: Any) -> str | None:
+    if found.exhausted is None:
+        return None
+    budget = f"{found.strategy.budget} delays"
+    if found.exhausted:
+        return f"dfs: the whole bounded space ({budget}) is covered: {found.strategy.executions} schedules"
+    return f"dfs: the bounded space ({budget}) is not exhausted after {found.strategy.executions} schedules"
+
+
+def _exploration_text(found: Any, strategy: str, repro: Path | None) -> str:
+    from sim import report
+
+    lines = [_exploration_summary(found, strategy)]
+    lines += filter(None, [_exhaustion_line(found)])
+    if found.verdict.failing is None:
+        lines += [f"  note: {problem}" for problem in found.verdict.problems()]
+        lines.append("no violation")
+    else:
+        lines += ["", report.failure_block(found.verdict.failing, repro)]
+    return "\n".join(lines)
+
+
+def _exploration_json(found: Any, strategy: str, repro: Path | None) -> dict[str, Any]:
+    from sim import report
+
+    document = report.verdict_json(found.verdict, repro)
+    document.update(strategy=strategy, shard=str(found.shard), first_seed=found.first_seed + found.shard.index,
+                    seed_step=found.shard.count, exhausted=found.exhausted)
+    if found.exhausted is not None:
+        document["executions"] = found.strategy.executions
+    return document
+
+
+def _detect(args: argparse.Namespace) -> int:
+    """Under one mutant (run with --mutant): runs to first detection per scenario, strategy and root seed."""
+    from sim.bench.detection import DETECTION_STRATEGIES, detect
+
+    print(json.dumps(detect(load_scenarios(args.paths), DETECTION_STRATEGIES, args.seeds, args.max_runs), sort_keys=True))
+    return EXIT_OK
+
+
+def add_explore(commands: Any) -> None:
+    explore = commands.add_parser("explore", help="search one scenario for a violation until a run or time budget runs out")
+    explore.add_argument("path", metavar="SCENARIO")
+    budget = explore.add_mutually_exclusive_group()
+    budget.add_argument("--runs", type=int, help="runs in this shard (default: the scenario's, unless --time-budget)")
+    budget.add_argument("--time-budget", type=float, metavar="SECONDS", help="search for this many seconds (CPU time)")
+    explore.add_argument("--strategy", choices=STRATEGY_CHOICES, help="search strategy (default: the scenario's, else portfolio)")
+    explore.add_argument("--shard", default="0/1", metavar="I/N",
+                         help="run seeds first+I, first+I+N, ...: N machines with shards 0/N..N-1/N never repeat a seed")
+    explore.add_argument("--seed", type=int, help="first seed of the whole seed space (default: the scenario's)")
+    explore.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    explore.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help="where the repro file goes (default: out/)")
+    add_mutant_option(explore)
+    explore.set_defaults(handler=_explore)
+
+    detect = commands.add_parser("detect", help=argparse.SUPPRESS)
+    detect.add_argument("paths", nargs="+")
+    detect.add_argument("--seeds", type=int, default=20)
+    detect.add_argument("--max-runs", type=int, default=200)
+    detect.add_argument("--json", action="store_true")
+    add_mutant_option(detect)
+    detect.set_defaults(handler=_detect)

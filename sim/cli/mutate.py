@@ -1,0 +1,125 @@
+"""`mutate`: the curated kill matrix, generated operator mutants (`--operators`), or the reviewer's check of a
+fix commit in any git repository (`--revert REV`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from sim.cli.common import DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, load_scenarios
+
+OPERATOR_OPTIONS = ("seed", "budget", "max", "timeout", "min_score")
+DEFAULT_MUTANT_TIMEOUT_S = 120.0
+DEFAULT_MIN_SCORE = 85.0
+
+
+def _mutate(args: argparse.Namespace) -> int:
+    """`--revert REV`: the reviewer's check of a fix commit; `--operators`: generated operator mutants;
+    otherwise the curated kill matrix."""
+    if args.operators:
+        return _mutate_operators(args)
+    given = [f"--{name.replace('_', '-')}" for name in OPERATOR_OPTIONS if getattr(args, name) is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)}: only with --operators")
+    if args.revert is None:
+        if args.repo or args.paths or args.test_args:
+            raise UsageError("--repo, --paths and test arguments need --revert REV")
+        return _mutate_curated(args)
+    from sim.revert_check import check as revert_check
+
+    return revert_check(args.revert, args.test_args, paths=args.paths, repo=args.repo, as_json=args.json)
+
+
+def _mutate_curated(args: argparse.Namespace) -> int:
+    """Every curated mutant (or the named ones) against the catalogue; exit 1 if one survives or is missed."""
+    import time
+
+    from sim.mutate import kill_matrix, render_matrix, result_json, sanity_pass
+    from sim.mutants import load_mutants
+
+    scenarios = load_scenarios(args.scenarios)
+    known = load_mutants()
+    names = args.mutant_names or sorted(known)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise UsageError(f"--mutant: no such mutant in mutants/: {', '.join(unknown)}")
+    problem = sanity_pass(scenarios[0].path)
+    if problem is not None:
+        print(f"python -m sim mutate: sanity pass failed: {problem}", file=sys.stderr)
+        return EXIT_VIOLATION
+    started = time.monotonic()
+    results = kill_matrix(scenarios, names, args.jobs, args.out)
+    elapsed = time.monotonic() - started
+    failed = [r for r in results if r.stale or not r.killed or r.missed_expected()]
+    figures = {"mutants": len(results), "seconds": round(elapsed, 1), "mutants_per_minute": round(len(results) / elapsed * 60, 1), "jobs": args.jobs}
+    if args.json:
+        print(json.dumps({"sanity": "ok", **figures, "passed": not failed, "mutants": [result_json(r) for r in results]}, sort_keys=True))
+        return EXIT_VIOLATION if failed else EXIT_OK
+    print("sanity pass: a forced failure is reported as a failure\n")
+    print(render_matrix(results, [s.name for s in scenarios]))
+    for result in results:
+        if result.killed:
+            scenario, command = next(iter(result.killed_by.items()))
+            print(f"{result.name}: killed by {scenario}: {command}")
+    for result in failed:
+        reason = result.stale or (f"expected killers did not kill: {', '.join(result.missed_expected())}" if result.killed else "survived every scenario")
+        print(f"{result.name}: {reason}")
+    print(f"\n{len(results)} mutants in {elapsed:.1f}s ({figures['mutants_per_minute']} per minute, {args.jobs} jobs): "
+          f"{len(results) - len(failed)} killed as expected, {len(failed)} not")
+    return EXIT_VIOLATION if failed else EXIT_OK
+
+
+def _mutate_operators(args: argparse.Namespace) -> int:
+    """Sampled operator mutants against the catalogue; exit 1 when the score is under --min-score."""
+    from sim import operators
+    from sim.mutate import sanity_pass
+
+    if args.revert or args.repo or args.paths or args.test_args or args.mutant_names:
+        raise UsageError("--operators takes none of --revert, --repo, --paths, --mutant or test arguments")
+    if any(value is not None and value <= 0 for value in (args.budget, args.max, args.timeout)):
+        raise UsageError("--budget, --max and --timeout must be positive")
+    scenarios = load_scenarios(args.scenarios)
+    timeout = args.timeout or DEFAULT_MUTANT_TIMEOUT_S
+    problem = sanity_pass(scenarios[0].path) or operators.baseline_problem(args.scenarios, timeout)
+    if problem is not None:
+        print(f"python -m sim mutate --operators: {problem}", file=sys.stderr)
+        return EXIT_VIOLATION
+    report = operators.mutate_operators(args.scenarios, seed=args.seed or 0, limit=args.max, budget=args.budget,
+                                        timeout=timeout, jobs=args.jobs)
+    min_score = DEFAULT_MIN_SCORE if args.min_score is None else args.min_score
+    passed = report.score() >= min_score
+    if args.json:
+        print(json.dumps({**operators.report_json(report), "min_score": min_score, "passed": passed}, sort_keys=True))
+    else:
+        print("baseline: the catalogue passes on the unmutated reference; a forced failure is reported as a failure\n")
+        print(operators.render(report))
+        print(f"\n{'passed' if passed else 'FAILED'}: score {report.score():.1f}% against --min-score {min_score:g}%")
+    return EXIT_OK if passed else EXIT_VIOLATION
+
+
+def add_mutate(commands: Any) -> None:
+    mutate = commands.add_parser("mutate", help="mutation checks: the curated kill matrix, --operators for generated mutants, or --revert REV to check a fix commit the way reviewers do")
+    mutate.add_argument("--mutant", dest="mutant_names", nargs="+", metavar="NAME", help="curated: only these mutants (default: all)")
+    mutate.add_argument("--scenarios", nargs="+", default=["scenarios"], metavar="PATH", help="curated and operators: the catalogue (default: scenarios/)")
+    mutate.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="curated and operators: mutants run at once")
+    mutate.add_argument("--out", type=Path, default=DEFAULT_OUT / "mutants", metavar="DIR", help="curated: where killers' repro files go")
+    mutate.add_argument("--revert", metavar="REV", help="the fix commit: revert its non-test files, expect the tests to fail")
+    mutate.add_argument("--paths", nargs="+", metavar="GLOB", help="revert only REV's files matching these fnmatch globs")
+    mutate.add_argument("--repo", metavar="DIR", help="the git repository (default: the current directory's)")
+    mutate.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    mutate.add_argument("test_args", nargs=argparse.REMAINDER, metavar="-- TEST_ARGS", help="pytest arguments: test files or folders and options")
+    _add_operator_options(mutate)
+    mutate.set_defaults(handler=_mutate)
+
+
+def _add_operator_options(mutate: argparse.ArgumentParser) -> None:
+    mutate.add_argument("--operators", action="store_true", help="generated operator mutants of reference/, scored by the catalogue")
+    mutate.add_argument("--seed", type=int, help="operators: the sample's seed (default 0)")
+    mutate.add_argument("--max", type=int, metavar="N", help="operators: sample at most N mutants (default: every candidate)")
+    mutate.add_argument("--budget", type=float, metavar="SECONDS", help="operators: launch no mutant after this much wall time (default: no limit)")
+    mutate.add_argument("--timeout", type=float, metavar="SECONDS", help=f"operators: a catalogue run longer than this is a kill by timeout (default {DEFAULT_MUTANT_TIMEOUT_S:g})")
+    mutate.add_argument("--min-score", type=float, metavar="PERCENT", help=f"operators: exit 1 below this mutation score (default {DEFAULT_MIN_SCORE:g})")
