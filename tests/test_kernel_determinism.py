@@ -17,7 +17,7 @@ from sim import DivergenceError, World, replay
 HERE = Path(__file__).parent
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs)
 def test_same_seed_same_digest_in_process(program):
     first = World(7, max_steps=100_000).run(run_program, program)
@@ -27,7 +27,7 @@ def test_same_seed_same_digest_in_process(program):
     assert first.decisions == second.decisions
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
 @given(programs)
 def test_replay_reproduces_the_trace_byte_for_byte(program):
     original = World(11, max_steps=100_000).run(run_program, program)
@@ -46,7 +46,7 @@ def _digests_in_subprocess(program, seeds, hashseed):
     return done.stdout.split()
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=6, deadline=None, derandomize=True, database=None)
 @given(programs)
 def test_same_digest_across_processes_and_hash_seeds(program):
     seeds = [0, 1, 2]
