@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Collection, Mapping
@@ -57,8 +57,8 @@ class Registry:
     events: Collection[str]
     config_fields: Mapping[str, type]
     mutants: Collection[str]
-    strategies: Collection[str] = STRATEGIES
-    coverage_marks: Collection[str] = field(default=())
+    strategies: Collection[str]
+    coverage_marks: Collection[str]
 
 
 @cache
@@ -73,5 +73,6 @@ def registry() -> Registry:
         events=frozenset(events),
         config_fields=config_fields(),
         mutants=tuple(fix.name for fix in FIXES),
+        strategies=STRATEGIES,
         coverage_marks=frozenset(events),
     )
