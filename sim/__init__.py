@@ -1,16 +1,29 @@
 """compaction-sim's deterministic simulation kernel and harness.
 
-The Python API that the CLI, the tests and the pytest plugin share: build a `World(seed, strategy)`, call
-`run(main)` with an async `main(runtime)`, and read the `RunResult` (outcome, history, decisions, digest).
+The Python API that the CLI, the tests and the pytest plugin share:
+
+- `explore(program, *args, strategy=..., runs=... | time_budget_s=..., seed=...)` searches the schedules
+  of any async `program(rt, *args)` for a failure; `replay(failure_or_repro, program, *args)` reruns one.
+- `World(seed, strategy).run(main)` is one run, read from its `RunResult` (outcome, history, decisions).
+- `unwrap(error)` digs a task's exception out of the exception groups it reached the root task in.
+- The strategies, by class or by name (`STRATEGIES`): random walk, PCT, preemption-bounded DFS, the portfolio.
 """
 
+from sim.exploration import Exploration, explore, replay
+from sim.failure import Failure, unwrap
 from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock, DivergenceError, TooSlowError
+from sim.strategies.base import Strategy
+from sim.strategies.dfs import PreemptionBoundedDFS
+from sim.strategies.pct import PCT
+from sim.strategies.portfolio import Portfolio
 from sim.strategies.random_walk import RandomWalk
+from sim.strategies.registry import STRATEGIES
 from sim.strategies.replay import ReplayStrategy
 from sim.timefreeze import frozen_time
-from sim.world import RunResult, World, replay
+from sim.world import RunOutcome, RunResult, World
 
 __all__ = [
-    "BudgetExceeded", "Cancelled", "Deadlock", "DivergenceError", "TooSlowError",
-    "RandomWalk", "ReplayStrategy", "RunResult", "World", "frozen_time", "replay",
+    "BudgetExceeded", "Cancelled", "Deadlock", "DivergenceError", "Exploration", "Failure", "PCT", "Portfolio",
+    "PreemptionBoundedDFS", "RandomWalk", "ReplayStrategy", "RunOutcome", "RunResult", "STRATEGIES", "Strategy",
+    "TooSlowError", "World", "explore", "frozen_time", "replay", "unwrap",
 ]

@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 from sim.history import HistoryEvent
 from sim.invariants.base import Violation, attempt_of_holder
 from sim.scenario.runner import RunReport
-from sim.strategies.prefix import non_default
+from sim.strategies.decisions import Decision, non_default
 from sim.trace import render_text
 
 COMMIT_KINDS = ("commit.archived", "commit.published")
@@ -302,7 +302,7 @@ def _heading(report: RunReport, violation: Violation | None) -> str:
         explanation = f'<p class="explanation">{_e(violation.explanation)}</p>'
     facts = [("seed", report.seed), ("outcome", result.outcome), ("steps", result.steps),
              ("decisions", f"{non_default(result.decisions)} (of {len(result.decisions)} choice points)"),
-             ("virtual time", _time_label(result.virtual_time)), ("events", len(result.history)),
+             ("virtual time", _time_label(result.virtual_s)), ("events", len(result.history)),
              ("faults fired", ", ".join(f"{spec.kind} ×{count}" for spec, count in zip(report.scenario.faults, report.fired)) or "none")]
     facts_html = " · ".join(f"{_e(name)} <b>{_e(value)}</b>" for name, value in facts)
     return (f"<h1>{_e(report.scenario.name)} {verdict}</h1>\n{explanation}\n"
@@ -348,16 +348,11 @@ def _scenario_text(report: RunReport) -> str:
     return f'<details open><summary>Scenario {_e(path)}</summary>\n<pre class="text">{_e(text)}</pre></details>'
 
 
-def _decisions(decisions: Sequence[tuple]) -> str:
+def _decisions(decisions: Sequence[Decision]) -> str:
     items = "".join(
-        f'<li class="{"nd" if decision[-1] != 0 else "d"}">{_e(_decision_text(decision))}</li>' for decision in decisions
+        f'<li class="{"nd" if decision.choice != 0 else "d"}">{_e(str(decision))}</li>' for decision in decisions
     )
     return (f"<details><summary>Decision list ({non_default(decisions)} decisions at {len(decisions)} choice points; "
             f"the others took the default)</summary>\n"
             f'<ol class="decisions" start="0">{items}</ol></details>')
 
-
-def _decision_text(decision: tuple) -> str:
-    if decision[0] == "task":
-        return f"task {decision[2]} of {decision[1]}"
-    return f"draw {decision[1]} < {decision[2]}: {decision[3]}"

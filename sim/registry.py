@@ -18,7 +18,7 @@ from faults import FAULT_KINDS
 from reference.fixes import FIXES
 from reference.store import SessionStore
 from sim.invariants import INVARIANTS
-from sim.scenario.runner import STRATEGIES as RUNNER_STRATEGIES
+from sim.strategies.registry import STRATEGIES as RUNNER_STRATEGIES
 from sim.scenario.schema import Registered, Spec
 from sim.scenario.system import config_fields
 

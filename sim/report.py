@@ -14,7 +14,7 @@ from typing import Any, Iterable, Sequence
 
 from sim.history import HistoryEvent
 from sim.mutants import NAME_ENV
-from sim.strategies.base import sparse
+from sim.strategies.serialization import sparse
 from sim.scenario.runner import RunReport, Verdict
 from sim.trace import render_text
 

@@ -29,8 +29,8 @@ from sim.report import replay_command, write_repro
 from sim.scenario.loader import load_scenario
 from sim.scenario.model import Scenario
 from sim.scenario.runner import RunReport, run_once
-from sim.strategies.base import Decision
-from sim.strategies.prefix import PrefixReplay, non_default
+from sim.strategies.decisions import Recorded, non_default
+from sim.strategies.prefix import PrefixReplay
 from sim.timefreeze import frozen_time
 
 SHRUNK_SUFFIX = "_shrunk"
@@ -51,7 +51,7 @@ class Candidate:
 
     faults: tuple[int, ...]
     drives: tuple[int, ...]
-    decisions: tuple[Decision, ...]
+    decisions: tuple[Recorded, ...]
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ class ShrinkResult:
 def _key(candidate: Candidate) -> tuple[Any, ...]:
     decisions = candidate.decisions
     return (len(candidate.faults), len(candidate.drives), non_default(decisions), len(decisions),
-            tuple(decision[-1] for decision in decisions))
+            tuple(decision.choice for decision in decisions))
 
 
 def _clock() -> float:
@@ -120,14 +120,10 @@ def _clock() -> float:
     return time.process_time()
 
 
-def _with_value(decision: Decision, value: int) -> Decision:
-    return (*decision[:-1], value)
-
-
 class Shrinker:
     """Greedy passes over one failing run; each pass reports whether it made the run smaller."""
 
-    def __init__(self, scenario: Scenario, seed: int, invariant: str, decisions: Sequence[Decision], deadline: float) -> None:
+    def __init__(self, scenario: Scenario, seed: int, invariant: str, decisions: Sequence[Recorded], deadline: float) -> None:
         """Run the recorded decisions first: the run they produce is the one to shrink."""
         self.scenario = scenario
         self.seed = seed
@@ -135,7 +131,7 @@ class Shrinker:
         self.runs = 0
         self._deadline = deadline
         self._tried: set[Candidate] = set()
-        everything = Candidate(tuple(range(len(scenario.faults))), tuple(range(len(scenario.drives))), tuple(map(tuple, decisions)))
+        everything = Candidate(tuple(range(len(scenario.faults))), tuple(range(len(scenario.drives))), tuple(decisions))
         report = self._run(everything)
         if not self._fails(report):
             found = report.violations[0].invariant if report.violations else "no violation"
@@ -192,7 +188,7 @@ class Shrinker:
         self.best, self.best_report = canonical, report
         return True
 
-    def _try_decisions(self, decisions: Sequence[Decision]) -> bool:
+    def _try_decisions(self, decisions: Sequence[Recorded]) -> bool:
         return self._try(dataclasses.replace(self.best, decisions=tuple(decisions)))
 
     # ---- the passes ----------------------------------------------------------------------------
@@ -228,10 +224,10 @@ class Shrinker:
     def _zero_chunks(self) -> bool:
         """Fewer preemptions: whole runs of choices set back to the default at once, then single ones."""
         return self._chunked(lambda decisions, start, size: (
-            decisions[:start] + tuple(_with_value(d, 0) for d in decisions[start:start + size]) + decisions[start + size:]
+            decisions[:start] + tuple(d.with_choice(0) for d in decisions[start:start + size]) + decisions[start + size:]
         ))
 
-    def _chunked(self, edit: Callable[[tuple[Decision, ...], int, int], tuple[Decision, ...]]) -> bool:
+    def _chunked(self, edit: Callable[[tuple[Recorded, ...], int, int], tuple[Recorded, ...]]) -> bool:
         """Apply `edit` to chunks of halving size, the whole list first, from the end of the list to its start."""
         improved = False
         size = max(1, len(self.best.decisions))
@@ -249,10 +245,10 @@ class Shrinker:
         improved = False
         for position in reversed(range(len(self.best.decisions))):
             low = 0
-            while position < len(self.best.decisions) and low < self.best.decisions[position][-1]:
+            while position < len(self.best.decisions) and low < self.best.decisions[position].choice:
                 decisions = self.best.decisions
-                middle = (low + decisions[position][-1]) // 2
-                lowered = decisions[:position] + (_with_value(decisions[position], middle),) + decisions[position + 1:]
+                middle = (low + decisions[position].choice) // 2
+                lowered = decisions[:position] + (decisions[position].with_choice(middle),) + decisions[position + 1:]
                 if self._try_decisions(lowered):
                     improved = True
                 else:
@@ -263,7 +259,7 @@ class Shrinker:
 # ---- the whole job ----------------------------------------------------------------------------
 
 
-def shrink(scenario: Scenario, seed: int, decisions: Sequence[Decision], invariant: str, *, source: Path,
+def shrink(scenario: Scenario, seed: int, decisions: Sequence[Recorded], invariant: str, *, source: Path,
            out_dir: Path, time_limit: float) -> ShrinkResult:
     """Shrink the run of `scenario` at `seed` under `decisions`, which violates `invariant`, and write it out.
 

@@ -38,7 +38,7 @@ def is_frozen() -> bool:
     return _active is not None
 
 
-def move_to(virtual_seconds: float) -> None:
+def move_to(virtual_s: float) -> None:
     """Set the frozen wall clock to EPOCH + virtual time (a no-op outside a batch)."""
     if _active is not None:
-        _active.move_to(EPOCH + datetime.timedelta(seconds=virtual_seconds))
+        _active.move_to(EPOCH + datetime.timedelta(seconds=virtual_s))

@@ -12,6 +12,8 @@ import json
 from typing import Any, Iterable, Sequence
 
 from sim.history import HistoryEvent
+from sim.strategies.decisions import Decision
+from sim.strategies.serialization import to_json
 
 TIME_WIDTH = 12
 TASK_WIDTH = 18
@@ -35,18 +37,18 @@ def render_text(events: Iterable[HistoryEvent]) -> str:
     return "\n".join(lines)
 
 
-def jsonl_lines(events: Iterable[HistoryEvent], decisions: Sequence[tuple[Any, ...]]) -> list[str]:
+def jsonl_lines(events: Iterable[HistoryEvent], decisions: Sequence[Decision]) -> list[str]:
     """The canonical trace: one JSON object per event, then one line with the decision list."""
     lines = [json.dumps(event.canonical(), sort_keys=True, separators=(",", ":"), default=str) for event in events]
-    lines.append(json.dumps({"decisions": [list(d) for d in decisions]}, separators=(",", ":")))
+    lines.append(json.dumps({"decisions": [to_json(d) for d in decisions]}, separators=(",", ":")))
     return lines
 
 
-def render_jsonl(events: Iterable[HistoryEvent], decisions: Sequence[tuple[Any, ...]]) -> str:
+def render_jsonl(events: Iterable[HistoryEvent], decisions: Sequence[Decision]) -> str:
     return "\n".join(jsonl_lines(events, decisions)) + "\n"
 
 
-def digest(events: Iterable[HistoryEvent], decisions: Sequence[tuple[Any, ...]]) -> str:
+def digest(events: Iterable[HistoryEvent], decisions: Sequence[Decision]) -> str:
     hasher = hashlib.sha256()
     for line in jsonl_lines(events, decisions):
         hasher.update(line.encode())

@@ -6,6 +6,7 @@ recorded, so the run can be reproduced from its seed or replayed from its decisi
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
@@ -15,11 +16,21 @@ from sim.history import HistoryEvent
 from sim.kernel.errors import BudgetExceeded, Deadlock, DivergenceError, SimulationError
 from sim.kernel.scheduler import Kernel
 from sim.runtime.simulated import SimRuntime
-from sim.strategies.base import Decision, Strategy
+from sim.strategies.base import Strategy
+from sim.strategies.decisions import Decision, Draw
 from sim.strategies.random_walk import RandomWalk
-from sim.strategies.replay import ReplayStrategy
 
 CheckpointHook = Callable[[str], Awaitable[None]]
+
+
+class RunOutcome(enum.StrEnum):
+    """How a run ended: every task finished, an exception escaped the root task, or the kernel stopped it."""
+
+    OK = "ok"
+    ERROR = "error"
+    DEADLOCK = "deadlock"
+    BUDGET = "budget"
+
 
 @dataclass
 class RunResult:
@@ -27,13 +38,14 @@ class RunResult:
 
     seed: int
     strategy: str
-    outcome: str
+    outcome: RunOutcome
     value: Any
     error: BaseException | None
     steps: int
-    virtual_time: float
+    virtual_s: float
     decisions: list[Decision]
     history: list[HistoryEvent]
+    task_errors: list[tuple[str, BaseException]]  # (task, what it raised) for every task that ended by an exception
 
     def digest(self) -> str:
         return trace.digest(self.history, self.decisions)
@@ -52,12 +64,12 @@ class World:
         strategy: Strategy | None = None,
         *,
         max_steps: int = 1_000_000,
-        max_time: float = math.inf,
+        max_time_s: float = math.inf,
     ) -> None:
         self.seed = seed
         self._strategy = strategy if strategy is not None else RandomWalk()
         self._strategy.begin(seed)
-        self.kernel = Kernel(self._strategy, max_steps=max_steps, max_time=max_time, on_clock_advance=timefreeze.move_to)
+        self.kernel = Kernel(self._strategy, max_steps=max_steps, max_time_s=max_time_s, on_clock_advance=timefreeze.move_to)
         self.decisions: list[Decision] = self.kernel.decisions
         self.runtime = SimRuntime(self)
         self.checkpoint_hook: CheckpointHook | None = None
@@ -66,7 +78,7 @@ class World:
     def draw(self, stream: str, bound: int) -> int:
         """A recorded draw in [0, bound) from the named stream, answered by the strategy."""
         value = self._strategy.draw(stream, bound)
-        self.decisions.append(("draw", stream, bound, value))
+        self.decisions.append(Draw(stream, bound, value))
         return value
 
     def emit(self, kind: str, **fields: Any) -> None:
@@ -87,22 +99,19 @@ class World:
             root = self.kernel.spawn(main(self.runtime, *args), name, [])
             root.on_done = root_done
             stop = self._drive()
-        if isinstance(self._strategy, ReplayStrategy) and self._strategy.unused():
-            raise DivergenceError(
-                f"the run ended after {len(self.decisions)} decisions, but the recording has "
-                f"{self._strategy.unused()} more"
-            )
+        self._strategy.end()
         error: BaseException | None = stop if stop is not None else outcome.get("error")
         return RunResult(
             seed=self.seed,
             strategy=self._strategy.name,
-            outcome=_outcome_name(stop) if stop is not None else ("ok" if error is None else "error"),
+            outcome=_outcome(stop, error),
             value=outcome.get("value"),
             error=error,
             steps=self.kernel.steps,
-            virtual_time=self.kernel.now,
+            virtual_s=self.kernel.now_s,
             decisions=self.decisions,
             history=self.kernel.history,
+            task_errors=self.kernel.task_errors,
         )
 
     def _drive(self) -> SimulationError | None:
@@ -119,14 +128,9 @@ class World:
         return None
 
 
-def _outcome_name(stop: SimulationError) -> str:
+def _outcome(stop: SimulationError | None, error: BaseException | None) -> RunOutcome:
     if isinstance(stop, Deadlock):
-        return "deadlock"
+        return RunOutcome.DEADLOCK
     if isinstance(stop, BudgetExceeded):
-        return "budget"
-    return "error"
-
-
-def replay(decisions: list[Decision], main: Callable[..., Awaitable[Any]], *args: Any, seed: int = 0, **budgets: Any) -> RunResult:
-    """Run `main` again under a recorded decision list."""
-    return World(seed, ReplayStrategy(decisions), **budgets).run(main, *args)
+        return RunOutcome.BUDGET
+    return RunOutcome.OK if error is None else RunOutcome.ERROR

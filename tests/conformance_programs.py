@@ -253,6 +253,90 @@ async def errors_in_task_groups(rt: Any) -> Log:
     return log
 
 
+async def resettable_events(rt: Any) -> Log:
+    log: Log = []
+    gate = rt.resettable_event("gate")
+
+    async def waiter(name: str, delay: float) -> None:
+        await rt.sleep(delay)
+        await gate.wait()
+        _at(rt, log, f"{name} passed")
+
+    async with rt.open_nursery() as nursery:
+        nursery.start_soon(waiter, "first", 0)
+        await rt.sleep(1)
+        gate.set()
+        await rt.sleep(1)
+        gate.clear()
+        _at(rt, log, f"cleared, is_set={gate.is_set()}")
+        nursery.start_soon(waiter, "second", 0.5)
+        await rt.sleep(2)
+        gate.set()
+        nursery.start_soon(waiter, "third", 1)
+    return log
+
+
+async def conditions(rt: Any) -> Log:
+    log: Log = []
+    items = rt.condition(name="items")
+    queue: list[int] = []
+
+    async def consumer(name: str, start: float) -> None:
+        await rt.sleep(start)
+        async with items:
+            while not queue:
+                await items.wait()
+            _at(rt, log, f"{name} took {queue.pop(0)}")
+
+    async def impatient() -> None:
+        with rt.move_on_after(1) as scope:
+            async with items:
+                await items.wait()
+        _at(rt, log, f"impatient gave up caught={scope.cancelled_caught}, locked={items.locked()}")
+
+    async with rt.open_nursery() as nursery:
+        nursery.start_soon(consumer, "a", 0)
+        nursery.start_soon(consumer, "b", 0.5)
+        nursery.start_soon(impatient)
+        await rt.sleep(2)
+        async with items:
+            queue.append(1)
+            items.notify()
+            _at(rt, log, "notified one, still holding the lock")
+        await rt.sleep(1)
+        async with items:
+            queue.append(2)
+            items.notify_all()
+    try:
+        items.notify()
+    except RuntimeError:
+        _at(rt, log, "notify without the lock refused")
+    return log
+
+
+async def barriers(rt: Any) -> Log:
+    log: Log = []
+    barrier = rt.barrier(3, "round")
+    passed: list[tuple[float, int, str]] = []
+
+    async def party(name: str, delay: float) -> None:
+        for turn in range(2):
+            await rt.sleep(delay)
+            await barrier.wait()
+            passed.append((round(rt.now(), 6), turn, name))
+
+    async def quitter() -> None:
+        with rt.move_on_after(0.5) as scope:
+            await barrier.wait()
+        _at(rt, log, f"quitter withdrew caught={scope.cancelled_caught}")
+
+    async with rt.open_nursery() as nursery:
+        nursery.start_soon(quitter)
+        for name, delay in (("a", 1), ("b", 2), ("c", 3)):
+            nursery.start_soon(party, name, delay)
+    return log + [(time, f"{name} passed round {turn}") for time, turn, name in sorted(passed)]
+
+
 PROGRAMS: dict[str, Program] = {
     "timeouts": timeouts,
     "nested_cancel_scopes": nested_cancel_scopes,
@@ -263,4 +347,7 @@ PROGRAMS: dict[str, Program] = {
     "channels": channels,
     "abandoned_isolated_call": abandoned_isolated_call,
     "errors_in_task_groups": errors_in_task_groups,
+    "resettable_events": resettable_events,
+    "conditions": conditions,
+    "barriers": barriers,
 }

@@ -41,3 +41,9 @@ def test_programs_observe_what_trio_semantics_promise():
     assert (0.0, "both: inner=False outer=True") in log
     log, _ = _on_trio(PROGRAMS["locks"])
     assert all("inside=1" in what for _, what in log if "holds" in what)
+    log, _ = _on_trio(PROGRAMS["barriers"])
+    assert [time for time, what in log if "passed" in what] == [3.0] * 3 + [6.0] * 3
+    log, _ = _on_trio(PROGRAMS["conditions"])
+    assert (1.0, "impatient gave up caught=True, locked=False") in log and (2.0, "a took 1") in log
+    log, _ = _on_trio(PROGRAMS["resettable_events"])
+    assert log == [(1.0, "first passed"), (2.0, "cleared, is_set=False"), (4.0, "second passed"), (5.0, "third passed")]

@@ -9,6 +9,7 @@ import pytest
 from faults import FAULT_KINDS
 from faults.triggers import Trigger
 from sim import World
+from sim.strategies.decisions import Draw
 from sim.strategies.replay import ReplayStrategy
 
 
@@ -78,7 +79,7 @@ def _fire_twenty_times(world: World) -> list[bool]:
 def test_probability_draws_go_through_the_world_and_replay():
     world = World(4)
     fired = _fire_twenty_times(world)
-    assert any(d[0] == "draw" and d[1] == "fault.0.stall" for d in world.decisions)
+    assert any(isinstance(d, Draw) and d.stream == "fault.0.stall" for d in world.decisions)
     assert _fire_twenty_times(World(4, ReplayStrategy(world.decisions))) == fired
 
 

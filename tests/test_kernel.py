@@ -31,10 +31,10 @@ def test_time_advances_only_when_no_task_can_run():
     assert result.value == [("spinner done", 0.0), ("slept", 1.0)]
 
 
-def test_deadlock_ends_the_run_naming_every_blocked_task_and_its_wait():
+def test_deadlock_ends_the_run_naming_every_blocked_task_its_wait_and_who_holds_it():
     async def main(rt):
-        never = rt.event()
-        lock = rt.lock()
+        never = rt.event("never")
+        lock = rt.lock("shared")
 
         async def holder():
             await lock.acquire()
@@ -51,11 +51,36 @@ def test_deadlock_ends_the_run_naming_every_blocked_task_and_its_wait():
     result = World(2).run(main)
     assert result.outcome == "deadlock"
     report = "\n".join(result.error.report)
-    assert "task 'holder' waits on event" in report
-    assert "task 'contender' waits on lock" in report
-    assert "task 'main' waits on nursery children to finish" in report
-    assert "test_kernel.py" in report
+    assert "task 'holder' waits on event 'never' at test_kernel.py" in report
+    assert "task 'contender' waits on lock 'shared' (held by 'holder') at test_kernel.py" in report
+    assert "task 'main' waits on nursery children to finish (held by 'holder', 'contender')" in report
+    assert "no wait-for cycle: nothing left can wake 'holder' waits on event 'never'" in report
+    assert result.error.cycle == ()
     assert result.history[-1].kind == "run.stopped"
+
+
+def test_a_circular_wait_is_reported_as_its_wait_for_cycle():
+    async def main(rt):
+        locks = [rt.lock(f"L{i}") for i in range(3)]
+        taken = rt.barrier(3, "all hold one")
+
+        async def take(first, second):
+            async with first:
+                await taken.wait()
+                async with second:
+                    pass
+
+        async with rt.open_nursery() as nursery:
+            for i in range(3):
+                nursery.start_soon(take, locks[i], locks[(i + 1) % 3], name=f"T{i}")
+
+    result = World(0).run(main)
+    assert result.outcome == "deadlock"
+    cycle = result.error.cycle
+    assert [(entry.task, entry.waits_on, entry.held_by) for entry in cycle] == [
+        ("T0", "lock 'L1'", ("T1",)), ("T1", "lock 'L2'", ("T2",)), ("T2", "lock 'L0'", ("T0",))]
+    assert ("wait-for cycle: 'T0' waits on lock 'L1' held by 'T1', which waits on lock 'L2' held by 'T2', "
+            "which waits on lock 'L0' held by 'T0'") in "\n".join(result.error.report)
 
 
 def test_step_budget_stops_a_livelock():
@@ -74,9 +99,9 @@ def test_virtual_time_budget_stops_a_run_that_never_ends():
         while True:
             await rt.sleep(60)
 
-    result = World(3, max_time=3600).run(main)
+    result = World(3, max_time_s=3600).run(main)
     assert result.outcome == "budget"
-    assert result.virtual_time == 3600
+    assert result.virtual_s == 3600
     assert "virtual-time budget of 3600s exhausted" in str(result.error)
 
 
@@ -99,7 +124,7 @@ def test_lock_release_by_non_owner_raises_and_the_owner_keeps_it():
         return outcome
 
     result = World(4).run(main)
-    assert result.value == ["can't release lock: this task does not own it", True]
+    assert result.value == ["can't release an unnamed lock: this task does not own it", True]
 
 
 def test_cancelled_waiter_leaves_the_lock_queue():

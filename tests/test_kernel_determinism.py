@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 
 from random_programs import digests, programs, run_program
 from sim import DivergenceError, World, replay
+from sim.strategies.decisions import Draw, TaskChoice
 
 HERE = Path(__file__).parent
 
@@ -66,9 +67,9 @@ def test_different_seeds_explore_different_interleavings():
 def test_mismatched_decision_list_is_a_divergence_error():
     original = World(3).run(run_program, CONTENDED)
     tampered = list(original.decisions)
-    index = next(i for i, d in enumerate(tampered) if d[0] == "task")
-    kind, options, _ = tampered[index]
-    tampered[index] = (kind, options + 1, 0)
+    index = next(i for i, d in enumerate(tampered) if isinstance(d, TaskChoice))
+    options = tampered[index].options
+    tampered[index] = TaskChoice(options + 1, 0)
     with pytest.raises(DivergenceError, match=f"decision {index}: the recording chose option 0 of {options + 1}"):
         replay(tampered, run_program, CONTENDED, seed=3)
 
@@ -76,12 +77,12 @@ def test_mismatched_decision_list_is_a_divergence_error():
 def test_a_recording_longer_than_the_run_is_a_divergence_error():
     original = World(3).run(run_program, CONTENDED)
     with pytest.raises(DivergenceError, match="1 more"):
-        replay(original.decisions + [("task", 2, 0)], run_program, CONTENDED, seed=3)
+        replay(original.decisions + [TaskChoice(2, 0)], run_program, CONTENDED, seed=3)
 
 
 def test_random_draws_are_recorded_and_replayed():
     original = World(5).run(run_program, CONTENDED)
-    draws = [d for d in original.decisions if d[0] == "draw"]
-    assert draws and draws[0][1] == "program"
+    draws = [d for d in original.decisions if isinstance(d, Draw)]
+    assert draws and draws[0].stream == "program"
     value = next(e.fields["value"] for e in original.history if e.kind == "program.draw")
-    assert draws[0][3] == value
+    assert draws[0].choice == value

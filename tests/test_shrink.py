@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from sim.shrink import toml_text
+from sim.strategies.decisions import Draw, TaskChoice
 from sim.strategies.prefix import PrefixReplay
 from sim.strategies.replay import ReplayStrategy
 from sim.world import World
@@ -115,7 +116,7 @@ async def two_workers(rt):
         nursery.start_soon(worker, "b")
 
 
-@pytest.mark.parametrize("recorded", [[], [("task", 2, 9)] * 40, [("draw", "coin", 4, 3)] * 40])
+@pytest.mark.parametrize("recorded", [[], [TaskChoice(2, 9)] * 40, [Draw("coin", 4, 3)] * 40])
 def test_the_lenient_replay_always_runs_and_its_recording_replays_strictly(recorded):
     lenient = World(0, PrefixReplay(recorded)).run(two_workers)
     assert lenient.outcome == "ok"
@@ -124,10 +125,10 @@ def test_the_lenient_replay_always_runs_and_its_recording_replays_strictly(recor
 
 
 def test_past_the_end_and_on_the_wrong_kind_the_lenient_replay_takes_the_default():
-    strategy = PrefixReplay([("task", 3, 5), ("draw", "s", 10, 7), ("task", 2, 1)])
+    strategy = PrefixReplay([TaskChoice(3, 5), Draw("s", 10, 7), TaskChoice(2, 1)])
     strategy.begin(0)
-    assert strategy.choose_task([object(), object()]) == 1  # clamped into range
-    assert strategy.choose_task([object(), object()]) == 0  # a draw was recorded here
+    assert strategy.choose_task([object(), object()], None) == 1  # clamped into range
+    assert strategy.choose_task([object(), object()], None) == 0  # a draw was recorded here
     assert strategy.draw("s", 10) == 0  # a task choice was recorded here
     assert strategy.draw("s", 10) == 0  # past the end
 

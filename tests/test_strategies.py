@@ -18,16 +18,18 @@ from hypothesis import strategies as st
 
 from sim import World, replay
 from sim.cli import main as cli_main
-from sim.explore import Shard, explore
 from sim.registry import registry
+from sim.scenario.explore import explore
 from sim.scenario.loader import load_paths
 from sim.scenario.runner import run_once
+from sim.search import Shard
 from sim.strategies.base import Strategy
-from sim.strategies.dfs import DelayBoundedDFS, SearchExhausted
+from sim.strategies.dfs import PreemptionBoundedDFS, SearchExhausted
 from sim.strategies.hypothesis_choice import HypothesisChoice, shrink_failure
 from sim.strategies.pct import PCT
 from sim.strategies.portfolio import Portfolio
 from sim.strategies.random_walk import RandomWalk
+from sim.strategies.registry import STRATEGIES
 from sim.timefreeze import frozen_time
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,8 +111,28 @@ async def with_draws(rt: Any) -> int:
     return total
 
 
-def delays(decisions: list[tuple]) -> int:
-    return sum(d[2] for d in decisions if d[0] == "task")
+class Counting(Strategy):
+    """Another strategy's choices, counting its preemptions: switches away from a task that could go on."""
+
+    def __init__(self, inner: Strategy) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.preemptions = 0
+
+    def begin(self, seed: int) -> None:
+        self.preemptions = 0
+        self.inner.begin(seed)
+
+    def choose_task(self, runnable, running):
+        index = self.inner.choose_task(runnable, running)
+        self.preemptions += running is not None and index != len(runnable) - 1
+        return index
+
+    def draw(self, stream, bound):
+        return self.inner.draw(stream, bound)
+
+    def end(self) -> None:
+        self.inner.end()
 
 
 # ---- PCT ---------------------------------------------------------------------------------------
@@ -118,7 +140,7 @@ def delays(decisions: list[tuple]) -> int:
 
 def _choices(pct: PCT, seed: int, tasks: list[FakeTask], count: int) -> list[int]:
     pct.begin(seed)
-    return [pct.choose_task(tasks) for _ in range(count)]
+    return [pct.choose_task(tasks, None) for _ in range(count)]
 
 
 def _begin_with_change_points_after_the_first_choice(pct: PCT) -> None:
@@ -137,7 +159,7 @@ def test_pct_runs_the_highest_priority_task_and_lowers_it_at_each_change_point()
     assert len(change_points) == 2 and sorted(change_points.values()) == [1, 2]
     for step in range(1, 31):
         before = pct.priorities
-        chosen = pct.choose_task(tasks)
+        chosen = pct.choose_task(tasks, None)
         after = pct.priorities
         assert after[tasks[chosen].tid] == max(after.values()), f"step {step} did not run the highest priority"
         if step in change_points:
@@ -155,9 +177,9 @@ def test_pct_is_a_function_of_its_seed_and_gives_new_tasks_a_priority_when_first
     assert len({tuple(choices) for choices in runs.values()}) > 1
     pct = PCT(depth=2, horizon=10)
     pct.begin(0)
-    pct.choose_task(tasks[:2])
+    pct.choose_task(tasks[:2], None)
     assert set(pct.priorities) == {0, 1}
-    pct.choose_task(tasks)
+    pct.choose_task(tasks, None)
     assert set(pct.priorities) == {0, 1, 2} and pct.priorities[2] >= 2
 
 
@@ -169,38 +191,61 @@ def test_pct_without_a_horizon_learns_it_from_the_longest_run_so_far():
     assert pct.horizon == 37 and all(1 <= point <= 37 for point in pct.change_points)
 
 
-# ---- bounded exhaustive search -----------------------------------------------------------------
+# ---- preemption-bounded exhaustive search ------------------------------------------------------
 
 
-def _search(budget: int) -> tuple[DelayBoundedDFS, list[tuple]]:
-    dfs = DelayBoundedDFS(budget)
-    schedules = []
+def _search(bound: int, program: Callable[[Any], Any] = interleaved(2, 2)) -> tuple[PreemptionBoundedDFS, list[tuple], list[int]]:
+    dfs = PreemptionBoundedDFS(bound)
+    counting = Counting(dfs)
+    schedules, preemptions = [], []
     with frozen_time():
         while not dfs.exhausted:
-            schedules.append(tuple(World(0, dfs).run(interleaved(2, 2)).decisions))
-    return dfs, schedules
+            schedules.append(tuple(World(0, counting).run(program).decisions))
+            preemptions.append(counting.preemptions)
+    return dfs, schedules, preemptions
 
 
 @functools.cache
-def _sampled(samples: int = 1500) -> frozenset[tuple]:
-    """Schedules a random walk reaches: an independent view of the whole space (it has a few dozen)."""
+def _sampled(samples: int = 1500) -> frozenset[tuple[tuple, int]]:
+    """Schedules a random walk reaches, with their preemptions: an independent view of the whole space."""
+    counting = Counting(RandomWalk())
+    found = set()
     with frozen_time():
-        return frozenset(tuple(World(seed).run(interleaved(2, 2)).decisions) for seed in range(samples))
+        for seed in range(samples):
+            found.add((tuple(World(seed, counting).run(interleaved(2, 2)).decisions), counting.preemptions))
+    return frozenset(found)
 
 
-@pytest.mark.parametrize("budget", [0, 1, 2, 99])
-def test_dfs_runs_each_schedule_within_its_budget_exactly_once_then_reports_exhaustion(budget):
-    dfs, schedules = _search(budget)
+@pytest.mark.parametrize("bound", [0, 1, 2, 99])
+def test_dfs_runs_each_schedule_within_its_bound_exactly_once_then_reports_exhaustion(bound):
+    dfs, schedules, preemptions = _search(bound)
     assert len(schedules) == len(set(schedules)) == dfs.executions
-    assert all(delays(list(s)) <= budget for s in schedules)
-    assert set(schedules) == {s for s in _sampled() if delays(list(s)) <= budget}
+    assert set(zip(schedules, preemptions)) == {(s, p) for s, p in _sampled() if p <= bound}
     with pytest.raises(SearchExhausted):
         dfs.begin(0)
 
 
-def test_dfs_with_no_budget_runs_the_fifo_schedule_once():
-    dfs, schedules = _search(0)
-    assert dfs.exhausted and len(schedules) == 1 and all(d[2] == 0 for d in schedules[0] if d[0] == "task")
+def test_dfs_runs_every_schedule_with_fewer_preemptions_first():
+    _, _, preemptions = _search(99)
+    assert preemptions == sorted(preemptions) and preemptions[-1] > 2
+
+
+def test_dfs_with_no_preemptions_runs_each_task_until_it_blocks_in_every_free_order():
+    dfs, schedules, preemptions = _search(0)
+    assert dfs.exhausted and len(schedules) == 2 and preemptions == [0, 0]
+    with frozen_time():
+        finished = {tuple(replay(list(s), interleaved(2, 2)).value) for s in schedules}
+    assert finished == {("w0", "w1"), ("w1", "w0")}
+
+
+def test_dfs_finds_a_lost_update_with_its_one_preemption_after_every_schedule_without_one():
+    _, _, clean = _search(0, lost_update(noise_steps=3))
+    dfs = PreemptionBoundedDFS(2)
+    counting = Counting(dfs)
+    with frozen_time():
+        while (result := World(0, counting).run(lost_update(noise_steps=3))).value == 2:
+            assert dfs.preemptions == 0 or dfs.executions > len(clean)
+    assert result.value == 1 and counting.preemptions == dfs.preemptions == 1
 
 
 # ---- Hypothesis-driven choice ------------------------------------------------------------------
@@ -230,9 +275,7 @@ def test_hypothesis_search_reports_nothing_when_every_run_holds():
 
 # ---- every strategy replays --------------------------------------------------------------------
 
-FACTORIES: dict[str, Callable[[], Strategy]] = {
-    "random": RandomWalk, "pct": PCT, "dfs": DelayBoundedDFS, "portfolio": Portfolio,
-}
+FACTORIES: dict[str, Callable[[], Strategy]] = dict(STRATEGIES)
 
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))
@@ -293,7 +336,7 @@ def test_a_malformed_shard_is_refused(text):
 
 def test_a_time_budget_keeps_exploring_until_it_is_spent():
     scenario = load_paths([SCENARIO], registry())[0]
-    found = explore(scenario, "random", first_seed=0, shard=Shard(1, 3), time_budget=0.3)
+    found = explore(scenario, "random", first_seed=0, shard=Shard(1, 3), time_budget_s=0.3)
     assert found.verdict.runs > 1 and 0.3 <= found.verdict.seconds < 3
     assert found.exhausted is None
 
@@ -301,7 +344,7 @@ def test_a_time_budget_keeps_exploring_until_it_is_spent():
 def test_explore_exits_0_when_the_budget_runs_out_clean_and_reports_dfs_exhaustion(capsys):
     assert cli_main(["explore", str(SCENARIO), "--strategy", "dfs", "--runs", "100000", "--out", "unused"]) == 0
     out = capsys.readouterr().out
-    assert "dfs: the whole bounded space (2 delays) is covered" in out and out.rstrip().endswith("no violation")
+    assert "dfs: the whole bounded space (2 preemptions) is covered" in out and out.rstrip().endswith("no violation")
 
 
 def test_explore_exits_2_on_bad_input(capsys):
@@ -323,6 +366,6 @@ def test_explore_exits_1_with_a_repro_on_a_violation(tmp_path):
 
 def test_the_command_line_offers_exactly_the_runner_strategies():
     from sim.cli import STRATEGY_CHOICES
-    from sim.scenario.runner import DEFAULT_STRATEGY, STRATEGIES
+    from sim.strategies.registry import DEFAULT_STRATEGY, STRATEGIES
 
     assert STRATEGY_CHOICES == list(STRATEGIES) and DEFAULT_STRATEGY in STRATEGIES

@@ -18,7 +18,8 @@ from typing import Any, Sequence
 
 from sim.mutate import _sim_json
 from sim.scenario.model import Scenario
-from sim.scenario.runner import explore_seeds, strategy_for
+from sim.scenario.runner import explore_seeds
+from sim.strategies.registry import strategy_for
 
 DETECTION_STRATEGIES = ("random", "pct", "portfolio")
 ROOT_STRIDE = 100_000

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from sim.scenario.runner import STRATEGIES
+from sim.strategies.registry import STRATEGIES
 
 EXIT_OK = 0
 EXIT_VIOLATION = 1

@@ -14,7 +14,8 @@ from sim.cli.common import DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, STRATEGY_CHOICE
 def _explore(args: argparse.Namespace) -> int:
     """Search one scenario until the budget runs out (exit 0) or the first violation (exit 1)."""
     from sim import report
-    from sim.explore import Shard, explore
+    from sim.scenario.explore import explore
+    from sim.search import Shard
 
     scenarios = load_scenarios([args.path])
     if len(scenarios) != 1:
@@ -32,7 +33,7 @@ def _explore(args: argparse.Namespace) -> int:
             raise UsageError(f"{option}: expected a positive number, got {value:g}")
     runs = args.runs if args.runs is not None or args.time_budget is not None else scenario.explore.runs
     found = explore(scenario, strategy, first_seed=scenario.explore.seed if args.seed is None else args.seed,
-                    shard=shard, runs=runs, time_budget=args.time_budget)
+                    shard=shard, runs=runs, time_budget_s=args.time_budget)
     repro = None if found.verdict.failing is None else report.write_repro(found.verdict.failing, args.out)
     if args.json:
         print(json.dumps(_exploration_json(found, strategy, repro), sort_keys=True))
@@ -50,7 +51,7 @@ def _exploration_summary(found: Any, strategy: str) -> str:
 def _exhaustion_line(found: Any) -> str | None:
     if found.exhausted is None:
         return None
-    budget = f"{found.strategy.budget} delays"
+    budget = f"{found.strategy.bound} preemptions"
     if found.exhausted:
         return f"dfs: the whole bounded space ({budget}) is covered: {found.strategy.executions} schedules"
     return f"dfs: the bounded space ({budget}) is not exhausted after {found.strategy.executions} schedules"

@@ -26,7 +26,7 @@ def load_repro(path: Path) -> dict[str, Any]:
 
 def recorded_decisions(path: Path, document: dict[str, Any]) -> list[Any]:
     """A repro's decision list, expanded from the non-default choices it stores to every choice point."""
-    from sim.strategies.base import expand
+    from sim.strategies.serialization import expand
 
     try:
         return expand(document["decisions"], document["decision_points"])

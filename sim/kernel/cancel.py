@@ -100,7 +100,7 @@ class CancelScope:
             self._kernel.deliver_cancellation()
 
     def _arm_deadline(self) -> None:
-        if self._deadline <= self._kernel.now:
+        if self._deadline <= self._kernel.now_s:
             self.cancel()
         else:
             self._kernel.add_timer(self._deadline, self)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim.kernel.deadlock import BlockedTask
+
 
 class Cancelled(BaseException):
     """Delivered at an await point inside a cancelled scope; caught by the scope that was cancelled.
@@ -28,7 +33,18 @@ class SimulationError(Exception):
 
 
 class Deadlock(SimulationError):
-    """No task can run and no timer is pending, yet tasks remain blocked."""
+    """No task can run and no timer is pending, yet tasks remain blocked.
+
+    `blocked` names each blocked task, what it waits on and who holds that; `cycle` is the circular wait
+    among them, or empty when some task waits on something that nobody left can set (a lost wakeup).
+    """
+
+    def __init__(self, message: str, blocked: "tuple[BlockedTask, ...]", cycle: "tuple[BlockedTask, ...]") -> None:
+        from sim.kernel.deadlock import describe
+
+        super().__init__(message, describe(blocked, cycle))
+        self.blocked = blocked
+        self.cycle = cycle
 
 
 class BudgetExceeded(SimulationError):

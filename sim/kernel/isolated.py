@@ -14,23 +14,31 @@ from sim.kernel.scheduler import Task, park_trap
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Kernel
 
+
 class IsolatedCall:
     def __init__(self, kernel: "Kernel", label: str) -> None:
         self._kernel = kernel
         self._label = label
         self._caller: Task | None = None
+        self._worker: Task | None = None
         self._abandoned = False
         self._value: Any = None
         self._error: BaseException | None = None
 
     async def run(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> Any:
         self._caller = self._kernel.current
-        worker = self._kernel.spawn(fn(*args), self._label, [])
-        worker.on_done = self._worker_done
-        await park_trap(f"isolated call {self._label}", self._abandon)
+        self._worker = self._kernel.spawn(fn(*args), self._label, [])
+        self._worker.on_done = self._worker_done
+        await park_trap(self, self._abandon)
         if self._error is not None:
             raise self._error
         return self._value
+
+    def describe(self) -> str:
+        return f"isolated call {self._label}"
+
+    def holders(self) -> tuple[Task, ...]:
+        return () if self._worker is None or self._worker.done else (self._worker,)
 
     def _abandon(self) -> bool:
         self._abandoned = True

@@ -20,7 +20,7 @@ class Nursery:
     def __init__(self, kernel: "Kernel") -> None:
         self._kernel = kernel
         self.cancel_scope = CancelScope(kernel)
-        self._children: set[int] = set()
+        self._children: dict[int, Task] = {}
         self._errors: list[BaseException] = []
         self._child_scopes: list[CancelScope] = []
         self._owner: Task | None = None
@@ -40,10 +40,10 @@ class Nursery:
         label = name or getattr(fn, "__qualname__", "task")
         child = self._kernel.spawn(fn(*args), label, list(self._child_scopes))
         child.on_done = self._child_done
-        self._children.add(child.tid)
+        self._children[child.tid] = child
 
     def _child_done(self, task: Task, value: Any, exc: BaseException | None) -> None:
-        self._children.discard(task.tid)
+        self._children.pop(task.tid, None)
         if exc is not None:
             self._add_error(exc)
         if not self._children and self._owner_parked:
@@ -62,12 +62,18 @@ class Nursery:
         self.cancel_scope.cancel()
         return False
 
+    def describe(self) -> str:
+        return "nursery children to finish"
+
+    def holders(self) -> tuple[Task, ...]:
+        return tuple(self._children.values())
+
     async def __aexit__(self, etype: Any, exc: BaseException | None, tb: Any) -> bool:
         if exc is not None:
             self._add_error(exc)
         if self._children:
             self._owner_parked = True
-            await park_trap("nursery children to finish", self._owner_cancelled)
+            await park_trap(self, self._owner_cancelled)
         self._closed = True
         errors = self._errors
         if not errors:

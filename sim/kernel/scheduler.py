@@ -12,12 +12,15 @@ import heapq
 import math
 import os
 import types
-from typing import TYPE_CHECKING, Any, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Protocol, Sequence
 
-from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock
 from sim.history import HistoryEvent
+from sim.kernel.deadlock import blocked_task, wait_for
+from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock
+from sim.strategies.decisions import TaskChoice
 
 if TYPE_CHECKING:
+    from sim.strategies.decisions import Decision
     from sim.kernel.cancel import CancelScope
     from sim.kernel.nursery import Nursery
     from sim.strategies.base import Strategy
@@ -33,9 +36,19 @@ _KERNEL_DIR = os.path.dirname(os.path.abspath(__file__))
 
 SLEEPING = "sleep"
 
-# Decision tuples for choices among fewer than _INTERNED tasks, built once: recording a choice allocates nothing.
+# Task choices among fewer than _INTERNED tasks, built once: recording a choice allocates nothing.
 _INTERNED = 64
-_CHOICES = [[("task", options, index) for index in range(options)] for options in range(_INTERNED)]
+_CHOICES = [[TaskChoice(options, index) for index in range(options)] for options in range(_INTERNED)]
+
+
+class WaitTarget(Protocol):
+    """What a parked task waits on, as deadlock reports show it: a name, and the tasks that hold it."""
+
+    def describe(self) -> str:
+        """What it is, by name: `lock 'accounts'`."""
+
+    def holders(self) -> Sequence["Task"]:
+        """The tasks that must act before a waiter can go on (a lock's owner, a nursery's children)."""
 
 
 _PLAIN_CHECKPOINT = (CHECKPOINT, "")
@@ -48,12 +61,12 @@ def checkpoint_trap(label: str = "") -> Any:
 
 
 @types.coroutine
-def sleep_until_trap(deadline: float) -> Any:
-    return (yield (SLEEP_UNTIL, deadline))
+def sleep_until_trap(deadline_s: float) -> Any:
+    return (yield (SLEEP_UNTIL, deadline_s))
 
 
 @types.coroutine
-def park_trap(waiting_on: str, abort: AbortFn) -> Any:
+def park_trap(waiting_on: "WaitTarget | str", abort: AbortFn) -> Any:
     """Block until a primitive reschedules this task; `abort` undoes the wait when cancellation arrives.
 
     `abort` returns True if the task may be woken with Cancelled now, False if it must keep waiting.
@@ -78,7 +91,7 @@ class Task:
         self.on_done: Callable[[Task, Any, BaseException | None], None] | None = None
         self.send_value: Any = None
         self.throw_exc: BaseException | None = None
-        self.waiting_on = ""
+        self.waiting_on: WaitTarget | str = ""
         self.abort: AbortFn | None = None
         self.done = False
         self.sleep_seq = 0
@@ -112,19 +125,20 @@ class Kernel:
         strategy: "Strategy",
         *,
         max_steps: int = 1_000_000,
-        max_time: float = math.inf,
+        max_time_s: float = math.inf,
         on_clock_advance: Callable[[float], None] | None = None,
     ) -> None:
         self.strategy = strategy
         self.max_steps = max_steps
-        self.max_time = max_time
+        self.max_time_s = max_time_s
         self.on_clock_advance = on_clock_advance
-        self.now = 0.0
+        self.now_s = 0.0
         self.steps = 0
         self.current: Task | None = None
         self.runnable: list[Task] = []
         self.alive: dict[int, Task] = {}
-        self.decisions: list[tuple[Any, ...]] = []
+        self.decisions: list[Decision] = []
+        self.task_errors: list[tuple[str, BaseException]] = []  # (task, what it raised), in the order tasks ended
         self.cancelled_scopes = 0
         self.history: list[HistoryEvent] = []
         self.listeners: list[Callable[[HistoryEvent], None]] = []
@@ -155,7 +169,11 @@ class Kernel:
     def _finish(self, task: Task, value: Any, exc: BaseException | None) -> None:
         task.done = True
         del self.alive[task.tid]
-        self.record("task.exit", task.name, {} if exc is None else {"error": type(exc).__name__})
+        if exc is None:
+            self.record("task.exit", task.name, {})
+        else:
+            self.task_errors.append((task.name, exc))
+            self.record("task.exit", task.name, {"error": type(exc).__name__})
         if task.on_done is not None:
             task.on_done(task, value, exc)
 
@@ -165,7 +183,7 @@ class Kernel:
         Listeners (fault triggers, invariant checkers) see each event as it happens, which is how safety
         properties are checked after every step that changed something observable.
         """
-        event = HistoryEvent(len(self.history), self.now, task, kind, fields)
+        event = HistoryEvent(len(self.history), self.now_s, task, kind, fields)
         self.history.append(event)
         for listener in self.listeners:
             listener(event)
@@ -186,10 +204,10 @@ class Kernel:
 
     # ---- timers --------------------------------------------------------------------------------
 
-    def add_timer(self, deadline: float, target: Any) -> int:
+    def add_timer(self, deadline_s: float, target: Any) -> int:
         """`target` is a parked Task to wake, or a CancelScope whose deadline fires."""
         self._timer_seq += 1
-        heapq.heappush(self._timers, (deadline, self._timer_seq, target))
+        heapq.heappush(self._timers, (deadline_s, self._timer_seq, target))
         return self._timer_seq
 
     def _advance_clock(self) -> bool:
@@ -202,12 +220,12 @@ class Kernel:
             heapq.heappop(timers)
         else:
             return False
-        if deadline > self.max_time:
+        if deadline > self.max_time_s:
             raise BudgetExceeded(
-                f"virtual-time budget of {self.max_time:g}s exhausted (next timer at {deadline:g}s)",
+                f"virtual-time budget of {self.max_time_s:g}s exhausted (next timer at {deadline:g}s)",
                 self.blocked_report(),
             )
-        self.now = deadline
+        self.now_s = deadline
         self.current = None
         if self.on_clock_advance is not None:
             self.on_clock_advance(deadline)
@@ -233,28 +251,32 @@ class Kernel:
         """Run until every task has finished; raise Deadlock or BudgetExceeded instead of hanging.
 
         This loop is the simulator's speed limit: locals instead of attribute lookups, no allocation for a
-        task choice (the decision tuples are interned), and nothing per step that a report can compute later.
+        task choice (the decisions are interned), and nothing per step that a report can compute later. The
+        strategy is told which task ran last if it can go on: `task` is still the previous step's task, and
+        if it is runnable it is the last of `runnable` (it re-queued itself after everything it woke).
         """
         runnable = self.runnable
         choose = self.strategy.choose_task
         decisions = self.decisions
         max_steps = self.max_steps
         steps = self.steps
+        task: Task | None = None
         try:
             while True:
                 if not runnable:
                     if not self.alive:
                         return
                     if not self._advance_clock() and not self._idle():
-                        raise Deadlock("deadlock: no task can run and no timer is pending", self.blocked_report())
+                        raise Deadlock("deadlock: no task can run and no timer is pending", *wait_for(self.alive.values()))
+                    task = None
                     continue
                 if steps >= max_steps:
                     raise BudgetExceeded(f"step budget of {max_steps} steps exhausted", self.blocked_report())
                 steps += 1
                 options = len(runnable)
                 if options > 1:
-                    index = choose(runnable)
-                    decisions.append(_CHOICES[options][index] if options < _INTERNED else ("task", options, index))
+                    index = choose(runnable, task if runnable[-1] is task else None)
+                    decisions.append(_CHOICES[options][index] if options < _INTERNED else TaskChoice(options, index))
                     task = runnable.pop(index)
                 else:
                     task = runnable.pop()
@@ -293,14 +315,14 @@ class Kernel:
         if self.cancelled_scopes and task.effectively_cancelled():
             task.throw_exc = Cancelled()
             self.runnable.append(task)
-        elif deadline <= self.now:
+        elif deadline <= self.now_s:
             self.runnable.append(task)
         else:
             task.waiting_on = SLEEPING
             task.abort = _ALWAYS_ABORTABLE
             task.sleep_seq = self.add_timer(deadline, task)
 
-    def _trap_park(self, task: Task, waiting_on: str, abort: AbortFn) -> None:
+    def _trap_park(self, task: Task, waiting_on: "WaitTarget | str", abort: AbortFn) -> None:
         task.waiting_on = waiting_on
         task.abort = abort
         if self.cancelled_scopes and task.effectively_cancelled():
@@ -311,18 +333,17 @@ class Kernel:
     # ---- reports -------------------------------------------------------------------------------
 
     def blocked_report(self) -> list[str]:
-        """One line per unfinished task: its name, what it waits on and where it is suspended."""
+        """One line per unfinished task: its name, what it waits on (and who holds that) and where it is suspended."""
         lines = []
         for task in sorted(self.alive.values(), key=lambda t: t.tid):
-            state = "runnable" if task in self.runnable else f"waits on {self._describe_wait(task)}"
-            lines.append(f"  task {task.name!r} {state} at {task.where()}")
+            if task in self.runnable:
+                lines.append(f"  task {task.name!r} runnable at {task.where()}")
+            elif task.waiting_on == SLEEPING:
+                deadline = next((entry[0] for entry in self._timers if entry[1] == task.sleep_seq), math.inf)
+                lines.append(f"  task {task.name!r} waits on sleep until {deadline:g}s at {task.where()}")
+            else:
+                lines.append(blocked_task(task).line())
         return lines
-
-    def _describe_wait(self, task: Task) -> str:
-        if task.waiting_on != SLEEPING:
-            return task.waiting_on or "nothing"
-        deadline = next((entry[0] for entry in self._timers if entry[1] == task.sleep_seq), math.inf)
-        return f"sleep until {deadline:g}s"
 
     def close_unfinished(self) -> None:
         """Close the coroutines of tasks a failed run left behind, so they do not leak warnings."""

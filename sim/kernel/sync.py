@@ -1,28 +1,31 @@
-"""Synchronisation primitives on the kernel: Event, an owned Lock, a Semaphore, and a memory channel.
+"""Synchronisation primitives on the kernel: Event, an owned Lock, Condition, Barrier, Semaphore, channels.
 
 Waiters are served first come, first served; a wait is abandoned cleanly when its task is cancelled.
 Every blocking call is also a checkpoint, as in trio, so cancellation is seen even when it does not block.
+Each primitive may be given a name and says what it is and who holds it (`describe`, `holders`), which is
+what a deadlock report shows for the tasks waiting on it.
 """
 
 from __future__ import annotations
 
 import types
 from collections import deque
-from typing import TYPE_CHECKING, Any, Awaitable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
+from sim.kernel.cancel import CancelScope
 from sim.kernel.errors import EndOfChannel
 from sim.kernel.scheduler import CHECKPOINT, PARK, Task, checkpoint_trap
 
 if TYPE_CHECKING:
-    from sim.kernel.scheduler import Kernel
+    from sim.kernel.scheduler import Kernel, WaitTarget
 
 
 class _WaitQueue:
-    """FIFO of parked tasks; each entry can be withdrawn by its task's cancellation."""
+    """FIFO of parked tasks waiting on `target`; each entry can be withdrawn by its task's cancellation."""
 
-    def __init__(self, kernel: "Kernel", what: str) -> None:
+    def __init__(self, kernel: "Kernel", target: "WaitTarget | str") -> None:
         self._kernel = kernel
-        self._what = what
+        self._target = target
         self._waiters: deque[Task] = deque()
 
     @types.coroutine
@@ -37,7 +40,7 @@ class _WaitQueue:
             waiters.remove(task)
             return True
 
-        return (yield (PARK, (self._what, abort)))
+        return (yield (PARK, (self._target, abort)))
 
     def wake_one(self, value: Any = None) -> Task | None:
         if not self._waiters:
@@ -50,14 +53,34 @@ class _WaitQueue:
         while self._waiters:
             self._kernel.reschedule(self._waiters.popleft(), value)
 
+    def move_to(self, other: "_WaitQueue", count: int) -> None:
+        """Move up to `count` waiters, still parked, to the back of `other` (a condition's notify)."""
+        for _ in range(min(count, len(self._waiters))):
+            task = self._waiters.popleft()
+            other._waiters.append(task)
+            task.waiting_on = other._target
+            task.abort = _withdrawal(other._waiters, task)
+
     def __len__(self) -> int:
         return len(self._waiters)
 
 
-class Event:
-    """A one-shot flag; its wait queue is made only when someone actually waits (events are cheap)."""
+def _withdrawal(waiters: deque[Task], task: Task) -> Callable[[], bool]:
+    def abort() -> bool:
+        waiters.remove(task)
+        return True
 
-    def __init__(self, kernel: "Kernel", name: str = "event") -> None:
+    return abort
+
+
+def _named(kind: str, name: str | None) -> str:
+    return f"{kind} {name!r}" if name else f"an unnamed {kind}"
+
+
+class Event:
+    """A flag tasks wait for; `clear` resets it. Its wait queue is made only when someone waits (events are cheap)."""
+
+    def __init__(self, kernel: "Kernel", name: str | None = None) -> None:
         self._kernel = kernel
         self._name = name
         self._flag = False
@@ -69,6 +92,9 @@ class Event:
             if self._waiters is not None:
                 self._waiters.wake_all()
 
+    def clear(self) -> None:
+        self._flag = False
+
     def is_set(self) -> bool:
         return self._flag
 
@@ -76,23 +102,29 @@ class Event:
         if self._flag:
             return checkpoint_trap()
         if self._waiters is None:
-            self._waiters = _WaitQueue(self._kernel, self._name)
+            self._waiters = _WaitQueue(self._kernel, self)
         return self._waiters.park()
+
+    def describe(self) -> str:
+        return _named("event", self._name)
+
+    def holders(self) -> tuple[Task, ...]:
+        return ()
 
 
 class Lock:
     """A lock with an owner: ownership is handed directly to the next waiter on release."""
 
-    def __init__(self, kernel: "Kernel", name: str = "lock") -> None:
+    def __init__(self, kernel: "Kernel", name: str | None = None) -> None:
         self._kernel = kernel
         self._name = name
         self._owner: Task | None = None
-        self._waiters = _WaitQueue(kernel, name)
+        self._waiters = _WaitQueue(kernel, self)
 
     def acquire(self) -> Awaitable[Any]:
         task = self._kernel.current
         if self._owner is task:
-            raise RuntimeError(f"attempt to re-acquire {self._name}, which this task already holds")
+            raise RuntimeError(f"attempt to re-acquire {self.describe()}, which this task already holds")
         if self._owner is None:
             self._owner = task
             return self._checkpoint_holding()
@@ -115,15 +147,20 @@ class Lock:
 
     def release(self) -> None:
         if self._owner is not self._kernel.current:
-            raise RuntimeError(f"can't release {self._name}: this task does not own it")
+            raise RuntimeError(f"can't release {self.describe()}: this task does not own it")
         self._owner = self._waiters.wake_one()
 
     def locked(self) -> bool:
         return self._owner is not None
 
-    @property
-    def owner_name(self) -> str | None:
-        return None if self._owner is None else self._owner.name
+    def held_by_current(self) -> bool:
+        return self._owner is not None and self._owner is self._kernel.current
+
+    def describe(self) -> str:
+        return _named("lock", self._name)
+
+    def holders(self) -> tuple[Task, ...]:
+        return () if self._owner is None else (self._owner,)
 
     __aenter__ = acquire
 
@@ -142,14 +179,107 @@ class _Ready:
 _READY = _Ready()
 
 
+class Condition:
+    """A condition variable over an owned lock, with trio's semantics.
+
+    `wait` releases the lock, parks until notified, and returns holding the lock again: a notify moves the
+    waiter, still parked, into the lock's queue, so it wakes only when the lock is handed to it. A waiter
+    cancelled at any point takes the lock back (shielded) before Cancelled leaves `wait`.
+    """
+
+    def __init__(self, kernel: "Kernel", lock: Lock | None = None, name: str | None = None) -> None:
+        self._kernel = kernel
+        self._name = name
+        self.lock = lock if lock is not None else Lock(kernel, name)
+        self._waiters = _WaitQueue(kernel, self)
+
+    def acquire(self) -> Awaitable[Any]:
+        return self.lock.acquire()
+
+    def release(self) -> None:
+        self.lock.release()
+
+    def locked(self) -> bool:
+        return self.lock.locked()
+
+    async def __aenter__(self) -> None:
+        await self.lock.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.lock.release()
+
+    async def wait(self) -> None:
+        self._require_lock("wait")
+        self.lock.release()
+        try:
+            await self._waiters.park()
+        except BaseException:
+            with CancelScope(self._kernel, shield=True):
+                await self.lock.acquire()
+            raise
+
+    def notify(self, n: int = 1) -> None:
+        self._require_lock("notify")
+        self._waiters.move_to(self.lock._waiters, n)
+
+    def notify_all(self) -> None:
+        self._require_lock("notify")
+        self._waiters.move_to(self.lock._waiters, len(self._waiters))
+
+    def _require_lock(self, what: str) -> None:
+        if not self.lock.held_by_current():
+            raise RuntimeError(f"must hold the lock of {self.describe()} to {what}")
+
+    def describe(self) -> str:
+        return _named("condition", self._name)
+
+    def holders(self) -> tuple[Task, ...]:
+        return ()
+
+
+class Barrier:
+    """`parties` tasks wait until all have arrived, then all go on; it then resets for the next round.
+
+    A waiter cancelled before the round completes withdraws its arrival.
+    """
+
+    def __init__(self, kernel: "Kernel", parties: int, name: str | None = None) -> None:
+        if parties < 1:
+            raise ValueError("a barrier needs at least 1 party")
+        self._name = name
+        self._parties = parties
+        self._arrived = 0
+        self._waiters = _WaitQueue(kernel, self)
+
+    async def wait(self) -> None:
+        self._arrived += 1
+        if self._arrived == self._parties:
+            self._arrived = 0
+            self._waiters.wake_all()
+            await checkpoint_trap()
+            return
+        try:
+            await self._waiters.park()
+        except BaseException:
+            self._arrived -= 1
+            raise
+
+    def describe(self) -> str:
+        return f"{_named('barrier', self._name)} ({self._arrived} of {self._parties} arrived)"
+
+    def holders(self) -> tuple[Task, ...]:
+        return ()
+
+
 class Semaphore:
     """A capacity limiter: `capacity` tokens, not owned, handed directly to waiters on release."""
 
-    def __init__(self, kernel: "Kernel", capacity: int, name: str = "semaphore") -> None:
+    def __init__(self, kernel: "Kernel", capacity: int, name: str | None = None) -> None:
         if capacity < 0:
             raise ValueError("semaphore capacity must be >= 0")
+        self._name = name
         self._available = capacity
-        self._waiters = _WaitQueue(kernel, name)
+        self._waiters = _WaitQueue(kernel, self)
 
     async def acquire(self) -> None:
         if self._available > 0:
@@ -175,6 +305,12 @@ class Semaphore:
     @property
     def available(self) -> int:
         return self._available
+
+    def describe(self) -> str:
+        return _named("semaphore", self._name)
+
+    def holders(self) -> tuple[Task, ...]:
+        return ()  # tokens are not owned: any task may release one
 
     async def __aenter__(self) -> None:
         await self.acquire()

@@ -10,7 +10,7 @@ from sim.kernel.errors import Cancelled, EndOfChannel, TooSlowError
 from sim.kernel.isolated import IsolatedCall
 from sim.kernel.nursery import Nursery
 from sim.kernel.scheduler import checkpoint_trap, sleep_until_trap
-from sim.kernel.sync import Event, Lock, ReceiveChannel, Semaphore, SendChannel, open_channel
+from sim.kernel.sync import Barrier, Condition, Event, Lock, ReceiveChannel, Semaphore, SendChannel, open_channel
 
 if TYPE_CHECKING:
     from sim.world import World
@@ -45,13 +45,13 @@ class SimRuntime:
         self._streams: dict[str, RecordedRandom] = {}
 
     def now(self) -> float:
-        return self._kernel.now
+        return self._kernel.now_s
 
     # The hot calls return the kernel's trap directly instead of wrapping it in a coroutine of their own:
     # `await rt.checkpoint()` then costs one generator frame, not two.
 
     def sleep(self, seconds: float) -> Awaitable[None]:
-        return sleep_until_trap(self._kernel.now + seconds)
+        return sleep_until_trap(self._kernel.now_s + seconds)
 
     def sleep_until(self, deadline: float) -> Awaitable[None]:
         return sleep_until_trap(deadline)
@@ -75,19 +75,28 @@ class SimRuntime:
         return CancelScope(self._kernel, deadline=deadline, shield=shield)
 
     def move_on_after(self, seconds: float) -> CancelScope:
-        return CancelScope(self._kernel, deadline=self._kernel.now + seconds)
+        return CancelScope(self._kernel, deadline=self._kernel.now_s + seconds)
 
     def fail_after(self, seconds: float) -> FailAfter:
-        return FailAfter(CancelScope(self._kernel, deadline=self._kernel.now + seconds))
+        return FailAfter(CancelScope(self._kernel, deadline=self._kernel.now_s + seconds))
 
-    def event(self) -> Event:
-        return Event(self._kernel)
+    def event(self, name: str | None = None) -> Event:
+        return Event(self._kernel, name)
 
-    def lock(self) -> Lock:
-        return Lock(self._kernel)
+    def resettable_event(self, name: str | None = None) -> Event:
+        return Event(self._kernel, name)
 
-    def semaphore(self, capacity: int) -> Semaphore:
-        return Semaphore(self._kernel, capacity)
+    def lock(self, name: str | None = None) -> Lock:
+        return Lock(self._kernel, name)
+
+    def condition(self, lock: Lock | None = None, name: str | None = None) -> Condition:
+        return Condition(self._kernel, lock, name)
+
+    def barrier(self, parties: int, name: str | None = None) -> Barrier:
+        return Barrier(self._kernel, parties, name)
+
+    def semaphore(self, capacity: int, name: str | None = None) -> Semaphore:
+        return Semaphore(self._kernel, capacity, name)
 
     def open_channel(self, capacity: int) -> tuple[SendChannel, ReceiveChannel]:
         return open_channel(self._kernel, capacity)

@@ -58,6 +58,50 @@ class _TrioLock:
         self._lock.release()
 
 
+class _TrioResettableEvent:
+    """An event `clear` can reset: a fresh trio.Event per round, so waiters of a set round are all woken."""
+
+    def __init__(self) -> None:
+        self._event = trio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    def clear(self) -> None:
+        if self._event.is_set():
+            self._event = trio.Event()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+class _TrioBarrier:
+    """trio has no barrier: `parties` tasks park until the last arrives; a cancelled waiter withdraws."""
+
+    def __init__(self, parties: int) -> None:
+        if parties < 1:
+            raise ValueError("a barrier needs at least 1 party")
+        self._parties = parties
+        self._arrived = 0
+        self._lot = trio.lowlevel.ParkingLot()
+
+    async def wait(self) -> None:
+        self._arrived += 1
+        if self._arrived == self._parties:
+            self._arrived = 0
+            self._lot.unpark_all()
+            await trio.lowlevel.checkpoint()
+            return
+        try:
+            await self._lot.park()
+        except BaseException:
+            self._arrived -= 1
+            raise
+
+
 class _TrioSemaphore:
     def __init__(self, capacity: int) -> None:
         self._sem = trio.Semaphore(capacity)
@@ -171,13 +215,24 @@ class TrioRuntime:
     def fail_after(self, seconds: float) -> ContextManager[trio.CancelScope]:
         return trio.fail_after(seconds)
 
-    def event(self) -> trio.Event:
+    # Names are for the simulator's deadlock reports; trio has no use for them.
+
+    def event(self, name: str | None = None) -> trio.Event:
         return trio.Event()
 
-    def lock(self) -> _TrioLock:
+    def resettable_event(self, name: str | None = None) -> _TrioResettableEvent:
+        return _TrioResettableEvent()
+
+    def lock(self, name: str | None = None) -> _TrioLock:
         return _TrioLock()
 
-    def semaphore(self, capacity: int) -> _TrioSemaphore:
+    def condition(self, lock: _TrioLock | None = None, name: str | None = None) -> trio.Condition:
+        return trio.Condition(None if lock is None else lock._lock)
+
+    def barrier(self, parties: int, name: str | None = None) -> _TrioBarrier:
+        return _TrioBarrier(parties)
+
+    def semaphore(self, capacity: int, name: str | None = None) -> _TrioSemaphore:
         return _TrioSemaphore(capacity)
 
     def open_channel(self, capacity: int) -> tuple[_SendChannel, _ReceiveChannel]:

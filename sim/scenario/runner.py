@@ -16,18 +16,14 @@ from typing import Iterable, Sequence
 from sim.invariants import Violation
 from sim.scenario.model import Scenario
 from sim.scenario.system import ScenarioSystem
-from sim.strategies.base import Decision, Strategy
-from sim.strategies.dfs import DelayBoundedDFS
-from sim.strategies.pct import PCT
-from sim.strategies.portfolio import Portfolio
-from sim.strategies.random_walk import RandomWalk
+from sim.search import until_exhausted
+from sim.strategies.base import Strategy
+from sim.strategies.decisions import Recorded
+from sim.strategies.registry import strategy_for
 from sim.strategies.replay import ReplayStrategy
 from sim.timefreeze import frozen_time
-from sim.world import RunResult, World
+from sim.world import RunOutcome, RunResult, World
 
-# The strategies a scenario or `--strategy` may name; the portfolio is the command line's default.
-STRATEGIES: dict[str, type] = {"random": RandomWalk, "pct": PCT, "dfs": DelayBoundedDFS, "portfolio": Portfolio}
-DEFAULT_STRATEGY = "portfolio"
 FORCE_FAIL_ENV = "COMPACTION_SIM_FORCE_FAIL"
 RUN_COMPLETES = "run_completes"
 
@@ -84,25 +80,21 @@ class Verdict:
         return not self.problems()
 
 
-def strategy_for(name: str) -> Strategy:
-    return STRATEGIES[name]()
-
-
-def run_once(scenario: Scenario, seed: int, decisions: Sequence[Decision] | None = None, *,
+def run_once(scenario: Scenario, seed: int, decisions: Sequence[Recorded] | None = None, *,
              strategy: Strategy | None = None) -> RunReport:
     """One run of `scenario`: from its seed, replaying a recorded decision list, or under a given strategy."""
     if strategy is None:
         strategy = ReplayStrategy(decisions) if decisions is not None else strategy_for(scenario.explore.strategy)
-    world = World(seed, strategy, max_steps=scenario.explore.max_steps, max_time=scenario.explore.max_time)
+    world = World(seed, strategy, max_steps=scenario.explore.max_steps, max_time_s=scenario.explore.max_time)
     system = ScenarioSystem(world, scenario)
     system.install()
     result = world.run(system.main)
     if os.environ.get(FORCE_FAIL_ENV):
         system.violations.append(Violation("forced_fail", f"every run fails while {FORCE_FAIL_ENV} is set (the mutation sanity pass)", (), 0.0))
-    if result.outcome == "ok":
+    if result.outcome is RunOutcome.OK:
         system.finish()
     else:
-        system.violations.insert(0, Violation(RUN_COMPLETES, f"the run ended with {result.outcome}: {_first_line(result.error)}", (), result.virtual_time))
+        system.violations.insert(0, Violation(RUN_COMPLETES, f"the run ended with {result.outcome}: {_first_line(result.error)}", (), result.virtual_s))
     system.store.close()
     return RunReport(scenario, seed, result, system.violations, system.plan.fired(), system.coverage)
 
@@ -128,9 +120,7 @@ def explore_seeds(scenario: Scenario, seeds: Iterable[int], strategy: Strategy, 
     verdict = Verdict(scenario, fired=[0] * len(scenario.faults))
     started = time.process_time()
     with frozen_time():
-        for seed in seeds:
-            if getattr(strategy, "exhausted", False):
-                break
+        for seed in until_exhausted(seeds, strategy):
             report = run_once(scenario, seed, strategy=strategy)
             _tally(verdict, report)
             if report.failed and stop_at_first:
@@ -142,7 +132,7 @@ def explore_seeds(scenario: Scenario, seeds: Iterable[int], strategy: Strategy, 
 def _tally(verdict: Verdict, report: RunReport) -> None:
     verdict.runs += 1
     verdict.steps += report.result.steps
-    verdict.virtual_s += report.result.virtual_time
+    verdict.virtual_s += report.result.virtual_s
     verdict.fired = [total + count for total, count in zip(verdict.fired, report.fired)]
     verdict.coverage |= report.coverage
     if report.failed:

@@ -1,56 +1,45 @@
 """The strategy interface: what every exploration strategy, replay included, implements.
 
-Three calls, as in shuttle: begin an execution, pick the next task among the runnable ones, and draw a
-number for a named random stream. The World records every answer in the decision list, so any strategy's
-run can be replayed by `ReplayStrategy`: the kernel records task choices, the World records draws. PCT, bounded exhaustive search and Hypothesis-driven choice are
-further implementations of the same three calls; the kernel never needs to know which one it runs.
+As in shuttle: begin an execution, pick the next task among the runnable ones, and draw a number for a
+named random stream; then end the execution. The kernel records every task choice and the World every
+draw (`decisions.py`), so any strategy's run can be replayed by `ReplayStrategy`. A systematic search
+also says when it has nothing new left to run (`exhausted`), which ends an exploration early; a sampling
+strategy never runs out. The kernel never needs to know which strategy it runs.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, Sequence
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, ClassVar, Sequence
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Task
 
-# One entry of a decision list: ("task", options, chosen_index) or ("draw", stream, bound, value).
-Decision = tuple
 
-
-class Strategy(Protocol):
+class Strategy(ABC):
     name: str
+    systematic: ClassVar[bool] = False  # True for a search that enumerates a bounded space and can exhaust it
 
+    @abstractmethod
     def begin(self, seed: int) -> None:
         """Start a new execution with this root seed."""
 
-    def choose_task(self, runnable: Sequence["Task"]) -> int:
-        """Index of the task to run next; called only when two or more tasks can run."""
+    @abstractmethod
+    def choose_task(self, runnable: Sequence["Task"], running: "Task | None") -> int:
+        """Index of the task to run next; asked only when two or more tasks can run.
 
+        `running` is the task that ran the step before when it could go on (it is then `runnable[-1]`), and
+        None when that task blocked or finished or the clock moved: switching away from it is a preemption.
+        """
+
+    @abstractmethod
     def draw(self, stream: str, bound: int) -> int:
         """A number in [0, bound) for the named random stream."""
 
+    def end(self) -> None:
+        """The execution finished; a strategy that holds expectations about it checks them here."""
 
-# A choice that took the default (task 0, the kernel's FIFO order; a draw of 0) is not a decision anyone made.
-# Repro files store only the others, each with its position among all choice points, so a decision list is
-# as long as the number of deviations a person has to understand; `expand` restores the full sequence, with
-# DEFAULT at the other points (replay answers 0 there, whatever kind of choice it is).
-DEFAULT: Decision = ("default",)
-
-
-def is_default(decision: Decision) -> bool:
-    return decision[-1] == 0 or decision == DEFAULT
-
-
-def sparse(decisions: "Sequence[Decision]") -> list[list]:
-    """The non-default decisions, each as [position, *decision]."""
-    return [[position, *decision] for position, decision in enumerate(decisions) if not is_default(decision)]
-
-
-def expand(entries: "Sequence[Sequence]", points: int) -> list[Decision]:
-    """The full decision sequence of `points` choice points from its sparse form."""
-    full: list[Decision] = [DEFAULT] * points
-    for position, *decision in entries:
-        if not 0 <= position < points:
-            raise ValueError(f"a decision at position {position} lies outside the run's {points} choice points")
-        full[position] = tuple(decision)
-    return full
+    @property
+    def exhausted(self) -> bool:
+        """Whether a systematic search has run every execution in its space; never true for sampling."""
+        return False

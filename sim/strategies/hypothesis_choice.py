@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 Outcome = TypeVar("Outcome")
 
 
-class HypothesisChoice:
+class HypothesisChoice(Strategy):
     """Answers the kernel from a Hypothesis `data` object, so the run is one Hypothesis example."""
 
     name = "hypothesis"
@@ -38,7 +38,7 @@ class HypothesisChoice:
     def begin(self, seed: int) -> None:
         """Nothing to seed: Hypothesis owns the randomness of the example."""
 
-    def choose_task(self, runnable: Sequence["Task"]) -> int:
+    def choose_task(self, runnable: Sequence["Task"], running: "Task | None") -> int:
         return self._ask(len(runnable))
 
     def draw(self, stream: str, bound: int) -> int:

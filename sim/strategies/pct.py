@@ -25,6 +25,7 @@ import random
 from typing import TYPE_CHECKING, Sequence
 
 from sim.rng import derive_seed
+from sim.strategies.base import Strategy
 from sim.strategies.random_walk import RandomWalk
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ DEFAULT_DEPTH = 3
 INITIAL_HORIZON = 100
 
 
-class PCT:
+class PCT(Strategy):
     """Highest priority runs; d-1 priority change points spread uniformly over the expected run length."""
 
     def __init__(self, depth: int = DEFAULT_DEPTH, horizon: int | None = None) -> None:
@@ -76,7 +77,7 @@ class PCT:
         self._change_points = {point: lowered for lowered, point in enumerate(points, start=1)}
         self._streams.begin(seed)
 
-    def choose_task(self, runnable: Sequence["Task"]) -> int:
+    def choose_task(self, runnable: Sequence["Task"], running: "Task | None") -> int:
         self._choices += 1
         self._prioritise_new(runnable)
         top = self._highest(runnable)

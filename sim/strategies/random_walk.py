@@ -6,12 +6,13 @@ import random
 from typing import TYPE_CHECKING, Sequence
 
 from sim.rng import derive_seed
+from sim.strategies.base import Strategy
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Task
 
 
-class RandomWalk:
+class RandomWalk(Strategy):
     name = "random"
 
     def __init__(self) -> None:
@@ -24,7 +25,7 @@ class RandomWalk:
         self._uniform = random.Random(derive_seed(seed, "schedule")).random
         self._streams = {}
 
-    def choose_task(self, runnable: Sequence["Task"]) -> int:
+    def choose_task(self, runnable: Sequence["Task"], running: "Task | None") -> int:
         return int(self._uniform() * len(runnable))
 
     def draw(self, stream: str, bound: int) -> int:

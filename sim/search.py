@@ -1,8 +1,9 @@
-"""`python -m sim explore`: search one scenario for a violation until a run or time budget runs out.
+"""What every exploration shares, for scenarios and for any program: which seeds to run, and for how long.
 
 Sharding splits the seed space, not the work list, so machines need no coordination: shard I of N
 (0 <= I < N) runs seeds first+I, first+I+N, first+I+2N, ... The N shards of one first seed are disjoint,
-so no seed runs twice, and together they cover every seed from the first on.
+so no seed runs twice, and together they cover every seed from the first on. A budget is a number of runs
+or CPU seconds, and a systematic strategy that has covered its whole space ends the search early.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from sim.scenario.model import Scenario
-from sim.scenario.runner import Verdict, explore_seeds, strategy_for
 from sim.strategies.base import Strategy
 
 
@@ -39,37 +38,7 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-@dataclass
-class Exploration:
-    """What one search did: the verdict over its runs, the strategy object that ran them, and where."""
-
-    verdict: Verdict
-    strategy: Strategy
-    shard: Shard
-    first_seed: int
-
-    @property
-    def exhausted(self) -> bool | None:
-        """For an exhaustive search, whether it covered its whole bounded space; None for sampling strategies."""
-        return getattr(self.strategy, "exhausted", None)
-
-
-def explore(
-    scenario: Scenario,
-    strategy: str,
-    *,
-    first_seed: int,
-    shard: Shard = Shard(),
-    runs: int | None = None,
-    time_budget: float | None = None,
-) -> Exploration:
-    """Run this shard's seeds until the first violation, `runs` runs or `time_budget` CPU seconds."""
-    searcher = strategy_for(strategy)
-    seeds = _within_budget(shard.seeds(first_seed), runs, time_budget)
-    return Exploration(explore_seeds(scenario, seeds, searcher), searcher, shard, first_seed)
-
-
-def _within_budget(seeds: Iterator[int], runs: int | None, time_budget: float | None) -> Iterable[int]:
+def within_budget(seeds: Iterable[int], runs: int | None, time_budget_s: float | None) -> Iterable[int]:
     """The seeds a budget allows: the first `runs` of them, and only while time is left.
 
     Time is this process's CPU time, as in every figure the tool reports: runs execute with the wall
@@ -77,7 +46,15 @@ def _within_budget(seeds: Iterator[int], runs: int | None, time_budget: float | 
     """
     if runs is not None:
         seeds = itertools.islice(seeds, runs)
-    if time_budget is None:
+    if time_budget_s is None:
         return seeds
-    deadline = time.process_time() + time_budget
+    deadline = time.process_time() + time_budget_s
     return itertools.takewhile(lambda _: time.process_time() < deadline, seeds)
+
+
+def until_exhausted(seeds: Iterable[int], strategy: Strategy) -> Iterator[int]:
+    """The seeds, until a systematic strategy has run its whole space."""
+    for seed in seeds:
+        if strategy.exhausted:
+            return
+        yield seed

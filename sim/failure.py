@@ -1,0 +1,91 @@
+"""What made a run fail, read out of the run: the exception, the task that raised it, or the deadlock.
+
+A task's exception reaches the root task wrapped in one exception group per nursery it crossed, often
+beside the Cancelled its siblings got; `unwrap` digs out the one that matters, and the task that raised
+it is the first task (in the order tasks ended) whose exception is or contains it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from sim.kernel.errors import Cancelled, Deadlock, SimulationError
+from sim.strategies.decisions import Decision, non_default
+from sim.world import RunOutcome, RunResult
+
+
+def leaves(error: BaseException) -> Iterator[BaseException]:
+    """The exceptions inside any nesting of exception groups, in order."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from leaves(inner)
+    else:
+        yield error
+
+
+def unwrap(error: BaseException) -> BaseException:
+    """The exception that failed a run, out of its exception groups: the first one that is not a Cancelled."""
+    found = list(leaves(error))
+    return next((leaf for leaf in found if not isinstance(leaf, Cancelled)), found[0])
+
+
+def raising_task(error: BaseException, task_errors: Sequence[tuple[str, BaseException]]) -> str | None:
+    """The first task to end by `error` or by a group containing it: the task that raised it."""
+    for task, raised in task_errors:
+        if raised is error or any(leaf is error for leaf in leaves(raised)):
+            return task
+    return None
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed run: why (`error`, unwrapped), where (`task`), and the run itself, with its repro file once written."""
+
+    error: BaseException
+    task: str | None
+    run: RunResult
+    repro: Path | None = None
+
+    @classmethod
+    def of(cls, run: RunResult) -> "Failure | None":
+        """The failure of a run, or None if it ended well."""
+        if run.outcome is RunOutcome.OK or run.error is None:
+            return None
+        error = run.error if isinstance(run.error, SimulationError) else unwrap(run.error)
+        return cls(error, raising_task(error, run.task_errors), run)
+
+    @property
+    def outcome(self) -> RunOutcome:
+        return self.run.outcome
+
+    @property
+    def seed(self) -> int:
+        return self.run.seed
+
+    @property
+    def decisions(self) -> list[Decision]:
+        return self.run.decisions
+
+    @property
+    def deadlock(self) -> Deadlock | None:
+        """The deadlock report (every blocked task, what it waits on, who holds it, the cycle), if it was one."""
+        return self.error if isinstance(self.error, Deadlock) else None
+
+    def headline(self) -> str:
+        if isinstance(self.error, SimulationError):
+            return f"{self.outcome}: {self.error.summary}"
+        where = f" in task {self.task!r}" if self.task else ""
+        return f"{self.outcome}{where}: {type(self.error).__name__}: {self.error}"
+
+    def __str__(self) -> str:
+        run = self.run
+        lines = [self.headline()]
+        if isinstance(self.error, SimulationError):
+            lines += self.error.report
+        lines.append(f"  seed {run.seed}, strategy {run.strategy}, {run.steps} steps, "
+                     f"{non_default(run.decisions)} decisions (of {len(run.decisions)} choice points)")
+        if self.repro is not None:
+            lines.append(f"  repro: {self.repro}")
+        return "\n".join(lines)

@@ -1,0 +1,44 @@
+"""`python -m sim explore`: search one scenario for a violation until a run or time budget runs out.
+
+The seeds come from a shard of the seed space (`sim.search`), so machines need no coordination.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim.scenario.model import Scenario
+from sim.scenario.runner import Verdict, explore_seeds
+from sim.search import Shard, within_budget
+from sim.strategies.base import Strategy
+from sim.strategies.registry import strategy_for
+
+
+@dataclass
+class Exploration:
+    """What one search did: the verdict over its runs, the strategy object that ran them, and where."""
+
+    verdict: Verdict
+    strategy: Strategy
+    shard: Shard
+    first_seed: int
+
+    @property
+    def exhausted(self) -> bool | None:
+        """For a systematic search, whether it covered its whole bounded space; None for sampling strategies."""
+        return self.strategy.exhausted if self.strategy.systematic else None
+
+
+def explore(
+    scenario: Scenario,
+    strategy: str,
+    *,
+    first_seed: int,
+    shard: Shard = Shard(),
+    runs: int | None = None,
+    time_budget_s: float | None = None,
+) -> Exploration:
+    """Run this shard's seeds until the first violation, `runs` runs or `time_budget_s` CPU seconds."""
+    searcher = strategy_for(strategy)
+    seeds = within_budget(shard.seeds(first_seed), runs, time_budget_s)
+    return Exploration(explore_seeds(scenario, seeds, searcher), searcher, shard, first_seed)
