@@ -24,6 +24,7 @@ from sim.scenario.loader import load_paths
 from sim.scenario.runner import run_once
 from sim.search import Shard
 from sim.strategies.base import Strategy
+from sim.strategies.decisions import TaskChoice
 from sim.strategies.dfs import PreemptionBoundedDFS, SearchExhausted
 from sim.strategies.hypothesis_choice import HypothesisChoice, shrink_failure
 from sim.strategies.pct import PCT
@@ -140,7 +141,9 @@ class Counting(Strategy):
 
 def _choices(pct: PCT, seed: int, tasks: list[FakeTask], count: int) -> list[int]:
     pct.begin(seed)
-    return [pct.choose_task(tasks, None) for _ in range(count)]
+    chosen = [pct.choose_task(tasks, None) for _ in range(count)]
+    pct.end()
+    return chosen
 
 
 def _begin_with_change_points_after_the_first_choice(pct: PCT) -> None:
@@ -313,7 +316,16 @@ def test_the_portfolio_rotates_its_members_run_by_run_whatever_the_seeds():
     for seed in (5, 9, 13, 17, 21):
         portfolio.begin(seed)
         names.append(portfolio.name)
-    assert names == ["portfolio/random", "portfolio/pct-d3", "portfolio/random", "portfolio/pct-d10", "portfolio/random"]
+    assert names == ["portfolio/random", "portfolio/pct-d1", "portfolio/pct-d10", "portfolio/pct-d1", "portfolio/random"]
+
+
+def test_the_portfolio_s_pct_members_draw_change_points_over_the_run_length_any_of_them_saw():
+    portfolio = Portfolio()
+    with frozen_time():
+        walk, pct_d1 = (World(seed, portfolio).run(interleaved(3, 10)) for seed in range(2))
+    pct_d10 = portfolio.members[2]
+    assert (walk.strategy, pct_d1.strategy, pct_d10.name) == ("portfolio/random", "portfolio/pct-d1", "pct-d10")
+    assert pct_d10.horizon == sum(isinstance(d, TaskChoice) for d in pct_d1.decisions) > 20
 
 
 # ---- sharding and the explore command ----------------------------------------------------------

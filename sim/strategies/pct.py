@@ -13,9 +13,10 @@ How it maps onto this kernel:
 - A step is one choice between two or more runnable tasks (a step with one runnable task asks nothing), so
   the horizon k counts choices. At a change point the task about to run, the highest-priority runnable one,
   is lowered, and the choice is made with the new priorities: each change point is a preemption.
-- Runs of one scenario have similar lengths, so without an explicit horizon k becomes the longest run this
-  object has seen (the first run guesses INITIAL_HORIZON): change points then fall inside the run instead
-  of past its end. A fixed `horizon` makes every run a function of its seed alone.
+- Runs of one program have similar lengths, so without an explicit horizon k becomes the longest run seen
+  so far (the first run guesses INITIAL_HORIZON): change points then fall inside the run instead of past
+  its end. The PCT members of a portfolio share one estimate, so each learns from the others' runs too
+  and no member wastes its first run on a guess. A fixed `horizon` makes every run a function of its seed.
 - Random draws come from per-stream generators seeded like the random walk's.
 """
 
@@ -35,10 +36,20 @@ DEFAULT_DEPTH = 3
 INITIAL_HORIZON = 100
 
 
+class HorizonEstimate:
+    """The longest run seen so far, in choices: the horizon PCT draws its change points over."""
+
+    def __init__(self) -> None:
+        self.longest = 0
+
+    def observe(self, choices: int) -> None:
+        self.longest = max(self.longest, choices)
+
+
 class PCT(Strategy):
     """Highest priority runs; d-1 priority change points spread uniformly over the expected run length."""
 
-    def __init__(self, depth: int = DEFAULT_DEPTH, horizon: int | None = None) -> None:
+    def __init__(self, depth: int = DEFAULT_DEPTH, horizon: int | None = None, estimate: HorizonEstimate | None = None) -> None:
         if depth < 1:
             raise ValueError(f"PCT depth must be at least 1, got {depth}")
         if horizon is not None and horizon < 1:
@@ -46,7 +57,7 @@ class PCT(Strategy):
         self.name = f"pct-d{depth}"
         self.depth = depth
         self._fixed_horizon = horizon
-        self._longest = 0
+        self._estimate = estimate if estimate is not None else HorizonEstimate()
         self._choices = 0
         self._rng = random.Random(0)
         self._priorities: dict[int, float] = {}
@@ -56,7 +67,7 @@ class PCT(Strategy):
     @property
     def horizon(self) -> int:
         """The k that change points are drawn over in the current run."""
-        return self._fixed_horizon or self._longest or INITIAL_HORIZON
+        return self._fixed_horizon or self._estimate.longest or INITIAL_HORIZON
 
     @property
     def change_points(self) -> dict[int, int]:
@@ -69,7 +80,6 @@ class PCT(Strategy):
         return dict(self._priorities)
 
     def begin(self, seed: int) -> None:
-        self._longest = max(self._longest, self._choices)
         self._choices = 0
         self._rng = random.Random(derive_seed(seed, "pct"))
         self._priorities = {}
@@ -89,6 +99,9 @@ class PCT(Strategy):
 
     def draw(self, stream: str, bound: int) -> int:
         return self._streams.draw(stream, bound)
+
+    def end(self) -> None:
+        self._estimate.observe(self._choices)
 
     def _prioritise_new(self, runnable: Sequence["Task"]) -> None:
         for tid in sorted(task.tid for task in runnable if task.tid not in self._priorities):
