@@ -74,12 +74,14 @@ def explore(
     max_steps: int = DEFAULT_MAX_STEPS,
     max_time_s: float = math.inf,
     repro_dir: Path | None = DEFAULT_REPRO_DIR,
+    repro_name: str | None = None,
 ) -> Exploration:
     """Run `program(rt, *args)` on seeds `seed`, `seed`+1, ... until the first failure or the budget.
 
     The budget is `runs` runs or `time_budget_s` CPU seconds (DEFAULT_RUNS runs if neither is given).
     `strategy` is a name from `sim.strategies.registry` or a strategy object. A failure is written to
-    `repro_dir` (not at all if None) as a repro file that `replay` takes.
+    `repro_dir` (not at all if None) as a repro file that `replay` takes, named after `repro_name` (default:
+    the program) and the seed.
     """
     if runs is not None and time_budget_s is not None:
         raise ValueError("give runs or time_budget_s, not both")
@@ -94,7 +96,8 @@ def explore(
             if failure is not None:
                 break
     if failure is not None and repro_dir is not None:
-        failure = replace(failure, repro=write_repro(failure, program, repro_dir, max_steps=max_steps, max_time_s=max_time_s))
+        repro = write_repro(failure, program, repro_dir, max_steps=max_steps, max_time_s=max_time_s, name=repro_name)
+        failure = replace(failure, repro=repro)
     return Exploration(program_name(program), searcher, count, time.process_time() - started, failure)
 
 

@@ -1,25 +1,47 @@
-"""A pytest plugin: scenario files are test items, so `pytest scenarios/` runs the catalogue.
+"""A pytest plugin: scenario files are test items, and `@pytest.mark.sim` runs an async test under exploration.
 
 Every `*.toml` in a folder named `scenarios` becomes one item that explores the scenario and passes when its
 expectation holds (no violation, every fault fired, every coverage mark reached). A failing item shows the
 violated invariant, the timeline around its witnesses and the command that replays it. Items are
-independent, so `pytest -n auto` spreads them over workers. Options: `--sim-seed`, `--sim-runs`.
+independent, so `pytest -n auto` spreads them over workers.
+
+An `async def test_x(rt)` marked `@pytest.mark.sim(runs=500, strategy="portfolio")` is run by `sim.explore`
+as a program: `rt` is each run's simulated Runtime (other fixtures are shared by all the runs). A failure
+shows the exception (out of its exception groups) or the deadlock report, and the command that replays it:
+`--sim-replay REPRO` runs the recorded schedule once, byte for byte.
+
+Options: `--sim-seed`, `--sim-runs` (for scenarios and marked tests), `--sim-replay`.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import shlex
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
 SCENARIO_FOLDER = "scenarios"
+REPRO_FOLDER = "out"
+MARKER = "sim"
+MARKER_OPTIONS = ("runs", "time_budget_s", "strategy", "seed", "max_steps", "max_time_s")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("compaction-sim")
-    group.addoption("--sim-seed", type=int, default=None, help="first seed for every scenario (default: the scenario's)")
-    group.addoption("--sim-runs", type=int, default=None, help="runs per scenario (default: the scenario's)")
+    group.addoption("--sim-seed", type=int, default=None,
+                    help="first seed for every scenario and @pytest.mark.sim test (default: the scenario's or marker's)")
+    group.addoption("--sim-runs", type=int, default=None,
+                    help="runs per scenario and @pytest.mark.sim test (default: the scenario's or marker's)")
+    group.addoption("--sim-replay", type=Path, default=None, metavar="REPRO",
+                    help="run the selected @pytest.mark.sim test once, under the schedule this repro file recorded")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARKER}({', '.join(f'{o}=...' for o in MARKER_OPTIONS)}): run this "
+                            "`async def test(rt)` under sim.explore; a failure prints the command that replays it")
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
@@ -62,3 +84,77 @@ class ScenarioItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"scenario {self.name}"
+
+
+# ---- @pytest.mark.sim tests -------------------------------------------------------------------------
+
+
+class ExplorationFailed(Exception):
+    """A marked test failed in one of its runs; the message is the failure and how to replay it."""
+
+
+@pytest.fixture
+def rt(request: pytest.FixtureRequest) -> None:
+    """The simulated Runtime of each run of a `@pytest.mark.sim` test (the plugin passes it in)."""
+    if request.node.get_closest_marker(MARKER) is None:
+        pytest.fail("the rt fixture is the simulated Runtime of a @pytest.mark.sim test; mark the test", pytrace=False)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    __tracebackhide__ = True
+    marker = pyfuncitem.get_closest_marker(MARKER)
+    if marker is None:
+        return None
+    test = pyfuncitem.obj
+    if not inspect.iscoroutinefunction(test) or "rt" not in pyfuncitem.fixturenames:
+        pytest.fail(f"@pytest.mark.{MARKER} runs an `async def` test that takes `rt`", pytrace=False)
+    unknown = set(marker.kwargs) - set(MARKER_OPTIONS)
+    if marker.args or unknown:
+        pytest.fail(f"@pytest.mark.{MARKER} takes only {', '.join(MARKER_OPTIONS)} as keywords", pytrace=False)
+    shared = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames if name != "rt"}
+
+    @functools.wraps(test)
+    async def program(runtime: Any) -> Any:
+        return await test(rt=runtime, **shared)
+
+    replaying = pyfuncitem.config.getoption("--sim-replay")
+    if replaying is not None:
+        _replay(pyfuncitem, program, replaying)
+    else:
+        _explore(pyfuncitem, program, dict(marker.kwargs))
+    return True
+
+
+def _explore(item: pytest.Function, program: Any, options: dict[str, Any]) -> None:
+    __tracebackhide__ = True
+    from sim.exploration import explore
+
+    config = item.config
+    if config.getoption("--sim-runs") is not None:
+        options.pop("time_budget_s", None)
+        options["runs"] = config.getoption("--sim-runs")
+    if config.getoption("--sim-seed") is not None:
+        options["seed"] = config.getoption("--sim-seed")
+    try:
+        found = explore(program, repro_dir=Path(str(config.rootpath)) / REPRO_FOLDER, repro_name=item.name, **options)
+    except ValueError as error:
+        pytest.fail(f"@pytest.mark.{MARKER}: {error}", pytrace=False)
+    if found.failure is None:
+        return
+    command = f"python -m pytest {shlex.quote(item.nodeid)} --sim-replay {shlex.quote(str(found.failure.repro))}"
+    raise ExplorationFailed(f"{found.runs} runs under {found.strategy.name}, the last one failed:\n"
+                            f"{found.failure}\n  replay: {command}") from found.failure.error
+
+
+def _replay(item: pytest.Function, program: Any, repro: Path) -> None:
+    __tracebackhide__ = True
+    from sim.exploration import replay
+    from sim.failure import Failure
+
+    try:
+        failure = Failure.of(replay(repro, program))
+    except ValueError as error:
+        pytest.fail(str(error), pytrace=False)
+    if failure is not None:
+        raise ExplorationFailed(f"replayed {repro}:\n{failure}") from failure.error

@@ -1,0 +1,61 @@
+"""The classic bugs of `bench classic`: each passes under the default schedules and fails under some
+other, found by the preemption-bounded search with the preemptions its docstring claims; the benchmark
+reports one JSON document and a progress line per bug."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import sim
+from sim.bench.classic import bench_classic
+from sim.bench.classic_bugs import BUGS
+from sim.strategies.dfs import PreemptionBoundedDFS
+from sim.strategies.prefix import PrefixReplay
+
+# Minimal preemptions, by the search that runs every schedule of fewer preemptions first.
+MINIMAL_PREEMPTIONS = {
+    "lost_update": 1, "check_then_act": 1, "order_violation": 1, "atomicity_depth3": 2, "aba_free_list": 1,
+    "three_lock_deadlock": 1, "lost_wakeup": 1, "bounded_buffer": 0, "must_run_last": 0, "rare_among_ten": 0,
+}
+DEADLOCKS = {"three_lock_deadlock": True, "lost_wakeup": False, "must_run_last": False}  # bug -> has a wait-for cycle
+
+
+@pytest.mark.parametrize("name", sorted(BUGS))
+def test_a_classic_bug_passes_under_fifo_and_under_run_until_blocked(name):
+    with sim.frozen_time():
+        assert sim.World(0, PrefixReplay([])).run(BUGS[name]).outcome == sim.RunOutcome.OK
+        assert sim.World(0, PreemptionBoundedDFS(0)).run(BUGS[name]).outcome == sim.RunOutcome.OK
+
+
+@pytest.mark.parametrize("name", sorted(BUGS))
+def test_the_bounded_search_finds_each_bug_with_its_minimal_preemptions(name):
+    minimal = MINIMAL_PREEMPTIONS[name]
+    found = sim.explore(BUGS[name], strategy="dfs", runs=2000, repro_dir=None)
+    assert found.failed and found.strategy.preemptions == minimal
+    if minimal:
+        fewer = sim.explore(BUGS[name], strategy=PreemptionBoundedDFS(minimal - 1), runs=20_000, repro_dir=None)
+        assert fewer.exhausted and not fewer.failed, "every schedule with fewer preemptions must hold"
+    deadlock = found.failure.deadlock
+    assert (deadlock is not None) == (name in DEADLOCKS)
+    if deadlock is not None:
+        assert deadlock.blocked and bool(deadlock.cycle) == DEADLOCKS[name]
+
+
+def test_bench_classic_measures_every_bug_under_every_strategy():
+    result = bench_classic(root_seeds=1, cap=40)
+    assert [bug["bug"] for bug in result["bugs"]] == list(BUGS)
+    for bug in result["bugs"]:
+        assert set(bug["strategies"]) == {"random", "pct-d1", "pct", "pct-d10", "dfs", "portfolio"}
+        assert bug["failures_not_replayed"] == 0 and bug["deadlocks_without_report"] == 0
+    assert result["targets"]["every_failure_replays_exactly"]
+
+
+def test_bench_classic_prints_one_json_document_and_a_progress_line_per_bug():
+    done = subprocess.run([sys.executable, "-m", "sim", "bench", "classic", "--json", "--seeds", "1", "--cap", "20"],
+                          capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout)["benchmark"] == "classic"
+    assert [line.split(":")[0].strip() for line in done.stderr.splitlines()] == list(BUGS)
