@@ -124,9 +124,9 @@ class Counting(Strategy):
         self.preemptions = 0
         self.inner.begin(seed)
 
-    def choose_task(self, runnable, running):
-        index = self.inner.choose_task(runnable, running)
-        self.preemptions += running is not None and index != len(runnable) - 1
+    def choose_task(self, runnable, previous):
+        index = self.inner.choose_task(runnable, previous)
+        self.preemptions += runnable[-1] is previous and index != len(runnable) - 1
         return index
 
     def draw(self, stream, bound):

@@ -252,8 +252,8 @@ class Kernel:
 
         This loop is the simulator's speed limit: locals instead of attribute lookups, no allocation for a
         task choice (the decisions are interned), and nothing per step that a report can compute later. The
-        strategy is told which task ran last if it can go on: `task` is still the previous step's task, and
-        if it is runnable it is the last of `runnable` (it re-queued itself after everything it woke).
+        strategy is told which task ran the previous step (`task`, None once the clock has moved); if that
+        task can go on it is the last of `runnable`, since it re-queued itself after everything it woke.
         """
         runnable = self.runnable
         choose = self.strategy.choose_task
@@ -275,7 +275,7 @@ class Kernel:
                 steps += 1
                 options = len(runnable)
                 if options > 1:
-                    index = choose(runnable, task if runnable[-1] is task else None)
+                    index = choose(runnable, task)
                     decisions.append(_CHOICES[options][index] if options < _INTERNED else TaskChoice(options, index))
                     task = runnable.pop(index)
                 else:

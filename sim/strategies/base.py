@@ -25,11 +25,11 @@ class Strategy(ABC):
         """Start a new execution with this root seed."""
 
     @abstractmethod
-    def choose_task(self, runnable: Sequence["Task"], running: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
         """Index of the task to run next; asked only when two or more tasks can run.
 
-        `running` is the task that ran the step before when it could go on (it is then `runnable[-1]`), and
-        None when that task blocked or finished or the clock moved: switching away from it is a preemption.
+        `previous` is the task that ran the step before (None at the start and once the clock has moved).
+        If it can go on, it is `runnable[-1]`, and switching away from it is a preemption.
         """
 
     @abstractmethod

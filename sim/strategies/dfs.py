@@ -80,14 +80,15 @@ class PreemptionBoundedDFS(Strategy):
         self._path = []
         self.executions += 1
 
-    def choose_task(self, runnable: Sequence["Task"], running: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
         depth = len(self._path)
         options = len(runnable)
         if depth < len(self._prefix):
             point = self._forced(depth, options)
         else:
-            default = options - 1 if running is not None else 0
-            point = _Point(options, default, default, running is not None)
+            can_continue = runnable[-1] is previous
+            default = options - 1 if can_continue else 0
+            point = _Point(options, default, default, can_continue)
         self._path.append(point)
         return point.chosen
 

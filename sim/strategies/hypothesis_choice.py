@@ -38,7 +38,7 @@ class HypothesisChoice(Strategy):
     def begin(self, seed: int) -> None:
         """Nothing to seed: Hypothesis owns the randomness of the example."""
 
-    def choose_task(self, runnable: Sequence["Task"], running: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
         return self._ask(len(runnable))
 
     def draw(self, stream: str, bound: int) -> int:

@@ -87,7 +87,7 @@ class PCT(Strategy):
         self._change_points = {point: lowered for lowered, point in enumerate(points, start=1)}
         self._streams.begin(seed)
 
-    def choose_task(self, runnable: Sequence["Task"], running: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
         self._choices += 1
         self._prioritise_new(runnable)
         top = self._highest(runnable)

@@ -72,8 +72,8 @@ class Portfolio(Strategy):
         self.name = f"portfolio/{self.current.name}"
         self.current.begin(seed)
 
-    def choose_task(self, runnable: Sequence["Task"], running: "Task | None") -> int:
-        return self.current.choose_task(runnable, running)
+    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
+        return self.current.choose_task(runnable, previous)
 
     def draw(self, stream: str, bound: int) -> int:
         return self.current.draw(stream, bound)

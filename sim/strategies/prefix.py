@@ -41,7 +41,7 @@ class PrefixReplay(Strategy):
             return DEFAULT_CHOICE
         return self._decisions[position].choice
 
-    def choose_task(self, runnable: Sequence["Task"], running: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
         return _clamp(self._recorded(TaskChoice), len(runnable))
 
     def draw(self, stream: str, bound: int) -> int:

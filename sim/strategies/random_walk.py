@@ -25,7 +25,7 @@ class RandomWalk(Strategy):
         self._uniform = random.Random(derive_seed(seed, "schedule")).random
         self._streams = {}
 
-    def choose_task(self, runnable: Sequence["Task"], running: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
         return int(self._uniform() * len(runnable))
 
     def draw(self, stream: str, bound: int) -> int:

@@ -37,7 +37,7 @@ class ReplayStrategy(Strategy):
         self._position += 1
         return decision
 
-    def choose_task(self, runnable: Sequence["Task"], running: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
         names = ", ".join(task.name for task in runnable)
         decision = self._next(TaskChoice, "task choice", f"{len(runnable)} runnable: {names}")
         if isinstance(decision, TaskChoice) and decision.options != len(runnable):
