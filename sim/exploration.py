@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 from sim.failure import Failure
 from sim.kernel.errors import DivergenceError
-from sim.search import until_exhausted, within_budget
+from sim.search import exhaustion, until_exhausted, within_budget
 from sim.strategies.base import Strategy
 from sim.strategies.decisions import Recorded
 from sim.strategies.registry import DEFAULT_STRATEGY, strategy_for
@@ -53,15 +53,13 @@ class Exploration:
 
     @property
     def exhausted(self) -> bool | None:
-        """For a systematic search, whether it covered its whole bounded space; None for sampling strategies."""
-        return self.strategy.exhausted if self.strategy.systematic else None
+        return exhaustion(self.strategy)
 
     def __str__(self) -> str:
         ran = f"{self.program}: {self.runs} runs under {self.strategy.name}, {self.cpu_s:.2f}s"
         if self.failure is not None:
             return f"{ran}\n{self.failure}"
-        space = {True: ", its whole bounded space", False: ""}.get(self.exhausted, "")  # type: ignore[arg-type]
-        return f"{ran}{space}: no failure"
+        return f"{ran}{', its whole bounded space' if self.exhausted else ''}: no failure"
 
 
 def explore(

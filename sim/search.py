@@ -52,6 +52,11 @@ def within_budget(seeds: Iterable[int], runs: int | None, time_budget_s: float |
     return itertools.takewhile(lambda _: time.process_time() < deadline, seeds)
 
 
+def exhaustion(strategy: Strategy) -> bool | None:
+    """For a systematic search, whether it covered its whole bounded space; None for a sampling strategy."""
+    return strategy.exhausted if strategy.systematic else None
+
+
 def until_exhausted(seeds: Iterable[int], strategy: Strategy) -> Iterator[int]:
     """The seeds, until a systematic strategy has run its whole space."""
     for seed in seeds:

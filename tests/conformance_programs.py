@@ -91,18 +91,19 @@ async def shielding(rt: Any) -> Log:
     return log
 
 
+async def _wait_then_log(rt: Any, log: Log, event: Any, delay: float, what: str) -> None:
+    await rt.sleep(delay)
+    await event.wait()
+    _at(rt, log, what)
+
+
 async def events(rt: Any) -> Log:
     log: Log = []
     ready = rt.event()
 
-    async def waiter(name: str, delay: float) -> None:
-        await rt.sleep(delay)
-        await ready.wait()
-        _at(rt, log, f"{name} woke")
-
     async with rt.open_nursery() as nursery:
-        nursery.start_soon(waiter, "early", 0)
-        nursery.start_soon(waiter, "late", 5)
+        nursery.start_soon(_wait_then_log, rt, log, ready, 0, "early woke")
+        nursery.start_soon(_wait_then_log, rt, log, ready, 5, "late woke")
         await rt.sleep(2)
         _at(rt, log, f"setting, is_set={ready.is_set()}")
         ready.set()
@@ -257,22 +258,17 @@ async def resettable_events(rt: Any) -> Log:
     log: Log = []
     gate = rt.resettable_event("gate")
 
-    async def waiter(name: str, delay: float) -> None:
-        await rt.sleep(delay)
-        await gate.wait()
-        _at(rt, log, f"{name} passed")
-
     async with rt.open_nursery() as nursery:
-        nursery.start_soon(waiter, "first", 0)
+        nursery.start_soon(_wait_then_log, rt, log, gate, 0, "first passed")
         await rt.sleep(1)
         gate.set()
         await rt.sleep(1)
         gate.clear()
         _at(rt, log, f"cleared, is_set={gate.is_set()}")
-        nursery.start_soon(waiter, "second", 0.5)
+        nursery.start_soon(_wait_then_log, rt, log, gate, 0.5, "second passed")
         await rt.sleep(2)
         gate.set()
-        nursery.start_soon(waiter, "third", 1)
+        nursery.start_soon(_wait_then_log, rt, log, gate, 1, "third passed")
     return log
 
 

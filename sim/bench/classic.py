@@ -12,11 +12,11 @@ search that covered its whole bound without a failure proves the count is above 
 
 from __future__ import annotations
 
-import statistics
 import sys
 from typing import Any, Callable, Sequence
 
 from sim.bench.classic_bugs import BUGS, Program
+from sim.bench.figures import runs_table, summary
 from sim.exploration import explore, replay
 from sim.failure import Failure
 from sim.strategies.dfs import PreemptionBoundedDFS
@@ -63,7 +63,7 @@ def measure_bug(name: str, program: Program, root_seeds: int, cap: int) -> dict[
         "minimal_preemptions": minimal,
         "failures_not_replayed": not_replayed,
         "deadlocks_without_report": deadlocks_unexplained,
-        "strategies": {strategy: _summary(runs, cap) for strategy, runs in by_strategy.items()},
+        "strategies": {strategy: summary(runs, cap) for strategy, runs in by_strategy.items()},
     }
 
 
@@ -72,12 +72,6 @@ def _minimal_preemptions(failure: Failure | None, searcher: PreemptionBoundedDFS
     if failure is not None:
         return {"count": searcher.preemptions, "proved": True}
     return {"count": f">{searcher.bound}", "proved": searcher.exhausted}
-
-
-def _summary(runs: Sequence[int | None], cap: int) -> dict[str, Any]:
-    capped = [cap if r is None else r for r in runs]
-    return {"runs": list(runs), "median": statistics.median(capped), "max": max(capped),
-            "undetected": sum(r is None for r in runs)}
 
 
 def bench_classic(root_seeds: int = 20, cap: int = 2000, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -115,18 +109,8 @@ def targets(bugs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def render(result: dict[str, Any]) -> str:
     """The table: one row per bug, its minimal preemptions, median/max runs to detection per strategy."""
-    header = ("bug", "preemptions", *(f"{s} med/max" for s in STRATEGIES))
-    rows = [header]
-    for bug in result["bugs"]:
-        cells = []
-        for strategy in STRATEGIES:
-            figures = bug["strategies"][strategy]
-            flag = f" ({figures['undetected']} undetected)" if figures["undetected"] else ""
-            cells.append(f"{figures['median']:g}/{figures['max']}{flag}")
-        rows.append((bug["bug"], str(bug["minimal_preemptions"]["count"]), *cells))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * width for width in widths))
+    rows = [((bug["bug"], str(bug["minimal_preemptions"]["count"])), bug["strategies"]) for bug in result["bugs"]]
+    lines = runs_table(("bug", "preemptions"), rows, STRATEGIES)
     lines.append("")
     lines += [f"{name}: {value}" for name, value in result["targets"].items()]
     return "\n".join(lines)

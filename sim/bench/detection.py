@@ -12,10 +12,10 @@ scenario reaches over `coverage_runs` runs, summed over the catalogue.
 
 from __future__ import annotations
 
-import statistics
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
+from sim.bench.figures import runs_table, summary
 from sim.mutate import _sim_json
 from sim.scenario.model import Scenario
 from sim.scenario.runner import explore_seeds
@@ -56,13 +56,6 @@ def _detect_under(mutant: str, killers: Sequence[Scenario], root_seeds: int, max
     return document
 
 
-def _summary(runs: Sequence[int | None], max_runs: int) -> dict[str, Any]:
-    """Median and max over root seeds, an undetected search counting as `max_runs`."""
-    capped = [max_runs if r is None else r for r in runs]
-    return {"runs": list(runs), "median": statistics.median(capped), "max": max(capped),
-            "undetected": sum(r is None for r in runs)}
-
-
 def coverage(scenarios: Sequence[Scenario], strategies: Sequence[str], runs: int) -> dict[str, dict[str, int]]:
     """Per strategy: distinct event kinds reached per scenario, summed, and the kinds reached anywhere."""
     result = {}
@@ -81,7 +74,7 @@ def bench_detection(
         documents = dict(zip(claimed, pool.map(lambda m: _detect_under(m, killers[m], root_seeds, max_runs), claimed)))
     pairs = [
         {"mutant": mutant, "scenario": scenario,
-         "strategies": {strategy: _summary(runs, max_runs) for strategy, runs in by_strategy.items()}}
+         "strategies": {strategy: summary(runs, max_runs) for strategy, runs in by_strategy.items()}}
         for mutant, document in documents.items() if "error" not in document
         for scenario, by_strategy in document.items()
     ]
@@ -118,18 +111,8 @@ def targets(pairs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def render(result: dict[str, Any]) -> str:
     """The table: one row per (mutant, killer scenario), median/max runs to detection per strategy."""
-    header = ("mutant", "scenario", *(f"{s} med/max" for s in DETECTION_STRATEGIES))
-    rows = [header]
-    for pair in result["pairs"]:
-        cells = []
-        for strategy in DETECTION_STRATEGIES:
-            figures = pair["strategies"][strategy]
-            flag = f" ({figures['undetected']} undetected)" if figures["undetected"] else ""
-            cells.append(f"{figures['median']:g}/{figures['max']}{flag}")
-        rows.append((pair["mutant"], pair["scenario"], *cells))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * width for width in widths))
+    rows = [((pair["mutant"], pair["scenario"]), pair["strategies"]) for pair in result["pairs"]]
+    lines = runs_table(("mutant", "scenario"), rows, DETECTION_STRATEGIES)
     lines.append("")
     lines += [f"{name}: {value}" for name, value in result["targets"].items()]
     lines += [f"coverage ({result['coverage_runs']} runs per scenario) {strategy}: {c['marks']} marks, {c['kinds']} kinds"

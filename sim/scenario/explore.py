@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from sim.scenario.model import Scenario
 from sim.scenario.runner import Verdict, explore_seeds
-from sim.search import Shard, within_budget
+from sim.search import Shard, exhaustion, within_budget
 from sim.strategies.base import Strategy
 from sim.strategies.registry import strategy_for
 
@@ -25,8 +25,7 @@ class Exploration:
 
     @property
     def exhausted(self) -> bool | None:
-        """For a systematic search, whether it covered its whole bounded space; None for sampling strategies."""
-        return self.strategy.exhausted if self.strategy.systematic else None
+        return exhaustion(self.strategy)
 
 
 def explore(
