@@ -38,7 +38,7 @@ class IsolatedCall:
         return f"isolated call {self._label}"
 
     def holders(self) -> tuple[Task, ...]:
-        return () if self._worker is None or self._worker.done else (self._worker,)
+        return () if self._worker is None else (self._worker,)
 
     def _abandon(self) -> bool:
         self._abandoned = True
@@ -47,6 +47,7 @@ class IsolatedCall:
         return True
 
     def _worker_done(self, task: Task, value: Any, exc: BaseException | None) -> None:
+        self._worker = None  # the worker refers to this call through on_done: no cycle left behind
         if self._abandoned:
             self._kernel.record("isolated.discarded", task.name, {"call": self._label, "failed": exc is not None})
             return

@@ -21,16 +21,19 @@ if TYPE_CHECKING:
 
 
 class _WaitQueue:
-    """FIFO of parked tasks waiting on `target`; each entry can be withdrawn by its task's cancellation."""
+    """FIFO of parked tasks; each entry can be withdrawn by its task's cancellation.
 
-    def __init__(self, kernel: "Kernel", target: "WaitTarget | str") -> None:
+    What the tasks wait on is passed to `park` rather than kept here: a queue pointing back at its primitive
+    would make every event and lock a reference cycle, left for the garbage collector instead of freed.
+    """
+
+    def __init__(self, kernel: "Kernel") -> None:
         self._kernel = kernel
-        self._target = target
         self._waiters: deque[Task] = deque()
 
     @types.coroutine
-    def park(self) -> Any:
-        """Wait in line (a bare generator, not a coroutine: one frame fewer on every contended wait)."""
+    def park(self, target: "WaitTarget | str") -> Any:
+        """Wait in line on `target` (a bare generator, not a coroutine: one frame fewer on every contended wait)."""
         task = self._kernel.current
         assert task is not None
         waiters = self._waiters
@@ -40,7 +43,7 @@ class _WaitQueue:
             waiters.remove(task)
             return True
 
-        return (yield (PARK, (self._target, abort)))
+        return (yield (PARK, (target, abort)))
 
     def wake_one(self, value: Any = None) -> Task | None:
         if not self._waiters:
@@ -53,12 +56,12 @@ class _WaitQueue:
         while self._waiters:
             self._kernel.reschedule(self._waiters.popleft(), value)
 
-    def move_to(self, other: "_WaitQueue", count: int) -> None:
-        """Move up to `count` waiters, still parked, to the back of `other` (a condition's notify)."""
+    def move_to(self, other: "_WaitQueue", count: int, target: "WaitTarget") -> None:
+        """Move up to `count` waiters, still parked, to the back of `other`, now waiting on `target`."""
         for _ in range(min(count, len(self._waiters))):
             task = self._waiters.popleft()
             other._waiters.append(task)
-            task.waiting_on = other._target
+            task.waiting_on = target
             task.abort = _withdrawal(other._waiters, task)
 
     def __len__(self) -> int:
@@ -102,8 +105,8 @@ class Event:
         if self._flag:
             return checkpoint_trap()
         if self._waiters is None:
-            self._waiters = _WaitQueue(self._kernel, self)
-        return self._waiters.park()
+            self._waiters = _WaitQueue(self._kernel)
+        return self._waiters.park(self)
 
     def describe(self) -> str:
         return _named("event", self._name)
@@ -119,7 +122,7 @@ class Lock:
         self._kernel = kernel
         self._name = name
         self._owner: Task | None = None
-        self._waiters = _WaitQueue(kernel, self)
+        self._waiters = _WaitQueue(kernel)
 
     def acquire(self) -> Awaitable[Any]:
         task = self._kernel.current
@@ -128,7 +131,7 @@ class Lock:
         if self._owner is None:
             self._owner = task
             return self._checkpoint_holding()
-        return self._waiters.park()
+        return self._waiters.park(self)
 
     @types.coroutine
     def _checkpoint_holding(self) -> Any:
@@ -191,7 +194,7 @@ class Condition:
         self._kernel = kernel
         self._name = name
         self.lock = lock if lock is not None else Lock(kernel, name)
-        self._waiters = _WaitQueue(kernel, self)
+        self._waiters = _WaitQueue(kernel)
 
     def acquire(self) -> Awaitable[Any]:
         return self.lock.acquire()
@@ -212,7 +215,7 @@ class Condition:
         self._require_lock("wait")
         self.lock.release()
         try:
-            await self._waiters.park()
+            await self._waiters.park(self)
         except BaseException:
             with CancelScope(self._kernel, shield=True):
                 await self.lock.acquire()
@@ -220,11 +223,11 @@ class Condition:
 
     def notify(self, n: int = 1) -> None:
         self._require_lock("notify")
-        self._waiters.move_to(self.lock._waiters, n)
+        self._waiters.move_to(self.lock._waiters, n, self.lock)
 
     def notify_all(self) -> None:
         self._require_lock("notify")
-        self._waiters.move_to(self.lock._waiters, len(self._waiters))
+        self._waiters.move_to(self.lock._waiters, len(self._waiters), self.lock)
 
     def _require_lock(self, what: str) -> None:
         if not self.lock.held_by_current():
@@ -249,7 +252,7 @@ class Barrier:
         self._name = name
         self._parties = parties
         self._arrived = 0
-        self._waiters = _WaitQueue(kernel, self)
+        self._waiters = _WaitQueue(kernel)
 
     async def wait(self) -> None:
         self._arrived += 1
@@ -259,7 +262,7 @@ class Barrier:
             await checkpoint_trap()
             return
         try:
-            await self._waiters.park()
+            await self._waiters.park(self)
         except BaseException:
             self._arrived -= 1
             raise
@@ -279,7 +282,7 @@ class Semaphore:
             raise ValueError("semaphore capacity must be >= 0")
         self._name = name
         self._available = capacity
-        self._waiters = _WaitQueue(kernel, self)
+        self._waiters = _WaitQueue(kernel)
 
     async def acquire(self) -> None:
         if self._available > 0:
@@ -290,7 +293,7 @@ class Semaphore:
                 self.release()
                 raise
         else:
-            await self._waiters.park()
+            await self._waiters.park(self)
 
     def try_acquire(self) -> bool:
         if self._available == 0:
@@ -327,8 +330,8 @@ class _ChannelState:
         self.capacity = capacity
         self.buffer: deque[Any] = deque()
         self.closed = False
-        self.receivers = _WaitQueue(kernel, "channel receive")
-        self.senders = _WaitQueue(kernel, "channel send (buffer full)")
+        self.receivers = _WaitQueue(kernel)
+        self.senders = _WaitQueue(kernel)
 
 
 class SendChannel:
@@ -348,7 +351,7 @@ class SendChannel:
         else:
             state.buffer.append(value)
             try:
-                await state.senders.park()
+                await state.senders.park("channel send (buffer full)")
             except BaseException:
                 state.buffer.remove(value)
                 raise
@@ -371,7 +374,7 @@ class ReceiveChannel:
             return value
         if state.closed:
             raise EndOfChannel
-        value = await state.receivers.park()
+        value = await state.receivers.park("channel receive")
         if value is _CLOSED:
             raise EndOfChannel
         return value
