@@ -20,7 +20,7 @@ def bench_scenarios(scenarios: Sequence[Any], runs: int = 20) -> dict[str, Any]:
     with frozen_time():
         for scenario in scenarios:
             started = time.process_time()
-            virtual = sum(run_once(scenario, seed).result.virtual_time for seed in range(runs))
+            virtual = sum(run_once(scenario, seed).result.virtual_s for seed in range(runs))
             cpu = max(time.process_time() - started, 1e-9)
             per_scenario[scenario.name] = round(runs / cpu, 1)
             total_virtual += virtual
