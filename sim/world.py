@@ -85,7 +85,11 @@ class World:
         self.runtime.emit(kind, **fields)
 
     def run(self, main: Callable[..., Awaitable[Any]], *args: Any, name: str = "main") -> RunResult:
-        """Run `main(runtime, *args)` and every task it starts to completion, deadlock or budget."""
+        """Run `main(runtime, *args)` and every task it starts to completion, deadlock or budget.
+
+        Outside a `frozen_time()` batch each run starts its own wall-clock freeze, which costs more than a
+        small run itself; `sim.explore` and the scenario runner batch their runs in one freeze.
+        """
         if self._used:
             raise RuntimeError("a World runs once; make a new World for the next run")
         self._used = True
