@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from contract.events import HardCancelRequested, HostReturned, SessionAdopted, SessionReopened, TurnPersisted
+from contract.ids import AttemptId, SessionId
+from contract.points import TURN_FLUSH, TURN_MODEL
+from contract.runtime import Runtime
 from reference.attempt import Compressor
 from reference.compactor import CompactionJob, CompactorDeps, Outcome, Summarizer
 from reference.config import CompactionConfig
@@ -21,7 +25,6 @@ from reference.lease import Process, ProcessTable
 from reference.pool import CompressionPool
 from reference.store import SessionClosedByCompression
 from reference.transcript import Message, estimate_tokens, fingerprint, from_row, new_message, persist, unpersisted
-from sim.runtime.api import Runtime
 
 
 class PersistenceFailed(Exception):
@@ -73,8 +76,8 @@ class Agent:
         self.config = config or CompactionConfig()
         self.process = process
         self.pool = pool or CompressionPool(rt, self.config.pool_cap)
-        self.session_id = session_id
-        self.caller_session_id = session_id
+        self.session_id = SessionId(session_id)
+        self.caller_session_id = self.session_id
         self.messages: list[Message] = []
         self.fences = FenceStack()
         self.compressor = Compressor(rt)
@@ -108,23 +111,23 @@ class Agent:
             compaction = await self.compress()
         interrupted = self._hard_event.is_set()
         if not interrupted:
-            await self._rt.checkpoint("turn.model")
+            await self._rt.checkpoint(TURN_MODEL)
             self.messages.append(new_message("assistant", self._reply(text), self._rt.now()))
         persisted = await self.flush()
         return TurnResult(self.session_id, persisted, compaction, interrupted)
 
     async def flush(self) -> list[int]:
         """Write every message not yet durable; the marker is the only thing that says "already written"."""
-        await self._rt.checkpoint("turn.flush")
+        await self._rt.checkpoint(TURN_FLUSH)
         pending = unpersisted(self.messages)
         if not pending:
             return []
         row_ids = await self._append_following_rotation(pending)
         for message, row_id in zip(pending, row_ids):
-            self._rt.emit(
-                "turn.persisted", session=self.session_id, caller_session=self.caller_session_id, turn=self._turns,
-                role=message["role"], row=row_id,
-            )
+            self._rt.emit(TurnPersisted(
+                session=self.session_id, caller_session=self.caller_session_id, turn=self._turns, role=message["role"],
+                row=row_id,
+            ))
         return row_ids
 
     async def _append_following_rotation(self, pending: list[Message]) -> list[int]:
@@ -146,14 +149,15 @@ class Agent:
             return
         # FIX reopen-orphan-at-turn-start (R20): a parent closed without a published child refuses every write forever
         if await self._db.call("reopen_orphaned", self.session_id):
-            self._rt.emit("session.reopened", session=self.session_id)
+            self._rt.emit(SessionReopened(session=self.session_id))
 
     async def _adopt_tip(self) -> bool:
-        tip = await self._db.call("compression_tip", self.session_id)
-        if tip is None or tip == self.session_id:
+        found = await self._db.call("compression_tip", self.session_id)
+        if found is None or found == self.session_id:
             return False
+        tip = SessionId(found)
         rows = await self._db.call("active_messages", tip)
-        self._rt.emit("session.adopted", **{"from": self.session_id, "to": tip})
+        self._rt.emit(SessionAdopted(from_session=self.session_id, to_session=tip))
         self.messages = [from_row(row) for row in rows] + unpersisted(self.messages)
         self.session_id = self.caller_session_id = tip
         return True
@@ -163,7 +167,7 @@ class Agent:
     async def compress(self, *, force: bool = False) -> Outcome:
         """Run one pooled attempt under the host's budget; `force` (manual /compress) skips the gates."""
         number = self.process.next_attempt()
-        attempt = f"{self.process.name}.{number}"
+        attempt = AttemptId.of(self.process.name, number)
         before = fingerprint(self.messages)
         fence = CommitFence(self._rt, attempt, ceiling_s=self.config.ceiling_timeout_s, hard_event=self._hard_event)
         self.fences.push(fence)
@@ -180,20 +184,20 @@ class Agent:
         self._apply(outcome)
         # FIX rebind-caller-session (R18): the worker re-pointed the agent; the host's own binding must follow it
         self.caller_session_id = self.session_id
-        self._rt.emit(
-            "host.returned", attempt=attempt, status=outcome.status, session=self.session_id,
-            caller_session=self.caller_session_id, transcript_before=before, transcript_after=fingerprint(self.messages),
-        )
+        self._rt.emit(HostReturned(
+            attempt=attempt, status=outcome.status, session=self.session_id, caller_session=self.caller_session_id,
+            transcript_before=before, transcript_after=fingerprint(self.messages),
+        ))
         return outcome
 
     def _apply(self, outcome: Outcome) -> None:
         if outcome.status == "adopted" and outcome.session_id is not None:
-            self.session_id = outcome.session_id
+            self.session_id = SessionId(outcome.session_id)
             self.messages = (outcome.messages or []) + unpersisted(self.messages)
         elif outcome.messages is not None:
             self.messages = outcome.messages
 
-    def _bind_session(self, session_id: str) -> None:
+    def _bind_session(self, session_id: SessionId) -> None:
         """The worker's re-point after a rotation (the agent's attribute, not the host's own binding)."""
         self.session_id = session_id
 
@@ -203,7 +207,7 @@ class Agent:
         True if an attempt was cancelled. A running summary is unwound at once and rolled back; its lease is
         freed by the worker, or after a short grace by the fence's holder-scoped hook.
         """
-        self._rt.emit("hard_cancel.requested", session=self.session_id)
+        self._rt.emit(HardCancelRequested(session=self.session_id))
         self._hard_event.set()
         fence = self.fences.top
         # FIX hard-cancel-through-fence (R1): a plain interrupt is masked during the summary; only the fence stops it safely

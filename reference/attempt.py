@@ -11,8 +11,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
+from contract.events import AttemptClaimed, AttemptRestored, AttemptRestoreSkippedStale
+from contract.ids import AttemptId
+from contract.runtime import Runtime
 from reference.store import CooldownRow
-from sim.runtime.api import Runtime
 
 CancelledCheck = Callable[[], bool]
 DurableRestore = Callable[[CooldownRow], Awaitable[None]]
@@ -41,12 +43,12 @@ class Compressor:
         self._serial = rt.lock()
         self._cancelled_check: tuple[int, CancelledCheck] | None = None
 
-    async def claim(self, attempt: str) -> int:
+    async def claim(self, attempt: AttemptId) -> int:
         """A fresh, monotonic generation for `attempt`; waits for a rollback in progress to finish."""
         async with self._serial:
             self.generation += 1
             generation = self.generation
-        self._rt.emit("attempt.claimed", attempt=attempt, generation=generation)
+        self._rt.emit(AttemptClaimed(attempt=attempt, generation=generation))
         return generation
 
     def snapshot(self) -> CompressorState:
@@ -54,7 +56,7 @@ class Compressor:
 
     async def restore(
         self,
-        attempt: str,
+        attempt: AttemptId,
         generation: int,
         snapshot: CompressorState,
         durable: tuple[DurableRestore, CooldownRow] | None = None,
@@ -66,15 +68,13 @@ class Compressor:
         async with self._serial:
             # FIX stale-restore-noop (R21): an older attempt's late rollback must not undo what a newer claim wrote
             if generation != self.generation:
-                self._rt.emit(
-                    "attempt.restore_skipped_stale", attempt=attempt, generation=generation, current=self.generation
-                )
+                self._rt.emit(AttemptRestoreSkippedStale(attempt=attempt, generation=generation, current=self.generation))
                 return False
             if durable is not None:
                 write_row, row = durable
                 await write_row(row)
             self.state = dataclasses.replace(snapshot)
-        self._rt.emit("attempt.restored", attempt=attempt, generation=generation)
+        self._rt.emit(AttemptRestored(attempt=attempt, generation=generation))
         return True
 
     # ---- the working marker: published when dispatch starts, used for supersession ----------------

@@ -16,6 +16,22 @@ from typing import Sequence
 
 import trio
 
+from contract.events import (
+    CompactionCommitted,
+    CompactionRefused,
+    CompactionSummaryDone,
+    CompactionSummaryStarted,
+    FenceCancelWon,
+    FrontendCtrlC,
+    FrontendCtrlCGraceExpired,
+    HostTimeout,
+    LeaseAcquired,
+    LeaseReleased,
+    SessionAdopted,
+    TurnPersisted,
+)
+from contract.history import HistoryEvent
+from contract.trio_runtime import TrioRuntime
 from reference.agent import Agent
 from reference.config import CompactionConfig
 from reference.db import Database
@@ -23,13 +39,12 @@ from reference.frontends import CliFrontend
 from reference.lease import ProcessTable
 from reference.provider import ProviderScript, ScriptedProvider
 from reference.store import SessionStore
-from sim.runtime.trio_runtime import RecordedEvent, TrioRuntime
 
 # Events worth a line on the terminal: what a person watching a compaction wants to see.
 SHOWN_EVENTS = (
-    "compaction.summary_started", "compaction.summary_done", "compaction.committed", "compaction.refused",
-    "fence.cancel_won", "lease.acquired", "lease.released", "frontend.ctrl_c", "frontend.ctrl_c_grace_expired",
-    "turn.persisted", "host.timeout", "session.adopted",
+    CompactionSummaryStarted, CompactionSummaryDone, CompactionCommitted, CompactionRefused, FenceCancelWon,
+    LeaseAcquired, LeaseReleased, FrontendCtrlC, FrontendCtrlCGraceExpired, TurnPersisted, HostTimeout,
+    SessionAdopted,
 )
 
 
@@ -52,10 +67,10 @@ class _Printer:
     def __init__(self) -> None:
         self._start: float | None = None
 
-    def __call__(self, event: RecordedEvent) -> None:
+    def __call__(self, event: HistoryEvent) -> None:
         if self._start is None:
             self._start = event.time
-        if event.kind in SHOWN_EVENTS:
+        if isinstance(event.event, SHOWN_EVENTS):
             fields = " ".join(f"{key}={value}" for key, value in sorted(event.fields.items()))
             print(f"[{event.time - self._start:8.3f}s] {event.kind} {fields}", flush=True)
 

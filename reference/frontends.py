@@ -12,8 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract.events import (
+    FrontendCtrlC,
+    FrontendCtrlCGraceExpired,
+    FrontendTurnAbandoned,
+    FrontendTurnFailed,
+    FrontendTurnSubmitted,
+    GatewayDelivered,
+    GatewayTurnStarted,
+)
+from contract.runtime import Runtime
 from reference.agent import Agent, TurnResult
-from sim.runtime.api import Runtime
 
 
 class CliFrontend:
@@ -38,29 +47,29 @@ class CliFrontend:
         """
         async with self._turn_lock:
             self._turn_done = done = self._rt.event()
-            self._rt.emit("frontend.turn_submitted", agent=self.name, text=text)
+            self._rt.emit(FrontendTurnSubmitted(agent=self.name, text=text))
             try:
                 with self._rt.cancel_scope() as scope:
                     self._turn_scope = scope
                     return await self.agent.run_turn(text)
-                self._rt.emit("frontend.turn_abandoned", agent=self.name, text=text)
+                self._rt.emit(FrontendTurnAbandoned(agent=self.name, text=text))
                 return None
             except Exception as error:
-                self._rt.emit("frontend.turn_failed", agent=self.name, error=f"{type(error).__name__}: {error}")
+                self._rt.emit(FrontendTurnFailed(agent=self.name, error=f"{type(error).__name__}: {error}"))
                 return None
             finally:
                 done.set()
 
     async def ctrl_c(self) -> None:
         """Hard-cancel the running turn; after the grace period, abandon it if it has still not ended."""
-        self._rt.emit("frontend.ctrl_c", agent=self.name, turn_running=self.busy)
+        self._rt.emit(FrontendCtrlC(agent=self.name, turn_running=self.busy))
         await self.agent.hard_interrupt()
         with self._rt.move_on_after(self._grace_s):
             await self._turn_done.wait()
         still_running = self.busy
         if still_running and self._turn_scope is not None:
             self._turn_scope.cancel()
-        self._rt.emit("frontend.ctrl_c_grace_expired", agent=self.name, turn_abandoned=still_running)
+        self._rt.emit(FrontendCtrlCGraceExpired(agent=self.name, turn_abandoned=still_running))
 
 
 class GatewayFrontend:
@@ -81,11 +90,11 @@ class GatewayFrontend:
                 text, platform_message_id = await receive.receive()
             except self._rt.EndOfChannel:
                 return
-            self._rt.emit("gateway.turn_started", agent=name, platform_message_id=platform_message_id)
+            self._rt.emit(GatewayTurnStarted(agent=name, platform_message_id=platform_message_id))
             self.results.append(await agent.run_turn(text, platform_message_id=platform_message_id))
 
     async def deliver(self, name: str, text: str, *, platform_message_id: str | None = None) -> None:
-        self._rt.emit("gateway.delivered", agent=name, platform_message_id=platform_message_id)
+        self._rt.emit(GatewayDelivered(agent=name, platform_message_id=platform_message_id))
         await self._queues[name].send((text, platform_message_id))
 
     def close(self, name: str) -> None:

@@ -12,9 +12,11 @@ import hashlib
 import json
 from typing import Any, Iterable, Sequence
 
+from contract.events import AppendFailed, AppendOk
+from contract.ids import SessionId
+from contract.runtime import Runtime
 from reference.db import Database
 from reference.store import MessageRow
-from sim.runtime.api import Runtime
 
 Message = dict[str, Any]
 
@@ -74,13 +76,13 @@ def from_row(row: MessageRow) -> Message:
     return message
 
 
-async def persist(rt: Runtime, db: Database, session: str, pending: list[Message]) -> list[int]:
+async def persist(rt: Runtime, db: Database, session: SessionId, pending: list[Message]) -> list[int]:
     """Append `pending` to `session` in one transaction and stamp each dict with its row."""
     try:
         row_ids = await db.call("append_messages", session, pending)
     except Exception as exc:
-        rt.emit("append.failed", session=session, error=type(exc).__name__)
+        rt.emit(AppendFailed(session=session, error=type(exc).__name__))
         raise
     stamp(pending, row_ids)
-    rt.emit("append.ok", session=session, ids=row_ids)
+    rt.emit(AppendOk(session=session, ids=row_ids))
     return row_ids

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from contract.events import LeaseAcquired, LeaseReleased
+from contract.ids import HolderId
 from sim.history import HistoryEvent
-from sim.invariants.base import Violation, attempt_of_holder
+from sim.invariants.base import Violation
 from sim.scenario.runner import RunReport
 from sim.strategies.prefix import non_default
 from sim.trace import render_text
@@ -96,20 +98,21 @@ class LeaseBar:
 def lease_bars(history: Sequence[HistoryEvent]) -> list[LeaseBar]:
     open_since: dict[tuple[str, str], int] = {}
     bars: list[LeaseBar] = []
-    for event in history:
-        if event.kind not in ("lease.acquired", "lease.released"):
+    for record in history:
+        event = record.event
+        if not isinstance(event, (LeaseAcquired, LeaseReleased)):
             continue
-        holder = (str(event.fields.get("session")), str(event.fields.get("holder")))
-        if event.kind == "lease.acquired":
-            open_since[holder] = event.seq
+        holder = (event.session, event.holder)
+        if isinstance(event, LeaseAcquired):
+            open_since[holder] = record.seq
         elif holder in open_since:
-            bars.append(LeaseBar(_lease_row(*holder), open_since.pop(holder), event.seq))
+            bars.append(LeaseBar(_lease_row(*holder), open_since.pop(holder), record.seq))
     bars += [LeaseBar(_lease_row(*holder), start, None) for holder, start in open_since.items()]
     return sorted(bars, key=lambda bar: bar.start)
 
 
-def _lease_row(session: str, holder: str) -> str:
-    return f"lease {session} · {attempt_of_holder(holder) or holder}"
+def _lease_row(session: str, holder: HolderId) -> str:
+    return f"lease {session} · {holder.attempt or holder}"
 
 
 def _category(kind: str) -> str:

@@ -37,7 +37,9 @@ def test_replay_reproduces_the_trace_byte_for_byte(program):
 
 
 def _digests_in_subprocess(program, seeds, hashseed):
-    env = {**os.environ, "PYTHONHASHSEED": str(hashseed)}
+    # The checkout first on the path, so the subprocess runs this code, not an installed copy.
+    path = os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONHASHSEED": str(hashseed), "PYTHONPATH": path}
     done = subprocess.run(
         [sys.executable, str(HERE / "random_programs.py")],
         input=json.dumps({"program": program, "seeds": seeds}),

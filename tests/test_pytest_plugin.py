@@ -15,9 +15,12 @@ R1 = ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"
 
 
 def pytest_run(*args: str, cwd: Path, env: dict[str, str] | None = None, safe_path: bool = False) -> subprocess.CompletedProcess[str]:
+    """pytest in a subprocess, with this checkout on the path (after anything `env` puts first)."""
     python = [sys.executable, "-P"] if safe_path else [sys.executable]
+    env = {**os.environ, **(env or {})}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(ROOT)]))
     return subprocess.run([*python, "-m", "pytest", "-p", "no:cacheprovider", *args], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, **(env or {})})
+                          cwd=cwd, env=env)
 
 
 def scenario_copy(tmp_path: Path) -> Path:

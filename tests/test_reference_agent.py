@@ -18,7 +18,7 @@ from reference.pool import CompressionPool
 from reference.provider import ProviderScript, ScriptedProvider
 from reference.store import SessionStore
 from sim import World
-from sim.runtime.trio_runtime import TrioRuntime
+from contract.trio_runtime import TrioRuntime
 
 SEEDS = range(5)
 CONFIG = CompactionConfig(threshold_tokens=80, idle_timeout_s=20.0, ceiling_timeout_s=60.0, lease_ttl_s=30.0)

@@ -1,6 +1,6 @@
 """The invariants, by name. Each lives in the module of the mechanism it guards."""
 
-from sim.invariants.base import Invariant, SystemView, Violation
+from sim.invariants.base import Invariant, InvariantSet, SystemView, Violation
 from sim.invariants.compressor import (
     CooldownNeverShortened,
     CurrentAttemptOwnsCompressor,
@@ -73,4 +73,4 @@ INVARIANTS: dict[str, type[Invariant]] = {
     )
 }
 
-__all__ = ["INVARIANTS", "Invariant", "SystemView", "Violation"]
+__all__ = ["INVARIANTS", "Invariant", "InvariantSet", "SystemView", "Violation"]

@@ -15,6 +15,8 @@ import types
 from typing import TYPE_CHECKING, Any, Callable, Coroutine
 
 from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock
+from contract.events.base import Event
+from contract.events.runtime import TaskExit, TaskSpawn
 from sim.history import HistoryEvent
 
 if TYPE_CHECKING:
@@ -140,7 +142,7 @@ class Kernel:
         self._next_tid += 1
         self.alive[task.tid] = task
         self.runnable.append(task)
-        self.record("task.spawn", name, {})
+        self.record(TaskSpawn(), name)
         return task
 
     def reschedule(self, task: Task, value: Any = None, exc: BaseException | None = None) -> None:
@@ -155,20 +157,20 @@ class Kernel:
     def _finish(self, task: Task, value: Any, exc: BaseException | None) -> None:
         task.done = True
         del self.alive[task.tid]
-        self.record("task.exit", task.name, {} if exc is None else {"error": type(exc).__name__})
+        self.record(TaskExit(error=None if exc is None else type(exc).__name__), task.name)
         if task.on_done is not None:
             task.on_done(task, value, exc)
 
-    def record(self, kind: str, task: str, fields: dict[str, Any]) -> None:
+    def record(self, event: Event, task: str) -> None:
         """Append one typed event to the run's history, stamped with virtual time, and tell the listeners.
 
         Listeners (fault triggers, invariant checkers) see each event as it happens, which is how safety
         properties are checked after every step that changed something observable.
         """
-        event = HistoryEvent(len(self.history), self.now, task, kind, fields)
-        self.history.append(event)
+        recorded = HistoryEvent(len(self.history), self.now, task, event)
+        self.history.append(recorded)
         for listener in self.listeners:
-            listener(event)
+            listener(recorded)
 
     def current_name(self) -> str:
         return "kernel" if self.current is None else self.current.name

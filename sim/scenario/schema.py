@@ -22,6 +22,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, NamedTuple
 
+from contract.params import REQUIRED, Param, ParamType
 from sim.scenario.errors import ScenarioError
 
 if TYPE_CHECKING:
@@ -40,14 +41,6 @@ _DURATION_EXAMPLES = 'a duration like "250ms", "1.5s" or "10m"'
 ID_PATTERN = r"[A-Za-z0-9_.-]+"
 
 
-class _Required:
-    """The default of a key that must be written; a singleton so `default is REQUIRED` reads plainly."""
-
-    def __repr__(self) -> str:
-        return "REQUIRED"
-
-
-REQUIRED = _Required()
 
 
 @dataclass(frozen=True)
@@ -616,3 +609,17 @@ class ConfigOverrides(Spec):
                 raise unknown_key(where.key(key), fields, "a config field of the reference")
             overrides[key] = _CONFIG_VALUE_SPECS[fields[key]].check(entry, where.key(key), ctx)
         return overrides
+
+
+def spec_for(param: Param) -> Spec:
+    """The check a fault kind's parameter declaration stands for."""
+    common: dict[str, Any] = {"default": param.default, "example": param.example}
+    if param.type is ParamType.TEXT:
+        return Str(param.description, **common)
+    if param.type is ParamType.INTEGER:
+        return Int(param.description, min=INT64_MIN if param.minimum is None else param.minimum, **common)
+    if param.type is ParamType.DURATION:
+        return Duration(param.description, **common)
+    if param.type is ParamType.CHOICE:
+        return Choice(param.description, values=param.values, **common)
+    return Reference(param.description, namespace=param.namespace, **common)

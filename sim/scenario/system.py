@@ -13,6 +13,20 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.events import (
+    EXTERNAL,
+    AppendFailed,
+    AppendOk,
+    Event,
+    ExternalRotated,
+    ExternalRotationSkipped,
+    FrontendSessionEnded,
+    ProcessCrashed as ProcessCrashedEvent,
+    ProcessRestarted,
+    ProcessStarted,
+    TurnPersisted,
+)
+from contract.ids import SessionId
 from faults.plan import FaultPlan, Moments
 from faults.triggers import Trigger
 from reference.agent import Agent
@@ -25,7 +39,7 @@ from reference.provider import ProviderScript, ScriptedProvider
 from reference.store import SessionClosedByCompression, SessionStore
 from reference.transcript import new_message
 from sim.history import HistoryEvent
-from sim.invariants import INVARIANTS, Violation
+from sim.invariants import INVARIANTS, InvariantSet, Violation
 from sim.scenario.model import AgentSpec, DriveSpec, Scenario
 from sim.world import World
 
@@ -38,17 +52,6 @@ class ProcessCrashed(BaseException):
     """Raised at a crashed process's next store call: a dead process writes nothing more."""
 
 
-class ProcessDatabase(Database):
-    """A process's connection to the store; once the process has crashed it refuses every call."""
-
-    crashed = False
-
-    def _invoke(self, op: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
-        if self.crashed:
-            raise ProcessCrashed(op)
-        return super()._invoke(op, args, kw)
-
-
 class ProcessRuntime:
     """A process's view of the runtime: the same clock and tasks, but a dead process records nothing."""
 
@@ -59,9 +62,9 @@ class ProcessRuntime:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._rt, name)
 
-    def emit(self, kind: str, **fields: Any) -> None:
+    def emit(self, event: Event) -> None:
         if not self.crashed:
-            self._rt.emit(kind, **fields)
+            self._rt.emit(event)
 
 
 @dataclass
@@ -69,7 +72,7 @@ class SimProcess:
     name: str
     process: Process
     rt: ProcessRuntime
-    db: ProcessDatabase
+    db: Database
     pool: CompressionPool
     work: list[Any] = field(default_factory=list)
 
@@ -120,7 +123,7 @@ class ScenarioSystem:
         self.plan = FaultPlan(scenario.faults, world.draw, self)
         self.moments = Moments(self.rt)
         names = INVARIANTS if scenario.expect.invariants == "all" else scenario.expect.invariants
-        self.invariants = [INVARIANTS[name](self) for name in names]
+        self.invariants = InvariantSet(INVARIANTS[name](self) for name in names)
         self.violations: list[Violation] = []
         self.coverage: set[str] = set()
         self._nursery: Any = None
@@ -143,18 +146,11 @@ class ScenarioSystem:
         self.plan.observe(event.kind, event.time)
         self.moments.observe(event.kind, event.time)
         self.coverage.add(event.kind)
-        for invariant in self.invariants:
-            violation = invariant.on_event(event)
-            if violation is not None:
-                self.violations.append(violation)
+        self.violations.extend(self.invariants.on_event(event))
 
     def finish(self) -> None:
         """Quiescence: the liveness checks and the final-state checks."""
-        history = self.world.kernel.history
-        for invariant in self.invariants:
-            violation = invariant.at_end(history)
-            if violation is not None:
-                self.violations.append(violation)
+        self.violations.extend(self.invariants.at_end(self.world.kernel.history))
 
     # ---- building ------------------------------------------------------------------------------
 
@@ -176,7 +172,7 @@ class ScenarioSystem:
         rt = ProcessRuntime(self.rt)
         self._incarnations[name] = self._incarnations.get(name, -1) + 1
         incarnation = f"{name}r{self._incarnations[name]}" if self._incarnations[name] else name
-        sim_process = SimProcess(name, self.process_table.spawn(incarnation), rt, ProcessDatabase(rt, self.store),
+        sim_process = SimProcess(name, self.process_table.spawn(incarnation), rt, Database(rt, self.store),
                                  CompressionPool(rt, self.config.pool_cap))
         self.processes[name] = sim_process
         return sim_process
@@ -221,7 +217,7 @@ class ScenarioSystem:
         elif drive.action == "end_session":
             session = drive.session or slot.agent.session_id
             if self.store.end_session(session, now=self.rt.now(), reason=drive.end_reason or "tui_shutdown"):
-                self.rt.emit("frontend.session_ended", session=session, reason=drive.end_reason)
+                self.rt.emit(FrontendSessionEnded(session=session, reason=drive.end_reason))
         elif drive.action == "restart":
             self.crash(slot.spec.process)
             await self.restart(slot.spec.process)
@@ -233,7 +229,7 @@ class ScenarioSystem:
             try:
                 return await work
             except BaseException:
-                if not proc.db.crashed:
+                if not proc.db.closed:
                     raise
                 return None  # whatever a dead process was doing when it died is gone with it
             finally:
@@ -242,8 +238,8 @@ class ScenarioSystem:
 
     # ---- FaultContext --------------------------------------------------------------------------
 
-    def emit(self, kind: str, **fields: Any) -> None:
-        self.rt.emit(kind, **fields)
+    def emit(self, event: Event) -> None:
+        self.rt.emit(event)
 
     def host_ceiling_s(self) -> float:
         return self.config.ceiling_timeout_s
@@ -254,15 +250,16 @@ class ScenarioSystem:
 
     def crash(self, process: str) -> None:
         proc = self.processes[process]
-        proc.rt.crashed = proc.db.crashed = True
+        proc.rt.crashed = True
+        proc.db.close(ProcessCrashed)
         self.process_table.kill(proc.process)
         for scope in list(proc.work):
             scope.cancel()
-        self.rt.emit("process.crashed", process=process, pid=proc.process.pid)
+        self.rt.emit(ProcessCrashedEvent(process=process, pid=proc.process.pid))
 
     async def restart(self, process: str) -> None:
         proc = self._start_process(process)
-        self.rt.emit("process.restarted", process=process, pid=proc.process.pid)
+        self.rt.emit(ProcessRestarted(process=process, pid=proc.process.pid))
         for spec in self.scenario.world.agents:
             if spec.process == process:
                 await self._start_agent(spec)
@@ -271,7 +268,7 @@ class ScenarioSystem:
         self._extra_processes += 1
         name = f"extra{self._extra_processes}"
         proc = self._start_process(name)
-        self.rt.emit("process.started", process=name, pid=proc.process.pid)
+        self.rt.emit(ProcessStarted(process=name, pid=proc.process.pid))
         spec = AgentSpec(name=name, process=name, session=session or self.scenario.world.sessions[0].id)
         slot = await self._start_agent(spec)
         work = slot.frontend.submit(text) if command == "turn" else slot.agent.compress(force=True)
@@ -287,21 +284,21 @@ class ScenarioSystem:
         except SessionClosedByCompression:
             target = await db.call("compression_tip", target)
             if target is None:
-                self.rt.emit("append.failed", session=session, error="SessionClosedByCompression", writer="external")
+                self.rt.emit(AppendFailed(session=session, error="SessionClosedByCompression", writer=EXTERNAL))
                 return
             ids = await db.call("append_messages", target, [message])
         except Exception as error:  # an injected DB failure: the write was refused, and that is recorded
-            self.rt.emit("append.failed", session=target, error=type(error).__name__, writer="external")
+            self.rt.emit(AppendFailed(session=target, error=type(error).__name__, writer=EXTERNAL))
             return
-        self.rt.emit("append.ok", session=target, ids=ids, writer="external")
-        self.rt.emit("turn.persisted", session=target, caller_session=target, turn=0, role="user", row=ids[0], writer="external")
+        self.rt.emit(AppendOk(session=target, ids=ids, writer=EXTERNAL))
+        self.rt.emit(TurnPersisted(session=target, caller_session=target, turn=0, role="user", row=ids[0], writer=EXTERNAL))
 
     async def unleased_rotation(self, session: str | None) -> None:
         """A writer that takes no compression lease rotates the live head of `session`'s lineage (R19)."""
         db = Database(self.rt, self.store)
         parent = await db.call("compression_tip", session or self.scenario.world.sessions[0].id)
         if parent is None:
-            self.rt.emit("external.rotation_skipped", session=session)
+            self.rt.emit(ExternalRotationSkipped(session=session))
             return
         row = await db.call("get_session", parent)
         carried = [
@@ -310,14 +307,14 @@ class ScenarioSystem:
             for m in await db.call("active_messages", parent)
         ]
         self._extra_rotations += 1
-        child = f"{parent.split('/')[0]}/external{self._extra_rotations}"
+        child = SessionId(parent).continuation(f"external{self._extra_rotations}")
         now = self.rt.now()
         self.store.create_session(child, now=now, parent=parent, model_config=row.model_config, title=row.title,
                                   title_source=row.title_source)
         if carried:
             self.store.append_messages(child, carried, now=now)
         self.store.end_session(parent, now=now, reason="compression")
-        self.rt.emit("external.rotated", parent=parent, child=child)
+        self.rt.emit(ExternalRotated(parent=parent, child=child))
 
     # ---- SystemView ----------------------------------------------------------------------------
 

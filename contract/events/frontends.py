@@ -1,0 +1,73 @@
+"""Frontends (`frontends.py`): what the user did and what the terminal or gateway showed."""
+
+from __future__ import annotations
+
+from contract.events.base import Event, event, trace
+
+
+@event
+class FrontendTurnSubmitted(Event):
+    """The terminal took a user turn and started it."""
+
+    kind = "frontend.turn_submitted"
+    feeds = ("R1", "R10")
+    agent: str
+    text: str
+
+
+@event
+class FrontendTurnAbandoned(Event):
+    """The terminal gave up on a turn that Ctrl+C cancelled (the prompt returns)."""
+
+    kind = "frontend.turn_abandoned"
+    feeds = ("R1",)
+    agent: str
+    text: str
+
+
+@event
+class FrontendTurnFailed(Event):
+    """A turn raised, and the terminal showed its error."""
+
+    kind = "frontend.turn_failed"
+    feeds = ("R1", "R5", "R15")
+    agent: str
+    error: str = trace(note="`<exception type>: <message>`")
+
+
+@event
+class FrontendCtrlC(Event):
+    """The user pressed Ctrl+C in the terminal."""
+
+    kind = "frontend.ctrl_c"
+    feeds = ("R1",)
+    agent: str
+    turn_running: bool
+
+
+@event
+class FrontendCtrlCGraceExpired(Event):
+    """The grace period after Ctrl+C is over: the terminal accepts the next turn."""
+
+    kind = "frontend.ctrl_c_grace_expired"
+    feeds = ("R1",)
+    agent: str
+    turn_abandoned: bool = trace(note="the old turn was still running and was cancelled")
+
+
+@event
+class GatewayTurnStarted(Event):
+    """A gateway agent took the next delivered message as a turn."""
+
+    kind = "gateway.turn_started"
+    agent: str
+    platform_message_id: str | None
+
+
+@event
+class GatewayDelivered(Event):
+    """A platform message was delivered to a gateway agent's queue."""
+
+    kind = "gateway.delivered"
+    agent: str
+    platform_message_id: str | None

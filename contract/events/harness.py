@@ -1,0 +1,64 @@
+"""The harness's own moves (`sim/scenario/`): processes that start, crash and restart, and outside writers."""
+
+from __future__ import annotations
+
+from contract.events.base import Event, event, trace
+from contract.ids import SessionId
+
+
+@event
+class ProcessStarted(Event):
+    """A second process started (the `second_process` fault)."""
+
+    kind = "process.started"
+    feeds = ("R3", "R19")
+    process: str
+    pid: int
+
+
+@event
+class ProcessCrashed(Event):
+    """A simulated process died: its tasks stopped, its pid is dead from now on."""
+
+    kind = "process.crashed"
+    feeds = ("R24",)
+    process: str
+    pid: int
+
+
+@event
+class ProcessRestarted(Event):
+    """A crashed process came back as a new incarnation (a new pid, attempts numbered afresh)."""
+
+    kind = "process.restarted"
+    feeds = ("R24",)
+    process: str
+    pid: int
+
+
+@event
+class FrontendSessionEnded(Event):
+    """A frontend stamped a session as ended (the `end_session` drive)."""
+
+    kind = "frontend.session_ended"
+    feeds = ("R11",)
+    session: SessionId
+    reason: str | None = trace(note="null: the frontend's default stamp")
+
+
+@event
+class ExternalRotated(Event):
+    """A writer that takes no lease rotated the live head of a lineage (the `unleased_rotation` fault)."""
+
+    kind = "external.rotated"
+    feeds = ("R19",)
+    parent: SessionId
+    child: SessionId
+
+
+@event
+class ExternalRotationSkipped(Event):
+    """The lease-less writer found no live head to rotate."""
+
+    kind = "external.rotation_skipped"
+    session: SessionId | None
