@@ -59,8 +59,9 @@ class Event:
 
     @classmethod
     def summary(cls) -> str:
-        """When the event is emitted, in one line (its docstring's first line)."""
-        return (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        """When the event is emitted, in one line: its docstring's first paragraph."""
+        first = (cls.__doc__ or "").strip().split("\n\n")[0]
+        return " ".join(line.strip() for line in first.splitlines())
 
 
 _LAYOUTS: dict[type, tuple[TraceField, ...]] = {}

@@ -1,6 +1,7 @@
-"""Fault firings (`faults/`): every firing of an injected fault, so a run shows that its faults happened.
+"""Fault firings (`faults/`).
 
-One kind, `fault.fired`: the index of the fault in its scenario, its kind and the firing's number, then what
+Every firing of an injected fault is recorded, so a run shows that its faults happened. One kind,
+`fault.fired`: the index of the fault in its scenario, its kind and the firing's number, then what
 the kind adds (where it fired, for how long ...), one class per shape.
 """
 

@@ -1,4 +1,7 @@
-"""Frontends (`frontends.py`): what the user did and what the terminal or gateway showed."""
+"""Frontends (`frontends.py`).
+
+What the user did, and what the terminal or the gateway showed.
+"""
 
 from __future__ import annotations
 

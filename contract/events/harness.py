@@ -1,4 +1,7 @@
-"""The harness's own moves (`sim/scenario/`): processes that start, crash and restart, and outside writers."""
+"""The harness's own moves (`sim/scenario/`).
+
+Processes that start, crash and restart; a frontend's end stamp; writers outside the agents.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The runtime's own (the simulator's kernel, and trio for the isolated calls): tasks, abandoned calls, a stopped run."""
+"""The runtime's own (the simulator's kernel; trio records the isolated calls too).
+
+Tasks that start and end, isolated calls abandoned by their caller, and a run the simulator stopped.
+"""
 
 from __future__ import annotations
 
