@@ -22,7 +22,7 @@ from reference.store import SessionStore
 from sim.invariants import INVARIANTS
 from sim.scenario.runner import STRATEGIES as RUNNER_STRATEGIES
 from sim.scenario.schema import Registered, Spec, spec_for
-from sim.scenario.system import config_fields
+from sim.scenario.builder import config_fields
 
 STRATEGIES = tuple(RUNNER_STRATEGIES)
 

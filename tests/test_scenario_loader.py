@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from sim.scenario import (
     AgentSpec,
+    DriveAction,
     DriveSpec,
     ExpectSpec,
     ExploreSpec,
@@ -171,11 +172,11 @@ def test_a_full_example_loads_into_the_expected_values(tmp_path, registry):
             agents=(AgentSpec("main", "p1", "s0"), AgentSpec("second", "p2", "s0")),
         ),
         drives=(
-            DriveSpec(trigger(at=0.0), "main", "turn", "a long question", None, None),
-            DriveSpec(
-                trigger(nth=2, point="db.write", delay=0.25), "second", "end_session", None, "s1", "session_reset"
-            ),
-            DriveSpec(trigger(after_event="frontend.ctrl_c_grace_expired"), "main", "ctrl_c", None, None, None),
+            DriveSpec(turn="a long question", command=None, agent="main", session=None, end_reason=None, trigger=trigger(at=0.0)),
+            DriveSpec(turn=None, command=DriveAction.END_SESSION, agent="second", session="s1", end_reason="session_reset",
+                      trigger=trigger(nth=2, point="db.write", delay=0.25)),
+            DriveSpec(turn=None, command=DriveAction.CTRL_C, agent="main", session=None, end_reason=None,
+                      trigger=trigger(after_event="frontend.ctrl_c_grace_expired")),
         ),
         faults=(
             FaultSpec("stall", trigger(at=3.0, point="provider.summary"), {"duration": 1.5}),

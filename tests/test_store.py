@@ -536,6 +536,32 @@ def test_publish_is_atomic_when_the_commit_fails_r20(rotating: SessionStore) -> 
     assert rotating.get_session("c") is None and rotating.get_session("s").live
 
 
+def test_a_rotation_without_lease_ignores_the_lease_and_commits_as_one_write_r19(rotating: SessionStore) -> None:
+    lease_and_mark(rotating, holder="A")
+    writes: list[tuple[str, str]] = []
+    rotating.fault_hook = lambda op, point: writes.append((op, point))
+    ids = rotating.rotate_without_lease("s", "s/old", [msg("carried")], now=5.0, model_config={"m": 1}, title="t")
+    assert writes == [("rotate_without_lease", "before_commit"), ("rotate_without_lease", "after_commit")]
+    child = rotating.get_session("s/old")
+    assert (child.parent_id, child.model_config, child.title) == ("s", {"m": 1}, "t")
+    assert [m.id for m in rotating.active_messages("s/old")] == ids and contents(rotating, "s/old") == ["carried"]
+    assert rotating.get_session("s").end_reason == COMPRESSION_END
+    assert rotating.lease_row("s").holder == "A"  # it never looked at the lease
+
+
+def test_a_rotation_without_lease_is_rolled_back_whole_when_it_fails(rotating: SessionStore) -> None:
+    before = rotating.snapshot()
+
+    def fail(op: str, point: str) -> None:
+        if point == "before_commit":
+            raise Boom
+
+    rotating.fault_hook = fail
+    with pytest.raises(Boom):
+        rotating.rotate_without_lease("s", "s/old", [msg("carried")], now=5.0)
+    assert rotating.snapshot() == before
+
+
 # -- lineage --------------------------------------------------------------------------------------
 
 
@@ -803,3 +829,29 @@ def test_store_never_reads_a_clock() -> None:
     text = "\n".join(p.read_text() for p in sorted(source_dir.glob("*.py"))).lower()
     for needle in ("import time", "datetime", "current_timestamp", "julianday", "strftime", "'now'"):
         assert needle not in text, needle
+
+
+# -- the async facade -----------------------------------------------------------------------------
+
+
+class Gone(BaseException):
+    pass
+
+
+def test_a_closed_connection_refuses_every_call_and_writes_nothing(store: SessionStore) -> None:
+    from reference.db import Database
+    from sim import World
+
+    async def main(rt: Any) -> list[str]:
+        db, refused = Database(rt, store), []
+        await db.call("append_messages", "s", [msg("before")])
+        db.close(lambda op: Gone(op))
+        for call in (db.call("append_messages", "s", [msg("after")]), db.call_unless(lambda: False, "clear_cooldown", "s")):
+            try:
+                await call
+            except Gone as gone:
+                refused.append(str(gone))
+        return refused
+
+    result = World(0).run(main)
+    assert result.value == ["append_messages", "clear_cooldown"] and contents(store, "s") == ["before"]

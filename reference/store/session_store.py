@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from . import commits, cooldown, lease, lineage, messages, schema, sessions
+from .reasons import COMPRESSION_END
 from .rows import CooldownRow, LeaseRow, MessageRow, SessionRow
 
 FaultHook = Callable[[str, str], None]
@@ -186,6 +187,28 @@ class SessionStore:
                 db, parent, child, handoff, holder=holder, watermark=watermark, ceiling=ceiling, now=now,
                 ttl_s=ttl_s, require_refresh=require_refresh,
             )
+
+    def rotate_without_lease(
+        self,
+        parent: str,
+        child: str,
+        handoff: Sequence[Message],
+        *,
+        now: float,
+        model_config: dict[str, Any] | None = None,
+        title: str | None = None,
+        title_source: str | None = None,
+    ) -> list[int]:
+        """A rotation by a writer that takes no lease and checks no fence (an older agent sharing the database):
+        create `child` continuing `parent`, append `handoff` to it, close `parent` as compression. Nothing here
+        guards against a concurrent rotation; that is the point (R19). Returns the child's new row ids."""
+        with self._write("rotate_without_lease") as db:
+            sessions.insert(
+                db, child, now=now, parent=parent, model_config=model_config or {}, title=title, title_source=title_source,
+            )
+            row_ids = messages.append(db, child, handoff, now=now) if handoff else []
+            sessions.end(db, parent, now=now, reason=COMPRESSION_END)
+            return row_ids
 
     # -- lineage --------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from sim.scenario.errors import ScenarioError
 from sim.scenario.loader import ScenarioRegistry, load_paths, load_scenario
 from sim.scenario.model import (
     AgentSpec,
+    DriveAction,
     DriveSpec,
     ExpectSpec,
     ExploreSpec,
@@ -20,6 +21,6 @@ from sim.scenario.model import (
 )
 
 __all__ = [
-    "AgentSpec", "DriveSpec", "ExpectSpec", "ExploreSpec", "FaultSpec", "Scenario", "ScenarioError",
+    "AgentSpec", "DriveAction", "DriveSpec", "ExpectSpec", "ExploreSpec", "FaultSpec", "Scenario", "ScenarioError",
     "ScenarioRegistry", "SessionSpec", "TriggerSpec", "WorldSpec", "load_paths", "load_scenario",
 ]

@@ -16,7 +16,9 @@ from typing import Any, Collection, Iterable, Iterator, Mapping, Protocol
 
 from sim.scenario.errors import ScenarioError
 from sim.scenario.model import (
+    COMMANDS,
     AgentSpec,
+    DriveAction,
     DriveSpec,
     ExpectSpec,
     ExploreSpec,
@@ -70,8 +72,6 @@ class ScenarioRegistry(Protocol):
 
 NAME_PATTERN = re.compile(r"[a-z0-9_]+")
 NAME_TEXT = "a name of lowercase letters, digits and _"
-COMMANDS = ("compress", "ctrl_c", "end_session", "restart")
-END_SESSION = "end_session"
 
 TRIGGER = Table(
     "When a drive or fault fires.",
@@ -421,17 +421,17 @@ def _trigger(checked: dict[str, Any]) -> TriggerSpec:
 
 
 def _drive(checked: dict[str, Any], world: WorldSpec, where: Location) -> DriveSpec:
-    action = "turn" if checked["turn"] is not None else checked["command"]
-    if checked["end_reason"] is not None and action != END_SESSION:
-        shown = "a turn" if action == "turn" else f"command = {quote(action)}"
-        raise where.key("end_reason").error(f'end_reason only with command = "{END_SESSION}"', f"it with {shown}")
+    command = None if checked["command"] is None else DriveAction(checked["command"])
+    if checked["end_reason"] is not None and command is not DriveAction.END_SESSION:
+        shown = "a turn" if command is None else f"command = {quote(command)}"
+        raise where.key("end_reason").error(f'end_reason only with command = "{DriveAction.END_SESSION}"', f"it with {shown}")
     return DriveSpec(
-        trigger=_trigger(checked),
+        turn=checked["turn"],
+        command=command,
         agent=checked["agent"] or world.agents[0].name,
-        action=action,
-        text=checked["turn"],
         session=checked["session"],
         end_reason=checked["end_reason"],
+        trigger=_trigger(checked),
     )
 
 

@@ -7,6 +7,7 @@ scenario can be handed to worker processes as is. Durations are float seconds of
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 
@@ -59,19 +60,36 @@ class TriggerSpec:
     delay: float
 
 
+class DriveAction(StrEnum):
+    """What a drive does: a user turn, or one of the commands."""
+
+    TURN = "turn"
+    COMPRESS = "compress"
+    CTRL_C = "ctrl_c"
+    END_SESSION = "end_session"
+    RESTART = "restart"
+
+
+COMMANDS = tuple(action for action in DriveAction if action is not DriveAction.TURN)
+
+
 @dataclass(frozen=True)
 class DriveSpec:
-    """The user's side: `agent` gets a turn (`action == "turn"`, with `text`) or a command when the trigger fires.
+    """The user's side: `agent` gets a `turn` (its text) or a `command` when the trigger fires.
 
     `session` None means the agent's current session; `end_reason` is only set for "end_session".
     """
 
-    trigger: TriggerSpec
+    turn: str | None
+    command: DriveAction | None
     agent: str
-    action: str
-    text: str | None
     session: str | None
     end_reason: str | None
+    trigger: TriggerSpec
+
+    @property
+    def action(self) -> DriveAction:
+        return DriveAction.TURN if self.command is None else self.command
 
 
 @dataclass(frozen=True)
