@@ -93,7 +93,7 @@ def run_once(scenario: Scenario, seed: int, decisions: Sequence[Decision] | None
     """One run of `scenario`: from its seed, replaying a recorded decision list, or under a given strategy."""
     if strategy is None:
         strategy = ReplayStrategy(decisions) if decisions is not None else strategy_for(scenario.explore.strategy)
-    world = World(seed, strategy, max_steps=scenario.explore.max_steps, max_time=scenario.explore.max_time)
+    world = World(seed, strategy, max_steps=scenario.explore.max_steps, max_time=scenario.explore.max_time_s)
     system = ScenarioSystem(world, scenario)
     system.install()
     result = world.run(system.main)

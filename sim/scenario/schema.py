@@ -468,6 +468,7 @@ class Table(Spec):
         one_of: tuple[ExactlyOne, ...] = (),
         requires: Mapping[str, tuple[str, ...]] | None = None,
         title: str = "",
+        model: type | None = None,
         **kw: Any,
     ) -> None:
         super().__init__(description, **kw)
@@ -476,6 +477,7 @@ class Table(Spec):
         self.one_of = one_of
         self.requires = dict(requires or {})
         self.title = title
+        self.model = model  # the dataclass whose fields declare these keys (`sim.scenario.declare`)
 
     def all_fields(self) -> dict[str, Spec]:
         merged = dict(self.fields)
