@@ -1,8 +1,55 @@
-"""What the tests share: events of their own for test programs, and helpers the reference tests use."""
+"""What the tests share: running a program on the simulator with faults at its points, picking typed events out
+of a history, building an agent, and the events of test programs (which emit through the same contract)."""
 
 from __future__ import annotations
 
+from typing import Any, Awaitable, Callable, Iterable, Mapping, TypeVar
+
 from contract.events.base import Event, event, trace
+from contract.history import HistoryEvent
+from reference.agent import Agent
+from reference.config import CompactionConfig
+from reference.db import Database
+from reference.lease import ProcessTable
+from reference.pool import CompressionPool
+from reference.provider import ProviderScript, ScriptedProvider
+from sim import RunResult, World
+
+E = TypeVar("E", bound=Event)
+PointFault = Callable[[Any], Awaitable[None]]
+
+
+def run_sim(seed: int, main: Callable[..., Awaitable[Any]], *args: Any, points: Mapping[str, PointFault] | None = None) -> RunResult:
+    """Run `main(rt, *args)` in a fresh World; at a named point in `points`, its fault `points[point](rt)` runs
+    first (it may sleep there or raise). The run must end normally."""
+    world = World(seed)
+
+    async def hook(label: str) -> None:
+        if points and label in points:
+            await points[label](world.runtime)
+
+    world.checkpoint_hook = hook
+    result = world.run(main, *args)
+    assert result.outcome == "ok", result.error
+    return result
+
+
+def records(history: Iterable[HistoryEvent], *classes: type[Event]) -> list[HistoryEvent]:
+    """The history's records of events of these classes, in order."""
+    return [record for record in history if isinstance(record.event, classes)]
+
+
+def events(history: Iterable[HistoryEvent], cls: type[E]) -> list[E]:
+    """The history's events of one class, typed, in order."""
+    return [record.event for record in history if isinstance(record.event, cls)]
+
+
+def make_agent(rt: Any, db: Database, *scripts: ProviderScript, config: CompactionConfig, session: str = "s",
+               process: str = "cli", table: ProcessTable | None = None, pool: CompressionPool | None = None) -> Agent:
+    """An agent on `session` in a new process `process` of `table`, answered by a scripted provider."""
+    table = table or ProcessTable()
+    return Agent(rt, db, ScriptedProvider(rt, *scripts), session_id=session, process=table.spawn(process), config=config,
+                 processes=table, pool=pool)
 
 
 @event

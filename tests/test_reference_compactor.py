@@ -6,48 +6,45 @@ import types
 
 import pytest
 
+from contract.events import (
+    AttemptRestored,
+    AttemptRestoreSkippedStale,
+    CompactionRefused,
+    CompactionSummaryProgress,
+    CompactionSummaryStarted,
+    CompactionWatermark,
+    CooldownCleared,
+)
+from contract.ids import AttemptId
 from reference import compactor
 from reference.agent import Agent
 from reference.attempt import Compressor
 from reference.config import CompactionConfig
 from reference.db import Database
 from reference.lease import ProcessTable
-from reference.provider import ProviderScript, ScriptedProvider
+from reference.provider import ProviderScript
 from reference.store import LeaseLostError, SessionStore
 from reference.transcript import PERSISTED, ROW_ID, without_markers
 from sim import World
+from support import events, make_agent, records, run_sim
 
 SEEDS = range(4)
 CONFIG = CompactionConfig(threshold_tokens=10**6, idle_timeout_s=30.0, ceiling_timeout_s=120.0)
 
 
 def scenario(seed, body, *, config=CONFIG, scripts=(ProviderScript(),), faults=None, agents=1):
-    """Run `body(rt, agents..., store)` with agents on session "s"; `faults[label]` runs at that checkpoint."""
+    """Run `body(rt, agents..., store)` with agents on session "s"; `faults[point]` runs at that point."""
     store = SessionStore()
-    world = World(seed)
-
-    async def hook(label: str) -> None:
-        if faults and label in faults:
-            await faults[label](world.runtime)
-
-    world.checkpoint_hook = hook
 
     async def main(rt):
-        table = ProcessTable()
-        db = Database(rt, store)
-        built = []
+        table, db = ProcessTable(), Database(rt, store)
+        built: list[Agent] = []
         for index in range(agents):
-            agent = Agent(
-                rt, db, ScriptedProvider(rt, *scripts), session_id="s", process=table.spawn(f"p{index}"),
-                config=config, processes=table,
-            )
-            await agent.open()
-            built.append(agent)
+            built.append(make_agent(rt, db, *scripts, config=config, process=f"p{index}", table=table))
+            await built[-1].open()
         return await body(rt, *built, store)
 
-    result = world.run(main)
-    assert result.outcome == "ok", result.error
-    return result, store
+    return run_sim(seed, main, points=faults), store
 
 
 async def talk(agent: Agent, turns: int, *, flush: bool = True) -> None:
@@ -63,10 +60,6 @@ def active(store, sid="s") -> list[str]:
     return [m.content for m in store.active_messages(sid)]
 
 
-def events(result, kind):
-    return [e.fields for e in result.history if e.kind == kind]
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 def test_in_place_commit_replaces_the_active_set_and_stamps_every_dict(seed):
     async def body(rt, agent, store):
@@ -78,7 +71,7 @@ def test_in_place_commit_replaces_the_active_set_and_stamps_every_dict(seed):
     assert result.value == ("committed", [])
     rows = store.active_messages("s")
     assert rows[0].is_summary and [r.content for r in rows[1:]] == [f"question 2 {'q' * 40}", f"answer 2 {'a' * 40}"]
-    assert events(result, "compaction.watermark")[0]["watermark"] == 6
+    assert events(result.history, CompactionWatermark)[0].watermark == 6
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -173,7 +166,7 @@ def test_nothing_to_summarize_is_a_structural_no_op_that_backs_off(seed):
 
     result, _ = scenario(seed, body)
     assert result.value == ["no_progress", "structural_backoff"]
-    assert not events(result, "compaction.summary_started")
+    assert not records(result.history, CompactionSummaryStarted)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -284,17 +277,17 @@ def test_a_late_worker_cannot_clear_the_hosts_timeout_cooldown(sabotage, monkeyp
 
     result, _ = scenario(0, body, config=config, scripts=(ProviderScript(latency_s=1.0, stall_after_s=200.0),))
     assert result.value == ("timeout", not sabotage)
-    assert bool(events(result, "cooldown.cleared")) == sabotage
+    assert bool(records(result.history, CooldownCleared)) == sabotage
 
 
 def test_a_stale_restore_is_a_no_op_and_only_the_owner_clears_its_cancelled_check():
     async def main(rt):
         compressor = Compressor(rt)
-        old = await compressor.claim("a1")
+        old = await compressor.claim(AttemptId("a.1"))
         snapshot = compressor.snapshot()
-        new = await compressor.claim("a2")
+        new = await compressor.claim(AttemptId("a.2"))
         compressor.state.previous_summary = "written by a2"
-        restored = await compressor.restore("a1", old, snapshot)
+        restored = await compressor.restore(AttemptId("a.1"), old, snapshot)
         compressor.install_cancelled_check(new, lambda: False)
         compressor.clear_cancelled_check_if_owner(old)  # the older attempt's late `finally`
         checks = compressor.attempt_is_cancelled(new), compressor.attempt_is_cancelled(old)
@@ -303,7 +296,7 @@ def test_a_stale_restore_is_a_no_op_and_only_the_owner_clears_its_cancelled_chec
 
     result = World(0).run(main)
     assert result.value == (False, "written by a2", (False, True), True)
-    assert [e.kind for e in result.history if e.kind.startswith("attempt.restore")] == ["attempt.restore_skipped_stale"]
+    assert [type(r.event) for r in records(result.history, AttemptRestored, AttemptRestoreSkippedStale)] == [AttemptRestoreSkippedStale]
 
 
 TIMEOUT_CONFIG = CompactionConfig(threshold_tokens=10**6, idle_timeout_s=20.0, ceiling_timeout_s=600.0)
@@ -320,7 +313,7 @@ def test_a_timed_out_attempts_late_progress_is_dropped(seed):
     script = ProviderScript(stall_before_s=30.0, latency_s=10.0, tick_s=1.0)
     result, _ = scenario(seed, body, config=TIMEOUT_CONFIG, scripts=(script,))
     assert result.value == "timeout"
-    assert not events(result, "compaction.summary_progress")
+    assert not records(result.history, CompactionSummaryProgress)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -335,5 +328,5 @@ def test_a_cancelled_attempt_overtaken_by_a_newer_summary_is_discarded_as_supers
 
     result, _ = scenario(seed, body, config=TIMEOUT_CONFIG, scripts=scripts)
     assert result.value == ("timeout", "committed")
-    refusals = {f["attempt"]: f["reason"] for f in events(result, "compaction.refused")}
+    refusals = {refused.attempt: refused.reason for refused in events(result.history, CompactionRefused)}
     assert refusals == {"p0.1": "superseded"}

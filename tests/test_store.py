@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from reference.db import Database
 from reference.store import (
     AUTOMATIC_END_REASONS,
     COMPRESSION_END,
@@ -24,6 +25,7 @@ from reference.store import (
     StoreError,
     UnknownSessionError,
 )
+from support import run_sim
 
 TTL = 300.0
 
@@ -839,9 +841,6 @@ class Gone(BaseException):
 
 
 def test_a_closed_connection_refuses_every_call_and_writes_nothing(store: SessionStore) -> None:
-    from reference.db import Database
-    from sim import World
-
     async def main(rt: Any) -> list[str]:
         db, refused = Database(rt, store), []
         await db.call("append_messages", "s", [msg("before")])
@@ -853,5 +852,4 @@ def test_a_closed_connection_refuses_every_call_and_writes_nothing(store: Sessio
                 refused.append(str(gone))
         return refused
 
-    result = World(0).run(main)
-    assert result.value == ["append_messages", "clear_cooldown"] and contents(store, "s") == ["before"]
+    assert run_sim(0, main).value == ["append_messages", "clear_cooldown"] and contents(store, "s") == ["before"]
