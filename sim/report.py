@@ -27,7 +27,7 @@ def verdict_table(verdicts: Iterable[Verdict]) -> str:
     for verdict in verdicts:
         rows.append((
             verdict.scenario.name, str(verdict.runs), str(verdict.steps), str(verdict.invariants_checked),
-            str(verdict.violating_runs), f"{verdict.seconds:.2f}s", "pass" if verdict.passed else "FAIL",
+            str(verdict.violating_runs), f"{verdict.cpu_s:.2f}s", "pass" if verdict.passed else "FAIL",
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width) in enumerate(zip(row, widths))) for row in rows]
@@ -107,7 +107,7 @@ def verdict_json(verdict: Verdict, repro: Path | None) -> dict[str, Any]:
         "invariants_checked": verdict.invariants_checked,
         "violating_runs": verdict.violating_runs,
         "faults_fired": verdict.fired,
-        "seconds": round(verdict.seconds, 4),
+        "seconds": round(verdict.cpu_s, 4),
         "violation": None if failing is None else {**failing.violations[0].as_dict(), "seed": failing.seed},
         "replay": None if repro is None else replay_command(repro),
     }

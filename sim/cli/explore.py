@@ -44,7 +44,7 @@ def _explore(args: argparse.Namespace) -> int:
 def _exploration_summary(found: Any, strategy: str) -> str:
     verdict = found.verdict
     return (f"{verdict.scenario.name}: {strategy}, shard {found.shard} (seeds {found.first_seed + found.shard.index} "
-            f"step {found.shard.count}), {verdict.runs} runs, {verdict.steps} steps, {verdict.seconds:.2f}s")
+            f"step {found.shard.count}), {verdict.runs} runs, {verdict.steps} steps, {verdict.cpu_s:.2f}s")
 
 
 def _exhaustion_line(found: Any) -> str | None:

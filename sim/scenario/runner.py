@@ -52,7 +52,7 @@ class Verdict:
     runs: int = 0
     steps: int = 0
     virtual_s: float = 0.0
-    seconds: float = 0.0
+    cpu_s: float = 0.0  # this process's CPU time for the exploration
     failing: RunReport | None = None
     violating_runs: int = 0
     fired: list[int] = field(default_factory=list)
@@ -135,7 +135,7 @@ def explore_seeds(scenario: Scenario, seeds: Iterable[int], strategy: Strategy, 
             _tally(verdict, report)
             if report.failed and stop_at_first:
                 break
-    verdict.seconds = time.process_time() - started
+    verdict.cpu_s = time.process_time() - started
     return verdict
 
 
