@@ -2,7 +2,7 @@
 
 A process's code runs on its own `ProcessRuntime` (the World's clock and tasks, but a dead process's events
 are dropped) and talks to the store over its own connection, which its death closes: every later call raises
-`ProcessCrashed`. Its work runs in cancel scopes that the crash cancels, so it stops at its next await. What
+`ProcessGone`. Its work runs in cancel scopes that the crash cancels, so it stops at its next await. What
 it committed stays, what it had not begun never happens, and whatever it was doing is gone with it.
 """
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class ProcessCrashed(BaseException):
+class ProcessGone(BaseException):
     """Raised at a crashed process's next store call: a dead process writes nothing more."""
 
 
@@ -71,6 +71,6 @@ class SimProcess:
     def crash(self) -> None:
         """Die: record nothing more, refuse every store call, and stop all running work."""
         self.rt.crashed = True
-        self.db.close(ProcessCrashed)
+        self.db.close(ProcessGone)
         for scope in list(self.work):
             scope.cancel()
