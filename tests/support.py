@@ -1,8 +1,13 @@
 """What the tests share: running a program on the simulator with faults at its points, picking typed events out
-of a history, building an agent, and the events of test programs (which emit through the same contract)."""
+of a history, building an agent, running the command line in a subprocess, and the events of test programs
+(which emit through the same contract)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Mapping, TypeVar
 
 from contract.events.base import Event, event, trace
@@ -15,6 +20,7 @@ from reference.pool import CompressionPool
 from reference.provider import ProviderScript, ScriptedProvider
 from sim import RunResult, World
 
+ROOT = Path(__file__).resolve().parent.parent
 E = TypeVar("E", bound=Event)
 PointFault = Callable[[Any], Awaitable[None]]
 
@@ -50,6 +56,19 @@ def make_agent(rt: Any, db: Database, *scripts: ProviderScript, config: Compacti
     table = table or ProcessTable()
     return Agent(rt, db, ScriptedProvider(rt, *scripts), session_id=session, process=table.spawn(process), config=config,
                  processes=table, pool=pool)
+
+
+def checkout_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a subprocess that must run this checkout: it goes on PYTHONPATH (after any path `extra`
+    puts first), because outside this folder `python -m sim` would otherwise import whatever copy is installed."""
+    env = {**os.environ, **(extra or {})}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [(extra or {}).get("PYTHONPATH"), str(ROOT), os.environ.get("PYTHONPATH")]))
+    return env
+
+
+def run_cli(*args: str, cwd: Path, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m sim ARGS` from `cwd`, as a user runs it, on this checkout."""
+    return subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True, cwd=cwd, env=checkout_env(env))
 
 
 @event

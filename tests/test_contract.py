@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from contract import docs, events, points
-from contract.events import BY_KIND, Event, SessionAdopted
+from contract.events import BY_KIND, SessionAdopted
 from contract.events.base import layout
 from contract.ids import AttemptId, HolderId, SessionId
 from reference.store import SessionStore

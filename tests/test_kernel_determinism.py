@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 
 from random_programs import digests, programs, run_program
 from sim import DivergenceError, World, replay
+from support import checkout_env
 
 HERE = Path(__file__).parent
 
@@ -37,9 +37,7 @@ def test_replay_reproduces_the_trace_byte_for_byte(program):
 
 
 def _digests_in_subprocess(program, seeds, hashseed):
-    # The checkout first on the path, so the subprocess runs this code, not an installed copy.
-    path = os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONHASHSEED": str(hashseed), "PYTHONPATH": path}
+    env = checkout_env({"PYTHONHASHSEED": str(hashseed)})
     done = subprocess.run(
         [sys.executable, str(HERE / "random_programs.py")],
         input=json.dumps({"program": program, "seeds": seeds}),

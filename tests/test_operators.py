@@ -29,6 +29,7 @@ from sim.operators import (
     sample,
     stale_equivalents,
 )
+from support import checkout_env
 
 FILE = "pkg/synthetic.py"
 # The "é" before the last line's `!=` proves columns are characters, not UTF-8 bytes.
@@ -218,7 +219,7 @@ def test_mutate_operators_end_to_end_on_a_tiny_catalogue(tmp_path: Path):
     done = subprocess.run(
         [sys.executable, "-m", "sim", "mutate", "--operators", "--max", "2", "--seed", "1", "--scenarios", str(catalogue),
          "--min-score", "0", "--json"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        capture_output=True, text=True, cwd=tmp_path, timeout=120, env=checkout_env(),
     )
     assert done.returncode == 0, done.stdout + done.stderr
     document = json.loads(done.stdout)

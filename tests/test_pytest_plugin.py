@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from sim.mutants import OVERLAY_ENV, load_mutants, overlay
+from support import checkout_env
 
 ROOT = Path(__file__).resolve().parent.parent
 R1 = ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"
@@ -17,10 +17,8 @@ R1 = ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"
 def pytest_run(*args: str, cwd: Path, env: dict[str, str] | None = None, safe_path: bool = False) -> subprocess.CompletedProcess[str]:
     """pytest in a subprocess, with this checkout on the path (after anything `env` puts first)."""
     python = [sys.executable, "-P"] if safe_path else [sys.executable]
-    env = {**os.environ, **(env or {})}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(ROOT)]))
     return subprocess.run([*python, "-m", "pytest", "-p", "no:cacheprovider", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env)
+                          cwd=cwd, env=checkout_env(env))
 
 
 def scenario_copy(tmp_path: Path) -> Path:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from sim.shrink import toml_text
 from sim.strategies.prefix import PrefixReplay
 from sim.strategies.replay import ReplayStrategy
 from sim.world import World
+from support import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 LATE_RELEASE = ROOT / "scenarios" / "late_release_frees_new_holders_lease.toml"
@@ -29,7 +29,7 @@ TIGHT_MUTANT = "holder-qualified-release"
 
 
 def sim(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True, cwd=cwd)
+    return run_cli(*args, cwd=cwd)
 
 
 def failing_repro(scenario: Path, mutant: str, tmp_path: Path) -> Path:
