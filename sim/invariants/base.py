@@ -71,17 +71,18 @@ class Invariant:
     def __init__(self, system: SystemView) -> None:
         self.system = system
 
-    def handler(self, event_class: type[Event]) -> Handler | None:
-        """The bound method that reads events of `event_class` (its most specific handled class), if any."""
+    @classmethod
+    def handler_name(cls, event_class: type[Event]) -> str | None:
+        """The method that reads events of `event_class` (the one for its most specific handled class), if any."""
         for klass in event_class.__mro__:
-            name = self._handlers.get(klass)
+            name = cls._handlers.get(klass)
             if name is not None:
-                return getattr(self, name)
+                return name
         return None
 
     def on_event(self, record: HistoryEvent) -> Violation | None:
-        handler = self.handler(type(record.event))
-        return None if handler is None else handler(record.event, record)
+        name = self.handler_name(type(record.event))
+        return None if name is None else getattr(self, name)(record.event, record)
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         return None
@@ -93,19 +94,36 @@ class Invariant:
         return Violation(self.name, explanation, tuple(record.seq for record in present), time)
 
 
+Plan = dict[type[Event], list[tuple[int, str]]]  # event class -> (invariant's position, its method) that read it
+
+
 class InvariantSet:
-    """The invariants of one run, each event handed only to those that read its class, in their order."""
+    """The invariants of one run, each event handed only to those that read its class, in their order.
+
+    Which invariants read which class is worked out once per process for each choice of invariants (every run
+    of a scenario makes the same choice), so a run only binds the methods of the classes it meets.
+    """
+
+    _plans: ClassVar[dict[tuple[type[Invariant], ...], Plan]] = {}
 
     def __init__(self, invariants: Iterable[Invariant]) -> None:
         self.invariants = list(invariants)
+        self._plan = self._plans.setdefault(tuple(type(invariant) for invariant in self.invariants), {})
         self._routes: dict[type[Event], list[Handler]] = {}
+
+    def _route(self, event_class: type[Event]) -> list[Handler]:
+        plan = self._plan.get(event_class)
+        if plan is None:
+            names = ((position, type(invariant).handler_name(event_class)) for position, invariant in enumerate(self.invariants))
+            plan = self._plan[event_class] = [(position, name) for position, name in names if name is not None]
+        routes = self._routes[event_class] = [getattr(self.invariants[position], name) for position, name in plan]
+        return routes
 
     def on_event(self, record: HistoryEvent) -> list[Violation]:
         event_class = type(record.event)
         routes = self._routes.get(event_class)
         if routes is None:
-            found = (invariant.handler(event_class) for invariant in self.invariants)
-            routes = self._routes[event_class] = [handler for handler in found if handler is not None]
+            routes = self._route(event_class)
         violations = []
         for handler in routes:
             violation = handler(record.event, record)
