@@ -26,10 +26,6 @@ class Database:
         self._takes_now: dict[str, bool] = {}
         self._refusal: Refusal | None = None
 
-    @property
-    def closed(self) -> bool:
-        return self._refusal is not None
-
     def close(self, refusal: Refusal) -> None:
         """From now on every call raises `refusal(op)` instead of reaching the store (a dead process writes
         nothing more: what it committed stays, what it had not begun never happens)."""

@@ -227,3 +227,7 @@ def test_mutate_operators_end_to_end_on_a_tiny_catalogue(tmp_path: Path):
     launched = sample(all_candidates(reference_sources()), 1, 2)
     assert sorted(m["id"] for m in document["mutants"]) == sorted(c.id for c in launched)
     assert all(m["diff"].startswith("--- a/reference/") for m in document["mutants"])
+
+
+def test_the_known_equivalent_mutants_name_current_candidates():
+    assert stale_equivalents(load_equivalents(), all_candidates(reference_sources())) == []

@@ -542,7 +542,8 @@ def test_a_rotation_without_lease_ignores_the_lease_and_commits_as_one_write_r19
     lease_and_mark(rotating, holder="A")
     writes: list[tuple[str, str]] = []
     rotating.fault_hook = lambda op, point: writes.append((op, point))
-    ids = rotating.rotate_without_lease("s", "s/old", [msg("carried")], now=5.0, model_config={"m": 1}, title="t")
+    ids = rotating.rotate_without_lease("s", "s/old", [msg("carried")], now=5.0, model_config={"m": 1}, title="t",
+                                        title_source="user")
     assert writes == [("rotate_without_lease", "before_commit"), ("rotate_without_lease", "after_commit")]
     child = rotating.get_session("s/old")
     assert (child.parent_id, child.model_config, child.title) == ("s", {"m": 1}, "t")
@@ -560,7 +561,7 @@ def test_a_rotation_without_lease_is_rolled_back_whole_when_it_fails(rotating: S
 
     rotating.fault_hook = fail
     with pytest.raises(Boom):
-        rotating.rotate_without_lease("s", "s/old", [msg("carried")], now=5.0)
+        rotating.rotate_without_lease("s", "s/old", [msg("carried")], now=5.0, model_config={}, title=None, title_source=None)
     assert rotating.snapshot() == before
 
 

@@ -195,16 +195,17 @@ class SessionStore:
         handoff: Sequence[Message],
         *,
         now: float,
-        model_config: dict[str, Any] | None = None,
-        title: str | None = None,
-        title_source: str | None = None,
+        model_config: dict[str, Any],
+        title: str | None,
+        title_source: str | None,
     ) -> list[int]:
         """A rotation by a writer that takes no lease and checks no fence (an older agent sharing the database):
-        create `child` continuing `parent`, append `handoff` to it, close `parent` as compression. Nothing here
-        guards against a concurrent rotation; that is the point (R19). Returns the child's new row ids."""
+        create `child` continuing `parent` (with the model config and title it read from `parent`), append
+        `handoff` to it, close `parent` as compression. Nothing here guards against a concurrent rotation; that
+        is the point (R19). Returns the child's new row ids."""
         with self._write("rotate_without_lease") as db:
             sessions.insert(
-                db, child, now=now, parent=parent, model_config=model_config or {}, title=title, title_source=title_source,
+                db, child, now=now, parent=parent, model_config=model_config, title=title, title_source=title_source,
             )
             row_ids = messages.append(db, child, handoff, now=now) if handoff else []
             sessions.end(db, parent, now=now, reason=COMPRESSION_END)
