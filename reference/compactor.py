@@ -137,12 +137,12 @@ class Attempt:
         blocked = None if self._force else await d.cooldowns.blocked_reason(self.session)
         if blocked is not None:
             d.rt.emit("compaction.blocked", session=self.session, attempt=self.attempt, reason=blocked)
-            return Outcome("unchanged", blocked)
+            return await self._sit_out(Outcome("unchanged", blocked))
         lease = Lease(d.rt, d.db, self.session, self.holder, d.config)
         sat_out = await self._acquire(lease)
         if sat_out is not None:
             await lease.release()
-            return self._refused(sat_out)
+            return await self._sit_out(self._refused(sat_out))
         try:
             async with d.rt.open_nursery() as nursery:
                 nursery.start_soon(lease.run_refresher, name=f"refresher:{self.attempt}")
@@ -153,6 +153,12 @@ class Attempt:
         finally:
             if self._admitted:
                 await self._fence.finish_commit()
+
+    async def _sit_out(self, outcome: Outcome) -> Outcome:
+        """This attempt never worked under the lease: it retires its claim and hands back `outcome`."""
+        # FIX lock-loser-retires-claim (R21): a loser's newer claim would make the lease owner's hard-cancel rollback look stale
+        await self._d.compressor.retire(self.attempt, self.generation)
+        return outcome
 
     async def _acquire(self, lease: Lease) -> str | None:
         """Win the lease with the fence lock held; None on success, else why this attempt sits out."""

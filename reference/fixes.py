@@ -97,6 +97,10 @@ FIXES: tuple[Fix, ...] = (
         ),
         ("zombie-progress-suppressed", "R26", "a cancelled attempt's late progress ticks are dropped"),
         (
+            "lock-loser-retires-claim", "R21",
+            "an attempt that sits out without the lease retires its claim, so the lease owner's rollback still runs",
+        ),
+        (
             "superseded-candidate-discarded", "R21",
             "a candidate whose generation is no longer the working one is discarded",
         ),

@@ -370,6 +370,30 @@ CASES.update({
 })
 
 
+def test_a_newer_claim_alone_does_not_excuse_a_skipped_rollback():
+    """#198 F1: the owner's rollback was skipped because a lock loser claimed later; only a newer writer excuses it."""
+    owner_cleared = [E("lease.acquired", 0, session="s", holder=H1), lambda store: store.clear_cooldown("s"),
+                     E("cooldown.cleared", 0, session="s", attempt="p1.1"),
+                     E("attempt.claimed", 1, attempt="p1.2", generation=2), E("lease.contended", 1, session="s", holder=H2),
+                     E("fence.cancel_won", 2, attempt="p1.1", hard=True),
+                     E("attempt.restore_skipped_stale", 2, attempt="p1.1", generation=1, current=2)]
+    finished = E("compaction.finished", 2, session="s", attempt="p1.1", status="unchanged", reason="hard_cancelled")
+    newer_wrote = [lambda store: store.record_cooldown("s", 90.0, "summary_failed"),
+                   E("cooldown.set", 2, session="s", until=90.0, attempt="p1.2", error="summary_failed")]
+    assert check("hard_cancel_restores_cooldown", owner_cleared + [finished], cooling_until(60.0))
+    assert check("hard_cancel_restores_cooldown", owner_cleared + newer_wrote + [finished], cooling_until(60.0)) == []
+
+
+def test_only_a_newer_attempt_that_took_the_lease_supersedes_a_rollback():
+    claims = [E("attempt.claimed", 0, attempt="p1.1", generation=1), E("lease.acquired", 0, session="s", holder=H1),
+              E("attempt.claimed", 1, attempt="p1.2", generation=2)]
+    restored = E("attempt.restored", 2, attempt="p1.1", generation=1)
+    newer_took_lease = [E("lease.released", 1, session="s", holder=H1, held=True), E("lease.acquired", 1, session="s", holder=H2)]
+    newer_sat_out = [E("lease.contended", 1, session="s", holder=H2)]
+    assert check("stale_attempt_writes_no_state", claims + newer_took_lease + [restored])
+    assert check("stale_attempt_writes_no_state", claims + newer_sat_out + [restored]) == []
+
+
 def test_the_current_attempt_is_never_refused_its_own_clear():
     own_check_removed = [E("attempt.claimed", attempt="p1.2", generation=2), E("compaction.summary_started", attempt="p1.2", generation=2),
                          E("cooldown.clear_skipped", session="s", attempt="p1.2")]

@@ -11,12 +11,16 @@ GIVEN_UP = ("fence.cancel_won", "host.timeout")
 class StaleAttemptWritesNoState(Invariant):
     name = "stale_attempt_writes_no_state"
     races = ("R2", "R21")
-    description = "An attempt its host gave up on never clears the cooldown; a superseded attempt never restores compressor state."
+    description = (
+        "An attempt its host gave up on never clears the cooldown; a superseded attempt (a newer attempt of its "
+        "compressor has taken the lease) never restores compressor state."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._given_up: dict[str, HistoryEvent] = {}
-        self._claims: dict[str, tuple[int, HistoryEvent]] = {}
+        self._generation: dict[str, int] = {}  # attempt -> its claimed generation
+        self._owners: dict[str, tuple[int, HistoryEvent]] = {}  # process -> newest generation that took the lease
 
     def on_event(self, event: HistoryEvent) -> Violation | None:
         kind, attempt = event.kind, event.fields.get("attempt")
@@ -25,14 +29,20 @@ class StaleAttemptWritesNoState(Invariant):
         elif kind == "cooldown.cleared" and attempt in self._given_up:
             return self.violation(f"attempt {attempt} cleared the cooldown after its host gave up on it", self._given_up[attempt], event)
         elif kind == "attempt.claimed":
-            process = attempt.rsplit(".", 1)[0]
-            self._claims[process] = max(self._claims.get(process, (0, event)), (event.fields["generation"], event), key=lambda c: c[0])
+            self._generation[attempt] = event.fields["generation"]
+        elif kind == "lease.acquired":
+            # A claim supersedes only once its attempt owns the lease: a loser that sat out owned nothing (#198 F1).
+            owner = attempt_of_holder(event.fields["holder"])
+            if owner in self._generation:
+                process = owner.rsplit(".", 1)[0]
+                if self._generation[owner] > self._owners.get(process, (0, event))[0]:
+                    self._owners[process] = (self._generation[owner], event)
         elif kind == "attempt.restored":
-            newest = self._claims.get(attempt.rsplit(".", 1)[0])
+            newest = self._owners.get(attempt.rsplit(".", 1)[0])
             if newest is not None and newest[0] > event.fields["generation"]:
                 return self.violation(
                     f"attempt {attempt} (generation {event.fields['generation']}) restored compressor state over "
-                    f"generation {newest[0]}", newest[1], event,
+                    f"generation {newest[0]}, which had taken the lease", newest[1], event,
                 )
         return None
 
@@ -63,9 +73,10 @@ class WouldGrowLatchesBreaker(Invariant):
 
 # Events by which an attempt writes a session's cooldown row (or its breaker counters).
 COOLDOWN_WRITES = ("cooldown.set", "cooldown.cleared", "cooldown.restored", "compaction.strike", "compaction.committed")
-# Why a hard-cancelled attempt's rollback is not judged: it committed, a newer claim owns the state, its host
-# recorded a timeout for it, or the rollback itself failed.
-ROLLBACK_EXCUSED = ("fence.begin_ok", "attempt.restore_skipped_stale", "host.timeout")
+# Why a hard-cancelled attempt's rollback is not judged: it committed, or its host recorded a timeout for it
+# (another attempt writing the row, or the rollback failing, are judged below). A newer claim on the
+# compressor is no excuse by itself: only what that claim observably wrote is (#198 F1).
+ROLLBACK_EXCUSED = ("fence.begin_ok", "host.timeout")
 
 
 class HardCancelRestoresCooldown(Invariant):
