@@ -199,8 +199,10 @@ class Attempt:
         cooldown_row: CooldownRow = await d.db.call("cooldown_row", self.session)
         if self._force:
             await d.cooldowns.clear(self.session, self.attempt)
-        elif cooldown_row.ineffective_count >= d.config.breaker_threshold:
-            return self._refused("ineffective")
+        else:
+            blocked = self._blocked_under_lease(cooldown_row)
+            if blocked is not None:
+                return self._refused(blocked)
         try:
             return await self._summarize_and_commit(messages, cooldown_row)
         finally:
@@ -208,6 +210,15 @@ class Attempt:
                 # FIX hard-cancel-full-rollback (R1): a hard stop leaves the cooldown row and compressor exactly as before the attempt
                 durable = (self._restore_cooldown_row, cooldown_row)
                 await d.compressor.restore(self.attempt, self.generation, snapshot, durable)
+
+    def _blocked_under_lease(self, row: CooldownRow) -> str | None:
+        """The automatic gate again, on the row read under the lease: another agent may have failed meanwhile."""
+        # FIX cooldown-rechecked-under-lease (R2): a cooldown recorded between our gate and our lease still holds us off
+        if row.until is not None and row.until > self._d.rt.now():
+            return "cooldown"
+        if row.ineffective_count >= self._d.config.breaker_threshold:
+            return "ineffective"
+        return None
 
     async def _restore_cooldown_row(self, row: CooldownRow) -> None:
         await self._d.db.call("restore_cooldown_row", self.session, row)

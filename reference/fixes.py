@@ -88,6 +88,10 @@ FIXES: tuple[Fix, ...] = (
             "a hard-cancelled attempt restores the exact durable cooldown row and compressor state before releasing",
         ),
         (
+            "cooldown-rechecked-under-lease", "R2",
+            "an automatic attempt re-reads the durable cooldown under the lease and sits out while it is live",
+        ),
+        (
             "adopt-rotated-parent-after-acquire", "R19",
             "an attempt whose session was rotated meanwhile adopts the tip and sits out",
         ),

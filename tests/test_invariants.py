@@ -361,6 +361,13 @@ CASES.update({
          E("turn.persisted", 1, "cli", session="s", caller_session="s", turn=1, role="user", row=1),
          E("turn.persisted", 1, "cli", session="s", caller_session="s", turn=1, role="assistant", row=2)],
         answered_only, with_rows(False)),
+    "no_summary_inside_cooldown": (
+        [E("cooldown.set", 1, session="s", until=60.0, attempt="p2.1", error="summary_failed"),
+         E("lease.acquired", 5, session="s", holder=H1), E("compaction.summary_started", 5, attempt="p1.1", generation=1)],
+        [E("cooldown.set", 1, session="s", until=60.0, attempt="p2.1", error="summary_failed"),
+         E("lease.acquired", 5, session="s", holder=H1), lambda store: store.clear_cooldown("s"),
+         E("cooldown.cleared", 5, session="s", attempt="p1.1"), E("compaction.summary_started", 5, attempt="p1.1", generation=1)],
+        cooling_until(60.0), cooling_until(60.0)),
     "commit_below_threshold_clears_strikes": (
         [E("compaction.strike", 0, session="s", attempt="p1.1", strikes=1), E("lease.acquired", 5, session="s", holder=H2),
          E("compaction.committed", 6, session="s", attempt="p1.2", tokens=5, tokens_before=9)],

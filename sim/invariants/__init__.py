@@ -5,6 +5,7 @@ from sim.invariants.compressor import (
     CooldownNeverShortened,
     CurrentAttemptOwnsCompressor,
     HardCancelRestoresCooldown,
+    NoSummaryInsideCooldown,
     StaleAttemptWritesNoState,
     WouldGrowLatchesBreaker,
     CommitBelowThresholdClearsStrikes,
@@ -69,7 +70,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         RefreshExtendsOwnRow, CommitHoldsLease, RetryNeverOverlapsLiveWorker,
         TurnFailsOnlyExpectedly, WorkerRaisesOnlyAfterFault,
         CancelNeverBeatsAdmittedCommit, SummaryStartsUnderLease, MessageCountMatchesActiveRows,
-        CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes,
+        CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
     )
 }
 

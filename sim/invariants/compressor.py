@@ -152,6 +152,36 @@ class CooldownNeverShortened(Invariant):
         return None
 
 
+class NoSummaryInsideCooldown(Invariant):
+    name = "no_summary_inside_cooldown"
+    races = ("R2", "R13")
+    description = (
+        "An attempt starts its summary only while its session's durable failure cooldown is not live: an automatic "
+        "attempt is held off by it, a forced one clears it first (also when another agent or process recorded it)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._session_of: dict[str, str] = {}  # attempt -> the session whose lease it took
+        self._recorded: dict[str, HistoryEvent] = {}  # session -> its latest cooldown.set
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        fields = event.fields
+        if event.kind == "lease.acquired":
+            self._session_of[attempt_of_holder(fields["holder"])] = fields["session"]
+        elif event.kind == "cooldown.set":
+            self._recorded[fields["session"]] = event
+        elif event.kind == "compaction.summary_started" and fields["attempt"] in self._session_of:
+            session = self._session_of[fields["attempt"]]
+            until = self.system.store.cooldown_row(session).until
+            if until is not None and until > event.time:
+                return self.violation(
+                    f"attempt {fields['attempt']} started its summary on {session} inside a failure cooldown that "
+                    f"lasts until {until:g}s", self._recorded.get(session), event,
+                )
+        return None
+
+
 # How a host stops an attempt: from then on the attempt's cancelled-check rightly answers "cancelled".
 STOPPED = ("fence.cancel_won", "fence.revoked", "host.timeout", "host.unwind")
 
