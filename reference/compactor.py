@@ -167,6 +167,7 @@ class Attempt:
         try:
             won = await self._try_lease(lease)
             if won:
+                # FIX cancel-frees-lease-by-hook (R3): a host that gives up frees exactly this holder's lease, before the worker returns
                 self._fence.publish_release_hook(lease.release)
                 await self._capture_watermark()
         finally:

@@ -88,6 +88,10 @@ FIXES: tuple[Fix, ...] = (
             "a hard-cancelled attempt restores the exact durable cooldown row and compressor state before releasing",
         ),
         (
+            "cancel-frees-lease-by-hook", "R3",
+            "the lease winner publishes a holder-scoped release hook, so a host that gives up frees exactly its lease",
+        ),
+        (
             "cooldown-rechecked-under-lease", "R2",
             "an automatic attempt re-reads the durable cooldown under the lease and sits out while it is live",
         ),
@@ -153,6 +157,10 @@ FIXES: tuple[Fix, ...] = (
     *_fixes(
         "reference.lease",
         ("refresher-tolerates-blips", "R25", "the refresher gives up only after ttl/interval consecutive failures"),
+        (
+            "failed-acquire-releases-own-row", "R3",
+            "an acquire that raised may still have written its row; the sitting-out attempt releases it by holder",
+        ),
     ),
     *_fixes(
         "reference.store.messages",

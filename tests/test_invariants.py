@@ -368,6 +368,13 @@ CASES.update({
          E("lease.acquired", 5, session="s", holder=H1), lambda store: store.clear_cooldown("s"),
          E("cooldown.cleared", 5, session="s", attempt="p1.1"), E("compaction.summary_started", 5, attempt="p1.1", generation=1)],
         cooling_until(60.0), cooling_until(60.0)),
+    "abandoned_attempt_frees_lease": (
+        [E("compaction.finished", 1, session="s", attempt="p1.1", status="unchanged", reason="lock_contended"),
+         E("lease.contended", 2, session="s", holder=H2)],
+        [E("lease.release_failed", 1, session="s", holder=H1, error="OperationalError"),
+         E("compaction.finished", 1, session="s", attempt="p1.1", status="unchanged", reason="fence_cancelled"),
+         E("lease.contended", 2, session="s", holder=H2)],
+        lease_held_by(H1), lease_held_by(H1)),
     "commit_below_threshold_clears_strikes": (
         [E("compaction.strike", 0, session="s", attempt="p1.1", strikes=1), E("lease.acquired", 5, session="s", holder=H2),
          E("compaction.committed", 6, session="s", attempt="p1.2", tokens=5, tokens_before=9)],

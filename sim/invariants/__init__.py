@@ -23,6 +23,7 @@ from sim.invariants.host import (
     WorkerRaisesOnlyAfterFault,
 )
 from sim.invariants.lease import (
+    AbandonedAttemptFreesLease,
     AppendsNeverRefusedByLease,
     CancelledAttemptNeverAcquires,
     CommitHoldsLease,
@@ -71,6 +72,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         TurnFailsOnlyExpectedly, WorkerRaisesOnlyAfterFault,
         CancelNeverBeatsAdmittedCommit, SummaryStartsUnderLease, MessageCountMatchesActiveRows,
         CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
+        AbandonedAttemptFreesLease,
     )
 }
 
