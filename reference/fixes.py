@@ -146,6 +146,10 @@ FIXES: tuple[Fix, ...] = (
             "lease acquire and hook publication happen under the fence lock; a dead attempt never acquires",
         ),
         (
+            "cancel-loses-to-finished-commit", "R1",
+            "a cancel that takes the fence lock after an admitted commit finished reports False and changes nothing",
+        ),
+        (
             "revoke-defers-during-commit", "R6",
             "a revoke releases the lease only if no commit holds the fence lock; otherwise finish_commit does",
         ),
