@@ -46,6 +46,7 @@ class Compressor:
 
     async def claim(self, attempt: str) -> int:
         """A fresh, monotonic generation for `attempt`; waits for a rollback in progress to finish."""
+        # FIX claim-waits-for-rollback (R21): a claim between a rollback's check and its writes would be overwritten by them
         async with self._serial:
             self.generation += 1
             generation = self.generation

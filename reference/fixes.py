@@ -129,6 +129,10 @@ FIXES: tuple[Fix, ...] = (
     ),
     *_fixes(
         "reference.attempt",
+        (
+            "claim-waits-for-rollback", "R21",
+            "a claim takes the compressor's serial lock, so it cannot land between a rollback's check and its writes",
+        ),
         ("stale-restore-noop", "R21", "a rollback by an attempt that is no longer the current claim writes nothing"),
         ("owner-stamped-cancel-check", "R21", "only the attempt that installed the cancelled-check may clear it"),
     ),
