@@ -220,6 +220,10 @@ FIXES: tuple[Fix, ...] = (
         ),
         ("refresh-never-inserts", "R3/R25", "a refresh only extends the holder's own row; it never re-creates one"),
         ("holder-qualified-release", "R3", "a release deletes only the caller's own holder row"),
+        (
+            "acquire-never-overwrites", "R3/R19",
+            "the acquire inserts only into a free row and confirms it owns it; a live row makes the racer lose",
+        ),
     ),
 )
 
