@@ -72,6 +72,13 @@ FIXES: tuple[Fix, ...] = (
         ),
     ),
     *_fixes(
+        "reference.transcript",
+        (
+            "loaded-rows-stamped", "R10",
+            "messages loaded from the store carry their row's persisted marker, so no flush writes them again",
+        ),
+    ),
+    *_fixes(
         "reference.pool",
         ("pool-fail-fast", "R8", "admission is capped; a full pool refuses instead of queueing"),
     ),
