@@ -67,6 +67,10 @@ FIXES: tuple[Fix, ...] = (
             "at the total ceiling the lease is freed only once the cancelled worker has exited",
         ),
         (
+            "timeout-arms-backoff", "R2",
+            "a host timeout records a durable cooldown on the ladder (60/300/900 s by consecutive timeouts)",
+        ),
+        (
             "commit-overrun-visible", "R7",
             "a timed-out host waits for an admitted commit in slices and reports the overrun once",
         ),

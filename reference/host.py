@@ -87,6 +87,7 @@ class HostWait:
             return None
         if not release_now:
             await self._release_after_grace()
+        # FIX timeout-arms-backoff (R2): without a recorded cooldown the next turn re-enters the route that just stalled
         await self._cooldowns.record_timeout(self._session, fence.attempt, kind)
         return Outcome("timeout", kind)
 

@@ -375,6 +375,13 @@ CASES.update({
          E("compaction.finished", 1, session="s", attempt="p1.1", status="unchanged", reason="fence_cancelled"),
          E("lease.contended", 2, session="s", holder=H2)],
         lease_held_by(H1), lease_held_by(H1)),
+    "timeout_backs_off": (
+        [E("lease.acquired", 0, session="s", holder=H1), E("host.timeout", 10, attempt="p1.1", budget="idle"),
+         E("lease.acquired", 20, session="s", holder=H2), E("compaction.summary_started", 20, attempt="p1.2", generation=2)],
+        [E("lease.acquired", 0, session="s", holder=H1), E("host.timeout", 10, attempt="p1.1", budget="idle"),
+         E("lease.acquired", 20, session="s", holder=H2), E("cooldown.cleared", 20, session="s", attempt="p1.2"),
+         E("compaction.summary_started", 20, attempt="p1.2", generation=2)],
+        None, None),
     "commit_below_threshold_clears_strikes": (
         [E("compaction.strike", 0, session="s", attempt="p1.1", strikes=1), E("lease.acquired", 5, session="s", holder=H2),
          E("compaction.committed", 6, session="s", attempt="p1.2", tokens=5, tokens_before=9)],

@@ -19,6 +19,7 @@ from sim.invariants.host import (
     NoProgressAfterGiveUp,
     PoolAdmissionBounded,
     StaleJobNeverRuns,
+    TimeoutBacksOff,
     TurnFailsOnlyExpectedly,
     WorkerRaisesOnlyAfterFault,
 )
@@ -72,7 +73,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         TurnFailsOnlyExpectedly, WorkerRaisesOnlyAfterFault,
         CancelNeverBeatsAdmittedCommit, SummaryStartsUnderLease, MessageCountMatchesActiveRows,
         CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
-        AbandonedAttemptFreesLease,
+        AbandonedAttemptFreesLease, TimeoutBacksOff,
     )
 }
 
