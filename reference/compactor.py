@@ -199,7 +199,8 @@ class Attempt:
             return adopted
         cooldown_row: CooldownRow = await d.db.call("cooldown_row", self.session)
         if self._force:
-            await d.cooldowns.clear(self.session, self.attempt)
+            # FIX forced-clear-vetoed-when-cancelled (R2): a /compress stopped before it got here must not lift the cooldown
+            await d.cooldowns.clear(self.session, self.attempt, veto=lambda: self._fence.is_cancelled)
         else:
             blocked = self._blocked_under_lease(cooldown_row)
             if blocked is not None:

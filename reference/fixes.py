@@ -67,6 +67,10 @@ FIXES: tuple[Fix, ...] = (
             "at the total ceiling the lease is freed only once the cancelled worker has exited",
         ),
         (
+            "user-stop-is-not-a-timeout", "R1",
+            "a host whose attempt the user already stopped records no timeout cooldown when its wait runs out",
+        ),
+        (
             "timeout-arms-backoff", "R2",
             "a host timeout records a durable cooldown on the ladder (60/300/900 s by consecutive timeouts)",
         ),
@@ -101,6 +105,10 @@ FIXES: tuple[Fix, ...] = (
         (
             "cancel-frees-lease-by-hook", "R3",
             "the lease winner publishes a holder-scoped release hook, so a host that gives up frees exactly its lease",
+        ),
+        (
+            "forced-clear-vetoed-when-cancelled", "R2",
+            "a forced attempt's clear of the cooldown is vetoed, in the clear's own step, once its fence is cancelled",
         ),
         (
             "cooldown-rechecked-under-lease", "R2",

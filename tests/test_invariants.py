@@ -405,6 +405,16 @@ def test_a_newer_claim_alone_does_not_excuse_a_skipped_rollback():
     assert check("hard_cancel_restores_cooldown", owner_cleared + newer_wrote + [finished], cooling_until(60.0)) == []
 
 
+def test_only_a_host_timeout_before_the_users_stop_excuses_the_rollback():
+    acquired = [E("lease.acquired", 0, session="s", holder=H1)]
+    stop = [E("fence.cancel_won", 1, attempt="p1.1", hard=True)]
+    timeout = [E("host.timeout", 20, attempt="p1.1", budget="idle"), lambda store: store.record_cooldown("s", 80.0, "timeout:idle"),
+               E("cooldown.set", 20, session="s", until=80.0, attempt="p1.1", error="timeout:idle")]
+    finished = [E("compaction.finished", 60, session="s", attempt="p1.1", status="unchanged", reason="hard_cancelled")]
+    assert check("hard_cancel_restores_cooldown", acquired + stop + timeout + finished, one_head)
+    assert check("hard_cancel_restores_cooldown", acquired + timeout + stop + finished, one_head) == []
+
+
 def test_only_a_newer_attempt_that_took_the_lease_supersedes_a_rollback():
     claims = [E("attempt.claimed", 0, attempt="p1.1", generation=1), E("lease.acquired", 0, session="s", holder=H1),
               E("attempt.claimed", 1, attempt="p1.2", generation=2)]

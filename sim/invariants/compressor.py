@@ -73,10 +73,11 @@ class WouldGrowLatchesBreaker(Invariant):
 
 # Events by which an attempt writes a session's cooldown row (or its breaker counters).
 COOLDOWN_WRITES = ("cooldown.set", "cooldown.cleared", "cooldown.restored", "compaction.strike", "compaction.committed")
-# Why a hard-cancelled attempt's rollback is not judged: it committed, or its host recorded a timeout for it
+# Why a hard-cancelled attempt's rollback is not judged: it committed, or its host had already timed it out
 # (another attempt writing the row, or the rollback failing, are judged below). A newer claim on the
-# compressor is no excuse by itself: only what that claim observably wrote is (#198 F1).
-ROLLBACK_EXCUSED = ("fence.begin_ok", "host.timeout")
+# compressor is no excuse by itself: only what that claim observably wrote is (#198 F1); nor is a host
+# timeout after the user's stop: a stop is not a timeout, and must leave no timeout cooldown behind.
+ROLLBACK_EXCUSED = ("fence.begin_ok",)
 
 
 class HardCancelRestoresCooldown(Invariant):
@@ -100,7 +101,7 @@ class HardCancelRestoresCooldown(Invariant):
             self._excused.discard(attempt)
         elif kind == "fence.cancel_won" and fields.get("hard"):
             self._hard.setdefault(attempt, event)
-        elif kind in ROLLBACK_EXCUSED:
+        elif kind in ROLLBACK_EXCUSED or (kind == "host.timeout" and attempt not in self._hard):
             self._excused.add(attempt)
         elif kind in COOLDOWN_WRITES:
             # another attempt wrote the row meanwhile: the rollback restores what its attempt read, not this

@@ -181,8 +181,9 @@ class TimeoutBacksOff(Invariant):
     name = "timeout_backs_off"
     races = ("R2",)
     description = (
-        "After a host timeout on a session's compaction, no automatic compaction of that session starts a summary "
-        "within the first step of the timeout ladder, unless a forced attempt or a commit lifted the backoff meanwhile."
+        "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
+        "timeout), no automatic compaction of that session starts a summary within the first step of the timeout "
+        "ladder, unless a forced attempt or a commit lifted the backoff meanwhile."
     )
 
     def __init__(self, system) -> None:
@@ -190,13 +191,16 @@ class TimeoutBacksOff(Invariant):
         self._session_of: dict[str, str] = {}  # attempt -> the session whose lease it took
         self._backoff: dict[str, tuple[HistoryEvent, bool]] = {}  # session -> (its timeout, durable record failed)
         self._cleared_by: set[str] = set()  # attempts that cleared the cooldown (forced) before their summary
+        self._stopped: set[str] = set()  # attempts the user hard-cancelled
 
     def on_event(self, event: HistoryEvent) -> Violation | None:
         kind, fields = event.kind, event.fields
         attempt = fields.get("attempt")
         if kind == "lease.acquired":
             self._session_of[attempt_of_holder(fields["holder"])] = fields["session"]
-        elif kind == "host.timeout" and attempt in self._session_of:
+        elif kind == "fence.cancel_won" and fields.get("hard"):
+            self._stopped.add(attempt)
+        elif kind == "host.timeout" and attempt in self._session_of and attempt not in self._stopped:
             self._backoff[self._session_of[attempt]] = (event, False)
         elif kind == "cooldown.persist_failed" and fields["session"] in self._backoff:
             timeout, _ = self._backoff[fields["session"]]
