@@ -21,6 +21,7 @@ from reference.pool import CompressionPool
 from reference.provider import ProgressCallback, ProviderError
 from reference.store import DELIBERATE_END_REASONS, CooldownRow, ParentEndedError
 from reference.transcript import (
+    ROW_ID,
     Message,
     estimate_tokens,
     from_row,
@@ -205,6 +206,8 @@ class Attempt:
             blocked = self._blocked_under_lease(cooldown_row)
             if blocked is not None:
                 return self._refused(blocked)
+        messages = await self._with_rows_committed_before_lease(messages)
+        d.rt.emit("compaction.input", session=self.session, attempt=self.attempt, rows=input_rows(messages))
         try:
             return await self._summarize_and_commit(messages, cooldown_row)
         finally:
@@ -212,6 +215,20 @@ class Attempt:
                 # FIX hard-cancel-full-rollback (R1): a hard stop leaves the cooldown row and compressor exactly as before the attempt
                 durable = (self._restore_cooldown_row, cooldown_row)
                 await d.compressor.restore(self.attempt, self.generation, snapshot, durable)
+
+    async def _with_rows_committed_before_lease(self, messages: list[Message]) -> list[Message]:
+        """The snapshot, or the durable transcript up to the watermark if another writer added rows meanwhile.
+
+        Rows above the watermark stay out: the commit clones them after the compacted rows.
+        """
+        rows = await self._d.db.call("active_messages", self.session)
+        covered = [row for row in rows if self.watermark is None or row.id <= self.watermark]
+        known = set(input_rows(messages))
+        # FIX reread-transcript-under-lease (R14): a row committed between our snapshot and our lease is under the watermark; unseen, the commit archives it
+        if all(row.id in known for row in covered):
+            return messages
+        self._d.rt.emit("compaction.input_reread", session=self.session, attempt=self.attempt, rows=len(covered))
+        return [from_row(row) for row in covered] + unpersisted(messages)
 
     def _blocked_under_lease(self, row: CooldownRow) -> str | None:
         """The automatic gate again, on the row read under the lease: another agent may have failed meanwhile."""
@@ -391,6 +408,11 @@ class Attempt:
     def _refused(self, reason: str) -> Outcome:
         self._d.rt.emit("compaction.refused", session=self.session, attempt=self.attempt, reason=reason)
         return Outcome("unchanged", reason)
+
+
+def input_rows(messages: list[Message]) -> list[int]:
+    """The durable rows an attempt works from (its own unflushed messages have none yet)."""
+    return sorted(m[ROW_ID] for m in messages if m.get(ROW_ID) is not None)
 
 
 def build_candidate(before: list[Message], summary: str, now: float, keep_recent: int) -> list[Message]:

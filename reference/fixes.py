@@ -115,6 +115,10 @@ FIXES: tuple[Fix, ...] = (
             "an automatic attempt re-reads the durable cooldown under the lease and sits out while it is live",
         ),
         (
+            "reread-transcript-under-lease", "R14",
+            "under the lease the attempt works from the durable rows up to its watermark when its snapshot lacks some",
+        ),
+        (
             "adopt-rotated-parent-after-acquire", "R19",
             "an attempt whose session was rotated meanwhile adopts the tip and sits out",
         ),

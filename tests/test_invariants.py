@@ -425,6 +425,28 @@ def test_only_a_newer_attempt_that_took_the_lease_supersedes_a_rollback():
     assert check("stale_attempt_writes_no_state", claims + newer_sat_out + [restored]) == []
 
 
+def three_rows_leased(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+    store.append_messages("s", [{"role": "user", "content": f"m{i}", "timestamp": float(i)} for i in range(3)], now=1)
+    store.try_acquire_lease("s", H1, now=1, ttl_s=60)
+
+
+def archive_all(store: SessionStore) -> None:
+    store.archive_and_compact("s", [{"role": "user", "content": "summary", "timestamp": 5.0}], holder=H1, watermark=3, now=5)
+
+
+CASES.update({
+    "archived_rows_were_in_input": (
+        [E("compaction.watermark", 1, session="s", attempt="p1.1", watermark=3),
+         E("compaction.input", 1, session="s", attempt="p1.1", rows=[1, 2]), archive_all,
+         E("commit.archived", 5, session="s", attempt="p1.1", rows=1)],
+        [E("compaction.watermark", 1, session="s", attempt="p1.1", watermark=3),
+         E("compaction.input", 1, session="s", attempt="p1.1", rows=[1, 2, 3]), archive_all,
+         E("commit.archived", 5, session="s", attempt="p1.1", rows=1)],
+        three_rows_leased, three_rows_leased),
+})
+
+
 def test_the_current_attempt_is_never_refused_its_own_clear():
     own_check_removed = [E("attempt.claimed", attempt="p1.2", generation=2), E("compaction.summary_started", attempt="p1.2", generation=2),
                          E("cooldown.clear_skipped", session="s", attempt="p1.2")]

@@ -48,6 +48,7 @@ from sim.invariants.lineage import (
 from sim.invariants.transcript import (
     AbortedAttemptLeavesParentUnchanged,
     AcknowledgedAppendsSurvive,
+    ArchivedRowsWereInInput,
     CallerTranscriptOnlyThroughCommit,
     DurableMessagesMatchRows,
     NoDuplicatePersistedTurn,
@@ -73,7 +74,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         TurnFailsOnlyExpectedly, WorkerRaisesOnlyAfterFault,
         CancelNeverBeatsAdmittedCommit, SummaryStartsUnderLease, MessageCountMatchesActiveRows,
         CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
-        AbandonedAttemptFreesLease, TimeoutBacksOff,
+        AbandonedAttemptFreesLease, TimeoutBacksOff, ArchivedRowsWereInInput,
     )
 }
 
