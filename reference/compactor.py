@@ -21,6 +21,7 @@ from reference.pool import CompressionPool
 from reference.provider import ProgressCallback, ProviderError
 from reference.store import DELIBERATE_END_REASONS, CooldownRow, ParentEndedError
 from reference.transcript import (
+    ROW_ID,
     Message,
     estimate_tokens,
     from_row,
@@ -137,12 +138,12 @@ class Attempt:
         blocked = None if self._force else await d.cooldowns.blocked_reason(self.session)
         if blocked is not None:
             d.rt.emit("compaction.blocked", session=self.session, attempt=self.attempt, reason=blocked)
-            return Outcome("unchanged", blocked)
+            return await self._sit_out(Outcome("unchanged", blocked))
         lease = Lease(d.rt, d.db, self.session, self.holder, d.config)
         sat_out = await self._acquire(lease)
         if sat_out is not None:
             await lease.release()
-            return self._refused(sat_out)
+            return await self._sit_out(self._refused(sat_out))
         try:
             async with d.rt.open_nursery() as nursery:
                 nursery.start_soon(lease.run_refresher, name=f"refresher:{self.attempt}")
@@ -154,6 +155,12 @@ class Attempt:
             if self._admitted:
                 await self._fence.finish_commit()
 
+    async def _sit_out(self, outcome: Outcome) -> Outcome:
+        """This attempt never worked under the lease: it retires its claim and hands back `outcome`."""
+        # FIX lock-loser-retires-claim (R21): a loser's newer claim would make the lease owner's hard-cancel rollback look stale
+        await self._d.compressor.retire(self.attempt, self.generation)
+        return outcome
+
     async def _acquire(self, lease: Lease) -> str | None:
         """Win the lease with the fence lock held; None on success, else why this attempt sits out."""
         if not await self._fence.begin_lock_setup():
@@ -161,6 +168,7 @@ class Attempt:
         try:
             won = await self._try_lease(lease)
             if won:
+                # FIX cancel-frees-lease-by-hook (R3): a host that gives up frees exactly this holder's lease, before the worker returns
                 self._fence.publish_release_hook(lease.release)
                 await self._capture_watermark()
         finally:
@@ -192,9 +200,14 @@ class Attempt:
             return adopted
         cooldown_row: CooldownRow = await d.db.call("cooldown_row", self.session)
         if self._force:
-            await d.cooldowns.clear(self.session, self.attempt)
-        elif cooldown_row.ineffective_count >= d.config.breaker_threshold:
-            return self._refused("ineffective")
+            # FIX forced-clear-vetoed-when-cancelled (R2): a /compress stopped before it got here must not lift the cooldown
+            await d.cooldowns.clear(self.session, self.attempt, veto=lambda: self._fence.is_cancelled)
+        else:
+            blocked = self._blocked_under_lease(cooldown_row)
+            if blocked is not None:
+                return self._refused(blocked)
+        messages = await self._with_rows_committed_before_lease(messages)
+        d.rt.emit("compaction.input", session=self.session, attempt=self.attempt, rows=input_rows(messages))
         try:
             return await self._summarize_and_commit(messages, cooldown_row)
         finally:
@@ -202,6 +215,29 @@ class Attempt:
                 # FIX hard-cancel-full-rollback (R1): a hard stop leaves the cooldown row and compressor exactly as before the attempt
                 durable = (self._restore_cooldown_row, cooldown_row)
                 await d.compressor.restore(self.attempt, self.generation, snapshot, durable)
+
+    async def _with_rows_committed_before_lease(self, messages: list[Message]) -> list[Message]:
+        """The snapshot, or the durable transcript up to the watermark if another writer added rows meanwhile.
+
+        Rows above the watermark stay out: the commit clones them after the compacted rows.
+        """
+        rows = await self._d.db.call("active_messages", self.session)
+        covered = [row for row in rows if self.watermark is None or row.id <= self.watermark]
+        known = set(input_rows(messages))
+        # FIX reread-transcript-under-lease (R14): a row committed between our snapshot and our lease is under the watermark; unseen, the commit archives it
+        if all(row.id in known for row in covered):
+            return messages
+        self._d.rt.emit("compaction.input_reread", session=self.session, attempt=self.attempt, rows=len(covered))
+        return [from_row(row) for row in covered] + unpersisted(messages)
+
+    def _blocked_under_lease(self, row: CooldownRow) -> str | None:
+        """The automatic gate again, on the row read under the lease: another agent may have failed meanwhile."""
+        # FIX cooldown-rechecked-under-lease (R2): a cooldown recorded between our gate and our lease still holds us off
+        if row.until is not None and row.until > self._d.rt.now():
+            return "cooldown"
+        if row.ineffective_count >= self._d.config.breaker_threshold:
+            return "ineffective"
+        return None
 
     async def _restore_cooldown_row(self, row: CooldownRow) -> None:
         await self._d.db.call("restore_cooldown_row", self.session, row)
@@ -372,6 +408,11 @@ class Attempt:
     def _refused(self, reason: str) -> Outcome:
         self._d.rt.emit("compaction.refused", session=self.session, attempt=self.attempt, reason=reason)
         return Outcome("unchanged", reason)
+
+
+def input_rows(messages: list[Message]) -> list[int]:
+    """The durable rows an attempt works from (its own unflushed messages have none yet)."""
+    return sorted(m[ROW_ID] for m in messages if m.get(ROW_ID) is not None)
 
 
 def build_candidate(before: list[Message], summary: str, now: float, keep_recent: int) -> list[Message]:

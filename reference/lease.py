@@ -71,7 +71,8 @@ class Lease:
 
     async def acquire(self, processes: ProcessTable | None = None) -> bool:
         probe = None if processes is None else processes.holder_is_dead
-        self._maybe_held = True  # a transaction that fails after its commit may still have taken the row
+        # FIX failed-acquire-releases-own-row (R3): an acquire that fails after its COMMIT may still have taken the row; the sit-out releases it
+        self._maybe_held = True
         won = await self._db.call(
             "try_acquire_lease", self.session, self.holder, ttl_s=self._ttl_s, holder_is_dead=probe
         )

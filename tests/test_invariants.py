@@ -361,12 +361,89 @@ CASES.update({
          E("turn.persisted", 1, "cli", session="s", caller_session="s", turn=1, role="user", row=1),
          E("turn.persisted", 1, "cli", session="s", caller_session="s", turn=1, role="assistant", row=2)],
         answered_only, with_rows(False)),
+    "no_summary_inside_cooldown": (
+        [E("cooldown.set", 1, session="s", until=60.0, attempt="p2.1", error="summary_failed"),
+         E("lease.acquired", 5, session="s", holder=H1), E("compaction.summary_started", 5, attempt="p1.1", generation=1)],
+        [E("cooldown.set", 1, session="s", until=60.0, attempt="p2.1", error="summary_failed"),
+         E("lease.acquired", 5, session="s", holder=H1), lambda store: store.clear_cooldown("s"),
+         E("cooldown.cleared", 5, session="s", attempt="p1.1"), E("compaction.summary_started", 5, attempt="p1.1", generation=1)],
+        cooling_until(60.0), cooling_until(60.0)),
+    "abandoned_attempt_frees_lease": (
+        [E("compaction.finished", 1, session="s", attempt="p1.1", status="unchanged", reason="lock_contended"),
+         E("lease.contended", 2, session="s", holder=H2)],
+        [E("lease.release_failed", 1, session="s", holder=H1, error="OperationalError"),
+         E("compaction.finished", 1, session="s", attempt="p1.1", status="unchanged", reason="fence_cancelled"),
+         E("lease.contended", 2, session="s", holder=H2)],
+        lease_held_by(H1), lease_held_by(H1)),
+    "timeout_backs_off": (
+        [E("lease.acquired", 0, session="s", holder=H1), E("host.timeout", 10, attempt="p1.1", budget="idle"),
+         E("lease.acquired", 20, session="s", holder=H2), E("compaction.summary_started", 20, attempt="p1.2", generation=2)],
+        [E("lease.acquired", 0, session="s", holder=H1), E("host.timeout", 10, attempt="p1.1", budget="idle"),
+         E("lease.acquired", 20, session="s", holder=H2), E("cooldown.cleared", 20, session="s", attempt="p1.2"),
+         E("compaction.summary_started", 20, attempt="p1.2", generation=2)],
+        None, None),
     "commit_below_threshold_clears_strikes": (
         [E("compaction.strike", 0, session="s", attempt="p1.1", strikes=1), E("lease.acquired", 5, session="s", holder=H2),
          E("compaction.committed", 6, session="s", attempt="p1.2", tokens=5, tokens_before=9)],
         [E("compaction.strike", 0, session="s", attempt="p1.1", strikes=1), E("lease.acquired", 5, session="s", holder=H2),
          lambda store: store.reset_ineffective("s"), E("compaction.committed", 6, session="s", attempt="p1.2", tokens=5, tokens_before=9)],
         struck, struck),
+})
+
+
+def test_a_newer_claim_alone_does_not_excuse_a_skipped_rollback():
+    """#198 F1: the owner's rollback was skipped because a lock loser claimed later; only a newer writer excuses it."""
+    owner_cleared = [E("lease.acquired", 0, session="s", holder=H1), lambda store: store.clear_cooldown("s"),
+                     E("cooldown.cleared", 0, session="s", attempt="p1.1"),
+                     E("attempt.claimed", 1, attempt="p1.2", generation=2), E("lease.contended", 1, session="s", holder=H2),
+                     E("fence.cancel_won", 2, attempt="p1.1", hard=True),
+                     E("attempt.restore_skipped_stale", 2, attempt="p1.1", generation=1, current=2)]
+    finished = E("compaction.finished", 2, session="s", attempt="p1.1", status="unchanged", reason="hard_cancelled")
+    newer_wrote = [lambda store: store.record_cooldown("s", 90.0, "summary_failed"),
+                   E("cooldown.set", 2, session="s", until=90.0, attempt="p1.2", error="summary_failed")]
+    assert check("hard_cancel_restores_cooldown", owner_cleared + [finished], cooling_until(60.0))
+    assert check("hard_cancel_restores_cooldown", owner_cleared + newer_wrote + [finished], cooling_until(60.0)) == []
+
+
+def test_only_a_host_timeout_before_the_users_stop_excuses_the_rollback():
+    acquired = [E("lease.acquired", 0, session="s", holder=H1)]
+    stop = [E("fence.cancel_won", 1, attempt="p1.1", hard=True)]
+    timeout = [E("host.timeout", 20, attempt="p1.1", budget="idle"), lambda store: store.record_cooldown("s", 80.0, "timeout:idle"),
+               E("cooldown.set", 20, session="s", until=80.0, attempt="p1.1", error="timeout:idle")]
+    finished = [E("compaction.finished", 60, session="s", attempt="p1.1", status="unchanged", reason="hard_cancelled")]
+    assert check("hard_cancel_restores_cooldown", acquired + stop + timeout + finished, one_head)
+    assert check("hard_cancel_restores_cooldown", acquired + timeout + stop + finished, one_head) == []
+
+
+def test_only_a_newer_attempt_that_took_the_lease_supersedes_a_rollback():
+    claims = [E("attempt.claimed", 0, attempt="p1.1", generation=1), E("lease.acquired", 0, session="s", holder=H1),
+              E("attempt.claimed", 1, attempt="p1.2", generation=2)]
+    restored = E("attempt.restored", 2, attempt="p1.1", generation=1)
+    newer_took_lease = [E("lease.released", 1, session="s", holder=H1, held=True), E("lease.acquired", 1, session="s", holder=H2)]
+    newer_sat_out = [E("lease.contended", 1, session="s", holder=H2)]
+    assert check("stale_attempt_writes_no_state", claims + newer_took_lease + [restored])
+    assert check("stale_attempt_writes_no_state", claims + newer_sat_out + [restored]) == []
+
+
+def three_rows_leased(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+    store.append_messages("s", [{"role": "user", "content": f"m{i}", "timestamp": float(i)} for i in range(3)], now=1)
+    store.try_acquire_lease("s", H1, now=1, ttl_s=60)
+
+
+def archive_all(store: SessionStore) -> None:
+    store.archive_and_compact("s", [{"role": "user", "content": "summary", "timestamp": 5.0}], holder=H1, watermark=3, now=5)
+
+
+CASES.update({
+    "archived_rows_were_in_input": (
+        [E("compaction.watermark", 1, session="s", attempt="p1.1", watermark=3),
+         E("compaction.input", 1, session="s", attempt="p1.1", rows=[1, 2]), archive_all,
+         E("commit.archived", 5, session="s", attempt="p1.1", rows=1)],
+        [E("compaction.watermark", 1, session="s", attempt="p1.1", watermark=3),
+         E("compaction.input", 1, session="s", attempt="p1.1", rows=[1, 2, 3]), archive_all,
+         E("commit.archived", 5, session="s", attempt="p1.1", rows=1)],
+        three_rows_leased, three_rows_leased),
 })
 
 

@@ -306,6 +306,24 @@ def test_a_stale_restore_is_a_no_op_and_only_the_owner_clears_its_cancelled_chec
     assert [e.kind for e in result.history if e.kind.startswith("attempt.restore")] == ["attempt.restore_skipped_stale"]
 
 
+def test_retired_claims_never_demote_the_owner_and_never_promote_a_stale_primary():
+    """#198 F1 ownership algebra: the newest claim not retired owns the rollback; the counter never goes back."""
+    async def main(rt):
+        compressor = Compressor(rt)
+        owner = await compressor.claim("owner")
+        first, second = await compressor.claim("loser1"), await compressor.claim("loser2")
+        await compressor.retire("loser2", second)
+        await compressor.retire("loser1", first)  # out of claim order: both collapse onto the owner
+        collapsed = compressor.current_claim(), compressor.generation
+        successor = await compressor.claim("successor")
+        loser = await compressor.claim("loser3")
+        await compressor.retire("loser3", loser)  # retiring a loser above the successor leaves it in charge
+        stale = await compressor.restore("owner", owner, compressor.snapshot())
+        return collapsed, compressor.current_claim() == successor, stale, compressor.generation == loser
+
+    assert World(0).run(main).value == ((1, 3), True, False, True)
+
+
 TIMEOUT_CONFIG = CompactionConfig(threshold_tokens=10**6, idle_timeout_s=20.0, ceiling_timeout_s=600.0)
 
 

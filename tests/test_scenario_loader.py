@@ -88,6 +88,7 @@ FULL = """
 name = "full_example"
 race = "R14"
 reported = "appends made during compression are lost"
+source = "hermes-agent #45"
 description = "Uses every key."
 
 [world]
@@ -161,6 +162,7 @@ def test_a_full_example_loads_into_the_expected_values(tmp_path, registry):
         name="full_example",
         race="R14",
         reported="appends made during compression are lost",
+        source="hermes-agent #45",
         description="Uses every key.",
         world=WorldSpec(
             sessions=(
@@ -221,6 +223,7 @@ MISTAKES = [
     ("integer out of range", "[explore]\nruns = 0\n", "explore.runs", "an integer of at least 1"),
     ("integer too large to print", "[explore]\nseed = 0x" + "f" * 5000 + "\n", "explore.seed", "an integer of"),
     ("number where a string goes", "reported = 5\n", "reported", "a string"),
+    ("a source without its rows", 'source = "hermes-agent"\n', "source", 'a project and row numbers like "hermes-agent #14"'),
     ("string where a boolean goes", '[[fault]]\nkind = "db_error"\nat = 0\ntransient = "yes"\n',
      "fault[0].transient", "true or false"),
     ("garbage duration", STALL.replace('"10m"', '"ten minutes"'), "fault[0].duration", 'a duration like "250ms"'),

@@ -12,7 +12,8 @@ from sim.cli.common import EXIT_OK, load_scenarios
 def _list(args: argparse.Namespace) -> int:
     if args.what == "scenarios":
         for scenario in load_scenarios(args.paths or ["scenarios"]):
-            print(f"{scenario.name:<48} {scenario.race or '':<5} {scenario.reported or scenario.description or ''}")
+            source = scenario.source or ""
+            print(f"{scenario.name:<48} {scenario.race or '':<5} {source:<18} {scenario.reported or scenario.description or ''}")
     elif args.what == "faults":
         from faults import FAULT_KINDS
 

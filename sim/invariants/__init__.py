@@ -5,6 +5,7 @@ from sim.invariants.compressor import (
     CooldownNeverShortened,
     CurrentAttemptOwnsCompressor,
     HardCancelRestoresCooldown,
+    NoSummaryInsideCooldown,
     StaleAttemptWritesNoState,
     WouldGrowLatchesBreaker,
     CommitBelowThresholdClearsStrikes,
@@ -18,10 +19,12 @@ from sim.invariants.host import (
     NoProgressAfterGiveUp,
     PoolAdmissionBounded,
     StaleJobNeverRuns,
+    TimeoutBacksOff,
     TurnFailsOnlyExpectedly,
     WorkerRaisesOnlyAfterFault,
 )
 from sim.invariants.lease import (
+    AbandonedAttemptFreesLease,
     AppendsNeverRefusedByLease,
     CancelledAttemptNeverAcquires,
     CommitHoldsLease,
@@ -45,6 +48,7 @@ from sim.invariants.lineage import (
 from sim.invariants.transcript import (
     AbortedAttemptLeavesParentUnchanged,
     AcknowledgedAppendsSurvive,
+    ArchivedRowsWereInInput,
     CallerTranscriptOnlyThroughCommit,
     DurableMessagesMatchRows,
     NoDuplicatePersistedTurn,
@@ -69,7 +73,8 @@ INVARIANTS: dict[str, type[Invariant]] = {
         RefreshExtendsOwnRow, CommitHoldsLease, RetryNeverOverlapsLiveWorker,
         TurnFailsOnlyExpectedly, WorkerRaisesOnlyAfterFault,
         CancelNeverBeatsAdmittedCommit, SummaryStartsUnderLease, MessageCountMatchesActiveRows,
-        CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes,
+        CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
+        AbandonedAttemptFreesLease, TimeoutBacksOff, ArchivedRowsWereInInput,
     )
 }
 

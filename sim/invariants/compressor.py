@@ -11,12 +11,16 @@ GIVEN_UP = ("fence.cancel_won", "host.timeout")
 class StaleAttemptWritesNoState(Invariant):
     name = "stale_attempt_writes_no_state"
     races = ("R2", "R21")
-    description = "An attempt its host gave up on never clears the cooldown; a superseded attempt never restores compressor state."
+    description = (
+        "An attempt its host gave up on never clears the cooldown; a superseded attempt (a newer attempt of its "
+        "compressor has taken the lease) never restores compressor state."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._given_up: dict[str, HistoryEvent] = {}
-        self._claims: dict[str, tuple[int, HistoryEvent]] = {}
+        self._generation: dict[str, int] = {}  # attempt -> its claimed generation
+        self._owners: dict[str, tuple[int, HistoryEvent]] = {}  # process -> newest generation that took the lease
 
     def on_event(self, event: HistoryEvent) -> Violation | None:
         kind, attempt = event.kind, event.fields.get("attempt")
@@ -25,14 +29,20 @@ class StaleAttemptWritesNoState(Invariant):
         elif kind == "cooldown.cleared" and attempt in self._given_up:
             return self.violation(f"attempt {attempt} cleared the cooldown after its host gave up on it", self._given_up[attempt], event)
         elif kind == "attempt.claimed":
-            process = attempt.rsplit(".", 1)[0]
-            self._claims[process] = max(self._claims.get(process, (0, event)), (event.fields["generation"], event), key=lambda c: c[0])
+            self._generation[attempt] = event.fields["generation"]
+        elif kind == "lease.acquired":
+            # A claim supersedes only once its attempt owns the lease: a loser that sat out owned nothing (#198 F1).
+            owner = attempt_of_holder(event.fields["holder"])
+            if owner in self._generation:
+                process = owner.rsplit(".", 1)[0]
+                if self._generation[owner] > self._owners.get(process, (0, event))[0]:
+                    self._owners[process] = (self._generation[owner], event)
         elif kind == "attempt.restored":
-            newest = self._claims.get(attempt.rsplit(".", 1)[0])
+            newest = self._owners.get(attempt.rsplit(".", 1)[0])
             if newest is not None and newest[0] > event.fields["generation"]:
                 return self.violation(
                     f"attempt {attempt} (generation {event.fields['generation']}) restored compressor state over "
-                    f"generation {newest[0]}", newest[1], event,
+                    f"generation {newest[0]}, which had taken the lease", newest[1], event,
                 )
         return None
 
@@ -63,9 +73,11 @@ class WouldGrowLatchesBreaker(Invariant):
 
 # Events by which an attempt writes a session's cooldown row (or its breaker counters).
 COOLDOWN_WRITES = ("cooldown.set", "cooldown.cleared", "cooldown.restored", "compaction.strike", "compaction.committed")
-# Why a hard-cancelled attempt's rollback is not judged: it committed, a newer claim owns the state, its host
-# recorded a timeout for it, or the rollback itself failed.
-ROLLBACK_EXCUSED = ("fence.begin_ok", "attempt.restore_skipped_stale", "host.timeout")
+# Why a hard-cancelled attempt's rollback is not judged: it committed, or its host had already timed it out
+# (another attempt writing the row, or the rollback failing, are judged below). A newer claim on the
+# compressor is no excuse by itself: only what that claim observably wrote is (#198 F1); nor is a host
+# timeout after the user's stop: a stop is not a timeout, and must leave no timeout cooldown behind.
+ROLLBACK_EXCUSED = ("fence.begin_ok",)
 
 
 class HardCancelRestoresCooldown(Invariant):
@@ -89,7 +101,7 @@ class HardCancelRestoresCooldown(Invariant):
             self._excused.discard(attempt)
         elif kind == "fence.cancel_won" and fields.get("hard"):
             self._hard.setdefault(attempt, event)
-        elif kind in ROLLBACK_EXCUSED:
+        elif kind in ROLLBACK_EXCUSED or (kind == "host.timeout" and attempt not in self._hard):
             self._excused.add(attempt)
         elif kind in COOLDOWN_WRITES:
             # another attempt wrote the row meanwhile: the rollback restores what its attempt read, not this
@@ -138,6 +150,36 @@ class CooldownNeverShortened(Invariant):
             latest = max(fields["until"], stored if stored is not None else fields["until"])
             if before is None or latest > before[0]:
                 self._deadline[session] = (latest, event)
+        return None
+
+
+class NoSummaryInsideCooldown(Invariant):
+    name = "no_summary_inside_cooldown"
+    races = ("R2", "R13")
+    description = (
+        "An attempt starts its summary only while its session's durable failure cooldown is not live: an automatic "
+        "attempt is held off by it, a forced one clears it first (also when another agent or process recorded it)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._session_of: dict[str, str] = {}  # attempt -> the session whose lease it took
+        self._recorded: dict[str, HistoryEvent] = {}  # session -> its latest cooldown.set
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        fields = event.fields
+        if event.kind == "lease.acquired":
+            self._session_of[attempt_of_holder(fields["holder"])] = fields["session"]
+        elif event.kind == "cooldown.set":
+            self._recorded[fields["session"]] = event
+        elif event.kind == "compaction.summary_started" and fields["attempt"] in self._session_of:
+            session = self._session_of[fields["attempt"]]
+            until = self.system.store.cooldown_row(session).until
+            if until is not None and until > event.time:
+                return self.violation(
+                    f"attempt {fields['attempt']} started its summary on {session} inside a failure cooldown that "
+                    f"lasts until {until:g}s", self._recorded.get(session), event,
+                )
         return None
 
 

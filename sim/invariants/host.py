@@ -177,6 +177,58 @@ class HardCancelFreesLease(Invariant):
         return None
 
 
+class TimeoutBacksOff(Invariant):
+    name = "timeout_backs_off"
+    races = ("R2",)
+    description = (
+        "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
+        "timeout), no automatic compaction of that session starts a summary within the first step of the timeout "
+        "ladder, unless a forced attempt or a commit lifted the backoff meanwhile."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._session_of: dict[str, str] = {}  # attempt -> the session whose lease it took
+        self._backoff: dict[str, tuple[HistoryEvent, bool]] = {}  # session -> (its timeout, durable record failed)
+        self._cleared_by: set[str] = set()  # attempts that cleared the cooldown (forced) before their summary
+        self._stopped: set[str] = set()  # attempts the user hard-cancelled
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        kind, fields = event.kind, event.fields
+        attempt = fields.get("attempt")
+        if kind == "lease.acquired":
+            self._session_of[attempt_of_holder(fields["holder"])] = fields["session"]
+        elif kind == "fence.cancel_won" and fields.get("hard"):
+            self._stopped.add(attempt)
+        elif kind == "host.timeout" and attempt in self._session_of and attempt not in self._stopped:
+            self._backoff[self._session_of[attempt]] = (event, False)
+        elif kind == "cooldown.persist_failed" and fields["session"] in self._backoff:
+            timeout, _ = self._backoff[fields["session"]]
+            if timeout.fields["attempt"] == attempt:  # only this process still knows of the backoff
+                self._backoff[fields["session"]] = (timeout, True)
+        elif kind == "cooldown.cleared":
+            self._cleared_by.add(attempt)
+            self._backoff.pop(fields["session"], None)
+        elif kind == "compaction.committed":
+            self._backoff.pop(fields["session"], None)
+        elif kind == "compaction.summary_started" and attempt not in self._cleared_by:
+            return self._judge(attempt, event)
+        return None
+
+    def _judge(self, attempt: str, started: HistoryEvent) -> Violation | None:
+        session = self._session_of.get(attempt)
+        timeout, local_only = self._backoff.get(session, (None, False))
+        if timeout is None or (local_only and attempt.rsplit(".", 1)[0] != timeout.fields["attempt"].rsplit(".", 1)[0]):
+            return None
+        step = self.system.config.timeout_cooldown_s(1)
+        if started.time < timeout.time + step - 1e-9:
+            return self.violation(
+                f"attempt {attempt} started a summary of {session} {started.time - timeout.time:g}s after the host timed out "
+                f"on {timeout.fields['attempt']}, inside the {step:g}s backoff", timeout, started,
+            )
+        return None
+
+
 # Ways a host stops waiting for an attempt: from then on the attempt is a zombie to the host.
 HOST_GAVE_UP = ("host.timeout", "fence.cancel_won", "fence.revoked", "host.unwind")
 

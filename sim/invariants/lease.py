@@ -278,3 +278,41 @@ class SummaryStartsUnderLease(Invariant):
         elif event.kind == "compaction.summary_started" and event.fields.get("attempt") not in self._holding:
             return self.violation(f"attempt {event.fields.get('attempt')} started its summary without holding the lease", event)
         return None
+
+
+class AbandonedAttemptFreesLease(Invariant):
+    name = "abandoned_attempt_frees_lease"
+    races = ("R1", "R3", "R25")
+    description = (
+        "No attempt sits out behind the lease of an attempt that has finished, or whose host has returned from an "
+        "idle timeout on it, unless releasing that lease failed (only the total ceiling keeps a live worker's lease)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._idle_timeouts: set[str] = set()
+        self._abandoned: dict[str, HistoryEvent] = {}  # attempt -> the event after which it holds nothing
+        self._release_failed: set[str] = set()  # holders whose release raised: their row may stay until its TTL
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        kind, fields = event.kind, event.fields
+        attempt = fields.get("attempt")
+        if kind == "host.timeout" and fields.get("budget") == "idle":
+            self._idle_timeouts.add(attempt)
+        elif kind == "compaction.finished" or (kind == "host.returned" and attempt in self._idle_timeouts):
+            self._abandoned.setdefault(attempt, event)
+        elif kind == "lease.release_failed":
+            self._release_failed.add(fields["holder"])
+        elif kind == "process.crashed":
+            # a restarted process numbers its attempts from 1 again; a dead holder is dead_holder_reclaimable's
+            process = fields["process"]
+            self._abandoned = {a: e for a, e in self._abandoned.items() if a.rsplit(".", 1)[0] != process}
+        elif kind == "lease.contended":
+            row = self.system.store.lease_row(fields["session"])
+            owner = None if row is None else attempt_of_holder(row.holder)
+            if owner in self._abandoned and row.holder not in self._release_failed:
+                return self.violation(
+                    f"{fields['holder']} sat out behind the lease of {owner}, which its attempt had left behind "
+                    f"({self._abandoned[owner].kind})", self._abandoned[owner], event,
+                )
+        return None

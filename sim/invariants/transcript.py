@@ -246,3 +246,50 @@ class CompletedTurnPersistsUserMessage(Invariant):
             if ("user", turn.fields.get("text")) not in durable:
                 return self.violation(f"the turn {turn.fields.get('text')!r} persisted its reply but no user row holds its text", turn, reply)
         return None
+
+
+class ArchivedRowsWereInInput(Invariant):
+    name = "archived_rows_were_in_input"
+    races = ("R14",)
+    description = (
+        "A commit retires only rows its attempt worked from: a row at or below the attempt's watermark that was "
+        "not in its input is neither summarized nor carried, so the commit loses it (in place: archived; by "
+        "rotation: left behind in the closed parent)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._input: dict[str, tuple[set[int], set[int], HistoryEvent]] = {}  # attempt -> (its rows, rows retired before, event)
+        self._watermark: dict[str, int] = {}
+
+    def on_event(self, event: HistoryEvent) -> Violation | None:
+        fields, store = event.fields, self.system.store
+        if event.kind == "compaction.watermark":
+            watermark = fields["watermark"]
+            self._watermark[fields["attempt"]] = store.active_watermark(fields["session"]) if watermark is None else watermark
+        elif event.kind == "compaction.input":
+            retired = {row.id for row in store.all_messages(fields["session"]) if not row.active}
+            self._input[fields["attempt"]] = (set(fields["rows"]), retired, event)
+        elif event.kind == "commit.archived":
+            return self._judge(fields["attempt"], fields["session"], event, in_place=True)
+        elif event.kind == "commit.published":
+            return self._judge(fields["attempt"], fields["parent"], event, in_place=False)
+        return None
+
+    def _judge(self, attempt: str, session: str, commit: HistoryEvent, *, in_place: bool) -> Violation | None:
+        if attempt not in self._input or attempt not in self._watermark:
+            return None
+        rows, retired_before, seen = self._input[attempt]
+        store, watermark = self.system.store, self._watermark[attempt]
+        if in_place:
+            retired = [row for row in store.all_messages(session) if not row.active and row.id not in retired_before]
+        else:
+            retired = store.active_messages(session)
+        unseen = [row for row in retired if row.id <= watermark and row.id not in rows]
+        if unseen:
+            row = unseen[0]
+            return self.violation(
+                f"attempt {attempt}'s commit dropped {row.role} row {row.id} ({row.content[:40]!r}) of {session}: it is "
+                f"at or below the watermark {watermark} but was not in the attempt's input", seen, commit,
+            )
+        return None

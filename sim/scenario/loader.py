@@ -259,6 +259,13 @@ SCENARIO = Table(
         "reported": Str(
             "What the user saw when the race struck.", default=None, example='"session storage could not be written"'
         ),
+        "source": Str(
+            "The peer project's regression test(s) this scenario ports: the project and the row(s) of its port "
+            "table in docs/peers.md (the file's header comment names the tests).",
+            pattern=r"[a-z0-9][a-z0-9_.-]* #[1-9][0-9]*(, #[1-9][0-9]*)*",
+            pattern_text='a project and row numbers like "hermes-agent #14" or "hermes-agent #15, #46"',
+            default=None, example='"hermes-agent #14"',
+        ),
         "description": Str(
             "What the scenario does and why.", default=None, example='"Ctrl+C while the summary stalls."'
         ),
@@ -376,6 +383,7 @@ def _scenario(checked: dict[str, Any], path: Path, root: Location) -> Scenario:
         name=_name(checked["name"], path, root.key("name")),
         race=checked["race"],
         reported=checked["reported"],
+        source=checked["source"],
         description=checked["description"],
         world=world,
         drives=tuple(_drive(drive, world, root.key("drive").index(i)) for i, drive in enumerate(checked["drive"])),

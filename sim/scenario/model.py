@@ -116,6 +116,7 @@ class Scenario:
     name: str
     race: str | None
     reported: str | None
+    source: str | None
     description: str | None
     world: WorldSpec
     drives: tuple[DriveSpec, ...]
