@@ -17,7 +17,7 @@ from reference.cooldown import Cooldowns
 from reference.db import Database
 from reference.fence import CommitFence, FenceStack
 from reference.host import HostWait
-from reference.lease import Process, ProcessTable
+from reference.lease import Process, ProcessProbe
 from reference.pool import CompressionPool
 from reference.store import SessionClosedByCompression
 from reference.transcript import Message, estimate_tokens, fingerprint, from_row, new_message, persist, unpersisted
@@ -65,7 +65,7 @@ class Agent:
         process: Process,
         config: CompactionConfig | None = None,
         pool: CompressionPool | None = None,
-        processes: ProcessTable | None = None,
+        processes: ProcessProbe | None = None,
         reply: Callable[[str], str] = default_reply,
     ) -> None:
         self._rt = rt

@@ -16,7 +16,8 @@ from reference.config import CompactionConfig
 from reference.cooldown import Cooldowns
 from reference.db import Database
 from reference.fence import CommitFence
-from reference.lease import Lease, Process, ProcessTable
+from reference.identity import mint_child_id
+from reference.lease import Lease, Process, ProcessProbe
 from reference.pool import CompressionPool
 from reference.provider import ProgressCallback, ProviderError
 from reference.store import DELIBERATE_END_REASONS, CooldownRow, ParentEndedError
@@ -64,7 +65,7 @@ class CompactorDeps:
     cooldowns: Cooldowns
     pool: CompressionPool
     process: Process
-    processes: ProcessTable | None
+    processes: ProcessProbe | None
     bind_session: Callable[[str], None]
 
 
@@ -341,7 +342,7 @@ class Attempt:
         pending = unpersisted(before)
         if pending:
             await persist(d.rt, d.db, parent, pending)
-        child = f"{parent.split('/')[0]}/{self.attempt}"
+        child = mint_child_id(parent.split("/")[0], self.holder, d.rt.now())
         row_ids = await d.db.call(
             "publish_child", parent, child, messages, holder=self.holder, watermark=self.watermark, ceiling=ceiling,
             ttl_s=d.config.lease_ttl_s, require_refresh=True,

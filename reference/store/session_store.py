@@ -20,8 +20,8 @@ Message = Mapping[str, Any]
 class SessionStore:
     """SQLite session store; `fault_hook(op, "before_commit"|"after_commit")` brackets every write's COMMIT."""
 
-    def __init__(self, path: str = ":memory:", *, fault_hook: FaultHook | None = None) -> None:
-        self._db = schema.connect(path)
+    def __init__(self, path: str = ":memory:", *, fault_hook: FaultHook | None = None, busy_timeout_s: float = 5.0) -> None:
+        self._db = schema.connect(path, busy_timeout_s)
         self.fault_hook = fault_hook
 
     def close(self) -> None:
@@ -232,6 +232,10 @@ class SessionStore:
             cooldown.reset_ineffective(db, sid)
 
     # -- checkers -------------------------------------------------------------------------------
+
+    def integrity(self) -> list[str]:
+        """SQLite's integrity check of the whole file: ["ok"] when sound."""
+        return schema.integrity(self._db)
 
     def snapshot(self) -> dict[str, list[dict[str, Any]]]:
         """All sessions, messages and lease rows as plain data in a fixed order, for invariant checkers."""
