@@ -159,15 +159,19 @@ class Attempt:
         """Win the lease with the fence lock held; None on success, else why this attempt sits out."""
         if not await self._fence.begin_lock_setup():
             return "fence_cancelled"
+        captured = False
         try:
             won = await self._try_lease(lease)
             if won:
                 self._fence.publish_release_hook(lease.release)
-                await self._capture_watermark()
+                captured = await self._capture_watermark()
         finally:
             await self._fence.finish_lock_setup()
         if not won:
             return "lock_contended"
+        # FIX watermark-fail-closed (R14): with no watermark the commit cannot tell concurrent appends from the snapshot; archiving all loses them
+        if not captured:
+            return "watermark_unknown"
         return "fence_cancelled" if self._fence.is_cancelled else None
 
     async def _try_lease(self, lease: Lease) -> bool:
@@ -177,14 +181,19 @@ class Attempt:
             self._d.rt.emit("lease.acquire_failed", session=self.session, holder=self.holder, error=repr(exc))
             return False
 
-    async def _capture_watermark(self) -> None:
-        """Rows above the watermark arrive during the summary; the commit keeps them live, after it."""
+    async def _capture_watermark(self) -> bool:
+        """Rows above the watermark arrive during the summary; the commit keeps them live, after it.
+
+        False if the read failed: the attempt then sits out (its caller fails closed).
+        """
         try:
             # FIX watermark-after-acquire (R14): without it the commit archives every active row, concurrent appends included
             self.watermark = await self._d.db.call("active_watermark", self.session)
-        except Exception:  # unknown watermark: the commit archives everything (the historical behaviour)
-            self.watermark = None
+        except Exception as exc:
+            self._d.rt.emit("compaction.watermark_failed", session=self.session, attempt=self.attempt, error=repr(exc))
+            return False
         self._d.rt.emit("compaction.watermark", session=self.session, attempt=self.attempt, watermark=self.watermark)
+        return True
 
     async def _under_lease(self, messages: list[Message], snapshot: CompressorState) -> Outcome:
         d = self._d

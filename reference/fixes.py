@@ -84,6 +84,10 @@ FIXES: tuple[Fix, ...] = (
             "the watermark is captured right after the lease is won, so concurrent appends survive the commit",
         ),
         (
+            "watermark-fail-closed", "R14",
+            "an attempt whose watermark read failed sits out (lease released, nothing archived) instead of archiving everything",
+        ),
+        (
             "hard-cancel-full-rollback", "R1",
             "a hard-cancelled attempt restores the exact durable cooldown row and compressor state before releasing",
         ),

@@ -73,7 +73,10 @@ class GatewayFrontend:
         self.results: list[TurnResult] = []
 
     async def serve(self, name: str, agent: Agent) -> None:
-        """Run `agent`'s turns for messages delivered under `name` until its queue is closed."""
+        """Run `agent`'s turns for messages delivered under `name` until its queue is closed.
+
+        A turn that fails is reported on its platform and the next message is taken, as the terminal does.
+        """
         send, receive = self._rt.open_channel(self._capacity)
         self._queues[name] = send
         while True:
@@ -82,7 +85,10 @@ class GatewayFrontend:
             except self._rt.EndOfChannel:
                 return
             self._rt.emit("gateway.turn_started", agent=name, platform_message_id=platform_message_id)
-            self.results.append(await agent.run_turn(text, platform_message_id=platform_message_id))
+            try:
+                self.results.append(await agent.run_turn(text, platform_message_id=platform_message_id))
+            except Exception as error:
+                self._rt.emit("frontend.turn_failed", agent=name, error=f"{type(error).__name__}: {error}")
 
     async def deliver(self, name: str, text: str, *, platform_message_id: str | None = None) -> None:
         self._rt.emit("gateway.delivered", agent=name, platform_message_id=platform_message_id)

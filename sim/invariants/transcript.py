@@ -61,7 +61,7 @@ class NoDuplicatePersistedTurn(Invariant):
 class AcknowledgedAppendsSurvive(Invariant):
     name = "acknowledged_appends_survive"
     races = ("R14", "R12")
-    description = "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one if ended on purpose), or was summarized by a commit whose watermark covers it."
+    description = "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one if ended on purpose), or it (or its copy cloned into a continuation) was summarized by a commit whose watermark covers it."
 
     def __init__(self, system) -> None:
         super().__init__(system)
@@ -73,8 +73,8 @@ class AcknowledgedAppendsSurvive(Invariant):
         fields = event.fields
         if event.kind == "turn.persisted":
             self._acknowledged.append(event)
-        elif event.kind == "compaction.watermark":
-            watermark = fields["watermark"]
+        elif event.kind in ("compaction.watermark", "compaction.watermark_failed"):
+            watermark = fields.get("watermark")
             if watermark is None:  # not captured: the attempt still knew of no row appended after this moment
                 watermark = self.system.store.active_watermark(fields["session"])
             self._watermarks[fields["attempt"]] = (fields["session"], watermark)
@@ -89,9 +89,11 @@ class AcknowledgedAppendsSurvive(Invariant):
         heads = live_sessions_by_root(store)
         rows = {row.id: row for sid in roots for row in store.all_messages(sid)}
         live_payloads = {root: {payload(m) for sid in sids for m in store.active_messages(sid)} for root, sids in heads.items()}
+        # A rotation clones a row into the child; a later commit there may summarize the copy (the same message).
+        summarized = {(roots[row.session_id], payload(row)) for row in rows.values() if row.id <= self._covered.get(row.session_id, 0)}
         for event in self._acknowledged:
             row = rows.get(event.fields["row"])
-            if row is None or row.id <= self._covered.get(row.session_id, 0):
+            if row is None or (roots.get(row.session_id), payload(row)) in summarized:
                 continue
             if payload(row) not in live_payloads.get(roots.get(row.session_id, ""), set()):
                 return self.violation(
