@@ -77,7 +77,8 @@ class CompactionJob:
     """A submitted attempt: the worker body, and the outcome the host reads once `done` is set."""
 
     def __init__(
-        self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: str, source: list[Message], force: bool
+        self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: str, source: list[Message], force: bool,
+        bypass_cooldown: bool = False,
     ) -> None:
         self._deps = deps
         self._fence = fence
@@ -85,6 +86,7 @@ class CompactionJob:
         self._session = session
         self._source = source
         self._force = force
+        self._bypass_cooldown = bypass_cooldown
         self.outcome: Outcome | None = None
 
     @property
@@ -103,7 +105,8 @@ class CompactionJob:
                 return
             # FIX snapshot-on-worker (R4): the worker owns a deep copy; the caller's live list is never touched
             messages = copy.deepcopy(self._source)
-            attempt = Attempt(d, self._fence, number=self._number, session=self._session, force=self._force)
+            attempt = Attempt(d, self._fence, number=self._number, session=self._session, force=self._force,
+                              bypass_cooldown=self._bypass_cooldown)
             self.outcome = await attempt.run(messages)
         except Exception as exc:  # the host gets an outcome whatever failed; the error is in the history
             self.outcome = Outcome("error", type(exc).__name__)
@@ -120,13 +123,16 @@ class CompactionJob:
 
 
 class Attempt:
-    def __init__(self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: str, force: bool) -> None:
+    def __init__(
+        self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: str, force: bool, bypass_cooldown: bool = False
+    ) -> None:
         self._d = deps
         self._fence = fence
         self.attempt = fence.attempt
         self.session = session
         self.holder = deps.process.holder(number)
         self._force = force
+        self._bypass_cooldown = bypass_cooldown
         self.generation = 0
         self.watermark: int | None = None
         self._admitted = False
@@ -135,7 +141,7 @@ class Attempt:
         d = self._d
         self.generation = await d.compressor.claim(self.attempt)
         snapshot = d.compressor.snapshot()
-        blocked = None if self._force else await d.cooldowns.blocked_reason(self.session)
+        blocked = None if self._force else await d.cooldowns.blocked_reason(self.session, bypass_cooldown=self._bypass_cooldown)
         if blocked is not None:
             d.rt.emit("compaction.blocked", session=self.session, attempt=self.attempt, reason=blocked)
             return Outcome("unchanged", blocked)
@@ -349,12 +355,11 @@ class Attempt:
         ceiling = await d.db.call("active_watermark", parent)
         await d.rt.checkpoint("compactor.before_parent_flush")
         pending = unpersisted(before)
-        if pending:
-            await persist(d.rt, d.db, parent, pending)
+        own_rows = await persist(d.rt, d.db, parent, pending) if pending else []
         child = mint_child_id(parent.split("/")[0], self.holder, d.rt.now())
         row_ids = await d.db.call(
             "publish_child", parent, child, messages, holder=self.holder, watermark=self.watermark, ceiling=ceiling,
-            ttl_s=d.config.lease_ttl_s, require_refresh=True,
+            ttl_s=d.config.lease_ttl_s, require_refresh=True, own_rows=own_rows,
         )
         d.rt.emit("commit.published", parent=parent, child=child, attempt=self.attempt)
         # FIX stamp-handoff-markers (R10): the handoff rows (the user turn's anchor copy included) are durable in the child

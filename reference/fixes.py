@@ -54,6 +54,14 @@ FIXES: tuple[Fix, ...] = (
             "turn start reopens a compression-ended parent that has no continuation and no lease",
         ),
         ("rebind-caller-session", "R18", "after every attempt the host's own session binding follows the agent's"),
+        (
+            "overflow-bypasses-cooldown", "R23",
+            "the recovery of a provider-proven overflow compresses past the failure cooldown",
+        ),
+        (
+            "transient-block-is-not-exhaustion", "R23",
+            "an overflow whose recovery was blocked transiently (cooldown, backoff, busy lease) defers; only exhaustion resets",
+        ),
     ),
     *_fixes(
         "reference.host",
@@ -188,6 +196,10 @@ FIXES: tuple[Fix, ...] = (
             "publication refreshes and verifies the lease in its transaction",
         ),
         ("clone-foreign-tail-bounded", "R14", "only rows in (watermark, ceiling] are cloned into the child"),
+        (
+            "clone-appends-above-ceiling", "R14",
+            "an append that lands after the ceiling read is cloned too; only the agent's own flushed rows are not",
+        ),
         ("publish-refuses-deliberate-end", "R11", "publication refuses a parent ended by a deliberate boundary"),
         ("publish-heals-automatic-end", "R11", "publication heals an automatic end stamp instead of wedging"),
         ("close-parent-only-if-open", "R19", "the parent closes as compression only if still open (rowcount 1)"),
@@ -200,6 +212,13 @@ FIXES: tuple[Fix, ...] = (
         ),
         ("refresh-never-inserts", "R3/R25", "a refresh only extends the holder's own row; it never re-creates one"),
         ("holder-qualified-release", "R3", "a release deletes only the caller's own holder row"),
+    ),
+    *_fixes(
+        "reference.store.titles",
+        (
+            "title-carried-with-source", "R17",
+            "a rotation carries the parent's title to the child unchanged, with its source (never stamped 'user')",
+        ),
     ),
 )
 

@@ -42,6 +42,8 @@ from sim.invariants.lineage import (
     OneContinuationPerParent,
     SingleLiveHead,
 )
+from sim.invariants.overflow import NoFalseAutoReset, OverflowRecoveryIgnoresCooldown
+from sim.invariants.titles import TitleFollowsConversation
 from sim.invariants.transcript import (
     AbortedAttemptLeavesParentUnchanged,
     AcknowledgedAppendsSurvive,
@@ -70,6 +72,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         TurnFailsOnlyExpectedly, WorkerRaisesOnlyAfterFault,
         CancelNeverBeatsAdmittedCommit, SummaryStartsUnderLease, MessageCountMatchesActiveRows,
         CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes,
+        TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown,
     )
 }
 

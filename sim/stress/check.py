@@ -27,7 +27,8 @@ HISTORY_INVARIANTS = (
     "caller_session_follows_rotation", "caller_transcript_only_through_commit", "no_progress_after_give_up",
     "refresher_tolerates_blips", "turn_fails_only_expectedly", "worker_raises_only_after_fault",
     "acknowledged_appends_survive", "completed_turn_persists_user_message", "would_grow_latches_breaker",
-    "retry_never_overlaps_live_worker", "aborted_attempt_leaves_parent_unchanged",
+    "retry_never_overlaps_live_worker", "aborted_attempt_leaves_parent_unchanged", "no_false_auto_reset",
+    "overflow_recovery_ignores_cooldown",
 )
 # Properties of the final database: checked once, at the end (their per-event checks read the store, which
 # after a real run holds only its final state).
@@ -48,6 +49,7 @@ NOT_APPLICABLE = {
     "cooldown_never_shortened": _STORE_AT_EVENT,
     "commit_below_threshold_clears_strikes": _STORE_AT_EVENT,
     "closed_write_adopts_live_tip": _STORE_AT_EVENT,
+    "title_follows_conversation": _STORE_AT_EVENT,
     "durable_messages_match_rows": "reads the agents' in-memory transcripts, which die with their processes",
     "stale_job_never_runs": "follows the simulator kernel's task.spawn events, which trio does not record",
     "pool_admission_bounded": "follows the simulator kernel's task.spawn events, which trio does not record",
