@@ -53,9 +53,17 @@ PAUSE_S = (0.05, 0.4)
 
 
 class RealDatabase(Database):
-    """The store on a shared file: SQLite's own "database is locked" is reported as the db_busy fault."""
+    """The store on a shared file: SQLite's own "database is locked" is reported as the db_busy fault, and
+    the log learns the clock reading each operation uses."""
+
+    def __init__(self, rt: Any, store: SessionStore, log: EventLog) -> None:
+        super().__init__(rt, store)
+        self._log = log
 
     def _invoke(self, op: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+        if self._needs_now(op, getattr(self.store, op)):
+            kw.setdefault("now", self._rt.now())
+        self._log.note_now(kw.get("now"))
         try:
             return super()._invoke(op, args, kw)
         except sqlite3.OperationalError as error:
@@ -86,13 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class Worker:
-    def __init__(self, rt: TrioRuntime, args: argparse.Namespace, store: SessionStore, process: Process,
-                 processes: HostProcesses) -> None:
+    def __init__(self, rt: TrioRuntime, args: argparse.Namespace, store: SessionStore, log: EventLog,
+                 process: Process, processes: HostProcesses) -> None:
         self.rt = rt
         self.rng = random.Random(args.seed)
         self.sessions = args.sessions.split(",")
         self.process = process
-        self.db = RealDatabase(rt, store)
+        self.db = RealDatabase(rt, store, log)
         self.pool = CompressionPool(rt, STRESS_CONFIG.pool_cap)
         self.processes = processes
         self.gateway = GatewayFrontend(rt)
@@ -157,7 +165,7 @@ class Worker:
 async def _main(rt: TrioRuntime, args: argparse.Namespace, store: SessionStore, log: EventLog, process: Process,
                 processes: HostProcesses) -> None:
     rt.emit("process.started", process=process.name, pid=process.pid, slot=args.name)
-    await Worker(rt, args, store, process, processes).run()
+    await Worker(rt, args, store, log, process, processes).run()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -313,11 +313,49 @@ CASES.update({
         [E("commit.archived", 1, session="s", attempt="p1.1", rows=2)],
         lease_held_by(H1), lease_held_by(H1)),
     "retry_never_overlaps_live_worker": (
-        [E("lease.acquired", 0, session="s", holder=H1), E("host.timeout", 100, attempt="p1.1", budget="ceiling"),
-         E("lease.acquired", 110, session="s", holder=H2)],
+        [E("lease.acquired", 0, session="s", holder=H1), E("lease.refreshed", 90, session="s", holder=H1),
+         E("host.timeout", 100, attempt="p1.1", budget="ceiling"), E("lease.acquired", 110, session="s", holder=H2)],
+        # lawful: the worker finished first; or its lease lapsed a TTL after its last renewal (a suspended process)
         [E("lease.acquired", 0, session="s", holder=H1), E("host.timeout", 100, attempt="p1.1", budget="ceiling"),
          E("compaction.finished", 120, session="s", attempt="p1.1", status="unchanged", reason="fence_cancelled"),
-         E("lease.acquired", 121, session="s", holder=H2)],
+         E("lease.acquired", 121, session="s", holder=H2),
+         E("lease.acquired", 200, session="t", holder="proc=p2:pid=101:attempt=1"),
+         E("host.timeout", 300, attempt="p2.1", budget="ceiling"),
+         E("lease.acquired", 310, session="t", holder="proc=p2:pid=101:attempt=2")],
+        None, None),
+})
+
+
+def titled(source: str) -> Callable[[SessionStore], None]:
+    """`s` rotated into `s/c`, which shows the title "T" set by `source`."""
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.create_session("s/c", now=1, parent="s", title="T", title_source=source)
+        store.end_session("s", now=1, reason="compression")
+    return arrange
+
+
+RESET = {"from": "s", "to": "s/r", "reason": "x"}
+CASES.update({
+    "title_follows_conversation": (
+        [E("session.titled", 0, session="s", title="T", source="derived", stored="T"),
+         E("commit.published", 1, parent="s", child="s/c", attempt="p1.1")],
+        [E("session.titled", 0, session="s", title="T", source="derived", stored="T"),
+         E("commit.published", 1, parent="s", child="s/c", attempt="p1.1")],
+        titled("user"), titled("derived")),
+    "no_false_auto_reset": (
+        [E("compaction.finished", 0, session="s", attempt="p1.1", status="unchanged", reason="cooldown"),
+         E("session.auto_reset", 1, **RESET)],
+        [E("compaction.finished", 0, session="s", attempt="p1.1", status="unchanged", reason="ineffective"),
+         E("session.auto_reset", 1, **RESET)],
+        None, None),
+    "overflow_recovery_ignores_cooldown": (
+        [E("turn.context_overflow", 0, session="s", tokens=900),
+         E("compaction.blocked", 0, task="w", session="s", attempt="p1.1", reason="cooldown"),
+         E("host.returned", 1, attempt="p1.1", status="unchanged", session="s", caller_session="s")],
+        [E("turn.context_overflow", 0, session="s", tokens=900),
+         E("compaction.blocked", 0, task="w", session="s", attempt="p1.1", reason="structural_backoff"),
+         E("host.returned", 1, attempt="p1.1", status="unchanged", session="s", caller_session="s")],
         None, None),
 })
 

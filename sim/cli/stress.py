@@ -48,7 +48,8 @@ def _document(report: Any) -> dict[str, Any]:
     return {
         "processes": report.options.processes, "duration_s": report.options.duration_s, "seed": report.options.seed,
         "mutant": report.options.mutant, "elapsed_s": round(report.elapsed_s, 1),
-        "kills": counts.kills, "sigint": counts.sigint, "sigkill": counts.sigkill, "restarts": counts.restarts,
+        "kills": counts.kills, "sigint": counts.sigint, "sigkill": counts.sigkill, "pauses": counts.pauses,
+        "restarts": counts.restarts,
         "exit_codes": counts.exits,
         "events": sum(events.values()),
         "acknowledged_messages": events.get("turn.persisted", 0),
@@ -64,7 +65,7 @@ def _document(report: Any) -> dict[str, Any]:
 
 
 def _print(document: dict[str, Any]) -> None:
-    for key in ("processes", "duration_s", "seed", "mutant", "kills", "sigint", "sigkill", "restarts", "events",
+    for key in ("processes", "duration_s", "seed", "mutant", "kills", "sigint", "sigkill", "pauses", "restarts", "events",
                 "acknowledged_messages", "commits", "rotations", "leases_acquired", "hard_cancels", "database_locked",
                 "integrity"):
         print(f"{key:>22}: {document[key]}")

@@ -17,7 +17,7 @@ from reference.identity import holder_fields
 from reference.store import SessionStore
 from sim.history import HistoryEvent
 from sim.invariants import INVARIANTS, Violation
-from sim.stress.log import DEATHS
+from sim.stress.log import DEATHS, MergedHistory
 
 # Judged event by event over the merged history (plus, for some, the final database at the end).
 HISTORY_INVARIANTS = (
@@ -65,7 +65,7 @@ NOT_APPLICABLE = {
 @dataclass
 class RealSystem:
     """What an invariant may read of a real run (the simulator's SystemView): the final database, the
-    workers' config, and which processes had died by the moment of the event being judged."""
+    workers' config, and which processes had died by the moment (commit-order key) of the event judged."""
 
     store: SessionStore
     config: CompactionConfig
@@ -85,24 +85,25 @@ class CheckResult:
     invariants: tuple[str, ...]
 
 
-def deaths_of(history: Sequence[HistoryEvent]) -> dict[str, float]:
-    """When each process died (SIGKILL, or an exit), from the parent's records."""
-    return {event.fields["process"]: event.time for event in history if event.kind in DEATHS}
+def deaths_of(merged: MergedHistory) -> dict[str, float]:
+    """When each process died (SIGKILL, or an exit), from the parent's records, on the commit-order clock."""
+    return {event.fields["process"]: key for key, event in zip(merged.keys, merged.events) if event.kind in DEATHS}
 
 
-def check(db: Path, history: Sequence[HistoryEvent], config: CompactionConfig) -> CheckResult:
+def check(db: Path, merged: MergedHistory, config: CompactionConfig) -> CheckResult:
     """Run every invariant that applies to a real run; the first violation of each is kept."""
     store = SessionStore(str(db))
+    history = merged.events
     try:
-        system = RealSystem(store, config, deaths_of(history))
+        system = RealSystem(store, config, deaths_of(merged))
         violations: dict[str, Violation] = {}
         history_checks = [INVARIANTS[name](system) for name in HISTORY_INVARIANTS]
-        for event in history:
-            system.now = event.time
+        for key, event in zip(merged.keys, history):
+            system.now = key
             for invariant in history_checks:
                 if invariant.name not in violations and (found := invariant.on_event(event)) is not None:
                     violations[invariant.name] = found
-        system.now = history[-1].time if history else 0.0
+        system.now = merged.keys[-1] if merged.keys else 0.0
         for invariant in history_checks + [INVARIANTS[name](system) for name in FINAL_STATE_INVARIANTS]:
             if invariant.name not in violations and (found := invariant.at_end(history)) is not None:
                 violations[invariant.name] = found

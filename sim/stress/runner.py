@@ -1,13 +1,15 @@
 """Run the reference for real: N worker processes on one SQLite file, interrupted and killed at random.
 
-The parent draws its schedule from `--seed`: when to strike, which worker, SIGINT (Ctrl+C) or SIGKILL. A
-killed worker's death is recorded at the moment it is certainly dead and not yet reaped (so no other
-process's probe can have seen it dead earlier); then it is reaped and started again as a new process life.
-At the end every worker gets SIGTERM (a clean stop), and the logs and the database are checked.
+The parent draws its schedule from `--seed`: when to strike, which worker, and how: SIGINT (Ctrl+C), SIGKILL,
+or a pause (SIGSTOP, then SIGCONT after longer than the lease TTL: a laptop that sleeps while it holds a
+lease, R25). A killed worker's death is recorded at the moment it is certainly dead and not yet reaped (so
+no other process's probe can have seen it dead earlier); then it is reaped and started again as a new
+process life. At the end every worker gets SIGTERM (a clean stop), and the logs and the database are checked.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import signal
@@ -27,7 +29,9 @@ from sim.stress.check import CheckResult, check
 from sim.stress.log import merged_history
 
 SESSIONS = ("s0", "s1", "s2")
-STRIKE_GAP_S = (0.5, 4.5)  # between two signals: about 240 strikes in ten minutes
+STRIKE_GAP_S = (0.5, 4.5)  # between two strikes: about 240 in ten minutes
+STRIKES = (signal.SIGINT, signal.SIGINT, signal.SIGKILL, signal.SIGKILL, signal.SIGSTOP)
+PAUSE_S = (STRESS_CONFIG.lease_ttl_s + 1.0, STRESS_CONFIG.lease_ttl_s + 3.0)  # the paused holder's lease lapses
 STOP_WAIT_S = 15.0
 PROGRESS_EVERY_S = 10.0
 POLL_S = 0.05
@@ -46,6 +50,7 @@ class StressOptions:
 class StressCounts:
     sigint: int = 0
     sigkill: int = 0
+    pauses: int = 0
     restarts: int = 0
     exits: dict[str, int] = field(default_factory=dict)
 
@@ -70,6 +75,7 @@ class Slot:
         self.name = name
         self.log = log
         self.popen: subprocess.Popen[bytes] | None = None
+        self.paused_until: float | None = None  # monotonic time of its SIGCONT
 
 
 class StressRun:
@@ -95,10 +101,10 @@ class StressRun:
                     self._start(slot)
                 self._strike_until(started + self.options.duration_s, parent_log, started)
                 self._stop_all(parent_log)
-        history = merged_history(self.options.workdir.glob("*.jsonl"))
-        result = check(self.db, history, STRESS_CONFIG)
+        merged = merged_history(self.options.workdir.glob("*.jsonl"))
+        result = check(self.db, merged, STRESS_CONFIG)
         events: dict[str, int] = {}
-        for event in history:
+        for event in merged.events:
             events[event.kind] = events.get(event.kind, 0) + 1
         return StressReport(self.options, self.counts, result, events, time.monotonic() - started)
 
@@ -122,6 +128,7 @@ class StressRun:
         next_progress = time.monotonic() + PROGRESS_EVERY_S
         while (now := time.monotonic()) < deadline:
             for slot in self.slots:
+                self._resume_if_due(slot, log, now)
                 self._restart_if_dead(slot, log)
             if now >= next_strike:
                 self._strike(self.rng.choice(self.slots), log)
@@ -134,17 +141,29 @@ class StressRun:
     def _progress_line(self, elapsed_s: float) -> str:
         c = self.counts
         return (f"[{elapsed_s:5.0f}s/{self.options.duration_s:.0f}s] kills {c.kills} (SIGINT {c.sigint}, "
-                f"SIGKILL {c.sigkill}), restarts {c.restarts}")
+                f"SIGKILL {c.sigkill}), pauses {c.pauses}, restarts {c.restarts}")
 
-    def _strike(self, slot: Slot, log: TextIO) -> None:
+    def _signal(self, slot: Slot, signum: signal.Signals, log: TextIO) -> None:
         assert slot.popen is not None
-        if _exited_unreaped(slot.popen.pid, block=False):
-            return  # it died by itself; the next poll buries and restarts it
-        signum = self.rng.choice((signal.SIGINT, signal.SIGKILL))
         write_event(log, time.time(), "parent", os.getpid(), "parent", "stress.signal",
                     {"pid": slot.popen.pid, "slot": slot.name, "signal": signum.name})
         slot.popen.send_signal(signum)
-        if signum == signal.SIGKILL:
+
+    def _resume_if_due(self, slot: Slot, log: TextIO, now: float) -> None:
+        if slot.paused_until is not None and now >= slot.paused_until:
+            self._signal(slot, signal.SIGCONT, log)
+            slot.paused_until = None
+
+    def _strike(self, slot: Slot, log: TextIO) -> None:
+        assert slot.popen is not None
+        if slot.paused_until is not None or _exited_unreaped(slot.popen.pid, block=False):
+            return  # asleep, or it died by itself (the next poll buries and restarts it)
+        signum = self.rng.choice(STRIKES)
+        self._signal(slot, signum, log)
+        if signum == signal.SIGSTOP:
+            self.counts.pauses += 1
+            slot.paused_until = time.monotonic() + self.rng.uniform(*PAUSE_S)
+        elif signum == signal.SIGKILL:
             self.counts.sigkill += 1
             self._bury(slot, log, "process.crashed")
             self._start(slot)
@@ -171,6 +190,7 @@ class StressRun:
         """SIGTERM is a clean stop; a worker that has not stopped in time is killed."""
         live = [slot for slot in self.slots if slot.popen is not None and slot.popen.returncode is None]
         for slot in live:
+            self._resume_if_due(slot, log, math.inf)
             slot.popen.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + STOP_WAIT_S
         for slot in live:
