@@ -18,9 +18,8 @@ import random
 import signal
 import sqlite3
 import sys
-import time
 from dataclasses import replace
-from typing import Any, Sequence, TextIO
+from typing import Any, Sequence
 
 import trio
 
@@ -34,7 +33,7 @@ from reference.lease import Process
 from reference.pool import CompressionPool
 from reference.provider import ProviderScript, ScriptedProvider
 from reference.store import SessionStore
-from sim.runtime.trio_runtime import RecordedEvent, TrioRuntime
+from sim.runtime.trio_runtime import TrioRuntime
 
 # Small budgets, so a few minutes hold many compactions, timeouts, leases and handoffs.
 STRESS_CONFIG = CompactionConfig(

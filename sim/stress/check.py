@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from reference.config import CompactionConfig
 from reference.identity import holder_fields
 from reference.store import SessionStore
-from sim.history import HistoryEvent
 from sim.invariants import INVARIANTS, Violation
 from sim.stress.log import DEATHS, MergedHistory
 
