@@ -440,3 +440,26 @@ def test_a_job_started_after_its_host_gave_up_does_no_work():
                      E("attempt.claimed", 0, attempt="p1.1", generation=1)]
     assert check("stale_job_never_runs", started_stale)
     assert check("stale_job_never_runs", started_first) == []
+
+
+def test_a_later_commit_does_not_cover_an_append_an_earlier_one_archived():
+    """The row appended after commit A's capture was archived by A (lost); B's higher watermark never saw it live."""
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": c, "timestamp": t} for t, c in ((0.0, "a"), (0.1, "b"))], now=0)
+
+    def late(store: SessionStore) -> None:
+        store.append_messages("s", [{"role": "user", "content": "late", "timestamp": 1.0}], now=1)
+
+    def archive_everything(store: SessionStore) -> None:
+        store._db.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = 's'")
+        store.append_messages("s", [{"role": "user", "content": "summary", "timestamp": 2.0}], now=2)
+
+    events = [
+        E("compaction.watermark", 0, session="s", attempt="p1.1", watermark=2),
+        late, E("append.ok", 1, session="s", ids=[3]), E("turn.persisted", 1, session="s", row=3, role="user"),
+        archive_everything, E("commit.archived", 2, session="s", attempt="p1.1", rows=1),
+        E("compaction.watermark", 3, session="s", attempt="p1.2", watermark=4),
+        E("commit.archived", 4, session="s", attempt="p1.2", rows=1),
+    ]
+    assert check("acknowledged_appends_survive", events, arrange), "a later commit's watermark hid the loss"
