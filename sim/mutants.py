@@ -98,7 +98,7 @@ def overlay_process(folder: Path, argv: Sequence[str]) -> tuple[list[str], dict[
 
     -P keeps the current directory off sys.path, so the overlay's `reference` shadows this checkout's; the
     subprocess checks that it does (OVERLAY_ENV), or a survivor would be meaningless. This checkout comes
-    right after the overlay, so `sim` and `faults` are this checkout's, not those of an installed copy.
+    right after the overlay, so `sim` and `faults` are this checkout's too, not an installed copy's.
     """
     path = os.pathsep.join(filter(None, [str(folder), str(ROOT), os.environ.get("PYTHONPATH")]))
     return [sys.executable, "-P", "-m", "sim", *argv], {**os.environ, OVERLAY_ENV: str(folder), "PYTHONPATH": path}
