@@ -20,7 +20,7 @@ from reference.agent import Agent
 from reference.config import CompactionConfig
 from reference.db import Database
 from reference.frontends import CliFrontend
-from reference.lease import ProcessTable
+from reference.identity import HostProcesses
 from reference.provider import ProviderScript, ScriptedProvider
 from reference.store import SessionStore
 from sim.runtime.trio_runtime import RecordedEvent, TrioRuntime
@@ -84,7 +84,7 @@ async def _on_ctrl_c(frontend: CliFrontend, nursery: trio.Nursery) -> None:
 
 
 async def _chat(rt: TrioRuntime, args: argparse.Namespace, store: SessionStore) -> None:
-    processes = ProcessTable()
+    processes = HostProcesses()  # real identity: host, pid, start time and nonce; a real dead-holder probe
     config = CompactionConfig(threshold_tokens=args.threshold, idle_timeout_s=max(120.0, args.summary_latency * 2),
                               ceiling_timeout_s=max(600.0, args.summary_latency * 4))
     provider = ScriptedProvider(rt, ProviderScript(latency_s=args.summary_latency, tick_s=min(1.0, args.summary_latency)))
@@ -115,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"python -m reference chat: --script {args.script}: no such file", file=sys.stderr)
         return 2
     try:
-        TrioRuntime.run(_chat, args, store, on_event=_Printer(), wait_for_workers=False)
+        TrioRuntime.run(_chat, args, store, on_event=_Printer(), wait_for_workers=False, wall_clock=True)
     finally:
         store.close()
     return 0

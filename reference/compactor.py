@@ -16,7 +16,8 @@ from reference.config import CompactionConfig
 from reference.cooldown import Cooldowns
 from reference.db import Database
 from reference.fence import CommitFence
-from reference.lease import Lease, Process, ProcessTable
+from reference.identity import mint_child_id
+from reference.lease import Lease, Process, ProcessProbe
 from reference.pool import CompressionPool
 from reference.provider import ProgressCallback, ProviderError
 from reference.store import DELIBERATE_END_REASONS, CooldownRow, ParentEndedError
@@ -65,7 +66,7 @@ class CompactorDeps:
     cooldowns: Cooldowns
     pool: CompressionPool
     process: Process
-    processes: ProcessTable | None
+    processes: ProcessProbe | None
     bind_session: Callable[[str], None]
 
 
@@ -77,7 +78,8 @@ class CompactionJob:
     """A submitted attempt: the worker body, and the outcome the host reads once `done` is set."""
 
     def __init__(
-        self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: str, source: list[Message], force: bool
+        self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: str, source: list[Message], force: bool,
+        bypass_cooldown: bool = False,
     ) -> None:
         self._deps = deps
         self._fence = fence
@@ -85,6 +87,7 @@ class CompactionJob:
         self._session = session
         self._source = source
         self._force = force
+        self._bypass_cooldown = bypass_cooldown
         self.outcome: Outcome | None = None
 
     @property
@@ -103,7 +106,8 @@ class CompactionJob:
                 return
             # FIX snapshot-on-worker (R4): the worker owns a deep copy; the caller's live list is never touched
             messages = copy.deepcopy(self._source)
-            attempt = Attempt(d, self._fence, number=self._number, session=self._session, force=self._force)
+            attempt = Attempt(d, self._fence, number=self._number, session=self._session, force=self._force,
+                              bypass_cooldown=self._bypass_cooldown)
             self.outcome = await attempt.run(messages)
         except Exception as exc:  # the host gets an outcome whatever failed; the error is in the history
             self.outcome = Outcome("error", type(exc).__name__)
@@ -120,13 +124,16 @@ class CompactionJob:
 
 
 class Attempt:
-    def __init__(self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: str, force: bool) -> None:
+    def __init__(
+        self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: str, force: bool, bypass_cooldown: bool = False
+    ) -> None:
         self._d = deps
         self._fence = fence
         self.attempt = fence.attempt
         self.session = session
         self.holder = deps.process.holder(number)
         self._force = force
+        self._bypass_cooldown = bypass_cooldown
         self.generation = 0
         self.watermark: int | None = None
         self._admitted = False
@@ -135,7 +142,7 @@ class Attempt:
         d = self._d
         self.generation = await d.compressor.claim(self.attempt)
         snapshot = d.compressor.snapshot()
-        blocked = None if self._force else await d.cooldowns.blocked_reason(self.session)
+        blocked = None if self._force else await d.cooldowns.blocked_reason(self.session, bypass_cooldown=self._bypass_cooldown)
         if blocked is not None:
             d.rt.emit("compaction.blocked", session=self.session, attempt=self.attempt, reason=blocked)
             return await self._sit_out(Outcome("unchanged", blocked))
@@ -165,16 +172,20 @@ class Attempt:
         """Win the lease with the fence lock held; None on success, else why this attempt sits out."""
         if not await self._fence.begin_lock_setup():
             return "fence_cancelled"
+        captured = False
         try:
             won = await self._try_lease(lease)
             if won:
                 # FIX cancel-frees-lease-by-hook (R3): a host that gives up frees exactly this holder's lease, before the worker returns
                 self._fence.publish_release_hook(lease.release)
-                await self._capture_watermark()
+                captured = await self._capture_watermark()
         finally:
             await self._fence.finish_lock_setup()
         if not won:
             return "lock_contended"
+        # FIX watermark-fail-closed (R14): with no watermark the commit cannot tell concurrent appends from the snapshot; archiving all loses them
+        if not captured:
+            return "watermark_unknown"
         return "fence_cancelled" if self._fence.is_cancelled else None
 
     async def _try_lease(self, lease: Lease) -> bool:
@@ -184,14 +195,19 @@ class Attempt:
             self._d.rt.emit("lease.acquire_failed", session=self.session, holder=self.holder, error=repr(exc))
             return False
 
-    async def _capture_watermark(self) -> None:
-        """Rows above the watermark arrive during the summary; the commit keeps them live, after it."""
+    async def _capture_watermark(self) -> bool:
+        """Rows above the watermark arrive during the summary; the commit keeps them live, after it.
+
+        False if the read failed: the attempt then sits out (its caller fails closed).
+        """
         try:
             # FIX watermark-after-acquire (R14): without it the commit archives every active row, concurrent appends included
             self.watermark = await self._d.db.call("active_watermark", self.session)
-        except Exception:  # unknown watermark: the commit archives everything (the historical behaviour)
-            self.watermark = None
+        except Exception as exc:
+            self._d.rt.emit("compaction.watermark_failed", session=self.session, attempt=self.attempt, error=repr(exc))
+            return False
         self._d.rt.emit("compaction.watermark", session=self.session, attempt=self.attempt, watermark=self.watermark)
+        return True
 
     async def _under_lease(self, messages: list[Message], snapshot: CompressorState) -> Outcome:
         d = self._d
@@ -375,12 +391,11 @@ class Attempt:
         ceiling = await d.db.call("active_watermark", parent)
         await d.rt.checkpoint("compactor.before_parent_flush")
         pending = unpersisted(before)
-        if pending:
-            await persist(d.rt, d.db, parent, pending)
-        child = f"{parent.split('/')[0]}/{self.attempt}"
+        own_rows = await persist(d.rt, d.db, parent, pending) if pending else []
+        child = mint_child_id(parent.split("/")[0], self.holder, d.rt.now())
         row_ids = await d.db.call(
             "publish_child", parent, child, messages, holder=self.holder, watermark=self.watermark, ceiling=ceiling,
-            ttl_s=d.config.lease_ttl_s, require_refresh=True,
+            ttl_s=d.config.lease_ttl_s, require_refresh=True, own_rows=own_rows,
         )
         d.rt.emit("commit.published", parent=parent, child=child, attempt=self.attempt)
         # FIX stamp-handoff-markers (R10): the handoff rows (the user turn's anchor copy included) are durable in the child

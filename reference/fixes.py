@@ -54,6 +54,14 @@ FIXES: tuple[Fix, ...] = (
             "turn start reopens a compression-ended parent that has no continuation and no lease",
         ),
         ("rebind-caller-session", "R18", "after every attempt the host's own session binding follows the agent's"),
+        (
+            "overflow-bypasses-cooldown", "R23",
+            "the recovery of a provider-proven overflow compresses past the failure cooldown",
+        ),
+        (
+            "transient-block-is-not-exhaustion", "R23",
+            "an overflow whose recovery was blocked transiently (cooldown, backoff, busy lease) defers; only exhaustion resets",
+        ),
     ),
     *_fixes(
         "reference.host",
@@ -97,6 +105,10 @@ FIXES: tuple[Fix, ...] = (
         (
             "watermark-after-acquire", "R14",
             "the watermark is captured right after the lease is won, so concurrent appends survive the commit",
+        ),
+        (
+            "watermark-fail-closed", "R14",
+            "an attempt whose watermark read failed sits out (lease released, nothing archived) instead of archiving everything",
         ),
         (
             "hard-cancel-full-rollback", "R1",
@@ -231,6 +243,10 @@ FIXES: tuple[Fix, ...] = (
             "publication refreshes and verifies the lease in its transaction",
         ),
         ("clone-foreign-tail-bounded", "R14", "only rows in (watermark, ceiling] are cloned into the child"),
+        (
+            "clone-appends-above-ceiling", "R14",
+            "an append that lands after the ceiling read is cloned too; only the agent's own flushed rows are not",
+        ),
         ("publish-refuses-deliberate-end", "R11", "publication refuses a parent ended by a deliberate boundary"),
         ("publish-heals-automatic-end", "R11", "publication heals an automatic end stamp instead of wedging"),
         ("close-parent-only-if-open", "R19", "the parent closes as compression only if still open (rowcount 1)"),
@@ -246,6 +262,13 @@ FIXES: tuple[Fix, ...] = (
         (
             "acquire-never-overwrites", "R3/R19",
             "the acquire inserts only into a free row and confirms it owns it; a live row makes the racer lose",
+        ),
+    ),
+    *_fixes(
+        "reference.store.titles",
+        (
+            "title-carried-with-source", "R17",
+            "a rotation carries the parent's title to the child unchanged, with its source (never stamped 'user')",
         ),
     ),
 )

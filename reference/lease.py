@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from reference.config import CompactionConfig
 from reference.db import Database
@@ -18,10 +19,17 @@ _PID = re.compile(r"(?:^|:)pid=(\d+)(?::|$)")
 
 @dataclass(eq=False)
 class Process:
-    """A simulated OS process: agents in one process share a compression pool and an attempt counter."""
+    """An OS process: agents in one process share a compression pool and an attempt counter.
+
+    A simulated process has a name and a pid only; a real one (`reference.identity.HostProcesses`) also
+    names its host, the kernel's start time of its pid, and a random nonce.
+    """
 
     name: str
     pid: int
+    host: str | None = None
+    nonce: str | None = None
+    start_ticks: int | None = None
     attempts: int = 0
 
     def next_attempt(self) -> int:
@@ -30,13 +38,26 @@ class Process:
         return self.attempts
 
     def holder(self, attempt: int) -> str:
-        """The lease holder id of one attempt: names the process and the attempt."""
-        return f"proc={self.name}:pid={self.pid}:attempt={attempt}"
+        """The lease holder id of one attempt: names the process (host, pid, start, nonce when real) and the attempt."""
+        real = {"host": self.host, "pid": self.pid, "start": self.start_ticks, "nonce": self.nonce}
+        identity = "".join(f":{key}={value}" for key, value in real.items() if value is not None)
+        return f"proc={self.name}{identity}:attempt={attempt}"
+
+
+class ProcessProbe(Protocol):
+    """The store's dead-holder probe (R24): simulated by `ProcessTable`, real in `reference.identity`."""
+
+    def spawn(self, name: str) -> Process: ...
+
+    def holder_is_dead(self, holder: str) -> bool: ...
 
 
 @dataclass
 class ProcessTable:
-    """Which simulated processes are alive on this host; answers the store's dead-holder probe (R24)."""
+    """Which simulated processes are alive on this host; answers the store's dead-holder probe (R24).
+
+    Every spawn gets a new pid, so a simulated holder id is unique per process life.
+    """
 
     _alive: dict[int, bool] = field(default_factory=dict)
 
@@ -69,7 +90,7 @@ class Lease:
         self._maybe_held = False
         self._refresher: CancelScopeLike | None = None
 
-    async def acquire(self, processes: ProcessTable | None = None) -> bool:
+    async def acquire(self, processes: ProcessProbe | None = None) -> bool:
         probe = None if processes is None else processes.holder_is_dead
         # FIX failed-acquire-releases-own-row (R3): an acquire that fails after its COMMIT may still have taken the row; the sit-out releases it
         self._maybe_held = True

@@ -313,11 +313,49 @@ CASES.update({
         [E("commit.archived", 1, session="s", attempt="p1.1", rows=2)],
         lease_held_by(H1), lease_held_by(H1)),
     "retry_never_overlaps_live_worker": (
-        [E("lease.acquired", 0, session="s", holder=H1), E("host.timeout", 100, attempt="p1.1", budget="ceiling"),
-         E("lease.acquired", 110, session="s", holder=H2)],
+        [E("lease.acquired", 0, session="s", holder=H1), E("lease.refreshed", 90, session="s", holder=H1),
+         E("host.timeout", 100, attempt="p1.1", budget="ceiling"), E("lease.acquired", 110, session="s", holder=H2)],
+        # lawful: the worker finished first; or its lease lapsed a TTL after its last renewal (a suspended process)
         [E("lease.acquired", 0, session="s", holder=H1), E("host.timeout", 100, attempt="p1.1", budget="ceiling"),
          E("compaction.finished", 120, session="s", attempt="p1.1", status="unchanged", reason="fence_cancelled"),
-         E("lease.acquired", 121, session="s", holder=H2)],
+         E("lease.acquired", 121, session="s", holder=H2),
+         E("lease.acquired", 200, session="t", holder="proc=p2:pid=101:attempt=1"),
+         E("host.timeout", 300, attempt="p2.1", budget="ceiling"),
+         E("lease.acquired", 310, session="t", holder="proc=p2:pid=101:attempt=2")],
+        None, None),
+})
+
+
+def titled(source: str) -> Callable[[SessionStore], None]:
+    """`s` rotated into `s/c`, which shows the title "T" set by `source`."""
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.create_session("s/c", now=1, parent="s", title="T", title_source=source)
+        store.end_session("s", now=1, reason="compression")
+    return arrange
+
+
+RESET = {"from": "s", "to": "s/r", "reason": "x"}
+CASES.update({
+    "title_follows_conversation": (
+        [E("session.titled", 0, session="s", title="T", source="derived", stored="T"),
+         E("commit.published", 1, parent="s", child="s/c", attempt="p1.1")],
+        [E("session.titled", 0, session="s", title="T", source="derived", stored="T"),
+         E("commit.published", 1, parent="s", child="s/c", attempt="p1.1")],
+        titled("user"), titled("derived")),
+    "no_false_auto_reset": (
+        [E("compaction.finished", 0, session="s", attempt="p1.1", status="unchanged", reason="cooldown"),
+         E("session.auto_reset", 1, **RESET)],
+        [E("compaction.finished", 0, session="s", attempt="p1.1", status="unchanged", reason="ineffective"),
+         E("session.auto_reset", 1, **RESET)],
+        None, None),
+    "overflow_recovery_ignores_cooldown": (
+        [E("turn.context_overflow", 0, session="s", tokens=900),
+         E("compaction.blocked", 0, task="w", session="s", attempt="p1.1", reason="cooldown"),
+         E("host.returned", 1, attempt="p1.1", status="unchanged", session="s", caller_session="s")],
+        [E("turn.context_overflow", 0, session="s", tokens=900),
+         E("compaction.blocked", 0, task="w", session="s", attempt="p1.1", reason="structural_backoff"),
+         E("host.returned", 1, attempt="p1.1", status="unchanged", session="s", caller_session="s")],
         None, None),
 })
 
@@ -479,3 +517,26 @@ def test_a_job_started_after_its_host_gave_up_does_no_work():
                      E("attempt.claimed", 0, attempt="p1.1", generation=1)]
     assert check("stale_job_never_runs", started_stale)
     assert check("stale_job_never_runs", started_first) == []
+
+
+def test_a_later_commit_does_not_cover_an_append_an_earlier_one_archived():
+    """The row appended after commit A's capture was archived by A (lost); B's higher watermark never saw it live."""
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": c, "timestamp": t} for t, c in ((0.0, "a"), (0.1, "b"))], now=0)
+
+    def late(store: SessionStore) -> None:
+        store.append_messages("s", [{"role": "user", "content": "late", "timestamp": 1.0}], now=1)
+
+    def archive_everything(store: SessionStore) -> None:
+        store._db.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = 's'")
+        store.append_messages("s", [{"role": "user", "content": "summary", "timestamp": 2.0}], now=2)
+
+    events = [
+        E("compaction.watermark", 0, session="s", attempt="p1.1", watermark=2),
+        late, E("append.ok", 1, session="s", ids=[3]), E("turn.persisted", 1, session="s", row=3, role="user"),
+        archive_everything, E("commit.archived", 2, session="s", attempt="p1.1", rows=1),
+        E("compaction.watermark", 3, session="s", attempt="p1.2", watermark=4),
+        E("commit.archived", 4, session="s", attempt="p1.2", rows=1),
+    ]
+    assert check("acknowledged_appends_survive", events, arrange), "a later commit's watermark hid the loss"

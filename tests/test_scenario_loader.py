@@ -166,18 +166,20 @@ def test_a_full_example_loads_into_the_expected_values(tmp_path, registry):
         description="Uses every key.",
         world=WorldSpec(
             sessions=(
-                SessionSpec("s0", 12, None, "compression", {}, "old"),
-                SessionSpec("s1", 40, "s0", None, {"model": "m1", "limits": {"ctx": 8}, "tags": ["a", 1]}, None),
+                SessionSpec("s0", 12, None, "compression", {}, "old", None),
+                SessionSpec("s1", 40, "s0", None, {"model": "m1", "limits": {"ctx": 8}, "tags": ["a", 1]}, None, None),
             ),
             config={"threshold_tokens": 2000, "ctrl_c_grace_s": 2.0, "rotation": True, "summary_model": "small"},
-            agents=(AgentSpec("main", "p1", "s0"), AgentSpec("second", "p2", "s0")),
+            agents=(AgentSpec("main", "p1", "s0", "cli"), AgentSpec("second", "p2", "s0", "cli")),
         ),
         drives=(
-            DriveSpec(trigger(at=0.0), "main", "turn", "a long question", None, None),
+            DriveSpec(trigger(at=0.0), "main", "turn", "a long question", None, None, "telegram", "user"),
             DriveSpec(
-                trigger(nth=2, point="db.write", delay=0.25), "second", "end_session", None, "s1", "session_reset"
+                trigger(nth=2, point="db.write", delay=0.25), "second", "end_session", None, "s1", "session_reset",
+                "telegram", "user",
             ),
-            DriveSpec(trigger(after_event="frontend.ctrl_c_grace_expired"), "main", "ctrl_c", None, None, None),
+            DriveSpec(trigger(after_event="frontend.ctrl_c_grace_expired"), "main", "ctrl_c", None, None, None,
+                      "telegram", "user"),
         ),
         faults=(
             FaultSpec("stall", trigger(at=3.0, point="provider.summary"), {"duration": 1.5}),
@@ -196,7 +198,8 @@ def test_a_minimal_file_gets_every_default(tmp_path, registry):
     scenario = load_scenario(write(tmp_path, '[[drive]]\nat = 1\nturn = "hi"\n', "minimal_one.toml"), registry)
     assert scenario.name == "minimal_one"
     assert scenario.world == WorldSpec(
-        sessions=(SessionSpec("s1", 0, None, None, {}, None),), config={}, agents=(AgentSpec("main", "p1", "s1"),)
+        sessions=(SessionSpec("s1", 0, None, None, {}, None, None),), config={},
+        agents=(AgentSpec("main", "p1", "s1", "cli"),)
     )
     assert scenario.faults == ()
     assert scenario.expect == ExpectSpec("all", "pass", (), ())
@@ -252,7 +255,8 @@ MISTAKES = [
     ("per_hit without probability", STALL + "per_hit = 0.5\n", "fault[0].per_hit", '"probability" alongside'),
     ("turn and command at once", '[[drive]]\nat = 0\nturn = "x"\ncommand = "ctrl_c"\n', "drive[0].command",
      "only one of the keys"),
-    ("no action", "[[drive]]\nat = 0\n", "drive[0]", '"turn", "command" (the action)'),
+    ("no action", "[[drive]]\nat = 0\n", "drive[0]", '"turn", "message", "title", "command" (the action)'),
+    ("message to a cli agent", '[[drive]]\nat = 0\nmessage = "hi"\n', "drive[0].agent", 'a gateway agent (frontend = "gateway")'),
     ("unknown command", '[[drive]]\nat = 0\ncommand = "stop"\n', "drive[0].command", 'one of "compress"'),
     ("end_reason on a turn", '[[drive]]\nat = 0\nturn = "x"\nend_reason = "idle"\n', "drive[0].end_reason",
      'end_reason only with command = "end_session"'),

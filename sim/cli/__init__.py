@@ -22,6 +22,7 @@ from sim.cli.mutate import add_mutate
 from sim.cli.replay import add_replay
 from sim.cli.run import add_run
 from sim.cli.shrink import add_shrink
+from sim.cli.stress import add_stress
 
 __all__ = ["STRATEGY_CHOICES", "build_parser", "main"]
 
@@ -29,7 +30,7 @@ __all__ = ["STRATEGY_CHOICES", "build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m sim", description="Deterministic simulation of context-compaction races.")
     commands = parser.add_subparsers(dest="command", required=True)
-    for add in (add_run, add_replay, add_list, add_determinism, add_bench, add_explore, add_mutate, add_shrink):
+    for add in (add_run, add_replay, add_list, add_determinism, add_bench, add_explore, add_mutate, add_shrink, add_stress):
         add(commands)
     return parser
 

@@ -45,6 +45,8 @@ from sim.invariants.lineage import (
     OneContinuationPerParent,
     SingleLiveHead,
 )
+from sim.invariants.overflow import NoFalseAutoReset, OverflowRecoveryIgnoresCooldown
+from sim.invariants.titles import TitleFollowsConversation
 from sim.invariants.transcript import (
     AbortedAttemptLeavesParentUnchanged,
     AcknowledgedAppendsSurvive,
@@ -75,6 +77,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         CancelNeverBeatsAdmittedCommit, SummaryStartsUnderLease, MessageCountMatchesActiveRows,
         CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
         AbandonedAttemptFreesLease, TimeoutBacksOff, ArchivedRowsWereInInput,
+        TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown,
     )
 }
 

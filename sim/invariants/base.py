@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Protocol, Sequence
 
 from sim.history import HistoryEvent
 
-_HOLDER_ATTEMPT = re.compile(r"proc=([^:]+):pid=\d+:attempt=(\d+)")
+_HOLDER_ATTEMPT = re.compile(r"proc=([^:]+):(?:[a-z]+=[^:]*:)*?attempt=(\d+)")
 
 
 @dataclass(frozen=True)

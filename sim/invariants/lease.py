@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Sequence
 
@@ -233,24 +234,34 @@ class CommitHoldsLease(Invariant):
 class RetryNeverOverlapsLiveWorker(Invariant):
     name = "retry_never_overlaps_live_worker"
     races = ("R25",)
-    description = "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still runs (unless that worker's refresher gave up)."
+    description = (
+        "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still "
+        "runs and its lease has not lapsed (its refresher gave up, or a TTL passed since its last renewal: a "
+        "suspended process)."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._session_of: dict[str, str] = {}  # attempt -> the session whose lease it took
         self._live: dict[str, HistoryEvent] = {}  # attempt -> its ceiling timeout, until its worker has finished
+        self._renewed: dict[str, float] = {}  # attempt -> when it last acquired or refreshed its lease
 
     def on_event(self, event: HistoryEvent) -> Violation | None:
         kind, fields = event.kind, event.fields
         attempt = fields.get("attempt") or attempt_of_holder(fields.get("holder") or "")
-        if kind == "lease.acquired":
+        if kind == "lease.refreshed":
+            self._renewed[attempt] = event.time
+        elif kind == "lease.acquired":
+            ttl = self.system.config.lease_ttl_s
             for other, timed_out in self._live.items():
-                if other != attempt and self._session_of.get(other) == fields["session"]:
+                lapsed = self._renewed.get(other, -math.inf) + ttl <= event.time
+                if other != attempt and self._session_of.get(other) == fields["session"] and not lapsed:
                     return self.violation(
                         f"{fields['holder']} took {fields['session']}'s lease while {other}, timed out at the ceiling, was still running",
                         timed_out, event,
                     )
             self._session_of[attempt] = fields["session"]
+            self._renewed[attempt] = event.time
         elif kind == "host.timeout" and fields.get("budget") == "ceiling" and attempt in self._session_of:
             self._live[attempt] = event
         elif kind in ("compaction.finished", "lease.expired_giveup"):

@@ -61,44 +61,75 @@ class NoDuplicatePersistedTurn(Invariant):
 class AcknowledgedAppendsSurvive(Invariant):
     name = "acknowledged_appends_survive"
     races = ("R14", "R12")
-    description = "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one if ended on purpose), or was summarized by a commit whose watermark covers it."
+    description = (
+        "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one "
+        "if ended on purpose), or the first commit on its session after it summarized it under a watermark that "
+        "covers it (a copy that commit cloned onward is followed the same way)."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._acknowledged: list[HistoryEvent] = []
+        self._appended_at: dict[int, int] = {}  # row id -> the seq of the append that wrote it
         self._watermarks: dict[str, tuple[str, float]] = {}
-        self._covered: dict[str, float] = {}
+        self._commits: dict[str, list[tuple[int, float]]] = {}  # session -> (seq, watermark) of each commit on it
 
     def on_event(self, event: HistoryEvent) -> Violation | None:
         fields = event.fields
         if event.kind == "turn.persisted":
             self._acknowledged.append(event)
-        elif event.kind == "compaction.watermark":
-            watermark = fields["watermark"]
+        elif event.kind == "append.ok":
+            self._appended_at.update(dict.fromkeys(fields.get("ids") or (), event.seq))
+        elif event.kind in ("compaction.watermark", "compaction.watermark_failed"):
+            watermark = fields.get("watermark")
             if watermark is None:  # not captured: the attempt still knew of no row appended after this moment
                 watermark = self.system.store.active_watermark(fields["session"])
             self._watermarks[fields["attempt"]] = (fields["session"], watermark)
-        elif event.kind in ("commit.archived", "commit.published") and fields["attempt"] in self._watermarks:
-            session, watermark = self._watermarks[fields["attempt"]]
-            self._covered[session] = max(self._covered.get(session, 0), watermark)
+        elif event.kind in COMMITTED_SESSION:
+            session = fields[COMMITTED_SESSION[event.kind]]
+            captured = self._watermarks.get(fields["attempt"])
+            watermark = captured[1] if captured is not None and captured[0] == session else 0
+            self._commits.setdefault(session, []).append((event.seq, watermark))
         return None
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         store = self.system.store
         roots = lineage_roots(store)
         heads = live_sessions_by_root(store)
-        rows = {row.id: row for sid in roots for row in store.all_messages(sid)}
+        copies: dict[tuple[str, tuple[str, str, float]], list[Any]] = {}
+        for sid in roots:
+            for row in store.all_messages(sid):
+                copies.setdefault((roots[sid], payload(row)), []).append(row)
+        rows = {row.id: row for same in copies.values() for row in same}
         live_payloads = {root: {payload(m) for sid in sids for m in store.active_messages(sid)} for root, sids in heads.items()}
         for event in self._acknowledged:
             row = rows.get(event.fields["row"])
-            if row is None or row.id <= self._covered.get(row.session_id, 0):
+            if row is None or payload(row) in live_payloads.get(roots[row.session_id], set()):
                 continue
-            if payload(row) not in live_payloads.get(roots.get(row.session_id, ""), set()):
+            since = self._appended_at.get(row.id, event.seq)
+            if not self._summarized(row, since, sorted(copies[(roots[row.session_id], payload(row))], key=lambda r: r.id)):
                 return self.violation(
                     f"acknowledged {row.role} row {row.id} ({row.content[:40]!r}) is not active in the live head of its lineage "
-                    "and no committed summary covers it", event,
+                    "and no commit that found it live summarized it", event,
                 )
         return None
+
+    def _summarized(self, row: Any, since: int, same_payload: list[Any]) -> bool:
+        """Whether the first commit on the row's session after `since` summarized it under a covering
+        watermark; a row that commit superseded instead (cloned onward) is judged by its next copy."""
+        while True:
+            commit = next(((seq, wm) for seq, wm in self._commits.get(row.session_id, []) if seq > since), None)
+            if commit is None:
+                return False
+            if row.compacted:
+                return row.id <= commit[1]
+            later = [copy for copy in same_payload if copy.id > row.id]
+            if not later:
+                return False
+            row, since = later[0], commit[0]
+
+
+COMMITTED_SESSION = {"commit.archived": "session", "commit.published": "parent"}
 
 
 class AbortedAttemptLeavesParentUnchanged(Invariant):

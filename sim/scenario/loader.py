@@ -72,6 +72,9 @@ NAME_PATTERN = re.compile(r"[a-z0-9_]+")
 NAME_TEXT = "a name of lowercase letters, digits and _"
 COMMANDS = ("compress", "ctrl_c", "end_session", "restart")
 END_SESSION = "end_session"
+DRIVE_ACTIONS = ("turn", "message", "title", "command")  # the keys of which a drive sets exactly one
+FRONTENDS = ("cli", "gateway")
+TITLE_SOURCES = ("derived", "llm", "user")
 
 TRIGGER = Table(
     "When a drive or fault fires.",
@@ -123,6 +126,10 @@ SESSION = Table(
             "The model settings stored with the session.", default={}, example='{ model = "m1" }'
         ),
         "title": Str("The session's title.", default=None, example='"trip planning"'),
+        "title_source": Choice(
+            "Who gave the title: the auto-titler (derived, llm) or the user; absent, a legacy title (ranks as the user's).",
+            values=TITLE_SOURCES, default=None, example='"derived"',
+        ),
     },
 )
 
@@ -139,6 +146,11 @@ AGENT = Table(
         "session": Reference(
             "The session the agent starts on.",
             namespace="session", default=Derived("the first session"), example='"s1"',
+        ),
+        "frontend": Choice(
+            'How the user reaches it: a terminal ("cli": turns, Ctrl+C) or a chat platform through the gateway '
+            '("gateway": `message` drives, queued while its turns run).',
+            values=FRONTENDS, default="cli", example='"gateway"',
         ),
     },
 )
@@ -168,6 +180,19 @@ DRIVE = Table(
     "The user's side: a turn or a command, sent to an agent when the trigger fires.",
     fields={
         "turn": Str("Send a user turn with this text.", default=None, example='"the next question"'),
+        "message": Str(
+            'Deliver this platform message to a gateway agent (frontend = "gateway"); it waits in the agent\'s queue '
+            "while an earlier turn runs.", default=None, example='"are you there?"',
+        ),
+        "platform": Str(
+            "With `message`: the platform it comes from; its id is `<platform>:<n>`.",
+            pattern=NAME_PATTERN.pattern, pattern_text=NAME_TEXT, default="telegram", example='"slack"',
+        ),
+        "title": Str("Set the session's title (a /title, or the auto-titler).", default=None, example='"trip planning"'),
+        "title_source": Choice(
+            "With `title`: who sets it; an automatic title replaces only a lower-ranked one (derived < llm < user).",
+            values=TITLE_SOURCES, default="user", example='"llm"',
+        ),
         "command": Choice("Send this command instead of a turn.", values=COMMANDS, default=None, example='"ctrl_c"'),
         "agent": Reference(
             "The agent that receives it.", namespace="agent", default=Derived("the first agent"), example='"main"'
@@ -183,7 +208,7 @@ DRIVE = Table(
         ),
     },
     include=(TRIGGER,),
-    one_of=(ExactlyOne("the action", ("turn", "command")),),
+    one_of=(ExactlyOne("the action", DRIVE_ACTIONS),),
 )
 
 FAULT = TaggedTable(
@@ -407,7 +432,8 @@ def _world(checked: dict[str, Any], where: Location) -> WorldSpec:
     _check_lineage(sessions, where.key("sessions"))
     first_session = sessions[0].id
     agents = tuple(
-        AgentSpec(name=agent["name"], process=agent["process"], session=agent["session"] or first_session)
+        AgentSpec(name=agent["name"], process=agent["process"], session=agent["session"] or first_session,
+                  frontend=agent["frontend"])
         for agent in checked["agents"]
     )
     return WorldSpec(sessions=sessions, config=checked["config"], agents=agents)
@@ -429,17 +455,25 @@ def _trigger(checked: dict[str, Any]) -> TriggerSpec:
 
 
 def _drive(checked: dict[str, Any], world: WorldSpec, where: Location) -> DriveSpec:
-    action = "turn" if checked["turn"] is not None else checked["command"]
+    key = next(key for key in DRIVE_ACTIONS if checked[key] is not None)
+    action = checked["command"] if key == "command" else key
     if checked["end_reason"] is not None and action != END_SESSION:
-        shown = "a turn" if action == "turn" else f"command = {quote(action)}"
+        shown = f"command = {quote(action)}" if key == "command" else f"a {key}"
         raise where.key("end_reason").error(f'end_reason only with command = "{END_SESSION}"', f"it with {shown}")
+    agent = checked["agent"] or world.agents[0].name
+    frontend = next(spec.frontend for spec in world.agents if spec.name == agent)
+    if (action == "message") != (frontend == "gateway") and action in ("message", "turn"):
+        wanted = 'a gateway agent (frontend = "gateway")' if action == "message" else "a cli agent (a gateway agent takes `message`)"
+        raise where.key("agent").error(wanted, f"{quote(agent)}, a {frontend} agent")
     return DriveSpec(
         trigger=_trigger(checked),
-        agent=checked["agent"] or world.agents[0].name,
+        agent=agent,
         action=action,
-        text=checked["turn"],
+        text=None if key == "command" else checked[key],
         session=checked["session"],
         end_reason=checked["end_reason"],
+        platform=checked["platform"],
+        title_source=checked["title_source"],
     )
 
 

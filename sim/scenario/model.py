@@ -20,15 +20,18 @@ class SessionSpec:
     end_reason: str | None
     model_config: dict[str, Any]
     title: str | None
+    title_source: str | None
 
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """An agent (turn loop plus compactor) living in `process`, starting on `session`."""
+    """An agent (turn loop plus compactor) living in `process`, starting on `session`, reached through a
+    terminal (`frontend == "cli"`) or the gateway ("gateway")."""
 
     name: str
     process: str
     session: str
+    frontend: str
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,8 @@ class TriggerSpec:
 
 @dataclass(frozen=True)
 class DriveSpec:
-    """The user's side: `agent` gets a turn (`action == "turn"`, with `text`) or a command when the trigger fires.
+    """The user's side: `agent` gets a turn (`action == "turn"`, with `text`), a platform message ("message",
+    through the gateway, from `platform`), a title ("title", set by `title_source`) or a command.
 
     `session` None means the agent's current session; `end_reason` is only set for "end_session".
     """
@@ -72,6 +76,8 @@ class DriveSpec:
     text: str | None
     session: str | None
     end_reason: str | None
+    platform: str
+    title_source: str
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,11 @@ from faults.triggers import Trigger
 from reference.agent import Agent
 from reference.config import CompactionConfig
 from reference.db import Database
-from reference.frontends import CliFrontend
+from reference.frontends import CliFrontend, GatewayFrontend
 from reference.lease import Process, ProcessTable
 from reference.pool import CompressionPool
 from reference.provider import ProviderScript, ScriptedProvider
-from reference.store import SessionClosedByCompression, SessionStore
+from reference.store import SessionClosedByCompression, SessionStore, TitleInUseError
 from reference.transcript import new_message
 from sim.history import HistoryEvent
 from sim.invariants import INVARIANTS, Violation
@@ -71,6 +71,7 @@ class SimProcess:
     rt: ProcessRuntime
     db: ProcessDatabase
     pool: CompressionPool
+    gateway: GatewayFrontend
     work: list[Any] = field(default_factory=list)
 
 
@@ -127,13 +128,15 @@ class ScenarioSystem:
         self._extra_processes = 0
         self._incarnations: dict[str, int] = {}
         self._extra_rotations = 0
+        self._platform_messages = 0
+        self._serving: list[tuple[SimProcess, str]] = []  # gateway queues to close once the run is idle
 
     # ---- wiring --------------------------------------------------------------------------------
 
     def install(self) -> None:
         self.world.checkpoint_hook = self.plan.at_point
         self.world.kernel.listeners.append(self._on_event)
-        self.world.kernel.on_idle = self.moments.give_up
+        self.world.kernel.on_idle = self._on_idle
         self.plan.track_actions(self.moments)
         self._drive_triggers = [Trigger(d.trigger, f"drive.{d.agent}", self.world.draw) for d in self.scenario.drives]
         for trigger in self._drive_triggers:
@@ -148,6 +151,15 @@ class ScenarioSystem:
             if violation is not None:
                 self.violations.append(violation)
 
+    def _on_idle(self) -> bool:
+        """Nothing can run: end waits for events that cannot come, then let the gateways drain and stop."""
+        if self.moments.give_up():
+            return True
+        serving, self._serving = self._serving, []
+        for proc, name in serving:
+            proc.gateway.close(name)
+        return bool(serving)
+
     def finish(self) -> None:
         """Quiescence: the liveness checks and the final-state checks."""
         history = self.world.kernel.history
@@ -161,7 +173,7 @@ class ScenarioSystem:
     def _build_sessions(self) -> None:
         for session in self.scenario.world.sessions:
             self.store.create_session(session.id, now=0.0, parent=session.parent, model_config=session.model_config,
-                                      title=session.title)
+                                      title=session.title, title_source=session.title_source)
             seed = [
                 new_message("user" if i % 2 == 0 else "assistant", f"{session.id} message {i} ".ljust(SEED_MESSAGE_CHARS, "."), i * 1e-3 - 1.0)
                 for i in range(session.messages)
@@ -177,7 +189,7 @@ class ScenarioSystem:
         self._incarnations[name] = self._incarnations.get(name, -1) + 1
         incarnation = f"{name}r{self._incarnations[name]}" if self._incarnations[name] else name
         sim_process = SimProcess(name, self.process_table.spawn(incarnation), rt, ProcessDatabase(rt, self.store),
-                                 CompressionPool(rt, self.config.pool_cap))
+                                 CompressionPool(rt, self.config.pool_cap), GatewayFrontend(rt))
         self.processes[name] = sim_process
         return sim_process
 
@@ -188,7 +200,16 @@ class ScenarioSystem:
         slot = AgentSlot(spec, agent, CliFrontend(proc.rt, agent, grace_s=self.grace_s, name=spec.name))
         self.agents[spec.name] = slot
         await self._in_process(proc, agent.open())
+        if spec.frontend == "gateway" and self._nursery is not None:
+            self._serve(slot)
         return slot
+
+    def _serve(self, slot: AgentSlot) -> None:
+        """The gateway takes the agent's platform messages one turn at a time, in its process."""
+        proc = self.processes[slot.spec.process]
+        self._serving.append((proc, slot.spec.name))
+        self._nursery.start_soon(self._in_process, proc, proc.gateway.serve(slot.spec.name, slot.agent),
+                                 name=f"gateway.{slot.spec.name}")
 
     # ---- the run -------------------------------------------------------------------------------
 
@@ -201,6 +222,9 @@ class ScenarioSystem:
             await self._start_agent(spec)
         async with rt.open_nursery() as nursery:
             self._nursery = nursery
+            for slot in list(self.agents.values()):
+                if slot.spec.frontend == "gateway":
+                    self._serve(slot)
             await self.plan.run_actions(nursery, self.moments)
             for index, (drive, trigger) in enumerate(zip(self.scenario.drives, self._drive_triggers)):
                 nursery.start_soon(self._drive, drive, trigger, name=f"drive.{index}.{drive.action}")
@@ -214,6 +238,12 @@ class ScenarioSystem:
         proc = self.processes[slot.spec.process]
         if drive.action == "turn":
             await self._in_process(proc, slot.frontend.submit(drive.text or ""))
+        elif drive.action == "message":
+            self._platform_messages += 1
+            message_id = f"{drive.platform}:{self._platform_messages}"
+            await proc.gateway.deliver(slot.spec.name, drive.text or "", platform_message_id=message_id)
+        elif drive.action == "title":
+            await self._in_process(proc, self._set_title(proc, drive.session or slot.agent.session_id, drive))
         elif drive.action == "compress":
             await self._in_process(proc, slot.agent.compress(force=True))
         elif drive.action == "ctrl_c":
@@ -225,6 +255,15 @@ class ScenarioSystem:
         elif drive.action == "restart":
             self.crash(slot.spec.process)
             await self.restart(slot.spec.process)
+
+    async def _set_title(self, proc: SimProcess, session: str, drive: DriveSpec) -> None:
+        """A /title (or the auto-titler): what was stored is what the user sees."""
+        try:
+            stored = await proc.db.call("set_session_title", session, drive.text, source=drive.title_source)
+        except TitleInUseError as error:
+            proc.rt.emit("frontend.title_failed", session=session, title=drive.text, error=str(error))
+            return
+        proc.rt.emit("session.titled", session=session, title=drive.text, source=drive.title_source, stored=stored)
 
     async def _in_process(self, proc: SimProcess, work: Any) -> Any:
         """Run a process's work so that its crash stops it; a crash is the end of it, not an error."""
@@ -272,7 +311,7 @@ class ScenarioSystem:
         name = f"extra{self._extra_processes}"
         proc = self._start_process(name)
         self.rt.emit("process.started", process=name, pid=proc.process.pid)
-        spec = AgentSpec(name=name, process=name, session=session or self.scenario.world.sessions[0].id)
+        spec = AgentSpec(name=name, process=name, session=session or self.scenario.world.sessions[0].id, frontend="cli")
         slot = await self._start_agent(spec)
         work = slot.frontend.submit(text) if command == "turn" else slot.agent.compress(force=True)
         await self._in_process(proc, work)
