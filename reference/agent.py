@@ -207,6 +207,8 @@ class Agent:
         number = self.process.next_attempt()
         attempt = f"{self.process.name}.{number}"
         before = fingerprint(self.messages)
+        mode = "forced" if force else "overflow" if bypass_cooldown else "automatic"
+        self._rt.emit("host.started", attempt=attempt, session=self.session_id, mode=mode)
         fence = CommitFence(self._rt, attempt, ceiling_s=self.config.ceiling_timeout_s, hard_event=self._hard_event)
         self.fences.push(fence)
         try:

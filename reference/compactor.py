@@ -249,7 +249,7 @@ class Attempt:
     def _blocked_under_lease(self, row: CooldownRow) -> str | None:
         """The automatic gate again, on the row read under the lease: another agent may have failed meanwhile."""
         # FIX cooldown-rechecked-under-lease (R2): a cooldown recorded between our gate and our lease still holds us off
-        if row.until is not None and row.until > self._d.rt.now():
+        if row.until is not None and row.until > self._d.rt.now() and not self._bypass_cooldown:
             return "cooldown"
         if row.ineffective_count >= self._d.config.breaker_threshold:
             return "ineffective"

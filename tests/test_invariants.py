@@ -463,6 +463,24 @@ def test_only_a_newer_attempt_that_took_the_lease_supersedes_a_rollback():
     assert check("stale_attempt_writes_no_state", claims + newer_sat_out + [restored]) == []
 
 
+def test_only_the_overflow_recovery_may_summarize_inside_a_cooldown():
+    """R23: the recovery of a provider-proven overflow bypasses the failure cooldown; no other automatic attempt does."""
+    cooling = [E("cooldown.set", 1, session="s", until=60.0, attempt="p2.1", error="summary_failed")]
+    summary = [E("lease.acquired", 5, session="s", holder=H1), E("compaction.summary_started", 5, attempt="p1.1", generation=1)]
+    automatic = [E("host.started", 5, attempt="p1.1", session="s", mode="automatic")]
+    overflow = [E("host.started", 5, attempt="p1.1", session="s", mode="overflow")]
+    assert check("no_summary_inside_cooldown", cooling + automatic + summary, cooling_until(60.0))
+    assert check("no_summary_inside_cooldown", cooling + overflow + summary, cooling_until(60.0)) == []
+
+
+def test_an_overflow_recovery_refused_under_the_lease_for_a_cooldown_is_caught():
+    """The recheck under the lease is a second place a cooldown can block the recovery; it counts like the gate."""
+    events = [E("turn.context_overflow", 0, session="s", tokens=900),
+              E("compaction.refused", 0, task="w", session="s", attempt="p1.1", reason="cooldown"),
+              E("host.returned", 1, attempt="p1.1", status="unchanged", session="s", caller_session="s")]
+    assert check("overflow_recovery_ignores_cooldown", events)
+
+
 def three_rows_leased(store: SessionStore) -> None:
     store.create_session("s", now=0)
     store.append_messages("s", [{"role": "user", "content": f"m{i}", "timestamp": float(i)} for i in range(3)], now=1)

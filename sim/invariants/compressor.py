@@ -158,21 +158,26 @@ class NoSummaryInsideCooldown(Invariant):
     races = ("R2", "R13")
     description = (
         "An attempt starts its summary only while its session's durable failure cooldown is not live: an automatic "
-        "attempt is held off by it, a forced one clears it first (also when another agent or process recorded it)."
+        "attempt is held off by it, a forced one clears it first (also when another agent or process recorded it). "
+        "The one exception is the recovery of a provider-proven context overflow, which bypasses the cooldown (R23)."
     )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._session_of: dict[str, str] = {}  # attempt -> the session whose lease it took
         self._recorded: dict[str, HistoryEvent] = {}  # session -> its latest cooldown.set
+        self._overflow_recoveries: set[str] = set()  # attempts the host started to recover an overflow
 
     def on_event(self, event: HistoryEvent) -> Violation | None:
         fields = event.fields
-        if event.kind == "lease.acquired":
+        if event.kind == "host.started" and fields["mode"] == "overflow":
+            self._overflow_recoveries.add(fields["attempt"])
+        elif event.kind == "lease.acquired":
             self._session_of[attempt_of_holder(fields["holder"])] = fields["session"]
         elif event.kind == "cooldown.set":
             self._recorded[fields["session"]] = event
-        elif event.kind == "compaction.summary_started" and fields["attempt"] in self._session_of:
+        elif event.kind == "compaction.summary_started" and fields["attempt"] in self._session_of \
+                and fields["attempt"] not in self._overflow_recoveries:
             session = self._session_of[fields["attempt"]]
             until = self.system.store.cooldown_row(session).until
             if until is not None and until > event.time:

@@ -48,7 +48,7 @@ class OverflowRecoveryIgnoresCooldown(Invariant):
         fields = event.fields
         if event.kind == "turn.context_overflow":
             self._overflow[event.task] = event
-        elif event.kind == "compaction.blocked" and fields.get("reason") == "cooldown":
+        elif event.kind in ("compaction.blocked", "compaction.refused") and fields["reason"] == "cooldown":
             self._blocked[fields["attempt"]] = event
         elif event.kind == "host.returned" and event.task in self._overflow:
             overflow = self._overflow.pop(event.task)
