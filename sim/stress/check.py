@@ -27,7 +27,7 @@ HISTORY_INVARIANTS = (
     "refresher_tolerates_blips", "turn_fails_only_expectedly", "worker_raises_only_after_fault",
     "acknowledged_appends_survive", "completed_turn_persists_user_message", "would_grow_latches_breaker",
     "retry_never_overlaps_live_worker", "aborted_attempt_leaves_parent_unchanged", "no_false_auto_reset",
-    "overflow_recovery_ignores_cooldown",
+    "overflow_recovery_ignores_cooldown", "timeout_backs_off",
 )
 # Properties of the final database: checked once, at the end (their per-event checks read the store, which
 # after a real run holds only its final state).
@@ -49,6 +49,9 @@ NOT_APPLICABLE = {
     "commit_below_threshold_clears_strikes": _STORE_AT_EVENT,
     "closed_write_adopts_live_tip": _STORE_AT_EVENT,
     "title_follows_conversation": _STORE_AT_EVENT,
+    "no_summary_inside_cooldown": _STORE_AT_EVENT,
+    "abandoned_attempt_frees_lease": _STORE_AT_EVENT,
+    "archived_rows_were_in_input": _STORE_AT_EVENT,
     "durable_messages_match_rows": "reads the agents' in-memory transcripts, which die with their processes",
     "stale_job_never_runs": "follows the simulator kernel's task.spawn events, which trio does not record",
     "pool_admission_bounded": "follows the simulator kernel's task.spawn events, which trio does not record",
