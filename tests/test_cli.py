@@ -49,7 +49,7 @@ def test_a_scenario_whose_fault_never_fires_fails_as_vacuous(scenario_dir, tmp_p
     (scenario_dir / R1.name).write_text(text.replace('point = "provider.summary"', 'point = "db.publish_child"'))
     done = sim("run", str(scenario_dir), "--runs", "3", cwd=tmp_path)
     assert done.returncode == 1
-    assert "fault stall never fired in 3 runs" in done.stdout
+    assert "fault[0] (stall) never fired in 3 runs" in done.stdout
 
 
 def test_bad_scenario_file_is_exit_2_naming_file_and_key(scenario_dir, tmp_path):
@@ -71,9 +71,13 @@ def test_a_mutant_is_caught_with_a_repro_that_replays_byte_for_byte(scenario_dir
     assert again.returncode == 1
     assert "identical to the recording" in again.stdout
     assert "hard_cancel_frees_lease" in again.stdout
-    fixed = sim("replay", str(repro), cwd=tmp_path)
-    assert fixed.returncode == 2
-    assert "the recording no longer fits the code" in fixed.stderr
+    recorded = sim("replay", str(repro), cwd=tmp_path)
+    assert recorded.returncode == 1, recorded.stderr
+    assert "identical to the recording" in recorded.stdout
+    assert f"under mutant {R1_MUTANT}, as the repro records" in recorded.stderr
+    other = sim("replay", str(repro), "--mutant", "publish-atomic", cwd=tmp_path)
+    assert other.returncode == 2
+    assert f"recorded under mutant {R1_MUTANT}, replayed under mutant publish-atomic" in other.stderr
 
 
 def test_replay_a_seed_of_a_scenario(tmp_path):
