@@ -48,6 +48,10 @@ def load_scenarios(paths: Sequence[str]) -> list[Any]:
     from sim.registry import registry
     from sim.scenario.loader import load_paths
 
+    missing = [path for path in paths if not Path(path).exists()]
+    if missing:
+        raise UsageError(f"{missing[0]}: no such scenario file or folder (the catalogue is {CATALOGUE}, which "
+                         f"commands use when given no PATH)")
     return load_paths([Path(p) for p in paths], registry())
 
 
