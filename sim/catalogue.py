@@ -7,15 +7,15 @@ root serves both and nothing needs a checkout.
 A repro file names its scenario relative to the root of the repository that holds it (the nearest folder
 above it with `.git` or `pyproject.toml`, or this installation's root), plus a content hash. Replay looks
 for that relative path under the root above the repro file, the root above the current directory and this
-installation's root, so a repro moved with its repository, or replayed from another directory, still
-finds its scenario; the hash says whether it is still the same file.
+installation's root (in that order; the first file found is the one), so a repro moved with its
+repository, or replayed from another directory, still finds its scenario; the hash says whether it is
+still the same file.
 """
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS_DIR = ROOT / "scenarios"
@@ -44,17 +44,16 @@ def content_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def scenario_candidates(reference: str, repro: Path) -> Iterator[Path]:
-    """Where a repro's scenario may be, most specific first, each existing file once."""
+def find_scenario(reference: str, repro: Path) -> Path | None:
+    """Where a repro's scenario is: the first of its places that holds a file, most specific first.
+
+    The first found is the one: a file that changed since is reported as changed, never passed over for
+    another copy elsewhere.
+    """
     recorded = Path(reference)
     if recorded.is_absolute():
         places = [recorded]
     else:
         roots = [repository_root(repro.parent), repository_root(Path.cwd()), ROOT]
         places = [root / recorded for root in roots if root is not None] + [Path.cwd() / recorded]
-    seen: set[Path] = set()
-    for place in places:
-        resolved = place.resolve()
-        if resolved not in seen and resolved.is_file():
-            seen.add(resolved)
-            yield resolved
+    return next((place.resolve() for place in places if place.is_file()), None)

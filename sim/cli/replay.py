@@ -68,20 +68,19 @@ def check_mutant(path: Path, document: dict[str, Any], active: str | None) -> No
 
 def repro_scenario(path: Path, document: dict[str, Any]) -> Any:
     """The scenario a repro names, found from any directory, and still the file it was recorded from."""
-    from sim.catalogue import content_hash, scenario_candidates
+    from sim.catalogue import content_hash, find_scenario
 
     reference = document["scenario"]
-    found = list(scenario_candidates(reference, path))
-    if not found:
+    found = find_scenario(reference, path)
+    if found is None:
         raise UsageError(f"{path}: scenario {reference}: not found under the repository above the repro file, the one "
                          f"above the current directory, or the installed catalogue")
     recorded = document.get("scenario_sha256")
-    matching = [candidate for candidate in found if recorded is None or content_hash(candidate) == recorded]
-    if not matching:
-        raise UsageError(f"{path}: scenario {found[0]} has changed since the repro was recorded "
-                         f"(sha256 {content_hash(found[0])[:12]}, recorded {str(recorded)[:12]}):\n"
-                         + _difference(document.get("scenario_text"), found[0]))
-    return load_scenarios([str(matching[0])])[0]
+    if recorded is not None and content_hash(found) != recorded:
+        raise UsageError(f"{path}: scenario {found} has changed since the repro was recorded "
+                         f"(sha256 {content_hash(found)[:12]}, recorded {recorded[:12]}):\n"
+                         + _difference(document.get("scenario_text"), found))
+    return load_scenarios([str(found)])[0]
 
 
 def _difference(recorded_text: Any, current: Path) -> str:
