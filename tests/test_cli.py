@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -119,3 +122,46 @@ def test_bench_scenarios_reports_rates(scenario_dir, tmp_path):
     done = sim("bench", "scenarios", str(scenario_dir), "--runs", "3", "--json", cwd=tmp_path)
     report = json.loads(done.stdout)
     assert report["median_runs_per_s"] > 0 and report["virtual_s_per_wall_s"] > 0
+
+
+def test_help_lists_only_the_commands_a_user_runs(tmp_path):
+    shown = sim("--help", cwd=tmp_path).stdout
+    commands = {line.split()[0] for line in shown.split("commands:")[1].splitlines() if line.startswith("    ") and not line.startswith("     ")}
+    assert commands == {"run", "replay", "shrink", "explore", "mutate", "list", "check-determinism", "bench"}
+    assert "SUPPRESS" not in shown
+    wrong = sim("lst", cwd=tmp_path)
+    assert wrong.returncode == 2
+    assert "invalid choice: 'lst'" in wrong.stderr and "digests" not in wrong.stderr and "'detect'" not in wrong.stderr
+
+
+def test_explore_counts_shards_from_1(tmp_path):
+    done = sim("explore", str(R1), "--runs", "2", "--shard", "2/2", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["shard"] == "2/2" and document["first_seed"] == 1 and document["seed_step"] == 2
+
+
+@pytest.mark.parametrize("whole_group", [False, True], ids=["parent", "process-group"])
+def test_sigterm_to_mutate_leaves_no_overlay_behind(tmp_path, whole_group):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    mutate = subprocess.Popen(
+        [sys.executable, "-m", "sim", "mutate", "--mutant", R1_MUTANT, "--scenarios", str(R1), "--jobs", "1", "--out", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env, start_new_session=True,
+    )
+    assert mutate.stderr is not None
+    for line in mutate.stderr:
+        if "sanity pass: ok" in line:
+            break
+    deadline = time.monotonic() + 120
+    while not list(temp.glob("mutant-*")):  # a real process: wait for its overlay folder to exist
+        assert time.monotonic() < deadline and mutate.poll() is None, "no overlay appeared"
+        time.sleep(0.02)
+    if whole_group:
+        os.killpg(mutate.pid, signal.SIGTERM)
+    else:
+        mutate.send_signal(signal.SIGTERM)
+    mutate.communicate(timeout=120)
+    assert mutate.returncode == 128 + signal.SIGTERM
+    assert not list(temp.glob("mutant-*")), "an overlay folder was left behind"
