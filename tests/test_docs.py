@@ -98,7 +98,7 @@ def run_examples(path: Path, cwd: Path) -> list[str]:
         ran.add(actual)
         done = run_shell(actual, cwd)
         if done.returncode != expected:
-            failures.append(f"{path.name}: `{command}` exited {done.returncode}, expected {expected}\n"
+            failures.append(f"{path.relative_to(ROOT)}: `{command}` exited {done.returncode}, expected {expected}\n"
                             f"{done.stdout[-1500:]}\n{done.stderr[-1500:]}")
     return failures
 

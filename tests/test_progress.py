@@ -88,3 +88,11 @@ def test_shrink_reports_each_pass(tmp_path):
     lines = [line for line in lines_of(done.stderr, "shrink") if "] " in line]
     assert lines[0].startswith("python -m sim shrink: [1] drop plan entries: ")
     assert all(re.search(r"\d+ faults, \d+ drives, \d+ decisions, \d+ steps$", line) for line in lines)
+
+
+def test_bench_scenarios_reports_each_scenario(tmp_path):
+    done = sim("bench", "scenarios", str(R1), str(OTHER), "--runs", "2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = lines_of(done.stderr, "bench")
+    assert [line.split(": ", 1)[1].split(":")[0] for line in lines] == [
+        "[1/2] ctrl_c_during_summary_blocks_next_turn", "[2/2] turn_right_after_restart_keeps_user_message"]

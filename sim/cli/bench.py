@@ -20,7 +20,8 @@ def _bench(args: argparse.Namespace) -> int:
     else:
         from sim.bench.scenarios import bench_scenarios
 
-        result = bench_scenarios(load_scenarios(args.paths or [CATALOGUE]), runs=args.runs or 20)
+        scenarios = load_scenarios(args.paths or [CATALOGUE])
+        result = bench_scenarios(scenarios, runs=args.runs or 20, on_done=progress(args, len(scenarios)).done)
     print(json.dumps(result, sort_keys=True) if args.json else render_figures(result))
     return EXIT_OK
 
