@@ -67,7 +67,7 @@ def _from_parent() -> FromParent:
     return FromParent(Path(overlay) if overlay else None, os.environ.get(NAME_ENV) or None)
 
 
-def under_mutant(args: argparse.Namespace, mutant: str, argv: Sequence[str]) -> int:
+def under_mutant(mutant: str, argv: Sequence[str]) -> int:
     """Re-run this command in a child process whose `reference` package has the mutant applied."""
     from sim import children
     from sim.mutants import NAME_ENV, StaleMutant, load_mutants, overlay, overlay_process, require
@@ -115,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_overlay(parent)
         mutant = _mutant_to_apply(args, parent)
-        return under_mutant(args, mutant, argv) if mutant is not None else args.handler(args)
+        return under_mutant(mutant, argv) if mutant is not None else args.handler(args)
     except (ScenarioError, UsageError, CatalogueError) as error:
         print(f"{PROG} {args.command}: {error}", file=sys.stderr)
         return EXIT_USAGE
