@@ -214,6 +214,7 @@ def test_durations_become_float_seconds(tmp_path, registry, written, seconds):
     assert scenario.drives[0].trigger.at == seconds
 
 
+A_DRIVE = '[[drive]]\nat = "0s"\nturn = "hello"\n'
 STALL = '[[fault]]\nkind = "stall"\npoint = "provider.summary"\nduration = "10m"\nat = "0s"\n'
 
 # (name, file text, key path, a fragment of what was expected); each is a different kind of mistake.
@@ -349,7 +350,7 @@ def test_a_long_list_of_names_shows_the_closest_first_and_is_cut_short(tmp_path,
     with pytest.raises(ScenarioError) as caught:
         load_scenario(write(tmp_path, STALL.replace("provider.summary", "db.wrte")), registry)
     assert caught.value.expected.startswith('a named point (one of "db.write", "area')
-    assert caught.value.expected.endswith(" and 19 more)")
+    assert caught.value.expected.endswith(", ... (all 31: python -m sim list points))")
     assert caught.value.found == '"db.wrte" (did you mean "db.write"?)'
 
 
@@ -384,7 +385,15 @@ def test_a_file_that_is_not_utf8_points_at_the_bad_byte(tmp_path, registry):
 
 
 def test_a_byte_order_mark_is_accepted(tmp_path, registry):
-    assert load_scenario(write(tmp_path, "\ufeffname = \"bom\"\n"), registry).name == "bom"
+    assert load_scenario(write(tmp_path, "\ufeffname = \"bom\"\n" + A_DRIVE), registry).name == "bom"
+
+
+@pytest.mark.parametrize("text", ["", "# nothing but a comment\n", 'name = "idle"\n[world]\nsessions = [{ id = "s1" }]\n', STALL])
+def test_an_empty_or_driverless_scenario_is_refused(tmp_path, registry, text):
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(write(tmp_path, text), registry)
+    assert caught.value.key == "drive"
+    assert "at least one [[drive]]" in str(caught.value)
 
 
 def test_a_file_name_that_is_not_a_valid_name_needs_a_name_key(tmp_path, registry):
@@ -396,9 +405,9 @@ def test_a_file_name_that_is_not_a_valid_name_needs_a_name_key(tmp_path, registr
 
 def test_load_paths_reads_folders_sorted_and_not_recursively(tmp_path, registry):
     for name in ["b.toml", "a.toml", ".#a.toml", "notes.md"]:
-        write(tmp_path, "", name)
+        write(tmp_path, A_DRIVE, name)
     (tmp_path / "sub").mkdir()
-    write(tmp_path / "sub", "", "c.toml")
+    write(tmp_path / "sub", A_DRIVE, "c.toml")
     loaded = load_paths([tmp_path / "sub" / "c.toml", tmp_path, tmp_path / "a.toml"], registry)
     assert [scenario.name for scenario in loaded] == ["c", "a", "b"]
 
@@ -417,8 +426,8 @@ def test_load_paths_refuses_a_folder_without_scenarios(tmp_path, registry):
 
 
 def test_two_scenarios_with_one_name_are_refused(tmp_path, registry):
-    write(tmp_path, 'name = "same"\n', "a.toml")
-    second = write(tmp_path, 'name = "same"\n', "b.toml")
+    write(tmp_path, 'name = "same"\n' + A_DRIVE, "a.toml")
+    second = write(tmp_path, 'name = "same"\n' + A_DRIVE, "b.toml")
     with pytest.raises(ScenarioError) as caught:
         load_paths([tmp_path], registry)
     assert (caught.value.file, caught.value.key) == (str(second), "name")
@@ -436,11 +445,14 @@ def test_the_readme_embeds_the_rendered_key_reference():
     assert render_reference() in README.read_text(encoding="utf-8")
 
 
-def test_the_readme_example_loads(tmp_path, registry):
+def test_the_readme_example_loads_against_the_real_reference(tmp_path):
+    """Against the reference's own names, not the fake registry's (tests/test_docs.py also runs it)."""
+    from sim.registry import registry as reference_registry
+
     example = re.search(r"```toml\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
     assert example is not None
-    scenario = load_scenario(write(tmp_path, example.group(1)), registry)
-    assert scenario.name == "ctrl_c_during_summary_blocks_next_turn"
+    scenario = load_scenario(write(tmp_path, example.group(1)), reference_registry())
+    assert scenario.name == tomllib.loads(example.group(1))["name"]
 
 
 def _documented_specs(table: Table) -> list[tuple[str, Spec]]:

@@ -112,7 +112,10 @@ SESSION = Table(
             "Names the session for parents, agents, drives and faults.",
             namespace="session", noun="a session id", example='"s1"',
         ),
-        "messages": Int("Messages already in the session.", min=0, default=0, example="40"),
+        "messages": Int(
+            "Messages already in the session, alternately user and assistant, 160 characters (41 tokens) each.",
+            min=0, default=0, example="40",
+        ),
         "parent": Reference(
             "The session this one continues (its compression parent); it must come earlier in the list.",
             namespace="session", default=None, example='"s0"',
@@ -164,7 +167,8 @@ WORLD = Table(
             example='[{ id = "s1", messages = 40 }]',
         ),
         "config": ConfigOverrides(
-            "Overrides of the reference's configuration; field names and types come from the reference.",
+            "Overrides of the reference's configuration; field names and types come from the reference "
+            "(`python -m sim list config`).",
             default={}, example="{ threshold_tokens = 2000, ctrl_c_grace_s = 2.0 }",
         ),
         "agents": ListOf(
@@ -193,7 +197,11 @@ DRIVE = Table(
             "With `title`: who sets it; an automatic title replaces only a lower-ranked one (derived < llm < user).",
             values=TITLE_SOURCES, default="user", example='"llm"',
         ),
-        "command": Choice("Send this command instead of a turn.", values=COMMANDS, default=None, example='"ctrl_c"'),
+        "command": Choice(
+            "Send this command instead of a turn: `compress` forces a compaction, `ctrl_c` presses Ctrl+C, "
+            "`end_session` ends the session, `restart` kills the agent's process and starts it again.",
+            values=COMMANDS, default=None, example='"ctrl_c"',
+        ),
         "agent": Reference(
             "The agent that receives it.", namespace="agent", default=Derived("the first agent"), example='"main"'
         ),
@@ -239,14 +247,14 @@ EXPECT = Table(
         ),
         "must_fail_under": ListOf(
             "Mutants (each reverts one fix) under which this scenario must report a violation: the proof that it "
-            "detects its race.",
+            "detects its race (`python -m sim list mutants`).",
             item=Registered(source="mutants", noun="a mutant"), plural="mutant names", default=[],
-            example='["hard-cancel-rollback"]',
+            example='["hard-cancel-through-fence"]',
         ),
         "coverage": ListOf(
-            "Coverage marks that exploration must reach at least once.",
+            "Coverage marks that exploration must reach at least once: event kinds (`python -m sim list marks`).",
             item=Registered(source="coverage_marks", noun="a coverage mark"), plural="coverage marks", default=[],
-            example='["summary_interrupted"]',
+            example='["fence.cancel_won"]',
         ),
     },
     default={},
@@ -314,7 +322,11 @@ def load_scenario(path: str | Path, registry: ScenarioRegistry) -> Scenario:
     root = Location(file)
     checked = SCENARIO.check(document, root, ctx)
     ctx.check_references()
-    return _scenario(checked, Path(path), root)
+    scenario = _scenario(checked, Path(path), root)
+    if not scenario.drives:
+        # An empty file validates key by key; a run where the user does nothing would pass and prove nothing.
+        raise root.key("drive").error("at least one [[drive]] (a turn or a command): a scenario where nothing is driven proves nothing", "none")
+    return scenario
 
 
 def load_paths(paths: Iterable[str | Path], registry: ScenarioRegistry) -> list[Scenario]:

@@ -80,6 +80,7 @@ class AgentSlot:
     spec: AgentSpec
     agent: Agent
     frontend: CliFrontend
+    proc: SimProcess  # the incarnation it runs in: a drive to the agent of a dead incarnation dies with it
 
 
 def split_overrides(overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -197,16 +198,18 @@ class ScenarioSystem:
         proc = self.processes[spec.process]
         agent = Agent(proc.rt, proc.db, ScriptedProvider(proc.rt, self.provider_script), session_id=session or spec.session,
                       process=proc.process, config=self.config, pool=proc.pool, processes=self.process_table)
-        slot = AgentSlot(spec, agent, CliFrontend(proc.rt, agent, grace_s=self.grace_s, name=spec.name))
-        self.agents[spec.name] = slot
         await self._in_process(proc, agent.open())
+        # Published only once open: `open` loads the transcript, so a turn that started earlier would lose
+        # its user message when the load replaced the list it had been appended to.
+        slot = AgentSlot(spec, agent, CliFrontend(proc.rt, agent, grace_s=self.grace_s, name=spec.name), proc)
+        self.agents[spec.name] = slot
         if spec.frontend == "gateway" and self._nursery is not None:
             self._serve(slot)
         return slot
 
     def _serve(self, slot: AgentSlot) -> None:
         """The gateway takes the agent's platform messages one turn at a time, in its process."""
-        proc = self.processes[slot.spec.process]
+        proc = slot.proc
         self._serving.append((proc, slot.spec.name))
         self._nursery.start_soon(self._in_process, proc, proc.gateway.serve(slot.spec.name, slot.agent),
                                  name=f"gateway.{slot.spec.name}")
@@ -235,7 +238,7 @@ class ScenarioSystem:
 
     async def _perform(self, drive: DriveSpec) -> None:
         slot = self.agents[drive.agent]
-        proc = self.processes[slot.spec.process]
+        proc = slot.proc
         if drive.action == "turn":
             await self._in_process(proc, slot.frontend.submit(drive.text or ""))
         elif drive.action == "message":
@@ -289,7 +292,7 @@ class ScenarioSystem:
 
     async def ctrl_c(self, agent: str | None) -> None:
         slot = self.agents[agent or self.scenario.world.agents[0].name]
-        await self._in_process(self.processes[slot.spec.process], slot.frontend.ctrl_c())
+        await self._in_process(slot.proc, slot.frontend.ctrl_c())
 
     def crash(self, process: str) -> None:
         proc = self.processes[process]
@@ -300,11 +303,12 @@ class ScenarioSystem:
         self.rt.emit("process.crashed", process=process, pid=proc.process.pid)
 
     async def restart(self, process: str) -> None:
+        """A new incarnation reopens its agents; only then has it restarted, as far as anyone can tell."""
         proc = self._start_process(process)
-        self.rt.emit("process.restarted", process=process, pid=proc.process.pid)
         for spec in self.scenario.world.agents:
             if spec.process == process:
                 await self._start_agent(spec)
+        proc.rt.emit("process.restarted", process=process, pid=proc.process.pid)
 
     async def second_process(self, session: str | None, command: str, text: str) -> None:
         self._extra_processes += 1
