@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from typing import Any, Awaitable, Callable, ContextManager, TypeVar
 
 import trio
@@ -21,6 +22,23 @@ from contract.history import HistoryEvent
 from contract.streams import derive_seed
 
 T = TypeVar("T")
+
+
+class WallClock(trio.abc.Clock):
+    """trio's clock read from the wall (`time.time()`), so several processes on one store agree on `now`.
+
+    A lease row's expiry is written by one process and judged by another; trio's default clock starts at a
+    random offset per process, which would make those comparisons meaningless.
+    """
+
+    def start_clock(self) -> None:
+        pass
+
+    def current_time(self) -> float:
+        return time.time()
+
+    def deadline_to_sleep_time(self, deadline: float) -> float:
+        return max(0.0, deadline - time.time())
 
 
 class _TrioLock:
@@ -122,14 +140,16 @@ class TrioRuntime:
         seed: int = 0,
         on_event: Callable[[HistoryEvent], None] | None = None,
         wait_for_workers: bool = True,
+        wall_clock: bool = False,
     ) -> tuple[T, "TrioRuntime"]:
         """Run `main(rt, *args)`; return its result and the runtime.
 
         Late workers are waited for, as the simulator does, unless `wait_for_workers` is False: a real
-        process exits without waiting for the abandoned calls it left behind.
+        process exits without waiting for the abandoned calls it left behind. `wall_clock` makes `now()`
+        the wall time, for processes that share a store.
         """
         rt = cls(seed=seed, on_event=on_event)
-        clock = trio.testing.MockClock(autojump_threshold=0) if mock_clock else None
+        clock = trio.testing.MockClock(autojump_threshold=0) if mock_clock else WallClock() if wall_clock else None
         result = trio.run(rt._root, main, args, wait_for_workers, clock=clock, strict_exception_groups=True)
         return result, rt
 

@@ -10,7 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from contract.events import HardCancelRequested, HostReturned, SessionAdopted, SessionReopened, TurnPersisted
+from contract.events import (
+    HardCancelRequested,
+    HostReturned,
+    HostStarted,
+    SessionAdopted,
+    SessionAutoReset,
+    SessionReopened,
+    TurnContextOverflow,
+    TurnOverflowDeferred,
+    TurnPersisted,
+)
 from contract.ids import AttemptId, SessionId
 from contract.points import TURN_FLUSH, TURN_MODEL
 from contract.runtime import Runtime
@@ -21,7 +31,7 @@ from reference.cooldown import Cooldowns
 from reference.db import Database
 from reference.fence import CommitFence, FenceStack
 from reference.host import HostWait
-from reference.lease import Process, ProcessTable
+from reference.lease import Process, ProcessProbe
 from reference.pool import CompressionPool
 from reference.store import SessionClosedByCompression
 from reference.transcript import Message, estimate_tokens, fingerprint, from_row, new_message, persist, unpersisted
@@ -51,6 +61,11 @@ class TurnResult:
     interrupted: bool
 
 
+# Refusals that prove compression cannot shrink this context now: the breaker, or a candidate that changed
+# nothing or would grow. Anything else (a cooldown, a backoff, a busy lease, a timeout) is transient.
+EXHAUSTION_REASONS = frozenset({"ineffective", "no_progress", "would_grow"})
+
+
 def default_reply(text: str) -> str:
     return f"ack: {text}"
 
@@ -68,7 +83,7 @@ class Agent:
         process: Process,
         config: CompactionConfig | None = None,
         pool: CompressionPool | None = None,
-        processes: ProcessTable | None = None,
+        processes: ProcessProbe | None = None,
         reply: Callable[[str], str] = default_reply,
     ) -> None:
         self._rt = rt
@@ -110,6 +125,8 @@ class Agent:
         if estimate_tokens(self.messages) >= self.config.threshold_tokens:
             compaction = await self.compress()
         interrupted = self._hard_event.is_set()
+        if not interrupted and self._overflows():
+            interrupted = not await self._recover_overflow()
         if not interrupted:
             await self._rt.checkpoint(TURN_MODEL)
             self.messages.append(new_message("assistant", self._reply(text), self._rt.now()))
@@ -162,13 +179,49 @@ class Agent:
         self.session_id = self.caller_session_id = tip
         return True
 
+    # ---- context overflow (R23) -------------------------------------------------------------------
+
+    def _overflows(self) -> bool:
+        """The model would refuse this context as too long (context_length_exceeded)."""
+        limit = self.config.context_limit_tokens
+        return limit > 0 and estimate_tokens(self.messages) > limit
+
+    async def _recover_overflow(self) -> bool:
+        """Provider-proven overflow: compress once, past the failure cooldown; reset the session only if
+        compression is exhausted. True if the turn may go on to its reply (False: deferred, no reply)."""
+        self._rt.emit(TurnContextOverflow(session=self.session_id, tokens=estimate_tokens(self.messages)))
+        # FIX overflow-bypasses-cooldown (R23): the provider proved the overflow; a timeout cooldown must not veto the one attempt that can fix it
+        outcome = await self.compress(bypass_cooldown=True)
+        if not self._overflows():
+            return True
+        # FIX transient-block-is-not-exhaustion (R23): a cooldown, backoff or busy lease defers recovery; only a refusal that cannot shrink proves exhaustion
+        if outcome.reason not in EXHAUSTION_REASONS:
+            self._rt.emit(TurnOverflowDeferred(session=self.session_id, reason=outcome.reason))
+            return False
+        await self._auto_reset(outcome.reason)
+        return True
+
+    async def _auto_reset(self, reason: str) -> None:
+        """Compression is exhausted: end the session as a reset and go on in a fresh one (the gateway's
+        "Session auto-reset"); only this turn's unsaved messages move along."""
+        old = self.session_id
+        fresh = old.minted_child(f"{self.process.holder(0)}:{old}:reset:{self._turns}", self._rt.now())
+        await self._db.call("end_session", old, reason="session_reset")
+        await self._db.call("create_session", fresh, parent=old, model_config={"_reset_from": old})
+        self.session_id = self.caller_session_id = fresh
+        self.messages = unpersisted(self.messages)
+        self._rt.emit(SessionAutoReset(from_session=old, to_session=fresh, reason=reason))
+
     # ---- compression -----------------------------------------------------------------------------
 
-    async def compress(self, *, force: bool = False) -> Outcome:
-        """Run one pooled attempt under the host's budget; `force` (manual /compress) skips the gates."""
+    async def compress(self, *, force: bool = False, bypass_cooldown: bool = False) -> Outcome:
+        """Run one pooled attempt under the host's budget; `force` (manual /compress) skips the gates,
+        `bypass_cooldown` (overflow recovery) only the failure cooldown."""
         number = self.process.next_attempt()
         attempt = AttemptId.of(self.process.name, number)
         before = fingerprint(self.messages)
+        mode = "forced" if force else "overflow" if bypass_cooldown else "automatic"
+        self._rt.emit(HostStarted(attempt=attempt, session=self.session_id, mode=mode))
         fence = CommitFence(self._rt, attempt, ceiling_s=self.config.ceiling_timeout_s, hard_event=self._hard_event)
         self.fences.push(fence)
         try:
@@ -176,7 +229,8 @@ class Agent:
                 outcome = Outcome("saturated", "pool_saturated")
             else:
                 job = CompactionJob(
-                    self._deps, fence, number=number, session=self.session_id, source=self.messages, force=force
+                    self._deps, fence, number=number, session=self.session_id, source=self.messages, force=force,
+                    bypass_cooldown=bypass_cooldown,
                 )
                 outcome = await HostWait(self._rt, self.config, self.cooldowns, job, fence, self.session_id).run()
         finally:

@@ -19,6 +19,8 @@ from contract.events import (
     CompactionCommitted,
     CompactionError,
     CompactionFinished,
+    CompactionInput,
+    CompactionInputReread,
     CompactionRefused,
     CompactionStrike,
     CompactionStrikeResetFailed,
@@ -26,6 +28,7 @@ from contract.events import (
     CompactionSummaryProgress,
     CompactionSummaryStarted,
     CompactionWatermark,
+    CompactionWatermarkFailed,
     CooldownRestored,
     LeaseAcquireFailed,
     PoolJobSkipped,
@@ -39,11 +42,12 @@ from reference.config import CompactionConfig
 from reference.cooldown import Cooldowns
 from reference.db import Database
 from reference.fence import CommitFence
-from reference.lease import Lease, Process, ProcessTable
+from reference.lease import Lease, Process, ProcessProbe
 from reference.pool import CompressionPool
 from reference.provider import ProgressCallback, ProviderError
 from reference.store import DELIBERATE_END_REASONS, CooldownRow, ParentEndedError
 from reference.transcript import (
+    ROW_ID,
     Message,
     estimate_tokens,
     from_row,
@@ -86,7 +90,7 @@ class CompactorDeps:
     cooldowns: Cooldowns
     pool: CompressionPool
     process: Process
-    processes: ProcessTable | None
+    processes: ProcessProbe | None
     bind_session: Callable[[SessionId], None]
 
 
@@ -98,7 +102,8 @@ class CompactionJob:
     """A submitted attempt: the worker body, and the outcome the host reads once `done` is set."""
 
     def __init__(
-        self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: SessionId, source: list[Message], force: bool
+        self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: SessionId, source: list[Message], force: bool,
+        bypass_cooldown: bool = False,
     ) -> None:
         self._deps = deps
         self._fence = fence
@@ -106,6 +111,7 @@ class CompactionJob:
         self._session = session
         self._source = source
         self._force = force
+        self._bypass_cooldown = bypass_cooldown
         self.outcome: Outcome | None = None
 
     @property
@@ -124,7 +130,8 @@ class CompactionJob:
                 return
             # FIX snapshot-on-worker (R4): the worker owns a deep copy; the caller's live list is never touched
             messages = copy.deepcopy(self._source)
-            attempt = Attempt(d, self._fence, number=self._number, session=self._session, force=self._force)
+            attempt = Attempt(d, self._fence, number=self._number, session=self._session, force=self._force,
+                              bypass_cooldown=self._bypass_cooldown)
             self.outcome = await attempt.run(messages)
         except Exception as exc:  # the host gets an outcome whatever failed; the error is in the history
             self.outcome = Outcome("error", type(exc).__name__)
@@ -140,13 +147,16 @@ class CompactionJob:
 
 
 class Attempt:
-    def __init__(self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: SessionId, force: bool) -> None:
+    def __init__(
+        self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: SessionId, force: bool, bypass_cooldown: bool = False
+    ) -> None:
         self._d = deps
         self._fence = fence
         self.attempt = fence.attempt
         self.session = session
         self.holder = deps.process.holder(number)
         self._force = force
+        self._bypass_cooldown = bypass_cooldown
         self.generation = 0
         self.watermark: int | None = None
         self._admitted = False
@@ -155,15 +165,15 @@ class Attempt:
         d = self._d
         self.generation = await d.compressor.claim(self.attempt)
         snapshot = d.compressor.snapshot()
-        blocked = None if self._force else await d.cooldowns.blocked_reason(self.session)
+        blocked = None if self._force else await d.cooldowns.blocked_reason(self.session, bypass_cooldown=self._bypass_cooldown)
         if blocked is not None:
             d.rt.emit(CompactionBlocked(session=self.session, attempt=self.attempt, reason=blocked))
-            return Outcome("unchanged", blocked)
+            return await self._sit_out(Outcome("unchanged", blocked))
         lease = Lease(d.rt, d.db, self.session, self.holder, d.config)
         sat_out = await self._acquire(lease)
         if sat_out is not None:
             await lease.release()
-            return self._refused(sat_out)
+            return await self._sit_out(self._refused(sat_out))
         try:
             async with d.rt.open_nursery() as nursery:
                 nursery.start_soon(lease.run_refresher, name=f"refresher:{self.attempt}")
@@ -175,19 +185,30 @@ class Attempt:
             if self._admitted:
                 await self._fence.finish_commit()
 
+    async def _sit_out(self, outcome: Outcome) -> Outcome:
+        """This attempt never worked under the lease: it retires its claim and hands back `outcome`."""
+        # FIX lock-loser-retires-claim (R21): a loser's newer claim would make the lease owner's hard-cancel rollback look stale
+        await self._d.compressor.retire(self.attempt, self.generation)
+        return outcome
+
     async def _acquire(self, lease: Lease) -> str | None:
         """Win the lease with the fence lock held; None on success, else why this attempt sits out."""
         if not await self._fence.begin_lock_setup():
             return "fence_cancelled"
+        captured = False
         try:
             won = await self._try_lease(lease)
             if won:
+                # FIX cancel-frees-lease-by-hook (R3): a host that gives up frees exactly this holder's lease, before the worker returns
                 self._fence.publish_release_hook(lease.release)
-                await self._capture_watermark()
+                captured = await self._capture_watermark()
         finally:
             await self._fence.finish_lock_setup()
         if not won:
             return "lock_contended"
+        # FIX watermark-fail-closed (R14): with no watermark the commit cannot tell concurrent appends from the snapshot; archiving all loses them
+        if not captured:
+            return "watermark_unknown"
         return "fence_cancelled" if self._fence.is_cancelled else None
 
     async def _try_lease(self, lease: Lease) -> bool:
@@ -197,14 +218,19 @@ class Attempt:
             self._d.rt.emit(LeaseAcquireFailed(session=self.session, holder=self.holder, error=repr(exc)))
             return False
 
-    async def _capture_watermark(self) -> None:
-        """Rows above the watermark arrive during the summary; the commit keeps them live, after it."""
+    async def _capture_watermark(self) -> bool:
+        """Rows above the watermark arrive during the summary; the commit keeps them live, after it.
+
+        False if the read failed: the attempt then sits out (its caller fails closed).
+        """
         try:
             # FIX watermark-after-acquire (R14): without it the commit archives every active row, concurrent appends included
             self.watermark = await self._d.db.call("active_watermark", self.session)
-        except Exception:  # unknown watermark: the commit archives everything (the historical behaviour)
-            self.watermark = None
+        except Exception as exc:
+            self._d.rt.emit(CompactionWatermarkFailed(session=self.session, attempt=self.attempt, error=repr(exc)))
+            return False
         self._d.rt.emit(CompactionWatermark(session=self.session, attempt=self.attempt, watermark=self.watermark))
+        return True
 
     async def _under_lease(self, messages: list[Message], snapshot: CompressorState) -> Outcome:
         d = self._d
@@ -213,9 +239,14 @@ class Attempt:
             return adopted
         cooldown_row: CooldownRow = await d.db.call("cooldown_row", self.session)
         if self._force:
-            await d.cooldowns.clear(self.session, self.attempt)
-        elif cooldown_row.ineffective_count >= d.config.breaker_threshold:
-            return self._refused("ineffective")
+            # FIX forced-clear-vetoed-when-cancelled (R2): a /compress stopped before it got here must not lift the cooldown
+            await d.cooldowns.clear(self.session, self.attempt, veto=lambda: self._fence.is_cancelled)
+        else:
+            blocked = self._blocked_under_lease(cooldown_row)
+            if blocked is not None:
+                return self._refused(blocked)
+        messages = await self._with_rows_committed_before_lease(messages)
+        d.rt.emit(CompactionInput(session=self.session, attempt=self.attempt, rows=input_rows(messages)))
         try:
             return await self._summarize_and_commit(messages, cooldown_row)
         finally:
@@ -223,6 +254,29 @@ class Attempt:
                 # FIX hard-cancel-full-rollback (R1): a hard stop leaves the cooldown row and compressor exactly as before the attempt
                 durable = (self._restore_cooldown_row, cooldown_row)
                 await d.compressor.restore(self.attempt, self.generation, snapshot, durable)
+
+    async def _with_rows_committed_before_lease(self, messages: list[Message]) -> list[Message]:
+        """The snapshot, or the durable transcript up to the watermark if another writer added rows meanwhile.
+
+        Rows above the watermark stay out: the commit clones them after the compacted rows.
+        """
+        rows = await self._d.db.call("active_messages", self.session)
+        covered = [row for row in rows if self.watermark is None or row.id <= self.watermark]
+        known = set(input_rows(messages))
+        # FIX reread-transcript-under-lease (R14): a row committed between our snapshot and our lease is under the watermark; unseen, the commit archives it
+        if all(row.id in known for row in covered):
+            return messages
+        self._d.rt.emit(CompactionInputReread(session=self.session, attempt=self.attempt, rows=len(covered)))
+        return [from_row(row) for row in covered] + unpersisted(messages)
+
+    def _blocked_under_lease(self, row: CooldownRow) -> str | None:
+        """The automatic gate again, on the row read under the lease: another agent may have failed meanwhile."""
+        # FIX cooldown-rechecked-under-lease (R2): a cooldown recorded between our gate and our lease still holds us off
+        if row.until is not None and row.until > self._d.rt.now() and not self._bypass_cooldown:
+            return "cooldown"
+        if row.ineffective_count >= self._d.config.breaker_threshold:
+            return "ineffective"
+        return None
 
     async def _restore_cooldown_row(self, row: CooldownRow) -> None:
         await self._d.db.call("restore_cooldown_row", self.session, row)
@@ -360,12 +414,11 @@ class Attempt:
         ceiling = await d.db.call("active_watermark", parent)
         await d.rt.checkpoint(COMPACTOR_BEFORE_PARENT_FLUSH)
         pending = unpersisted(before)
-        if pending:
-            await persist(d.rt, d.db, parent, pending)
-        child = parent.continuation(self.attempt)
+        own_rows = await persist(d.rt, d.db, parent, pending) if pending else []
+        child = parent.minted_child(self.holder, d.rt.now())
         row_ids = await d.db.call(
             "publish_child", parent, child, messages, holder=self.holder, watermark=self.watermark, ceiling=ceiling,
-            ttl_s=d.config.lease_ttl_s, require_refresh=True,
+            ttl_s=d.config.lease_ttl_s, require_refresh=True, own_rows=own_rows,
         )
         d.rt.emit(CommitPublished(parent=parent, child=child, attempt=self.attempt))
         # FIX stamp-handoff-markers (R10): the handoff rows (the user turn's anchor copy included) are durable in the child
@@ -392,6 +445,11 @@ class Attempt:
     def _refused(self, reason: str) -> Outcome:
         self._d.rt.emit(CompactionRefused(session=self.session, attempt=self.attempt, reason=reason))
         return Outcome("unchanged", reason)
+
+
+def input_rows(messages: list[Message]) -> list[int]:
+    """The durable rows an attempt works from (its own unflushed messages have none yet)."""
+    return sorted(m[ROW_ID] for m in messages if m.get(ROW_ID) is not None)
 
 
 def build_candidate(before: list[Message], summary: str, now: float, keep_recent: int) -> list[Message]:

@@ -24,16 +24,17 @@ class Cooldowns:
         self._compressor = compressor
         self._config = config
 
-    async def blocked_reason(self, session: SessionId) -> str | None:
-        """Why an automatic attempt must not run now (None: it may). A forced attempt skips this gate."""
+    async def blocked_reason(self, session: SessionId, *, bypass_cooldown: bool = False) -> str | None:
+        """Why an automatic attempt must not run now (None: it may). A forced attempt skips this gate;
+        `bypass_cooldown` (a provider-proven overflow) skips only the failure cooldown."""
         now = self._rt.now()
         state = self._compressor.state
-        if state.cooldown_until > now:
+        if state.cooldown_until > now and not bypass_cooldown:
             return "cooldown"
         if state.structural_backoff_until > now:
             return "structural_backoff"
         row = await self._db.call("cooldown_row", session)
-        if row.until is not None and row.until > now:
+        if row.until is not None and row.until > now and not bypass_cooldown:
             state.cooldown_until = row.until
             return "cooldown"
         if row.ineffective_count >= self._config.breaker_threshold:

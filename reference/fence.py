@@ -130,6 +130,7 @@ class CommitFence:
         return await self._cancel_holding_lock(hard=False, release=release)
 
     async def _cancel_holding_lock(self, *, hard: bool, release: bool) -> bool:
+        # FIX cancel-loses-to-finished-commit (R1): a cancel that waited out an admitted commit must not "win" it afterwards
         if self._committed:
             self._lock.release()
             return False

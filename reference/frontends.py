@@ -78,24 +78,36 @@ class GatewayFrontend:
     def __init__(self, rt: Runtime, capacity: int = 64) -> None:
         self._rt = rt
         self._capacity = capacity
-        self._queues: dict[str, Any] = {}
+        self._queues: dict[str, tuple[Any, Any]] = {}
         self.results: list[TurnResult] = []
 
+    def _queue(self, name: str) -> tuple[Any, Any]:
+        """`name`'s queue, opened by whichever comes first: a delivery or the agent starting to serve."""
+        if name not in self._queues:
+            self._queues[name] = self._rt.open_channel(self._capacity)
+        return self._queues[name]
+
     async def serve(self, name: str, agent: Agent) -> None:
-        """Run `agent`'s turns for messages delivered under `name` until its queue is closed."""
-        send, receive = self._rt.open_channel(self._capacity)
-        self._queues[name] = send
+        """Run `agent`'s turns for messages delivered under `name` until its queue is closed.
+
+        A turn that fails is reported on its platform and the next message is taken, as the terminal does.
+        """
+        _, receive = self._queue(name)
         while True:
             try:
                 text, platform_message_id = await receive.receive()
             except self._rt.EndOfChannel:
                 return
             self._rt.emit(GatewayTurnStarted(agent=name, platform_message_id=platform_message_id))
-            self.results.append(await agent.run_turn(text, platform_message_id=platform_message_id))
+            try:
+                self.results.append(await agent.run_turn(text, platform_message_id=platform_message_id))
+            except Exception as error:
+                self._rt.emit(FrontendTurnFailed(agent=name, error=f"{type(error).__name__}: {error}"))
 
     async def deliver(self, name: str, text: str, *, platform_message_id: str | None = None) -> None:
         self._rt.emit(GatewayDelivered(agent=name, platform_message_id=platform_message_id))
-        await self._queues[name].send((text, platform_message_id))
+        await self._queue(name)[0].send((text, platform_message_id))
 
     def close(self, name: str) -> None:
-        self._queues[name].close()
+        """No more messages for `name`: its agent finishes the queued ones, then stops serving."""
+        self._queue(name)[0].close()

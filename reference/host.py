@@ -88,8 +88,12 @@ class HostWait:
         won = await self._cancel_or_join(release_now)
         if not won:
             return None
+        # FIX user-stop-is-not-a-timeout (R1): the user stopped this attempt first; a timeout record would block the next turns
+        if fence.hard_requested:
+            return Outcome("unchanged", "hard_cancelled")
         if not release_now:
             await self._release_after_grace()
+        # FIX timeout-arms-backoff (R2): without a recorded cooldown the next turn re-enters the route that just stalled
         await self._cooldowns.record_timeout(self._session, fence.attempt, kind)
         return Outcome("timeout", kind)
 

@@ -7,6 +7,7 @@ holder-qualified and idempotent, so a late or repeated release can never free so
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from reference.config import CompactionConfig
 from reference.db import Database
@@ -26,10 +27,17 @@ from contract.runtime import CancelScopeLike, Runtime
 
 @dataclass(eq=False)
 class Process:
-    """A simulated OS process: agents in one process share a compression pool and an attempt counter."""
+    """An OS process: agents in one process share a compression pool and an attempt counter.
+
+    A simulated process has a name and a pid only; a real one (`reference.identity.HostProcesses`) also
+    names its host, the kernel's start time of its pid, and a random nonce.
+    """
 
     name: str
     pid: int
+    host: str | None = None
+    nonce: str | None = None
+    start_ticks: int | None = None
     attempts: int = 0
 
     def next_attempt(self) -> int:
@@ -38,13 +46,24 @@ class Process:
         return self.attempts
 
     def holder(self, attempt: int) -> HolderId:
-        """The lease holder id of one attempt: names the process and the attempt."""
-        return HolderId.of(self.name, self.pid, attempt)
+        """The lease holder id of one attempt: names the process (host, pid, start, nonce when real) and the attempt."""
+        return HolderId.of(self.name, self.pid, attempt, host=self.host, start_ticks=self.start_ticks, nonce=self.nonce)
+
+
+class ProcessProbe(Protocol):
+    """The store's dead-holder probe (R24): simulated by `ProcessTable`, real in `reference.identity`."""
+
+    def spawn(self, name: str) -> Process: ...
+
+    def holder_is_dead(self, holder: str) -> bool: ...
 
 
 @dataclass
 class ProcessTable:
-    """Which simulated processes are alive on this host; answers the store's dead-holder probe (R24)."""
+    """Which simulated processes are alive on this host; answers the store's dead-holder probe (R24).
+
+    Every spawn gets a new pid, so a simulated holder id is unique per process life.
+    """
 
     _alive: dict[int, bool] = field(default_factory=dict)
 
@@ -77,9 +96,10 @@ class Lease:
         self._maybe_held = False
         self._refresher: CancelScopeLike | None = None
 
-    async def acquire(self, processes: ProcessTable | None = None) -> bool:
+    async def acquire(self, processes: ProcessProbe | None = None) -> bool:
         probe = None if processes is None else processes.holder_is_dead
-        self._maybe_held = True  # a transaction that fails after its commit may still have taken the row
+        # FIX failed-acquire-releases-own-row (R3): an acquire that fails after its COMMIT may still have taken the row; the sit-out releases it
+        self._maybe_held = True
         won = await self._db.call(
             "try_acquire_lease", self.session, self.holder, ttl_s=self._ttl_s, holder_is_dead=probe
         )

@@ -72,6 +72,7 @@ def from_row(row: MessageRow) -> Message:
         message["platform_message_id"] = row.platform_message_id
     if row.is_summary:
         message["is_summary"] = True
+    # FIX loaded-rows-stamped (R10): an unstamped loaded row looks new, so the next flush writes the durable prefix again
     stamp([message], [row.id])
     return message
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from sim.scenario.model import Scenario
-from sim.scenario.runner import Verdict, explore_seeds, strategy_for
+from sim.scenario.runner import RunReport, Verdict, explore_seeds, strategy_for
 from sim.strategies.base import Strategy
 
 
@@ -62,11 +62,15 @@ def explore(
     shard: Shard = Shard(),
     runs: int | None = None,
     time_budget: float | None = None,
+    on_run: Callable[[RunReport], None] | None = None,
 ) -> Exploration:
-    """Run this shard's seeds until the first violation, `runs` runs or `time_budget` CPU seconds."""
+    """Run this shard's seeds until the first violation, `runs` runs or `time_budget` CPU seconds.
+
+    `on_run` hears of each finished run (progress lines).
+    """
     searcher = strategy_for(strategy)
     seeds = _within_budget(shard.seeds(first_seed), runs, time_budget)
-    return Exploration(explore_seeds(scenario, seeds, searcher), searcher, shard, first_seed)
+    return Exploration(explore_seeds(scenario, seeds, searcher, on_run=on_run), searcher, shard, first_seed)
 
 
 def _within_budget(seeds: Iterator[int], runs: int | None, time_budget: float | None) -> Iterable[int]:

@@ -30,6 +30,8 @@ from sim.trace import render_text
 
 COMMIT_KINDS = ("commit.archived", "commit.published")
 LIFETIME_KINDS = ("task.spawn", "task.exit")
+# How the run itself ended, said so that nobody reads "ok" as the verdict beside a FAIL.
+RUN_ENDINGS = {"ok": "normally", "error": "with an error", "deadlock": "in a deadlock", "budget": "out of budget"}
 LANE_HEIGHT = 26
 AXIS_HEIGHT = 64
 LABEL_CHAR_WIDTH = 7.4
@@ -303,7 +305,7 @@ def _heading(report: RunReport, violation: Violation | None) -> str:
     else:
         verdict = f'<span class="verdict fail">FAIL</span> {_e(violation.invariant)}'
         explanation = f'<p class="explanation">{_e(violation.explanation)}</p>'
-    facts = [("seed", report.seed), ("outcome", result.outcome), ("steps", result.steps),
+    facts = [("seed", report.seed), ("run ended", RUN_ENDINGS.get(result.outcome, result.outcome)), ("steps", result.steps),
              ("decisions", f"{non_default(result.decisions)} (of {len(result.decisions)} choice points)"),
              ("virtual time", _time_label(result.virtual_time)), ("events", len(result.history)),
              ("faults fired", ", ".join(f"{spec.kind} ×{count}" for spec, count in zip(report.scenario.faults, report.fired)) or "none")]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from contract import docs, events, points
-from contract.events import BY_KIND, SessionAdopted
+from contract.events import BY_KIND, LeaseAcquired, RealStoreBusyFired, SessionAdopted, StallFired, from_trace
 from contract.events.base import layout
 from contract.ids import AttemptId, HolderId, SessionId
 from reference.store import SessionStore
@@ -72,6 +72,28 @@ def test_ids_are_built_and_read_back_in_one_place():
     assert holder.pid == 101
     assert HolderId("someone else").attempt is None and HolderId("someone else").pid is None
     assert SessionId("s1/p1.2").continuation("p2.1") == "s1/p2.1" and SessionId("s1").family == "s1"
+
+
+def test_a_real_holder_id_names_its_host_start_and_nonce_and_reads_back_the_same():
+    real = HolderId.of("w1-ab12", 4242, 7, host="box", start_ticks=99, nonce="ab12")
+    assert real == "proc=w1-ab12:host=box:pid=4242:start=99:nonce=ab12:attempt=7"
+    assert real.attempt == "w1-ab12.7" and real.pid == 4242 and real.fields["host"] == "box"
+
+
+def test_a_minted_child_id_is_the_productions_format_and_names_its_family():
+    child = SessionId("s1/20260101_000000_abcdef").minted_child("proc=p1:pid=100:attempt=1", 1000.0)
+    assert child.startswith("s1/19700101_001640_") and len(child.rsplit("_", 1)[1]) == 6
+
+
+def test_a_logged_event_reads_back_as_its_class_with_ids_typed():
+    acquired = from_trace("lease.acquired", {"session": "s", "holder": "proc=p1:pid=100:attempt=2"})
+    assert isinstance(acquired, LeaseAcquired) and acquired.holder.attempt == "p1.2"
+    assert isinstance(from_trace("fault.fired", {"fault_kind": "db_busy", "op": "append_messages", "phase": "real"}),
+                      RealStoreBusyFired)
+    assert isinstance(from_trace("fault.fired", {"fault": 0, "fault_kind": "stall", "firing": 1, "point": "p",
+                                                 "duration": 1.0}), StallFired)
+    with pytest.raises(ValueError):
+        from_trace("lease.acquired", {"session": "s"})
 
 
 def test_the_documented_store_points_are_store_operations():
@@ -145,8 +167,9 @@ def test_packages_import_only_what_lies_beneath_them(package):
 
 
 # In sim, the harness that builds the system and the registry of names reach into the reference and the faults;
-# so does the command line, which checks which `reference` an overlay imported and lists the fault kinds.
-HARNESS = ("sim/scenario/", "sim/registry.py", "sim/cli/")
+# so does the command line, which checks which `reference` an overlay imported and lists the fault kinds, and
+# the harness of the real run, which starts the reference's workers and reads the store they leave.
+HARNESS = ("sim/scenario/", "sim/registry.py", "sim/cli/", "sim/stress/")
 
 
 def test_in_sim_only_the_harness_imports_the_reference_and_the_faults():

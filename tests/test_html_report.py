@@ -71,6 +71,11 @@ def page(failing) -> str:
     return render(failing, REPLAY)
 
 
+def test_the_facts_say_how_the_run_ended_not_an_outcome_beside_fail(page):
+    assert "run ended <b>normally</b>" in page
+    assert "outcome" not in "".join(Page(page).by_class["facts"])
+
+
 def test_every_task_has_a_lane(failing, page):
     lanes = Page(page).by_class["lane"]
     tasks = task_lanes(failing.result.history)

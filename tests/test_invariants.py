@@ -16,19 +16,23 @@ from contract.events import (
     AppendFailed,
     AppendOk,
     AttemptClaimed,
+    AttemptRestored,
+    AttemptRestoreSkippedStale,
     CommitArchived,
     CommitPublished,
+    CompactionBlocked,
     CompactionCommitFailed,
     CompactionCommitted,
     CompactionError,
     CompactionFinished,
+    CompactionInput,
     CompactionRefused,
     CompactionStrike,
     CompactionSummaryProgress,
     CompactionSummaryStarted,
     CompactionWatermark,
-    CooldownClearSkipped,
     CooldownCleared,
+    CooldownClearSkipped,
     CooldownRestored,
     CooldownSet,
     Event,
@@ -43,6 +47,7 @@ from contract.events import (
     HardCancelRequested,
     HostCommitOverrun,
     HostReturned,
+    HostStarted,
     HostTimeout,
     LeaseAcquired,
     LeaseContended,
@@ -50,12 +55,16 @@ from contract.events import (
     LeaseRefreshed,
     LeaseRefreshFailed,
     LeaseReleased,
+    LeaseReleaseFailed,
     PointFaultFired,
     ProcessCrashed,
     SessionAdopted,
+    SessionAutoReset,
+    SessionTitled,
     StallFired,
     StoreFaultFired,
     TaskSpawn,
+    TurnContextOverflow,
     TurnPersisted,
 )
 from contract.history import HistoryEvent
@@ -68,7 +77,11 @@ H1 = HolderId.of("p1", 100, 1)
 H2 = HolderId.of("p1", 100, 2)
 DEAD = HolderId.of("p9", 999, 1)
 A1, A2, A3, A4 = (AttemptId.of("p1", n) for n in range(1, 5))
-S, CHILD = SessionId("s"), SessionId("s/c")
+S, CHILD, T = SessionId("s"), SessionId("s/c"), SessionId("t")
+P2_H1, P2_H2 = HolderId.of("p2", 101, 1), HolderId.of("p2", 101, 2)
+P2_A1 = AttemptId.of("p2", 1)
+# Another agent's summary failed and recorded a cooldown on `s`.
+OTHER_FAILED = CooldownSet(session=S, until_s=60.0, attempt=AttemptId.of("p2", 1), error="summary_failed")
 
 
 @dataclass
@@ -391,9 +404,42 @@ CASES.update({
         [E(CommitArchived(session=S, attempt=A1, rows=2), 1)],
         lease_held_by(H1), lease_held_by(H1)),
     "retry_never_overlaps_live_worker": (
-        [E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "ceiling", 100.0), 100), E(LeaseAcquired(session=S, holder=H2), 110)],
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(LeaseRefreshed(session=S, holder=H1), 90),
+         E(timed_out(A1, "ceiling", 100.0), 100), E(LeaseAcquired(session=S, holder=H2), 110)],
+        # lawful: the worker finished first; or its lease lapsed a TTL after its last renewal (a suspended process)
         [E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "ceiling", 100.0), 100),
-         E(finished(A1, "unchanged", "fence_cancelled"), 120), E(LeaseAcquired(session=S, holder=H2), 121)],
+         E(finished(A1, "unchanged", "fence_cancelled"), 120), E(LeaseAcquired(session=S, holder=H2), 121),
+         E(LeaseAcquired(session=T, holder=P2_H1), 200), E(timed_out(P2_A1, "ceiling", 100.0), 300),
+         E(LeaseAcquired(session=T, holder=P2_H2), 310)],
+        None, None),
+})
+
+
+def titled(source: str) -> Callable[[SessionStore], None]:
+    """`s` rotated into `s/c`, which shows the title "T" set by `source`."""
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.create_session("s/c", now=1, parent="s", title="T", title_source=source)
+        store.end_session("s", now=1, reason="compression")
+    return arrange
+
+
+RESET = SessionAutoReset(from_session=S, to_session=SessionId("s/r"), reason="x")
+OVERFLOWED = TurnContextOverflow(session=S, tokens=900)
+RECOVERY_RETURNED = HostReturned(attempt=A1, status="unchanged", session=S, caller_session=S, transcript_before="",
+                                 transcript_after="")
+CASES.update({
+    "title_follows_conversation": (
+        [E(SessionTitled(session=S, title="T", source="derived", stored="T"), 0), E(CommitPublished(parent=S, child=CHILD, attempt=A1), 1)],
+        [E(SessionTitled(session=S, title="T", source="derived", stored="T"), 0), E(CommitPublished(parent=S, child=CHILD, attempt=A1), 1)],
+        titled("user"), titled("derived")),
+    "no_false_auto_reset": (
+        [E(finished(A1, "unchanged", "cooldown"), 0), E(RESET, 1)],
+        [E(finished(A1, "unchanged", "ineffective"), 0), E(RESET, 1)],
+        None, None),
+    "overflow_recovery_ignores_cooldown": (
+        [E(OVERFLOWED, 0), E(CompactionBlocked(session=S, attempt=A1, reason="cooldown"), 0, "w"), E(RECOVERY_RETURNED, 1)],
+        [E(OVERFLOWED, 0), E(CompactionBlocked(session=S, attempt=A1, reason="structural_backoff"), 0, "w"), E(RECOVERY_RETURNED, 1)],
         None, None),
 })
 
@@ -434,12 +480,99 @@ CASES.update({
         [E(FrontendTurnSubmitted(agent="main", text="hi"), 0, "cli"), E(persisted(1, "assistant"), 1, "cli")],
         [E(FrontendTurnSubmitted(agent="main", text="hi"), 0, "cli"), E(persisted(1, "user"), 1, "cli"), E(persisted(2, "assistant"), 1, "cli")],
         answered_only, with_rows(False)),
+    "no_summary_inside_cooldown": (
+        [E(OTHER_FAILED, 1), E(LeaseAcquired(session=S, holder=H1), 5), E(CompactionSummaryStarted(attempt=A1, generation=1), 5)],
+        [E(OTHER_FAILED, 1), E(LeaseAcquired(session=S, holder=H1), 5), lambda store: store.clear_cooldown("s"),
+         E(CooldownCleared(session=S, attempt=A1), 5), E(CompactionSummaryStarted(attempt=A1, generation=1), 5)],
+        cooling_until(60.0), cooling_until(60.0)),
+    "abandoned_attempt_frees_lease": (
+        [E(finished(A1, "unchanged", "lock_contended"), 1), E(LeaseContended(session=S, holder=H2), 2)],
+        [E(LeaseReleaseFailed(session=S, holder=H1, error="OperationalError"), 1),
+         E(finished(A1, "unchanged", "fence_cancelled"), 1), E(LeaseContended(session=S, holder=H2), 2)],
+        lease_held_by(H1), lease_held_by(H1)),
+    "timeout_backs_off": (
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "idle"), 10),
+         E(LeaseAcquired(session=S, holder=H2), 20), E(CompactionSummaryStarted(attempt=A2, generation=2), 20)],
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "idle"), 10),
+         E(LeaseAcquired(session=S, holder=H2), 20), E(CooldownCleared(session=S, attempt=A2), 20),
+         E(CompactionSummaryStarted(attempt=A2, generation=2), 20)],
+        None, None),
     "commit_below_threshold_clears_strikes": (
         [E(CompactionStrike(session=S, attempt=A1, strikes=1), 0), E(LeaseAcquired(session=S, holder=H2), 5),
          E(CompactionCommitted(session=S, attempt=A2, tokens=5, tokens_before=9), 6)],
         [E(CompactionStrike(session=S, attempt=A1, strikes=1), 0), E(LeaseAcquired(session=S, holder=H2), 5),
          lambda store: store.reset_ineffective("s"), E(CompactionCommitted(session=S, attempt=A2, tokens=5, tokens_before=9), 6)],
         struck, struck),
+})
+
+
+def test_a_newer_claim_alone_does_not_excuse_a_skipped_rollback():
+    """#198 F1: the owner's rollback was skipped because a lock loser claimed later; only a newer writer excuses it."""
+    owner_cleared = [E(LeaseAcquired(session=S, holder=H1), 0), lambda store: store.clear_cooldown("s"),
+                     E(CooldownCleared(session=S, attempt=A1), 0),
+                     E(AttemptClaimed(attempt=A2, generation=2), 1), E(LeaseContended(session=S, holder=H2), 1),
+                     E(FenceCancelWon(attempt=A1, hard=True), 2),
+                     E(AttemptRestoreSkippedStale(attempt=A1, generation=1, current=2), 2)]
+    rolled_back = E(finished(A1, "unchanged", "hard_cancelled"), 2)
+    newer_wrote = [lambda store: store.record_cooldown("s", 90.0, "summary_failed"),
+                   E(CooldownSet(session=S, until_s=90.0, attempt=A2, error="summary_failed"), 2)]
+    assert check("hard_cancel_restores_cooldown", owner_cleared + [rolled_back], cooling_until(60.0))
+    assert check("hard_cancel_restores_cooldown", owner_cleared + newer_wrote + [rolled_back], cooling_until(60.0)) == []
+
+
+def test_only_a_host_timeout_before_the_users_stop_excuses_the_rollback():
+    acquired = [E(LeaseAcquired(session=S, holder=H1), 0)]
+    stop = [E(FenceCancelWon(attempt=A1, hard=True), 1)]
+    timeout = [E(timed_out(A1, "idle"), 20), lambda store: store.record_cooldown("s", 80.0, "timeout:idle"),
+               E(CooldownSet(session=S, until_s=80.0, attempt=A1, error="timeout:idle"), 20)]
+    rolled_back = [E(finished(A1, "unchanged", "hard_cancelled"), 60)]
+    assert check("hard_cancel_restores_cooldown", acquired + stop + timeout + rolled_back, one_head)
+    assert check("hard_cancel_restores_cooldown", acquired + timeout + stop + rolled_back, one_head) == []
+
+
+def test_only_a_newer_attempt_that_took_the_lease_supersedes_a_rollback():
+    claims = [E(AttemptClaimed(attempt=A1, generation=1), 0), E(LeaseAcquired(session=S, holder=H1), 0),
+              E(AttemptClaimed(attempt=A2, generation=2), 1)]
+    restored = E(AttemptRestored(attempt=A1, generation=1), 2)
+    newer_took_lease = [E(LeaseReleased(session=S, holder=H1, held=True), 1), E(LeaseAcquired(session=S, holder=H2), 1)]
+    newer_sat_out = [E(LeaseContended(session=S, holder=H2), 1)]
+    assert check("stale_attempt_writes_no_state", claims + newer_took_lease + [restored])
+    assert check("stale_attempt_writes_no_state", claims + newer_sat_out + [restored]) == []
+
+
+def test_only_the_overflow_recovery_may_summarize_inside_a_cooldown():
+    """R23: the recovery of a provider-proven overflow bypasses the failure cooldown; no other automatic attempt does."""
+    cooling = [E(OTHER_FAILED, 1)]
+    summary = [E(LeaseAcquired(session=S, holder=H1), 5), E(CompactionSummaryStarted(attempt=A1, generation=1), 5)]
+    automatic = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 5)]
+    overflow = [E(HostStarted(attempt=A1, session=S, mode="overflow"), 5)]
+    assert check("no_summary_inside_cooldown", cooling + automatic + summary, cooling_until(60.0))
+    assert check("no_summary_inside_cooldown", cooling + overflow + summary, cooling_until(60.0)) == []
+
+
+def test_an_overflow_recovery_refused_under_the_lease_for_a_cooldown_is_caught():
+    """The recheck under the lease is a second place a cooldown can block the recovery; it counts like the gate."""
+    events = [E(OVERFLOWED, 0), E(CompactionRefused(session=S, attempt=A1, reason="cooldown"), 0, "w"), E(RECOVERY_RETURNED, 1)]
+    assert check("overflow_recovery_ignores_cooldown", events)
+
+
+def three_rows_leased(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+    store.append_messages("s", [{"role": "user", "content": f"m{i}", "timestamp": float(i)} for i in range(3)], now=1)
+    store.try_acquire_lease("s", H1, now=1, ttl_s=60)
+
+
+def archive_all(store: SessionStore) -> None:
+    store.archive_and_compact("s", [{"role": "user", "content": "summary", "timestamp": 5.0}], holder=H1, watermark=3, now=5)
+
+
+CASES.update({
+    "archived_rows_were_in_input": (
+        [E(CompactionWatermark(session=S, attempt=A1, watermark=3), 1), E(CompactionInput(session=S, attempt=A1, rows=[1, 2]), 1),
+         archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5)],
+        [E(CompactionWatermark(session=S, attempt=A1, watermark=3), 1), E(CompactionInput(session=S, attempt=A1, rows=[1, 2, 3]), 1),
+         archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5)],
+        three_rows_leased, three_rows_leased),
 })
 
 
@@ -475,3 +608,26 @@ def test_a_job_started_after_its_host_gave_up_does_no_work():
                      E(AttemptClaimed(attempt=A1, generation=1), 0)]
     assert check("stale_job_never_runs", started_stale)
     assert check("stale_job_never_runs", started_first) == []
+
+
+def test_a_later_commit_does_not_cover_an_append_an_earlier_one_archived():
+    """The row appended after commit A's capture was archived by A (lost); B's higher watermark never saw it live."""
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": c, "timestamp": t} for t, c in ((0.0, "a"), (0.1, "b"))], now=0)
+
+    def late(store: SessionStore) -> None:
+        store.append_messages("s", [{"role": "user", "content": "late", "timestamp": 1.0}], now=1)
+
+    def archive_everything(store: SessionStore) -> None:
+        store._db.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = 's'")
+        store.append_messages("s", [{"role": "user", "content": "summary", "timestamp": 2.0}], now=2)
+
+    events = [
+        E(CompactionWatermark(session=S, attempt=A1, watermark=2), 0),
+        late, E(AppendOk(session=S, ids=[3]), 1), E(persisted(3), 1),
+        archive_everything, E(CommitArchived(session=S, attempt=A1, rows=1), 2),
+        E(CompactionWatermark(session=S, attempt=A2, watermark=4), 3),
+        E(CommitArchived(session=S, attempt=A2, rows=1), 4),
+    ]
+    assert check("acknowledged_appends_survive", events, arrange), "a later commit's watermark hid the loss"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -220,7 +221,7 @@ def test_mutate_operators_end_to_end_on_a_tiny_catalogue(tmp_path: Path):
         [sys.executable, "-m", "sim", "mutate", "--operators", "--max", "2", "--seed", "1", "--scenarios", str(catalogue),
          "--min-score", "0", "--json"],
         capture_output=True, text=True, cwd=tmp_path, timeout=120, env=checkout_env(),
-    )
+    )  # this checkout's sim and reference, not an installed copy's (the candidates are computed from this one)
     assert done.returncode == 0, done.stdout + done.stderr
     document = json.loads(done.stdout)
     assert document["run"] == document["sampled"] == 2 and document["passed"]

@@ -38,7 +38,7 @@ def test_scenario_files_are_items_and_pass_under_xdist(tmp_path):
 def test_a_failing_scenario_shows_the_violation_and_the_replay_command(tmp_path):
     folder = scenario_copy(tmp_path)
     with overlay(load_mutants()["hard-cancel-through-fence"]) as mutated:
-        env = {OVERLAY_ENV: str(mutated), "PYTHONPATH": str(mutated)}
+        env = {OVERLAY_ENV: str(mutated), "PYTHONPATH": str(mutated)}  # this checkout comes right after the overlay
         done = pytest_run(str(folder), "--sim-runs", "3", "--sim-seed", "5", cwd=tmp_path, env=env, safe_path=True)
     assert done.returncode == 1
     assert "hard_cancel_frees_lease" in done.stdout

@@ -426,18 +426,19 @@ def test_publish_creates_child_and_closes_parent_r20(rotating: SessionStore) -> 
     assert flags(rotating, "s") == {"a": (False, True), "b": (False, True)}
 
 
-def test_publish_clones_only_watermark_to_ceiling_r14(rotating: SessionStore) -> None:
+def test_publish_clones_the_foreign_tail_but_not_the_own_flush_r14(rotating: SessionStore) -> None:
     wm = lease_and_mark(rotating)
     foreign = seed(rotating, "s", "f1", "f2")
     ceiling = rotating.active_watermark("s")
-    seed(rotating, "s", "own")
+    own = seed(rotating, "s", "own")
+    foreign += seed(rotating, "s", "late")  # another writer, after the ceiling was read
     before = {r.id: r.payload for r in rotating.active_messages("s")}
-    publish(rotating, handoff=[summary(), msg("own")], watermark=wm, ceiling=ceiling)
+    publish(rotating, handoff=[summary(), msg("own")], watermark=wm, ceiling=ceiling, own_rows=own)
     rows = rotating.active_messages("c")
-    assert [r.content for r in rows] == ["S", "own", "f1", "f2"]
+    assert [r.content for r in rows] == ["S", "own", "f1", "f2", "late"]
     assert [r.payload for r in rows[2:]] == [before[i] for i in foreign]
     f = flags(rotating, "s")
-    assert (f["f1"], f["f2"], f["own"], f["a"]) == ((False, False), (False, False), (False, True), (False, True))
+    assert (f["f1"], f["late"], f["own"], f["a"]) == ((False, False), (False, False), (False, True), (False, True))
 
 
 def test_publish_without_ceiling_clones_everything_above_watermark(rotating: SessionStore) -> None:

@@ -305,8 +305,9 @@ def test_explore_exits_0_when_the_budget_runs_out_clean_and_reports_dfs_exhausti
 
 
 def test_explore_exits_2_on_bad_input(capsys):
-    assert cli_main(["explore", str(SCENARIO), "--shard", "4/4"]) == 2
-    assert cli_main(["explore", str(SCENARIO), "--strategy", "dfs", "--shard", "0/2"]) == 2
+    assert cli_main(["explore", str(SCENARIO), "--shard", "5/4"]) == 2
+    assert cli_main(["explore", str(SCENARIO), "--shard", "0/4"]) == 2  # shards count from 1, as run_tests.sh --slice does
+    assert cli_main(["explore", str(SCENARIO), "--strategy", "dfs", "--shard", "1/2"]) == 2
     assert "--shard" in capsys.readouterr().err
 
 

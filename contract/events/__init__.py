@@ -1,20 +1,22 @@
 """Every event the reference, the faults and the harness record: one frozen dataclass per kind.
 
 The modules follow the mechanisms (turns, host, fence, lease, compaction, cooldown, frontends, harness,
-faults, runtime); `reference/EVENTS.md` is rendered from them (`python -m contract.docs`). `BY_KIND` maps each
+faults, real runs, runtime); `reference/EVENTS.md` is rendered from them (`python -m contract.docs`). `BY_KIND` maps each
 kind string to its class; `fault.fired` has one class per shape of firing, all subclasses of `FaultFired`.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any, Mapping
 
-from contract.events import compaction, cooldown, faults, fence, frontends, harness, host, lease, runtime, turns
+from contract.events import compaction, cooldown, faults, fence, frontends, harness, host, lease, real, runtime, turns
 from contract.events.base import Event
 from contract.events.compaction import (
     AttemptClaimed,
     AttemptRestored,
     AttemptRestoreSkippedStale,
+    AttemptRetired,
     CommitArchived,
     CommitPublished,
     CompactionBlocked,
@@ -22,6 +24,8 @@ from contract.events.compaction import (
     CompactionCommitted,
     CompactionError,
     CompactionFinished,
+    CompactionInput,
+    CompactionInputReread,
     CompactionRefused,
     CompactionStrike,
     CompactionStrikeResetFailed,
@@ -29,6 +33,7 @@ from contract.events.compaction import (
     CompactionSummaryProgress,
     CompactionSummaryStarted,
     CompactionWatermark,
+    CompactionWatermarkFailed,
 )
 from contract.events.cooldown import (
     CooldownClearSkipped,
@@ -59,11 +64,13 @@ from contract.events.fence import (
 from contract.events.frontends import (
     FrontendCtrlC,
     FrontendCtrlCGraceExpired,
+    FrontendTitleFailed,
     FrontendTurnAbandoned,
     FrontendTurnFailed,
     FrontendTurnSubmitted,
     GatewayDelivered,
     GatewayTurnStarted,
+    SessionTitled,
 )
 from contract.events.harness import (
     ExternalRotated,
@@ -91,6 +98,7 @@ from contract.events.lease import (
     LeaseReleased,
     LeaseReleaseFailed,
 )
+from contract.events.real import ProcessExited, ProcessStopping, RealStoreBusyFired, StressSignal
 from contract.events.runtime import IsolatedAbandoned, IsolatedDiscarded, RunStopped, TaskExit, TaskSpawn
 from contract.events.turns import (
     EXTERNAL,
@@ -98,13 +106,19 @@ from contract.events.turns import (
     AppendOk,
     HardCancelRequested,
     HostReturned,
+    HostStarted,
     SessionAdopted,
+    SessionAutoReset,
     SessionReopened,
+    TurnContextOverflow,
+    TurnOverflowDeferred,
     TurnPersisted,
 )
 
 # The event modules in the order the docs present them.
-MODULES: tuple[ModuleType, ...] = (turns, host, fence, lease, compaction, cooldown, frontends, harness, faults, runtime)
+MODULES: tuple[ModuleType, ...] = (
+    turns, host, fence, lease, compaction, cooldown, frontends, harness, faults, real, runtime,
+)
 
 
 def classes_of(module: ModuleType) -> list[type[Event]]:
@@ -117,3 +131,16 @@ ALL: tuple[type[Event], ...] = tuple(cls for module in MODULES for cls in classe
 BY_KIND: dict[str, type[Event]] = {}
 for _cls in ALL:
     BY_KIND.setdefault(_cls.kind, _cls)  # a shape of `fault.fired` comes after the class that declares the kind
+
+
+def from_trace(kind: str, fields: Mapping[str, Any]) -> Event:
+    """An event read back from its trace form (a real run's JSONL log): the class of `kind` whose trace keys fit
+    `fields` (for `fault.fired`, the shape of the firing). KeyError for an unknown kind, ValueError for fields
+    that fit none of its classes."""
+    if kind not in BY_KIND:
+        raise KeyError(kind)
+    keys = set(fields)
+    for cls in ALL:
+        if cls.kind == kind and cls.fits(keys):
+            return cls.from_trace_fields(fields)
+    raise ValueError(f"{kind} with fields {sorted(keys)} fits no event class")

@@ -9,7 +9,9 @@ optional field that is absent rather than empty is left out of the trace while i
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
+
+from contract.ids import AttemptId, HolderId, SessionId
 
 KEY = "trace_key"
 OMIT_IF_NONE = "omit_if_none"
@@ -58,6 +60,22 @@ class Event:
         return shown
 
     @classmethod
+    def from_trace_fields(cls, fields: Mapping[str, Any]) -> Event:
+        """The event whose trace shows `fields` (a real run's log line read back), its ids as their value types."""
+        values = {}
+        for spec in layout(cls):
+            if spec.key in fields:
+                value = fields[spec.key]
+                id_type = _ID_TYPES.get(spec.type_text.split(" | ")[0])
+                values[spec.attribute] = id_type(value) if id_type is not None and value is not None else value
+        return cls(**values)
+
+    @classmethod
+    def fits(cls, keys: set[str]) -> bool:
+        """Whether a trace with these keys is one of this class's: every key known, every required one there."""
+        return keys <= {spec.key for spec in layout(cls)} and _required_keys(cls) <= keys
+
+    @classmethod
     def summary(cls) -> str:
         """When the event is emitted, in one line: its docstring's first paragraph."""
         first = (cls.__doc__ or "").strip().split("\n\n")[0]
@@ -79,3 +97,12 @@ def _trace_field(f: dataclasses.Field[Any]) -> TraceField:
     key = f.metadata.get(KEY) or f.name
     type_text = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
     return TraceField(f.name, key, type_text, f.metadata.get(NOTE, ""), bool(f.metadata.get(OMIT_IF_NONE)))
+
+
+_ID_TYPES: dict[str, type[str]] = {"AttemptId": AttemptId, "HolderId": HolderId, "SessionId": SessionId}
+
+
+def _required_keys(cls: type[Event]) -> set[str]:
+    keys = {spec.attribute: spec.key for spec in layout(cls)}
+    return {keys[f.name] for f in dataclasses.fields(cls)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}

@@ -28,13 +28,27 @@ class AttemptRestored(Event):
 
 @event
 class AttemptRestoreSkippedStale(Event):
-    """A rollback was skipped because a newer attempt has claimed."""
+    """A rollback was skipped because a newer attempt has claimed (and not retired)."""
 
     kind = "attempt.restore_skipped_stale"
     feeds = ("R21",)
     attempt: AttemptId
     generation: int
-    current: int = trace(note="the newest claimed generation")
+    current: int = trace(note="the newest claimed generation not retired")
+
+
+@event
+class AttemptRetired(Event):
+    """An attempt that sat out without working under the lease gave its claim back (#198 F1).
+
+    A loser's newer claim must not make the lease owner's hard-cancel rollback look stale; invariants of the
+    compressor's ownership read it with the claims.
+    """
+
+    kind = "attempt.retired"
+    feeds = ("R21",)
+    attempt: AttemptId
+    generation: int
 
 
 @event
@@ -57,6 +71,47 @@ class CompactionWatermark(Event):
     session: SessionId
     attempt: AttemptId
     watermark: int | None = trace(note="null: the capture failed")
+
+
+@event
+class CompactionWatermarkFailed(Event):
+    """The watermark read failed: the attempt sits out (`watermark_unknown`), failing closed.
+
+    Without a watermark a commit cannot tell concurrent appends from its snapshot; the invariants that judge
+    what a commit retired take the store's watermark at this moment as the bound the attempt knew of.
+    """
+
+    kind = "compaction.watermark_failed"
+    feeds = ("R14",)
+    session: SessionId
+    attempt: AttemptId
+    error: str = trace(note="the exception's repr")
+
+
+@event
+class CompactionInputReread(Event):
+    """Under the lease the session held rows at or below the watermark that the snapshot lacked: the attempt
+    works from the durable rows instead (#72631)."""
+
+    kind = "compaction.input_reread"
+    feeds = ("R14",)
+    session: SessionId
+    attempt: AttemptId
+    rows: int = trace(note="how many durable rows it now works from")
+
+
+@event
+class CompactionInput(Event):
+    """The durable rows the attempt works from (summarized or carried), just before its summary phase.
+
+    A commit may retire only these (`archived_rows_were_in_input`).
+    """
+
+    kind = "compaction.input"
+    feeds = ("R14",)
+    session: SessionId
+    attempt: AttemptId
+    rows: list[int] = trace(note="the row ids, ascending; its own unflushed messages have none yet")
 
 
 @event
@@ -98,7 +153,8 @@ class CompactionRefused(Event):
     attempt: AttemptId
     reason: str = trace(note=(
         "`no_progress`, `would_grow`, `superseded`, `summary_failed`, `lock_contended`, `fence_cancelled`, "
-        "`hard_cancelled`, `commit_fence_cancelled`, `ineffective` or `parent_rotated`"
+        "`hard_cancelled`, `commit_fence_cancelled`, `ineffective`, `cooldown` (rechecked under the lease), "
+        "`watermark_unknown` or `parent_rotated`"
     ))
 
 

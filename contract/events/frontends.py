@@ -1,11 +1,13 @@
 """Frontends (`frontends.py`).
 
-What the user did, and what the terminal or the gateway showed.
+What the user did, and what the terminal or the gateway showed. A title (a /title, or the auto-titler) is set
+by the scenario harness's `title` drive through the store (`store/titles.py`).
 """
 
 from __future__ import annotations
 
 from contract.events.base import Event, event, trace
+from contract.ids import SessionId
 
 
 @event
@@ -74,3 +76,26 @@ class GatewayDelivered(Event):
     kind = "gateway.delivered"
     agent: str
     platform_message_id: str | None
+
+
+@event
+class SessionTitled(Event):
+    """A title was set on a session (a /title, or the auto-titler)."""
+
+    kind = "session.titled"
+    feeds = ("R17",)
+    session: SessionId
+    title: str
+    source: str = trace(note="`derived`, `llm` or `user`")
+    stored: str | None = trace(note="the title stored (numbered if taken); null: an automatic title ranked too low")
+
+
+@event
+class FrontendTitleFailed(Event):
+    """A user's title was refused: another conversation shows it."""
+
+    kind = "frontend.title_failed"
+    feeds = ("R17",)
+    session: SessionId
+    title: str
+    error: str = trace(note="the refusal's message")

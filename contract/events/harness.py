@@ -11,27 +11,31 @@ from contract.ids import SessionId
 
 @event
 class ProcessStarted(Event):
-    """A second process started (the `second_process` fault)."""
+    """A second process started (the `second_process` fault), or a real stress worker did."""
 
     kind = "process.started"
     feeds = ("R3", "R19")
     process: str
     pid: int
+    slot: str | None = trace(omit_if_none=True, note="a stress worker's slot (`w1` ...); absent in a simulation")
 
 
 @event
 class ProcessCrashed(Event):
-    """A simulated process died: its tasks stopped, its pid is dead from now on."""
+    """A simulated process died: its tasks stopped, its pid is dead from now on (no cleanup ran, what it
+    committed stays). A real stress worker killed by SIGKILL is recorded so by the stress parent."""
 
     kind = "process.crashed"
     feeds = ("R24",)
-    process: str
+    process: str = trace(note="a stress worker's is named by the log reader, from its own `process.started`")
     pid: int
+    slot: str | None = trace(omit_if_none=True, note="a stress worker's slot; absent in a simulation")
 
 
 @event
 class ProcessRestarted(Event):
-    """A crashed process came back as a new incarnation (a new pid, attempts numbered afresh)."""
+    """A crashed process came back as a new incarnation (a new pid, attempts numbered afresh), once its agents
+    have reopened their sessions."""
 
     kind = "process.restarted"
     feeds = ("R24",)

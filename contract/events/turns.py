@@ -74,6 +74,18 @@ class HardCancelRequested(Event):
 
 
 @event
+class HostStarted(Event):
+    """`Agent.compress()` starts an attempt: a turn's automatic compaction, a `/compress`, or the recovery of a
+    provider-proven context overflow (which may run inside a failure cooldown, R23)."""
+
+    kind = "host.started"
+    feeds = ("R2", "R23")
+    attempt: AttemptId
+    session: SessionId
+    mode: str = trace(note="`automatic`, `forced` or `overflow`")
+
+
+@event
 class HostReturned(Event):
     """`Agent.compress()` is about to return to the turn loop (the transcripts are fingerprints of the caller's list)."""
 
@@ -85,3 +97,36 @@ class HostReturned(Event):
     caller_session: SessionId
     transcript_before: str
     transcript_after: str
+
+
+@event
+class TurnContextOverflow(Event):
+    """The model refused the turn's context as too long (`context_limit_tokens`): recovery compresses past the
+    failure cooldown."""
+
+    kind = "turn.context_overflow"
+    feeds = ("R23",)
+    session: SessionId
+    tokens: int = trace(note="the context's estimated size")
+
+
+@event
+class TurnOverflowDeferred(Event):
+    """Overflow recovery was blocked transiently (a cooldown, a backoff, a busy lease): no reply this turn, and
+    no reset."""
+
+    kind = "turn.overflow_deferred"
+    feeds = ("R23",)
+    session: SessionId
+    reason: str = trace(note="the recovery attempt's reason")
+
+
+@event
+class SessionAutoReset(Event):
+    """Compression was proven exhausted: the session ended as `session_reset` and the turn goes on in a fresh one."""
+
+    kind = "session.auto_reset"
+    feeds = ("R23",)
+    from_session: SessionId = trace(key="from")
+    to_session: SessionId = trace(key="to")
+    reason: str = trace(note="the refusal that proved exhaustion: `ineffective`, `no_progress` or `would_grow`")

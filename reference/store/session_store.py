@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from . import commits, cooldown, lease, lineage, messages, schema, sessions
+from . import commits, cooldown, lease, lineage, messages, schema, sessions, titles
 from .reasons import COMPRESSION_END
 from .rows import CooldownRow, LeaseRow, MessageRow, SessionRow
 
@@ -21,8 +21,8 @@ Message = Mapping[str, Any]
 class SessionStore:
     """SQLite session store; `fault_hook(op, "before_commit"|"after_commit")` brackets every write's COMMIT."""
 
-    def __init__(self, path: str = ":memory:", *, fault_hook: FaultHook | None = None) -> None:
-        self._db = schema.connect(path)
+    def __init__(self, path: str = ":memory:", *, fault_hook: FaultHook | None = None, busy_timeout_s: float = 5.0) -> None:
+        self._db = schema.connect(path, busy_timeout_s)
         self.fault_hook = fault_hook
 
     def close(self) -> None:
@@ -78,6 +78,13 @@ class SessionStore:
     def get_session(self, sid: str) -> SessionRow | None:
         with self._read() as db:
             return sessions.get(db, sid)
+
+    def set_session_title(self, sid: str, title: str, *, source: str = "user") -> str | None:
+        """A user's /title (source "user") or the auto-titler's ("derived", "llm"); the title stored, or None
+        when an automatic title ranks below the current one. A user's title another conversation shows is
+        refused (TitleInUseError)."""
+        with self._write("set_session_title") as db:
+            return titles.set_title(db, sid, title, source=source)
 
     def end_session(self, sid: str, *, now: float, reason: str) -> bool:
         """A frontend's end stamp; True if it ended the session, False if it was already ended."""
@@ -179,13 +186,14 @@ class SessionStore:
         now: float,
         ttl_s: float,
         require_refresh: bool = True,
+        own_rows: Sequence[int] = (),
     ) -> list[int]:
         """Rotation commit; returns the child's active ids (handoff, then the foreign tail)."""
         # FIX publish-atomic (R20): child row, handoff and the parent's close commit together or not at all
         with self._write("publish_child") as db:
             return commits.publish_child(
                 db, parent, child, handoff, holder=holder, watermark=watermark, ceiling=ceiling, now=now,
-                ttl_s=ttl_s, require_refresh=require_refresh,
+                ttl_s=ttl_s, require_refresh=require_refresh, own_rows=own_rows,
             )
 
     def rotate_without_lease(
@@ -256,6 +264,10 @@ class SessionStore:
             cooldown.reset_ineffective(db, sid)
 
     # -- checkers -------------------------------------------------------------------------------
+
+    def integrity(self) -> list[str]:
+        """SQLite's integrity check of the whole file: ["ok"] when sound."""
+        return schema.integrity(self._db)
 
     def snapshot(self) -> dict[str, list[dict[str, Any]]]:
         """All sessions, messages and lease rows as plain data in a fixed order, for invariant checkers."""

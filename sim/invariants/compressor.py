@@ -7,7 +7,6 @@ from typing import Any
 from contract.events import (
     AttemptClaimed,
     AttemptRestored,
-    AttemptRestoreSkippedStale,
     CompactionCommitted,
     CompactionFinished,
     CompactionRefused,
@@ -21,6 +20,7 @@ from contract.events import (
     FenceBeginOk,
     FenceCancelWon,
     FenceRevoked,
+    HostStarted,
     HostTimeout,
     HostUnwind,
     LeaseAcquired,
@@ -35,12 +35,16 @@ from sim.invariants.base import Invariant, Violation, forget_process, handles
 class StaleAttemptWritesNoState(Invariant):
     name = "stale_attempt_writes_no_state"
     races = ("R2", "R21")
-    description = "An attempt its host gave up on never clears the cooldown; a superseded attempt never restores compressor state."
+    description = (
+        "An attempt its host gave up on never clears the cooldown; a superseded attempt (a newer attempt of its "
+        "compressor has taken the lease) never restores compressor state."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._given_up: dict[AttemptId, HistoryEvent] = {}
-        self._claims: dict[str, tuple[int, HistoryEvent]] = {}  # process -> its newest claimed generation
+        self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
+        self._owners: dict[str, tuple[int, HistoryEvent]] = {}  # process -> newest generation that took the lease
 
     @handles(FenceCancelWon, HostTimeout)
     def given_up(self, event: FenceCancelWon | HostTimeout, record: HistoryEvent) -> None:
@@ -54,16 +58,24 @@ class StaleAttemptWritesNoState(Invariant):
 
     @handles(AttemptClaimed)
     def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
-        process = event.attempt.process
-        self._claims[process] = max(self._claims.get(process, (0, record)), (event.generation, record), key=lambda claim: claim[0])
+        self._generation[event.attempt] = event.generation
+
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        """A claim supersedes only once its attempt owns the lease: a loser that sat out owned nothing (#198 F1)."""
+        owner = event.holder.attempt
+        if owner in self._generation:
+            process = owner.process
+            if self._generation[owner] > self._owners.get(process, (0, record))[0]:
+                self._owners[process] = (self._generation[owner], record)
 
     @handles(AttemptRestored)
     def restored(self, event: AttemptRestored, record: HistoryEvent) -> Violation | None:
-        newest = self._claims.get(event.attempt.process)
+        newest = self._owners.get(event.attempt.process)
         if newest is not None and newest[0] > event.generation:
             return self.violation(
-                f"attempt {event.attempt} (generation {event.generation}) restored compressor state over generation {newest[0]}",
-                newest[1], record,
+                f"attempt {event.attempt} (generation {event.generation}) restored compressor state over "
+                f"generation {newest[0]}, which had taken the lease", newest[1], record,
             )
         return None
 
@@ -97,9 +109,10 @@ class WouldGrowLatchesBreaker(Invariant):
 
 # Events by which an attempt writes a session's cooldown row (or its breaker counters).
 COOLDOWN_WRITES = (CooldownSet, CooldownCleared, CooldownRestored, CompactionStrike, CompactionCommitted)
-# Why a hard-cancelled attempt's rollback is not judged: it committed, a newer claim owns the state, or its
-# host recorded a timeout for it.
-ROLLBACK_EXCUSED = (FenceBeginOk, AttemptRestoreSkippedStale, HostTimeout)
+# Why a hard-cancelled attempt's rollback is not judged: it committed, or its host had already timed it out
+# (another attempt writing the row, or the rollback failing, are judged below). A newer claim on the
+# compressor is no excuse by itself: only what that claim observably wrote is (#198 F1); nor is a host
+# timeout after the user's stop: a stop is not a timeout, and must leave no timeout cooldown behind.
 
 
 class HardCancelRestoresCooldown(Invariant):
@@ -125,9 +138,14 @@ class HardCancelRestoresCooldown(Invariant):
         if event.hard:
             self._hard.setdefault(event.attempt, record)
 
-    @handles(*ROLLBACK_EXCUSED)
-    def excused(self, event: FenceBeginOk | AttemptRestoreSkippedStale | HostTimeout, record: HistoryEvent) -> None:
+    @handles(FenceBeginOk)
+    def began_commit(self, event: FenceBeginOk, record: HistoryEvent) -> None:
         self._excused.add(event.attempt)
+
+    @handles(HostTimeout)
+    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+        if event.attempt not in self._hard:
+            self._excused.add(event.attempt)
 
     @handles(*COOLDOWN_WRITES)
     def cooldown_written(self, event: CooldownSet | CooldownCleared | CooldownRestored | CompactionStrike | CompactionCommitted,
@@ -185,6 +203,48 @@ class CooldownNeverShortened(Invariant):
         latest = max(event.until_s, stored if stored is not None else event.until_s)
         if before is None or latest > before[0]:
             self._deadline[event.session] = (latest, record)
+        return None
+
+
+class NoSummaryInsideCooldown(Invariant):
+    name = "no_summary_inside_cooldown"
+    races = ("R2", "R13")
+    description = (
+        "An attempt starts its summary only while its session's durable failure cooldown is not live: an automatic "
+        "attempt is held off by it, a forced one clears it first (also when another agent or process recorded it). "
+        "The one exception is the recovery of a provider-proven context overflow, which bypasses the cooldown (R23)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._session_of: dict[AttemptId, SessionId] = {}  # attempt -> the session whose lease it took
+        self._recorded: dict[SessionId, HistoryEvent] = {}  # session -> its latest cooldown.set
+        self._overflow_recoveries: set[AttemptId] = set()  # attempts the host started to recover an overflow
+
+    @handles(HostStarted)
+    def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
+        if event.mode == "overflow":
+            self._overflow_recoveries.add(event.attempt)
+
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        self._session_of[event.holder.attempt] = event.session  # type: ignore[index]
+
+    @handles(CooldownSet)
+    def recorded(self, event: CooldownSet, record: HistoryEvent) -> None:
+        self._recorded[event.session] = record
+
+    @handles(CompactionSummaryStarted)
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+        if event.attempt not in self._session_of or event.attempt in self._overflow_recoveries:
+            return None
+        session = self._session_of[event.attempt]
+        until = self.system.store.cooldown_row(session).until
+        if until is not None and until > record.time:
+            return self.violation(
+                f"attempt {event.attempt} started its summary on {session} inside a failure cooldown that "
+                f"lasts until {until:g}s", self._recorded.get(session), record,
+            )
         return None
 
 

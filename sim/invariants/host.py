@@ -6,10 +6,13 @@ from typing import Sequence
 
 from contract.events import (
     AttemptClaimed,
+    CompactionCommitted,
     CompactionError,
     CompactionFinished,
     CompactionSummaryProgress,
     CompactionSummaryStarted,
+    CooldownCleared,
+    CooldownPersistFailed,
     FaultFired,
     FenceBeginOk,
     FenceCancelWon,
@@ -224,6 +227,72 @@ class HardCancelFreesLease(Invariant):
                 if acquired.time <= requested.time and holder.attempt not in self._admitted:
                     return self.violation(f"{holder} still holds {session}'s lease after Ctrl+C and the grace period", requested, acquired, record)
         self._cancelled.clear()
+        return None
+
+
+class TimeoutBacksOff(Invariant):
+    name = "timeout_backs_off"
+    races = ("R2",)
+    description = (
+        "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
+        "timeout), no automatic compaction of that session starts a summary within the first step of the timeout "
+        "ladder, unless a forced attempt or a commit lifted the backoff meanwhile."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
+        # session -> (its timeout, that event's record, whether the durable record failed)
+        self._backoff: dict[SessionId, tuple[HostTimeout, HistoryEvent, bool]] = {}
+        self._cleared_by: set[AttemptId] = set()  # attempts that cleared the cooldown (forced) before their summary
+        self._stopped: set[AttemptId] = set()  # attempts the user hard-cancelled
+
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        self._session_of[event.holder.attempt] = event.session
+
+    @handles(FenceCancelWon)
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+        if event.hard:
+            self._stopped.add(event.attempt)
+
+    @handles(HostTimeout)
+    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+        if event.attempt in self._session_of and event.attempt not in self._stopped:
+            self._backoff[self._session_of[event.attempt]] = (event, record, False)
+
+    @handles(CooldownPersistFailed)
+    def persist_failed(self, event: CooldownPersistFailed, record: HistoryEvent) -> None:
+        if event.session in self._backoff:
+            timeout, timed_out, _ = self._backoff[event.session]
+            if timeout.attempt == event.attempt:  # only this process still knows of the backoff
+                self._backoff[event.session] = (timeout, timed_out, True)
+
+    @handles(CooldownCleared)
+    def cleared(self, event: CooldownCleared, record: HistoryEvent) -> None:
+        self._cleared_by.add(event.attempt)
+        self._backoff.pop(event.session, None)
+
+    @handles(CompactionCommitted)
+    def committed(self, event: CompactionCommitted, record: HistoryEvent) -> None:
+        self._backoff.pop(event.session, None)
+
+    @handles(CompactionSummaryStarted)
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+        if event.attempt in self._cleared_by:
+            return None
+        session = self._session_of.get(event.attempt)
+        if session not in self._backoff:
+            return None
+        timeout, timed_out, local_only = self._backoff[session]
+        if local_only and event.attempt.process != timeout.attempt.process:
+            return None
+        step = self.system.config.timeout_cooldown_s(1)
+        if record.time < timed_out.time + step - 1e-9:
+            return self.violation(
+                f"attempt {event.attempt} started a summary of {session} {record.time - timed_out.time:g}s after the host "
+                f"timed out on {timeout.attempt}, inside the {step:g}s backoff", timed_out, record,
+            )
         return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 from contract.events import (
@@ -11,6 +12,7 @@ from contract.events import (
     CompactionFinished,
     CompactionSummaryStarted,
     FenceCancelWon,
+    HostReturned,
     HostTimeout,
     LeaseAcquired,
     LeaseContended,
@@ -18,6 +20,7 @@ from contract.events import (
     LeaseRefreshed,
     LeaseRefreshFailed,
     LeaseReleased,
+    LeaseReleaseFailed,
     ProcessCrashed,
 )
 from contract.history import HistoryEvent
@@ -254,23 +257,35 @@ class CommitHoldsLease(Invariant):
 class RetryNeverOverlapsLiveWorker(Invariant):
     name = "retry_never_overlaps_live_worker"
     races = ("R25",)
-    description = "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still runs (unless that worker's refresher gave up)."
+    description = (
+        "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still "
+        "runs and its lease has not lapsed (its refresher gave up, or a TTL passed since its last renewal: a "
+        "suspended process)."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
         self._live: dict[AttemptId, HistoryEvent] = {}  # attempt -> its ceiling timeout, until its worker has finished
+        self._renewed: dict[AttemptId | None, float] = {}  # attempt -> when it last acquired or refreshed its lease
+
+    @handles(LeaseRefreshed)
+    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> None:
+        self._renewed[event.holder.attempt] = record.time
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> Violation | None:
         attempt = event.holder.attempt
+        ttl = self.system.config.lease_ttl_s
         for other, timed_out in self._live.items():
-            if other != attempt and self._session_of.get(other) == event.session:
+            lapsed = self._renewed.get(other, -math.inf) + ttl <= record.time
+            if other != attempt and self._session_of.get(other) == event.session and not lapsed:
                 return self.violation(
                     f"{event.holder} took {event.session}'s lease while {other}, timed out at the ceiling, was still running",
                     timed_out, record,
                 )
         self._session_of[attempt] = event.session
+        self._renewed[attempt] = record.time
         return None
 
     @handles(HostTimeout)
@@ -312,4 +327,53 @@ class SummaryStartsUnderLease(Invariant):
     def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
         if event.attempt not in self._holding:
             return self.violation(f"attempt {event.attempt} started its summary without holding the lease", record)
+        return None
+
+
+class AbandonedAttemptFreesLease(Invariant):
+    name = "abandoned_attempt_frees_lease"
+    races = ("R1", "R3", "R25")
+    description = (
+        "No attempt sits out behind the lease of an attempt that has finished, or whose host has returned from an "
+        "idle timeout on it, unless releasing that lease failed (only the total ceiling keeps a live worker's lease)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._idle_timeouts: set[AttemptId] = set()
+        self._abandoned: dict[AttemptId, HistoryEvent] = {}  # attempt -> the event after which it holds nothing
+        self._release_failed: set[HolderId] = set()  # holders whose release raised: their row may stay until its TTL
+
+    @handles(HostTimeout)
+    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+        if event.budget == "idle":
+            self._idle_timeouts.add(event.attempt)
+
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+        self._abandoned.setdefault(event.attempt, record)
+
+    @handles(HostReturned)
+    def host_returned(self, event: HostReturned, record: HistoryEvent) -> None:
+        if event.attempt in self._idle_timeouts:
+            self._abandoned.setdefault(event.attempt, record)
+
+    @handles(LeaseReleaseFailed)
+    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent) -> None:
+        self._release_failed.add(event.holder)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        # a restarted process numbers its attempts from 1 again; a dead holder is dead_holder_reclaimable's
+        self._abandoned = forget_process(self._abandoned, event.process)
+
+    @handles(LeaseContended)
+    def contended(self, event: LeaseContended, record: HistoryEvent) -> Violation | None:
+        row = self.system.store.lease_row(event.session)
+        owner = None if row is None else HolderId(row.holder).attempt
+        if owner in self._abandoned and row.holder not in self._release_failed:
+            return self.violation(
+                f"{event.holder} sat out behind the lease of {owner}, which its attempt had left behind "
+                f"({self._abandoned[owner].kind})", self._abandoned[owner], record,
+            )
         return None

@@ -11,7 +11,9 @@ from contract.events import (
     CommitArchived,
     CommitPublished,
     CompactionFinished,
+    CompactionInput,
     CompactionWatermark,
+    CompactionWatermarkFailed,
     FrontendTurnSubmitted,
     HostReturned,
     TurnPersisted,
@@ -72,47 +74,88 @@ class NoDuplicatePersistedTurn(Invariant):
 class AcknowledgedAppendsSurvive(Invariant):
     name = "acknowledged_appends_survive"
     races = ("R14", "R12")
-    description = "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one if ended on purpose), or was summarized by a commit whose watermark covers it."
+    description = (
+        "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one "
+        "if ended on purpose), or the first commit on its session after it summarized it under a watermark that "
+        "covers it (a copy that commit cloned onward is followed the same way)."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._acknowledged: list[tuple[TurnPersisted, HistoryEvent]] = []
+        self._appended_at: dict[int, int] = {}  # row id -> the seq of the append that wrote it
         self._watermarks: dict[AttemptId, tuple[SessionId, int]] = {}
-        self._covered: dict[str, int] = {}
+        self._commits: dict[SessionId, list[tuple[int, int]]] = {}  # session -> (seq, watermark) of each commit on it
 
     @handles(TurnPersisted)
     def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
         self._acknowledged.append((event, record))
 
+    @handles(AppendOk)
+    def appended(self, event: AppendOk, record: HistoryEvent) -> None:
+        self._appended_at.update(dict.fromkeys(event.ids, record.seq))
+
     @handles(CompactionWatermark)
     def watermark(self, event: CompactionWatermark, record: HistoryEvent) -> None:
-        watermark = event.watermark
-        if watermark is None:  # not captured: the attempt still knew of no row appended after this moment
-            watermark = self.system.store.active_watermark(event.session)
-        self._watermarks[event.attempt] = (event.session, watermark)
+        self._capture(event.session, event.attempt, event.watermark)
 
-    @handles(CommitArchived, CommitPublished)
-    def committed(self, event: CommitArchived | CommitPublished, record: HistoryEvent) -> None:
-        if event.attempt in self._watermarks:
-            session, watermark = self._watermarks[event.attempt]
-            self._covered[session] = max(self._covered.get(session, 0), watermark)
+    @handles(CompactionWatermarkFailed)
+    def watermark_failed(self, event: CompactionWatermarkFailed, record: HistoryEvent) -> None:
+        self._capture(event.session, event.attempt, None)
+
+    def _capture(self, session: SessionId, attempt: AttemptId, watermark: int | None) -> None:
+        if watermark is None:  # not captured: the attempt still knew of no row appended after this moment
+            watermark = self.system.store.active_watermark(session)
+        self._watermarks[attempt] = (session, watermark)
+
+    @handles(CommitArchived)
+    def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
+        self._commit(event.session, event.attempt, record)
+
+    @handles(CommitPublished)
+    def published(self, event: CommitPublished, record: HistoryEvent) -> None:
+        self._commit(event.parent, event.attempt, record)
+
+    def _commit(self, session: SessionId, attempt: AttemptId, record: HistoryEvent) -> None:
+        captured = self._watermarks.get(attempt)
+        watermark = captured[1] if captured is not None and captured[0] == session else 0
+        self._commits.setdefault(session, []).append((record.seq, watermark))
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         store = self.system.store
         roots = lineage_roots(store)
         heads = live_sessions_by_root(store)
-        rows = {row.id: row for sid in roots for row in store.all_messages(sid)}
+        copies: dict[tuple[str, tuple[str, str, float]], list[Any]] = {}
+        for sid in roots:
+            for row in store.all_messages(sid):
+                copies.setdefault((roots[sid], payload(row)), []).append(row)
+        rows = {row.id: row for same in copies.values() for row in same}
         live_payloads = {root: {payload(m) for sid in sids for m in store.active_messages(sid)} for root, sids in heads.items()}
         for event, record in self._acknowledged:
             row = rows.get(event.row)
-            if row is None or row.id <= self._covered.get(row.session_id, 0):
+            if row is None or payload(row) in live_payloads.get(roots[row.session_id], set()):
                 continue
-            if payload(row) not in live_payloads.get(roots.get(row.session_id, ""), set()):
+            since = self._appended_at.get(row.id, record.seq)
+            if not self._summarized(row, since, sorted(copies[(roots[row.session_id], payload(row))], key=lambda r: r.id)):
                 return self.violation(
                     f"acknowledged {row.role} row {row.id} ({row.content[:40]!r}) is not active in the live head of its lineage "
-                    "and no committed summary covers it", record,
+                    "and no commit that found it live summarized it", record,
                 )
         return None
+
+    def _summarized(self, row: Any, since: int, same_payload: list[Any]) -> bool:
+        """Whether the first commit on the row's session after `since` summarized it under a covering
+        watermark; a row that commit superseded instead (cloned onward) is judged by its next copy."""
+        while True:
+            commit = next(((seq, wm) for seq, wm in self._commits.get(row.session_id, []) if seq > since), None)
+            if commit is None:
+                return False
+            if row.compacted:
+                return row.id <= commit[1]
+            later = [copy for copy in same_payload if copy.id > row.id]
+            if not later:
+                return False
+            row, since = later[0], commit[0]
 
 
 class AbortedAttemptLeavesParentUnchanged(Invariant):
@@ -265,4 +308,56 @@ class CompletedTurnPersistsUserMessage(Invariant):
         for text, turn, reply in answered:
             if ("user", text) not in durable:
                 return self.violation(f"the turn {text!r} persisted its reply but no user row holds its text", turn, reply)
+        return None
+
+
+class ArchivedRowsWereInInput(Invariant):
+    name = "archived_rows_were_in_input"
+    races = ("R14",)
+    description = (
+        "A commit retires only rows its attempt worked from: a row at or below the attempt's watermark that was "
+        "not in its input is neither summarized nor carried, so the commit loses it (in place: archived; by "
+        "rotation: left behind in the closed parent)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        # attempt -> (its rows, rows retired before, the event)
+        self._input: dict[AttemptId, tuple[set[int], set[int], HistoryEvent]] = {}
+        self._watermark: dict[AttemptId, int] = {}
+
+    @handles(CompactionWatermark)
+    def watermark(self, event: CompactionWatermark, record: HistoryEvent) -> None:
+        watermark = event.watermark
+        self._watermark[event.attempt] = self.system.store.active_watermark(event.session) if watermark is None else watermark
+
+    @handles(CompactionInput)
+    def input(self, event: CompactionInput, record: HistoryEvent) -> None:
+        retired = {row.id for row in self.system.store.all_messages(event.session) if not row.active}
+        self._input[event.attempt] = (set(event.rows), retired, record)
+
+    @handles(CommitArchived)
+    def archived(self, event: CommitArchived, record: HistoryEvent) -> Violation | None:
+        return self._judge(event.attempt, event.session, record, in_place=True)
+
+    @handles(CommitPublished)
+    def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
+        return self._judge(event.attempt, event.parent, record, in_place=False)
+
+    def _judge(self, attempt: AttemptId, session: SessionId, commit: HistoryEvent, *, in_place: bool) -> Violation | None:
+        if attempt not in self._input or attempt not in self._watermark:
+            return None
+        rows, retired_before, seen = self._input[attempt]
+        store, watermark = self.system.store, self._watermark[attempt]
+        if in_place:
+            retired = [row for row in store.all_messages(session) if not row.active and row.id not in retired_before]
+        else:
+            retired = store.active_messages(session)
+        unseen = [row for row in retired if row.id <= watermark and row.id not in rows]
+        if unseen:
+            row = unseen[0]
+            return self.violation(
+                f"attempt {attempt}'s commit dropped {row.role} row {row.id} ({row.content[:40]!r}) of {session}: it is "
+                f"at or below the watermark {watermark} but was not in the attempt's input", seen, commit,
+            )
         return None

@@ -2,7 +2,8 @@
 
 `world.config` keys go to the reference's `CompactionConfig`, to the scripted provider (`provider_*`) or to the
 frontend (`ctrl_c_grace_s`). Processes start (and restart) as new incarnations with new pids, so their attempt
-ids are new too; each agent runs in its process and is reached through a terminal frontend.
+ids are new too; each agent runs in its process and is reached through a terminal frontend, or through its
+process's gateway (`gateways.py` serves those).
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from typing import Any
 from reference.agent import Agent
 from reference.config import CompactionConfig
 from reference.db import Database
-from reference.frontends import CliFrontend
+from reference.frontends import CliFrontend, GatewayFrontend
 from reference.lease import ProcessTable
 from reference.pool import CompressionPool
 from reference.provider import ProviderScript, ScriptedProvider
 from reference.store import SessionStore
 from reference.transcript import new_message
 from sim.scenario.crash import ProcessRuntime, SimProcess
+from sim.scenario.gateways import Gateways
 from sim.scenario.model import AgentSpec, Scenario
 from sim.world import World
 
@@ -34,6 +36,7 @@ class AgentSlot:
     spec: AgentSpec
     agent: Agent
     frontend: CliFrontend
+    proc: SimProcess  # the incarnation it runs in: a drive to the agent of a dead incarnation dies with it
 
 
 def split_overrides(overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -60,7 +63,8 @@ def config_fields() -> dict[str, type]:
 
 
 class SystemBuilder:
-    """Builds the system inside one World run, and holds what it built: the store, processes and agents."""
+    """Builds the system inside one World run, and holds what it built: the store, processes and agents (and
+    the gateways, which serve a gateway agent as soon as it is open)."""
 
     def __init__(self, world: World, scenario: Scenario) -> None:
         self.world = world
@@ -73,13 +77,14 @@ class SystemBuilder:
         self.process_table = ProcessTable()
         self.processes: dict[str, SimProcess] = {}
         self.agents: dict[str, AgentSlot] = {}
+        self.gateways = Gateways()
         self._incarnations: dict[str, int] = {}
 
     def build_sessions(self) -> None:
         """The sessions the world starts with, with their seed messages, written before anything runs."""
         for session in self.scenario.world.sessions:
             self.store.create_session(session.id, now=0.0, parent=session.parent, model_config=session.model_config,
-                                      title=session.title)
+                                      title=session.title, title_source=session.title_source)
             seed = [
                 new_message("user" if i % 2 == 0 else "assistant", f"{session.id} message {i} ".ljust(SEED_MESSAGE_CHARS, "."), i * 1e-3 - 1.0)
                 for i in range(session.messages)
@@ -102,7 +107,7 @@ class SystemBuilder:
         self._incarnations[name] = self._incarnations.get(name, -1) + 1
         incarnation = f"{name}r{self._incarnations[name]}" if self._incarnations[name] else name
         process = SimProcess(name, self.process_table.spawn(incarnation), rt, Database(rt, self.store),
-                             CompressionPool(rt, self.config.pool_cap))
+                             CompressionPool(rt, self.config.pool_cap), GatewayFrontend(rt))
         self.processes[name] = process
         return process
 
@@ -112,7 +117,10 @@ class SystemBuilder:
         agent = Agent(process.rt, process.db, ScriptedProvider(process.rt, self.provider_script),
                       session_id=session or spec.session, process=process.process, config=self.config, pool=process.pool,
                       processes=self.process_table)
-        slot = AgentSlot(spec, agent, CliFrontend(process.rt, agent, grace_s=self.grace_s, name=spec.name))
-        self.agents[spec.name] = slot
         await process.run(agent.open())
+        # Published only once open: `open` loads the transcript, so a turn that started earlier would lose
+        # its user message when the load replaced the list it had been appended to.
+        slot = AgentSlot(spec, agent, CliFrontend(process.rt, agent, grace_s=self.grace_s, name=spec.name), process)
+        self.agents[spec.name] = slot
+        self.gateways.serve(slot)
         return slot

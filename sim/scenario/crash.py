@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, TypeVar
 
 from contract.events import Event
 from reference.db import Database
+from reference.frontends import GatewayFrontend
 from reference.lease import Process
 from reference.pool import CompressionPool
 from sim.runtime.simulated import SimRuntime
@@ -41,13 +42,14 @@ class ProcessRuntime(SimRuntime):
 
 @dataclass
 class SimProcess:
-    """One incarnation of a simulated process: its runtime, its store connection, its pool, its work."""
+    """One incarnation of a simulated process: its runtime, its store connection, its pool, its gateway, its work."""
 
     name: str
     process: Process
     rt: ProcessRuntime
     db: Database
     pool: CompressionPool
+    gateway: GatewayFrontend
     work: list[Any] = field(default_factory=list)  # the cancel scopes of the work it runs
 
     @property

@@ -46,7 +46,7 @@ class SystemFaultContext:
 
     async def ctrl_c(self, agent: str | None) -> None:
         slot = self._built.agents[agent or self._built.scenario.world.agents[0].name]
-        await self._built.processes[slot.spec.process].run(slot.frontend.ctrl_c())
+        await slot.proc.run(slot.frontend.ctrl_c())
 
     def crash(self, process: str) -> None:
         proc = self._built.processes[process]
@@ -55,18 +55,19 @@ class SystemFaultContext:
         self.rt.emit(ProcessCrashed(process=process, pid=proc.process.pid))
 
     async def restart(self, process: str) -> None:
+        """A new incarnation reopens its agents; only then has it restarted, as far as anyone can tell."""
         proc = self._built.start_process(process)
-        self.rt.emit(ProcessRestarted(process=process, pid=proc.process.pid))
         for spec in self._built.scenario.world.agents:
             if spec.process == process:
                 await self._built.start_agent(spec)
+        proc.rt.emit(ProcessRestarted(process=process, pid=proc.process.pid))
 
     async def second_process(self, session: str | None, command: str, text: str) -> None:
         self._extra_processes += 1
         name = f"extra{self._extra_processes}"
         proc = self._built.start_process(name)
         self.rt.emit(ProcessStarted(process=name, pid=proc.process.pid))
-        spec = AgentSpec(name=name, process=name, session=session or self._first_session())
+        spec = AgentSpec(name=name, process=name, session=session or self._first_session(), frontend="cli")
         slot = await self._built.start_agent(spec)
         work = slot.frontend.submit(text) if command == "turn" else slot.agent.compress(force=True)
         await proc.run(work)

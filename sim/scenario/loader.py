@@ -66,7 +66,11 @@ def load_scenario(path: str | Path, registry: ScenarioRegistry) -> Scenario:
     root = Location(file)
     checked = SCENARIO.check(document, root, ctx)
     ctx.check_references()
-    return _scenario(checked, Path(path), root)
+    scenario = _scenario(checked, Path(path), root)
+    if not scenario.drives:
+        # An empty file validates key by key; a run where the user does nothing would pass and prove nothing.
+        raise root.key("drive").error("at least one [[drive]] (a turn or a command): a scenario where nothing is driven proves nothing", "none")
+    return scenario
 
 
 def load_paths(paths: Iterable[str | Path], registry: ScenarioRegistry) -> list[Scenario]:
@@ -197,10 +201,15 @@ def _check_lineage(sessions: tuple[SessionSpec, ...], where: Location) -> None:
 
 def _drive(checked: dict[str, Any], world: WorldSpec, where: Location) -> DriveSpec:
     command = None if checked["command"] is None else DriveAction(checked["command"])
-    if checked["end_reason"] is not None and command is not DriveAction.END_SESSION:
-        shown = "a turn" if command is None else f"command = {quote(command)}"
+    drive = build(DriveSpec, checked, command=command, agent=checked["agent"] or world.agents[0].name)
+    if drive.end_reason is not None and drive.action is not DriveAction.END_SESSION:
+        shown = f"command = {quote(command)}" if command is not None else f"a {drive.action}"
         raise where.key("end_reason").error(f'end_reason only with command = "{DriveAction.END_SESSION}"', f"it with {shown}")
-    return build(DriveSpec, checked, command=command, agent=checked["agent"] or world.agents[0].name)
+    frontend = next(spec.frontend for spec in world.agents if spec.name == drive.agent)
+    if drive.action in (DriveAction.TURN, DriveAction.MESSAGE) and (drive.action is DriveAction.MESSAGE) != (frontend == "gateway"):
+        wanted = 'a gateway agent (frontend = "gateway")' if drive.action is DriveAction.MESSAGE else "a cli agent (a gateway agent takes `message`)"
+        raise where.key("agent").error(wanted, f"{quote(drive.agent)}, a {frontend} agent")
+    return drive
 
 
 def _fault(checked: dict[str, Any]) -> FaultSpec:

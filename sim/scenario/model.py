@@ -34,6 +34,8 @@ from sim.scenario.schema import (
 
 NAME_PATTERN = re.compile(r"[a-z0-9_]+")
 NAME_TEXT = "a name of lowercase letters, digits and _"
+TITLE_SOURCES = ("derived", "llm", "user")  # who gave a title, by rising authority
+FRONTENDS = ("cli", "gateway")
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,10 @@ class SessionSpec:
     id: str = key(Declared(
         "Names the session for parents, agents, drives and faults.", namespace="session", noun="a session id", example='"s1"',
     ))
-    messages: int = key(Int("Messages already in the session.", min=0, default=0, example="40"))
+    messages: int = key(Int(
+        "Messages already in the session, alternately user and assistant, 160 characters (41 tokens) each.",
+        min=0, default=0, example="40",
+    ))
     parent: str | None = key(Reference(
         "The session this one continues (its compression parent); it must come earlier in the list.",
         namespace="session", default=None, example='"s0"',
@@ -94,6 +99,10 @@ class SessionSpec:
     ))
     model_config: dict[str, Any] = key(JsonTable("The model settings stored with the session.", default={}, example='{ model = "m1" }'))
     title: str | None = key(Str("The session's title.", default=None, example='"trip planning"'))
+    title_source: str | None = key(Choice(
+        "Who gave the title: the auto-titler (derived, llm) or the user; absent, a legacy title (ranks as the user's).",
+        values=TITLE_SOURCES, default=None, example='"derived"',
+    ))
 
 
 SESSION = table_of(SessionSpec, "A session that exists when the run starts.")
@@ -101,7 +110,8 @@ SESSION = table_of(SessionSpec, "A session that exists when the run starts.")
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """An agent (turn loop plus compactor) living in `process`, starting on `session`."""
+    """An agent (turn loop plus compactor) living in `process`, starting on `session`, reached through a
+    terminal (`frontend == "cli"`) or the gateway ("gateway")."""
 
     name: str = key(Declared("Names the agent for drives and faults.", namespace="agent", noun="an agent name", example='"main"'))
     process: str = key(Declared(
@@ -110,6 +120,11 @@ class AgentSpec:
     ))
     session: str = key(Reference("The session the agent starts on.", namespace="session", default=Derived("the first session"),
                                  example='"s1"'))
+    frontend: str = key(Choice(
+        'How the user reaches it: a terminal ("cli": turns, Ctrl+C) or a chat platform through the gateway '
+        '("gateway": `message` drives, queued while its turns run).',
+        values=FRONTENDS, default="cli", example='"gateway"',
+    ))
 
 
 AGENT = table_of(AgentSpec, "An agent: a turn loop with its compactor, in a process, starting on a session.")
@@ -124,7 +139,8 @@ class WorldSpec:
         item=SESSION, plural="sessions", non_empty=True, default=[{"id": "s1"}], example='[{ id = "s1", messages = 40 }]',
     ))
     config: dict[str, Any] = key(ConfigOverrides(
-        "Overrides of the reference's configuration; field names and types come from the reference.",
+        "Overrides of the reference's configuration; field names and types come from the reference "
+        "(`python -m sim list config`).",
         default={}, example="{ threshold_tokens = 2000, ctrl_c_grace_s = 2.0 }",
     ))
     agents: tuple[AgentSpec, ...] = key(ListOf(
@@ -137,27 +153,50 @@ WORLD = table_of(WorldSpec, "What exists when the run starts.", default={})
 
 
 class DriveAction(StrEnum):
-    """What a drive does: a user turn, or one of the commands."""
+    """What a drive does: a user turn, a platform message, a title, or one of the commands."""
 
     TURN = "turn"
+    MESSAGE = "message"
+    TITLE = "title"
     COMPRESS = "compress"
     CTRL_C = "ctrl_c"
     END_SESSION = "end_session"
     RESTART = "restart"
 
 
-COMMANDS = tuple(action for action in DriveAction if action is not DriveAction.TURN)
+# The actions a drive writes as their own key (with their text); every other action is a `command`.
+KEYED_ACTIONS = (DriveAction.TURN, DriveAction.MESSAGE, DriveAction.TITLE)
+COMMANDS = tuple(action for action in DriveAction if action not in KEYED_ACTIONS)
+DRIVE_KEYS = (*(str(action) for action in KEYED_ACTIONS), "command")  # the keys of which a drive sets exactly one
 
 
 @dataclass(frozen=True)
 class DriveSpec:
-    """The user's side: `agent` gets a `turn` (its text) or a `command` when the trigger fires.
+    """The user's side: `agent` gets a `turn` (its text), a platform `message` (through the gateway, from
+    `platform`), a `title` (set by `title_source`) or a `command` when the trigger fires.
 
     `session` None means the agent's current session; `end_reason` is only set for "end_session".
     """
 
     turn: str | None = key(Str("Send a user turn with this text.", default=None, example='"the next question"'))
-    command: DriveAction | None = key(Choice("Send this command instead of a turn.", values=COMMANDS, default=None, example='"ctrl_c"'))
+    message: str | None = key(Str(
+        'Deliver this platform message to a gateway agent (frontend = "gateway"); it waits in the agent\'s queue '
+        "while an earlier turn runs.", default=None, example='"are you there?"',
+    ))
+    platform: str = key(Str(
+        "With `message`: the platform it comes from; its id is `<platform>:<n>`.",
+        pattern=NAME_PATTERN.pattern, pattern_text=NAME_TEXT, default="telegram", example='"slack"',
+    ))
+    title: str | None = key(Str("Set the session's title (a /title, or the auto-titler).", default=None, example='"trip planning"'))
+    title_source: str = key(Choice(
+        "With `title`: who sets it; an automatic title replaces only a lower-ranked one (derived < llm < user).",
+        values=TITLE_SOURCES, default="user", example='"llm"',
+    ))
+    command: DriveAction | None = key(Choice(
+        "Send this command instead of a turn: `compress` forces a compaction, `ctrl_c` presses Ctrl+C, "
+        "`end_session` ends the session, `restart` kills the agent's process and starts it again.",
+        values=COMMANDS, default=None, example='"ctrl_c"',
+    ))
     agent: str = key(Reference("The agent that receives it.", namespace="agent", default=Derived("the first agent"), example='"main"'))
     session: str | None = key(Reference(
         "The session it targets; absent, the agent's current session.", namespace="session", default=None, example='"s1"',
@@ -171,12 +210,22 @@ class DriveSpec:
 
     @property
     def action(self) -> DriveAction:
-        return DriveAction.TURN if self.command is None else self.command
+        """What the drive does: the key it sets (`turn`, `message`, `title`), or its command."""
+        for action in KEYED_ACTIONS:
+            if getattr(self, action) is not None:
+                return action
+        assert self.command is not None, "a loaded drive sets exactly one action"
+        return self.command
+
+    @property
+    def text(self) -> str | None:
+        """The text of a turn, a message or a title; None for a command."""
+        return self.turn if self.turn is not None else self.message if self.message is not None else self.title
 
 
 DRIVE = table_of(
     DriveSpec, "The user's side: a turn or a command, sent to an agent when the trigger fires.",
-    one_of=(ExactlyOne("the action", ("turn", "command")),),
+    one_of=(ExactlyOne("the action", DRIVE_KEYS),),
 )
 
 
@@ -217,13 +266,14 @@ class ExpectSpec:
     ))
     must_fail_under: tuple[str, ...] = key(ListOf(
         "Mutants (each reverts one fix) under which this scenario must report a violation: the proof that it "
-        "detects its race.",
-        item=Registered(source="mutants", noun="a mutant"), plural="mutant names", default=[], example='["hard-cancel-rollback"]',
+        "detects its race (`python -m sim list mutants`).",
+        item=Registered(source="mutants", noun="a mutant"), plural="mutant names", default=[],
+        example='["hard-cancel-through-fence"]',
     ))
     coverage: tuple[str, ...] = key(ListOf(
-        "Coverage marks that exploration must reach at least once.",
+        "Coverage marks that exploration must reach at least once: event kinds (`python -m sim list marks`).",
         item=Registered(source="coverage_marks", noun="a coverage mark"), plural="coverage marks", default=[],
-        example='["summary_interrupted"]',
+        example='["fence.cancel_won"]',
     ))
 
 
@@ -261,6 +311,13 @@ class Scenario:
         pattern=r"R([1-9]|1[0-9]|2[0-6])", pattern_text='a race id from "R1" to "R26"', default=None, example='"R1"',
     ))
     reported: str | None = key(Str("What the user saw when the race struck.", default=None, example='"session storage could not be written"'))
+    source: str | None = key(Str(
+        "The peer project's regression test(s) this scenario ports: the project and the row(s) of its port "
+        "table in docs/peers.md (the file's header comment names the tests).",
+        pattern=r"[a-z0-9][a-z0-9_.-]* #[1-9][0-9]*(, #[1-9][0-9]*)*",
+        pattern_text='a project and row numbers like "hermes-agent #14" or "hermes-agent #15, #46"',
+        default=None, example='"hermes-agent #14"',
+    ))
     description: str | None = key(Str("What the scenario does and why.", default=None, example='"Ctrl+C while the summary stalls."'))
     world: WorldSpec = key(WORLD)
     drives: tuple[DriveSpec, ...] = key(ListOf(DRIVE.description, item=DRIVE, plural="drives", default=[]), name="drive")

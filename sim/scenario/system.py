@@ -1,10 +1,11 @@
 """The reference system as a scenario describes it, installed and run inside one World run.
 
 `ScenarioSystem` puts the parts together: the builder (`builder.py`) makes the store, the processes and the
-agents; faults act through the `FaultContext` (`fault_context.py`) and drives through their dispatcher
-(`drives.py`); crashes follow the crash model (`crash.py`); invariants read the system through its view
-(`view.py`). What is left here is the wiring, and the fan-out of every recorded event: to fault triggers,
-to the moments drives wait for, to coverage, and to the invariants that read its class.
+agents, and serves the gateway agents (`gateways.py`); faults act through the `FaultContext`
+(`fault_context.py`) and drives through their dispatcher (`drives.py`); crashes follow the crash model
+(`crash.py`); invariants read the system through its view (`view.py`). What is left here is the wiring, and
+the fan-out of every recorded event: to fault triggers, to the moments drives wait for, to coverage, and to
+the invariants that read its class.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class ScenarioSystem:
         moments; then the drives' triggers (made after the faults', so their draws come in that order)."""
         self.world.checkpoint_hook = self.plan.at_point
         self.world.kernel.listeners.append(self._on_event)
-        self.world.kernel.on_idle = self.moments.give_up
+        self.world.kernel.on_idle = self._on_idle
         self.plan.track_actions(self.moments)
         self.drives = Drives(self.built, self.actions, self.world.draw)
         self.drives.track(self.moments)
@@ -53,6 +54,10 @@ class ScenarioSystem:
         self.moments.observe(record.kind, record.time)
         self.coverage.add(record.kind)
         self.violations.extend(self.invariants.on_event(record))
+
+    def _on_idle(self) -> bool:
+        """Nothing can run: end waits for events that cannot come, then let the gateways drain and stop."""
+        return self.moments.give_up() or self.built.gateways.close_idle()
 
     def finish(self) -> None:
         """Quiescence: the liveness checks and the final-state checks."""
@@ -64,5 +69,6 @@ class ScenarioSystem:
         self.store.fault_hook = self.plan.at_store
         await self.built.start_agents()
         async with rt.open_nursery() as nursery:
+            self.built.gateways.start(nursery, list(self.built.agents.values()))
             await self.plan.run_actions(nursery, self.moments)
             self.drives.start(nursery, self.moments)
