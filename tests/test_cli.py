@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support import run_cli
+from support import checkout_env, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 R1 = ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"
@@ -147,7 +147,7 @@ def test_explore_counts_shards_from_1(tmp_path):
 def test_sigterm_to_mutate_leaves_no_overlay_behind(tmp_path, whole_group):
     temp = tmp_path / "tmp"
     temp.mkdir()
-    env = {**os.environ, "TMPDIR": str(temp)}
+    env = checkout_env({"TMPDIR": str(temp)})
     mutate = subprocess.Popen(
         [sys.executable, "-m", "sim", "mutate", "--mutant", R1_MUTANT, "--scenarios", str(R1), "--jobs", "1", "--out", str(tmp_path)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env, start_new_session=True,

@@ -4,7 +4,6 @@ catalogue, and must_fail_under claims, which `run --must-fail-under` and the pyt
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from typing import Sequence
 import pytest
 
 from sim.mutants import load_mutants
+from support import checkout_env
 
 ROOT = Path(__file__).resolve().parent.parent
 R1 = ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"
@@ -22,8 +22,9 @@ NOT_R1S_MUTANT = "publish-atomic"  # reverts a rotation fix; R1's in-place compa
 
 
 def sim(*args: str, cwd: Path, python: Sequence[str] = (sys.executable,), path: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(path), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([*python, "-m", "sim", *args], capture_output=True, text=True, cwd=cwd, env=env)
+    """`python -m sim ARGS` from `cwd`, importing `sim` from the checkout at `path` (first on PYTHONPATH)."""
+    return subprocess.run([*python, "-m", "sim", *args], capture_output=True, text=True, cwd=cwd,
+                          env=checkout_env({"PYTHONPATH": str(path)}))
 
 
 @pytest.mark.parametrize("text", ["", 'name = "quiet"\n[world]\nsessions = [{ id = "s1", messages = 4 }]\n'])
@@ -117,7 +118,7 @@ def test_run_must_fail_under_passes_when_every_claim_holds(tmp_path):
 
 def test_the_pytest_plugin_checks_must_fail_under_on_demand(tmp_path):
     claiming(tmp_path, NOT_R1S_MUTANT)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = checkout_env()
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "scenarios", "--sim-runs", "3"]
     plain = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env)
     assert plain.returncode == 0, plain.stdout

@@ -4,7 +4,6 @@ offer candidates point to that list, and the scenario guide links the reference'
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from sim.cli.listing import UNDESCRIBED, descriptions
 from sim.mutants import load_mutants
 from sim.registry import registry
 from sim.scenario.builder import SEED_MESSAGE_CHARS
+from support import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "scenarios" / "README.md"
@@ -28,8 +28,7 @@ NAMES = {
 
 
 def sim(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True, cwd=ROOT, env=env)
+    return run_cli(*args, cwd=ROOT)
 
 
 @pytest.mark.parametrize("subject", sorted(NAMES))

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
+
+from support import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 R1 = ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"
@@ -18,8 +18,7 @@ OTHER = ROOT / "scenarios" / "turn_right_after_restart_keeps_user_message.toml"
 
 
 def sim(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True, cwd=cwd, env=env)
+    return run_cli(*args, cwd=cwd)
 
 
 def lines_of(stderr: str, command: str) -> list[str]:

@@ -4,13 +4,13 @@ they replay from any directory, after the repository moved, and a changed scenar
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from support import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 R1 = ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"
@@ -19,8 +19,7 @@ COPY = "r1_copy.toml"
 
 
 def sim(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True, cwd=cwd, env=env)
+    return run_cli(*args, cwd=cwd)
 
 
 @pytest.fixture
