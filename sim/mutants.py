@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Collection, Iterator, Sequence
 
+from sim import children
 from sim.catalogue import MUTANTS_DIR, ROOT
 
 EQUIVALENTS_FILE = "equivalent.toml"
@@ -101,13 +102,18 @@ def overlay(mutant: Mutant) -> Iterator[Path]:
 @contextmanager
 def overlay_with(file: str, source: str, *, label: str = "edit") -> Iterator[Path]:
     """A temporary copy of `reference/` whose `file` (a path like "reference/lease.py") reads `source`."""
-    with tempfile.TemporaryDirectory(prefix=f"mutant-{label}-") as folder:
-        target = Path(folder)
+    with children.held():  # a SIGTERM between making the folder and owning it would leave it behind
+        folder = tempfile.TemporaryDirectory(prefix=f"mutant-{label}-")
+    try:
+        target = Path(folder.name)
         shutil.copytree(ROOT / "reference", target / "reference", ignore=shutil.ignore_patterns("__pycache__"))
         if not (target / file).is_file():
             raise ValueError(f"{file}: not a file of the reference")
         (target / file).write_text(source, encoding="utf-8")
         yield target
+    finally:
+        with children.held():
+            folder.cleanup()
 
 
 def overlay_process(folder: Path, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
