@@ -4,6 +4,7 @@ from faults.base import Fault
 from faults.crash import Crash
 from faults.ctrl_c import CtrlC
 from faults.db_busy import DbBusy
+from faults.db_read_failure import DbReadFailure
 from faults.db_write_failure import DbWriteFailure
 from faults.host_interrupt import HostInterrupt
 from faults.late_worker import LateWorker
@@ -17,7 +18,7 @@ from faults.unleased_rotation import UnleasedRotation
 FAULT_KINDS: dict[str, type[Fault]] = {
     kind.kind: kind
     for kind in (
-        Stall, LateWorker, ProviderError, LeaseExpiry, DbWriteFailure, DbBusy, CtrlC, Crash, SecondProcess,
+        Stall, LateWorker, ProviderError, LeaseExpiry, DbWriteFailure, DbReadFailure, DbBusy, CtrlC, Crash, SecondProcess,
         MessageMidCompression, HostInterrupt, UnleasedRotation,
     )
 }

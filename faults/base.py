@@ -6,20 +6,36 @@ A fault acts at one of three places, and its kind says which:
 - `store`: inside a store transaction, just before or just after its COMMIT (the store's fault hook).
 - `action`: at a moment (a virtual time, after an event, or at a point hit) it does something from the
   outside: a Ctrl+C, a crash, a second process, a message arriving.
-Every firing is recorded as a `fault.fired` event, so a run shows that its faults actually happened.
+Every firing is recorded as a `fault.fired` event (`contract.events.faults`), so a run shows that its
+faults actually happened. Parameters are declared with `contract.params`; the scenario loader validates them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, ClassVar, Mapping, Protocol
+from enum import StrEnum
+from typing import Any, Awaitable, ClassVar, Mapping, Protocol
 
-from faults.triggers import Draw, Trigger
-from sim.scenario.schema import Int, Spec
+from contract.events import Event
+from contract.params import Param, integer
+from faults.triggers import Draw, Trigger, TriggerSpecLike
 
-if TYPE_CHECKING:
-    from sim.scenario.model import FaultSpec
+TIMES = integer("How many times the fault fires at most in one run.", minimum=1, default=1, example="3")
 
-TIMES = Int("How many times the fault fires at most in one run.", min=1, default=1, example="3")
+
+class Placement(StrEnum):
+    """Where a fault kind acts."""
+
+    POINT = "point"
+    STORE = "store"
+    ACTION = "action"
+
+
+class FaultSpecLike(Protocol):
+    """A fault as a scenario declares it (the loader's `FaultSpec`)."""
+
+    kind: str
+    trigger: TriggerSpecLike
+    params: dict[str, Any]
 
 
 class FaultContext(Protocol):
@@ -27,7 +43,7 @@ class FaultContext(Protocol):
 
     rt: Any
 
-    def emit(self, kind: str, **fields: Any) -> None: ...
+    def emit(self, event: Event) -> None: ...
 
     def host_ceiling_s(self) -> float: ...
 
@@ -48,10 +64,10 @@ class Fault:
     """One fault in one run. Subclasses set `kind`, `where`, `params` and override the matching hook."""
 
     kind: ClassVar[str]
-    where: ClassVar[str]
-    params: ClassVar[Mapping[str, Spec]]
+    where: ClassVar[Placement]
+    params: ClassVar[Mapping[str, Param]]
 
-    def __init__(self, index: int, spec: "FaultSpec", draw: Draw) -> None:
+    def __init__(self, index: int, spec: FaultSpecLike, draw: Draw) -> None:
         self.index = index
         self.spec = spec
         self.args = spec.params
@@ -75,7 +91,8 @@ class Fault:
         self.fired += 1
         return True
 
-    def fired_fields(self) -> dict[str, Any]:
+    def firing(self) -> dict[str, Any]:
+        """The fields every `fault.fired` event starts with: which fault, its kind, and this firing's number."""
         return {"fault": self.index, "fault_kind": self.kind, "firing": self.fired}
 
     async def at_point(self, ctx: FaultContext, label: str) -> None:

@@ -12,20 +12,21 @@ Trace: `fault.fired fault_kind=crash process=<name>`, `process.crashed`, and `pr
 
 from __future__ import annotations
 
-from faults.base import Fault, FaultContext
-from sim.scenario.schema import Duration, Reference
+from contract.events import CrashFired
+from contract.params import duration, reference
+from faults.base import Fault, FaultContext, Placement
 
 
 class Crash(Fault):
     kind = "crash"
-    where = "action"
+    where = Placement.ACTION
     params = {
-        "process": Reference("The process that dies.", namespace="process", example='"p1"'),
-        "restart_after": Duration("Restart the process this long after the crash (omit: stays dead).", default=None, example='"5s"'),
+        "process": reference("The process that dies.", namespace="process", example='"p1"'),
+        "restart_after": duration("Restart the process this long after the crash (omit: stays dead).", default=None, example='"5s"'),
     }
 
     async def act(self, ctx: FaultContext) -> None:
-        ctx.emit("fault.fired", **self.fired_fields(), process=self.args["process"])
+        ctx.emit(CrashFired(**self.firing(), process=self.args["process"]))
         ctx.crash(self.args["process"])
         if self.args["restart_after"] is not None:
             await ctx.rt.sleep(self.args["restart_after"])

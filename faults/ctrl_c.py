@@ -10,15 +10,16 @@ Trace: `fault.fired fault_kind=ctrl_c`, `frontend.ctrl_c`, `hard_cancel.requeste
 
 from __future__ import annotations
 
-from faults.base import Fault, FaultContext
-from sim.scenario.schema import Reference
+from contract.events import CtrlCFired
+from contract.params import reference
+from faults.base import Fault, FaultContext, Placement
 
 
 class CtrlC(Fault):
     kind = "ctrl_c"
-    where = "action"
-    params = {"agent": Reference("The agent whose terminal gets the Ctrl+C.", namespace="agent", default=None)}
+    where = Placement.ACTION
+    params = {"agent": reference("The agent whose terminal gets the Ctrl+C.", namespace="agent", default=None)}
 
     async def act(self, ctx: FaultContext) -> None:
-        ctx.emit("fault.fired", **self.fired_fields(), agent=self.args["agent"])
+        ctx.emit(CtrlCFired(**self.firing(), agent=self.args["agent"]))
         await ctx.ctrl_c(self.args["agent"])

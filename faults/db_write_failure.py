@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import sqlite3
 
-from faults.base import TIMES, Fault, FaultContext
-from sim.scenario.schema import Choice
+from contract.events import StoreFaultFired
+from contract.params import choice
+from faults.base import TIMES, Fault, FaultContext, Placement
+
 
 class DbWriteFailure(Fault):
     kind = "db_write_failure"
-    where = "store"
+    where = Placement.STORE
     error = "disk I/O error (injected)"
     params = {
-        "phase": Choice("Fail before the COMMIT (rolled back) or after it (durable, but reported failed).",
+        "phase": choice("Fail before the COMMIT (rolled back) or after it (durable, but reported failed).",
                         values=("before_commit", "after_commit"), default="before_commit"),
         "times": TIMES,
     }
@@ -31,5 +33,5 @@ class DbWriteFailure(Fault):
         return phase == self.args["phase"] and self.matches(f"db.{op}")
 
     def at_store(self, ctx: FaultContext, op: str, phase: str) -> None:
-        ctx.emit("fault.fired", **self.fired_fields(), op=op, phase=phase)
+        ctx.emit(StoreFaultFired(**self.firing(), op=op, phase=phase))
         raise sqlite3.OperationalError(self.error)

@@ -11,7 +11,8 @@ Trace: `fault.fired fault_kind=host_interrupt point=<label>`, then `host.unwind`
 
 from __future__ import annotations
 
-from faults.base import TIMES, Fault, FaultContext
+from contract.events import PointFaultFired
+from faults.base import TIMES, Fault, FaultContext, Placement
 
 
 class HostInterrupted(Exception):
@@ -20,11 +21,11 @@ class HostInterrupted(Exception):
 
 class HostInterrupt(Fault):
     kind = "host_interrupt"
-    where = "point"
+    where = Placement.POINT
     params = {
         "times": TIMES,
     }
 
     async def at_point(self, ctx: FaultContext, label: str) -> None:
-        ctx.emit("fault.fired", **self.fired_fields(), point=label)
+        ctx.emit(PointFaultFired(**self.firing(), point=label))
         raise HostInterrupted(f"the host was interrupted at {label} (injected)")

@@ -10,19 +10,20 @@ Trace: `fault.fired fault_kind=late_worker point=<label> stall=<s>`; later `isol
 
 from __future__ import annotations
 
-from faults.base import TIMES, Fault, FaultContext
-from sim.scenario.schema import Duration
+from contract.events import LateWorkerFired
+from contract.params import duration
+from faults.base import TIMES, Fault, FaultContext, Placement
 
 
 class LateWorker(Fault):
     kind = "late_worker"
-    where = "point"
+    where = Placement.POINT
     params = {
-        "past_host_by": Duration("How long after the host's total ceiling the worker wakes.", default=60.0, example='"1m"'),
+        "past_host_by": duration("How long after the host's total ceiling the worker wakes.", default=60.0, example='"1m"'),
         "times": TIMES,
     }
 
     async def at_point(self, ctx: FaultContext, label: str) -> None:
-        stall = ctx.host_ceiling_s() + self.args["past_host_by"]
-        ctx.emit("fault.fired", **self.fired_fields(), point=label, stall=stall)
-        await ctx.rt.sleep(stall)
+        stall_s = ctx.host_ceiling_s() + self.args["past_host_by"]
+        ctx.emit(LateWorkerFired(**self.firing(), point=label, stall_s=stall_s))
+        await ctx.rt.sleep(stall_s)

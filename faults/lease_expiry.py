@@ -14,21 +14,22 @@ from __future__ import annotations
 
 import sqlite3
 
-from faults.base import TIMES, Fault, FaultContext
-from sim.scenario.schema import Choice, Duration
+from contract.events import LeaseExpiryFired
+from contract.params import choice, duration
+from faults.base import TIMES, Fault, FaultContext, Placement
 
 
 class LeaseExpiry(Fault):
     kind = "lease_expiry"
-    where = "point"
+    where = Placement.POINT
     params = {
-        "mode": Choice("How the lease lapses.", values=("missed_refreshes", "clock"), default="missed_refreshes"),
-        "duration": Duration("For mode clock: how long the refresher stalls.", default=600.0, example='"10m"'),
+        "mode": choice("How the lease lapses.", values=("missed_refreshes", "clock"), default="missed_refreshes"),
+        "duration": duration("For mode clock: how long the refresher stalls.", default=600.0, example='"10m"'),
         "times": TIMES,
     }
 
     async def at_point(self, ctx: FaultContext, label: str) -> None:
-        ctx.emit("fault.fired", **self.fired_fields(), point=label, mode=self.args["mode"])
+        ctx.emit(LeaseExpiryFired(**self.firing(), point=label, mode=self.args["mode"]))
         if self.args["mode"] == "clock":
             await ctx.rt.sleep(self.args["duration"])
         else:

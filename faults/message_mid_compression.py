@@ -11,18 +11,19 @@ Trace: `fault.fired fault_kind=message_mid_compression`, then `turn.persisted wr
 
 from __future__ import annotations
 
-from faults.base import Fault, FaultContext
-from sim.scenario.schema import Reference, Str
+from contract.events import FaultFired
+from contract.params import reference, text
+from faults.base import Fault, FaultContext, Placement
 
 
 class MessageMidCompression(Fault):
     kind = "message_mid_compression"
-    where = "action"
+    where = Placement.ACTION
     params = {
-        "session": Reference("The session the message is written to.", namespace="session", default=None),
-        "text": Str("The message text.", default="a message that arrived during the summary"),
+        "session": reference("The session the message is written to.", namespace="session", default=None),
+        "text": text("The message text.", default="a message that arrived during the summary"),
     }
 
     async def act(self, ctx: FaultContext) -> None:
-        ctx.emit("fault.fired", **self.fired_fields())
+        ctx.emit(FaultFired(**self.firing()))
         await ctx.external_append(self.args["session"], self.args["text"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from faults import FAULT_KINDS
-from faults.base import Fault, FaultContext
+from faults.base import Fault, FaultContext, Placement
 from faults.triggers import Draw, Trigger
 
 
@@ -18,9 +18,9 @@ class FaultPlan:
     def __init__(self, specs: Sequence[Any], draw: Draw, ctx: FaultContext) -> None:
         self._ctx = ctx
         self.faults: list[Fault] = [FAULT_KINDS[spec.kind](index, spec, draw) for index, spec in enumerate(specs)]
-        self._points = [f for f in self.faults if f.point is not None and f.where != "store"]
-        self._store = [f for f in self.faults if f.where == "store"]
-        self._actions = [f for f in self.faults if f.where == "action" and f.point is None]
+        self._points = [f for f in self.faults if f.point is not None and f.where != Placement.STORE]
+        self._store = [f for f in self.faults if f.where == Placement.STORE]
+        self._actions = [f for f in self.faults if f.where == Placement.ACTION and f.point is None]
         self._nursery: Any = None
 
     # ---- hooks ---------------------------------------------------------------------------------
@@ -29,7 +29,7 @@ class FaultPlan:
         """A named point was reached: let every matching point fault decide, in declaration order."""
         for fault in self._points:
             if fault.matches(label) and fault.try_fire(self._ctx.rt.now()):
-                if fault.where == "action":
+                if fault.where == Placement.ACTION:
                     self._nursery.start_soon(fault.act, self._ctx, name=f"fault.{fault.kind}")
                 else:
                     await fault.at_point(self._ctx, label)

@@ -9,19 +9,20 @@ Trace: `fault.fired fault_kind=provider_error point=<label>`, then `compaction.r
 
 from __future__ import annotations
 
-from faults.base import TIMES, Fault, FaultContext
+from contract.events import PointFaultFired
+from contract.params import text
+from faults.base import TIMES, Fault, FaultContext, Placement
 from reference.provider import ProviderError as ReferenceProviderError
-from sim.scenario.schema import Str
 
 
 class ProviderError(Fault):
     kind = "provider_error"
-    where = "point"
+    where = Placement.POINT
     params = {
-        "message": Str("The error text the provider returns.", default="provider overloaded", example='"rate limited"'),
+        "message": text("The error text the provider returns.", default="provider overloaded", example='"rate limited"'),
         "times": TIMES,
     }
 
     async def at_point(self, ctx: FaultContext, label: str) -> None:
-        ctx.emit("fault.fired", **self.fired_fields(), point=label)
+        ctx.emit(PointFaultFired(**self.firing(), point=label))
         raise ReferenceProviderError(self.args["message"])

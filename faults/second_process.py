@@ -10,19 +10,20 @@ Trace: `fault.fired fault_kind=second_process`, `process.started`, then that age
 
 from __future__ import annotations
 
-from faults.base import Fault, FaultContext
-from sim.scenario.schema import Choice, Reference, Str
+from contract.events import SecondProcessFired
+from contract.params import choice, reference, text
+from faults.base import Fault, FaultContext, Placement
 
 
 class SecondProcess(Fault):
     kind = "second_process"
-    where = "action"
+    where = Placement.ACTION
     params = {
-        "session": Reference("The session the second process works on.", namespace="session", default=None),
-        "command": Choice("What its agent does.", values=("turn", "compress"), default="turn"),
-        "text": Str("The user's text, for a turn.", default="a message from the second process"),
+        "session": reference("The session the second process works on.", namespace="session", default=None),
+        "command": choice("What its agent does.", values=("turn", "compress"), default="turn"),
+        "text": text("The user's text, for a turn.", default="a message from the second process"),
     }
 
     async def act(self, ctx: FaultContext) -> None:
-        ctx.emit("fault.fired", **self.fired_fields(), command=self.args["command"])
+        ctx.emit(SecondProcessFired(**self.firing(), command=self.args["command"]))
         await ctx.second_process(self.args["session"], self.args["command"], self.args["text"])

@@ -10,18 +10,19 @@ Trace: `fault.fired fault_kind=stall point=<label> duration=<s>`, then the stall
 
 from __future__ import annotations
 
-from faults.base import TIMES, Fault, FaultContext
-from sim.scenario.schema import Duration
+from contract.events import StallFired
+from contract.params import duration
+from faults.base import TIMES, Fault, FaultContext, Placement
 
 
 class Stall(Fault):
     kind = "stall"
-    where = "point"
+    where = Placement.POINT
     params = {
-        "duration": Duration("How long the point blocks.", example='"10m"'),
+        "duration": duration("How long the point blocks.", example='"10m"'),
         "times": TIMES,
     }
 
     async def at_point(self, ctx: FaultContext, label: str) -> None:
-        ctx.emit("fault.fired", **self.fired_fields(), point=label, duration=self.args["duration"])
+        ctx.emit(StallFired(**self.firing(), point=label, duration_s=self.args["duration"]))
         await ctx.rt.sleep(self.args["duration"])

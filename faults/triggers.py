@@ -19,6 +19,7 @@ class TriggerSpecLike(Protocol):
     at: float | None
     after_event: str | None
     nth: int | None
+    point: str | None
     probability: float | None
     per_hit: float | None
     delay: float

@@ -13,17 +13,18 @@ Trace: `fault.fired fault_kind=unleased_rotation`, then `external.rotated parent
 
 from __future__ import annotations
 
-from faults.base import Fault, FaultContext
-from sim.scenario.schema import Reference
+from contract.events import FaultFired
+from contract.params import reference
+from faults.base import Fault, FaultContext, Placement
 
 
 class UnleasedRotation(Fault):
     kind = "unleased_rotation"
-    where = "action"
+    where = Placement.ACTION
     params = {
-        "session": Reference("A session of the lineage whose live head is rotated.", namespace="session", default=None),
+        "session": reference("A session of the lineage whose live head is rotated.", namespace="session", default=None),
     }
 
     async def act(self, ctx: FaultContext) -> None:
-        ctx.emit("fault.fired", **self.fired_fields())
+        ctx.emit(FaultFired(**self.firing()))
         await ctx.unleased_rotation(self.args["session"])

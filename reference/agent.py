@@ -10,6 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from contract.events import (
+    HardCancelRequested,
+    HostReturned,
+    HostStarted,
+    SessionAdopted,
+    SessionAutoReset,
+    SessionReopened,
+    TurnContextOverflow,
+    TurnOverflowDeferred,
+    TurnPersisted,
+)
+from contract.ids import AttemptId, SessionId
+from contract.points import TURN_FLUSH, TURN_MODEL
+from contract.runtime import Runtime
 from reference.attempt import Compressor
 from reference.compactor import CompactionJob, CompactorDeps, Outcome, Summarizer
 from reference.config import CompactionConfig
@@ -17,11 +31,10 @@ from reference.cooldown import Cooldowns
 from reference.db import Database
 from reference.fence import CommitFence, FenceStack
 from reference.host import HostWait
-from reference.lease import Process, ProcessTable
+from reference.lease import Process, ProcessProbe
 from reference.pool import CompressionPool
 from reference.store import SessionClosedByCompression
 from reference.transcript import Message, estimate_tokens, fingerprint, from_row, new_message, persist, unpersisted
-from sim.runtime.api import Runtime
 
 
 class PersistenceFailed(Exception):
@@ -48,6 +61,11 @@ class TurnResult:
     interrupted: bool
 
 
+# Refusals that prove compression cannot shrink this context now: the breaker, or a candidate that changed
+# nothing or would grow. Anything else (a cooldown, a backoff, a busy lease, a timeout) is transient.
+EXHAUSTION_REASONS = frozenset({"ineffective", "no_progress", "would_grow"})
+
+
 def default_reply(text: str) -> str:
     return f"ack: {text}"
 
@@ -65,7 +83,7 @@ class Agent:
         process: Process,
         config: CompactionConfig | None = None,
         pool: CompressionPool | None = None,
-        processes: ProcessTable | None = None,
+        processes: ProcessProbe | None = None,
         reply: Callable[[str], str] = default_reply,
     ) -> None:
         self._rt = rt
@@ -73,8 +91,8 @@ class Agent:
         self.config = config or CompactionConfig()
         self.process = process
         self.pool = pool or CompressionPool(rt, self.config.pool_cap)
-        self.session_id = session_id
-        self.caller_session_id = session_id
+        self.session_id = SessionId(session_id)
+        self.caller_session_id = self.session_id
         self.messages: list[Message] = []
         self.fences = FenceStack()
         self.compressor = Compressor(rt)
@@ -107,24 +125,26 @@ class Agent:
         if estimate_tokens(self.messages) >= self.config.threshold_tokens:
             compaction = await self.compress()
         interrupted = self._hard_event.is_set()
+        if not interrupted and self._overflows():
+            interrupted = not await self._recover_overflow()
         if not interrupted:
-            await self._rt.checkpoint("turn.model")
+            await self._rt.checkpoint(TURN_MODEL)
             self.messages.append(new_message("assistant", self._reply(text), self._rt.now()))
         persisted = await self.flush()
         return TurnResult(self.session_id, persisted, compaction, interrupted)
 
     async def flush(self) -> list[int]:
         """Write every message not yet durable; the marker is the only thing that says "already written"."""
-        await self._rt.checkpoint("turn.flush")
+        await self._rt.checkpoint(TURN_FLUSH)
         pending = unpersisted(self.messages)
         if not pending:
             return []
         row_ids = await self._append_following_rotation(pending)
         for message, row_id in zip(pending, row_ids):
-            self._rt.emit(
-                "turn.persisted", session=self.session_id, caller_session=self.caller_session_id, turn=self._turns,
-                role=message["role"], row=row_id,
-            )
+            self._rt.emit(TurnPersisted(
+                session=self.session_id, caller_session=self.caller_session_id, turn=self._turns, role=message["role"],
+                row=row_id,
+            ))
         return row_ids
 
     async def _append_following_rotation(self, pending: list[Message]) -> list[int]:
@@ -146,25 +166,62 @@ class Agent:
             return
         # FIX reopen-orphan-at-turn-start (R20): a parent closed without a published child refuses every write forever
         if await self._db.call("reopen_orphaned", self.session_id):
-            self._rt.emit("session.reopened", session=self.session_id)
+            self._rt.emit(SessionReopened(session=self.session_id))
 
     async def _adopt_tip(self) -> bool:
-        tip = await self._db.call("compression_tip", self.session_id)
-        if tip is None or tip == self.session_id:
+        found = await self._db.call("compression_tip", self.session_id)
+        if found is None or found == self.session_id:
             return False
+        tip = SessionId(found)
         rows = await self._db.call("active_messages", tip)
-        self._rt.emit("session.adopted", **{"from": self.session_id, "to": tip})
+        self._rt.emit(SessionAdopted(from_session=self.session_id, to_session=tip))
         self.messages = [from_row(row) for row in rows] + unpersisted(self.messages)
         self.session_id = self.caller_session_id = tip
         return True
 
+    # ---- context overflow (R23) -------------------------------------------------------------------
+
+    def _overflows(self) -> bool:
+        """The model would refuse this context as too long (context_length_exceeded)."""
+        limit = self.config.context_limit_tokens
+        return limit > 0 and estimate_tokens(self.messages) > limit
+
+    async def _recover_overflow(self) -> bool:
+        """Provider-proven overflow: compress once, past the failure cooldown; reset the session only if
+        compression is exhausted. True if the turn may go on to its reply (False: deferred, no reply)."""
+        self._rt.emit(TurnContextOverflow(session=self.session_id, tokens=estimate_tokens(self.messages)))
+        # FIX overflow-bypasses-cooldown (R23): the provider proved the overflow; a timeout cooldown must not veto the one attempt that can fix it
+        outcome = await self.compress(bypass_cooldown=True)
+        if not self._overflows():
+            return True
+        # FIX transient-block-is-not-exhaustion (R23): a cooldown, backoff or busy lease defers recovery; only a refusal that cannot shrink proves exhaustion
+        if outcome.reason not in EXHAUSTION_REASONS:
+            self._rt.emit(TurnOverflowDeferred(session=self.session_id, reason=outcome.reason))
+            return False
+        await self._auto_reset(outcome.reason)
+        return True
+
+    async def _auto_reset(self, reason: str) -> None:
+        """Compression is exhausted: end the session as a reset and go on in a fresh one (the gateway's
+        "Session auto-reset"); only this turn's unsaved messages move along."""
+        old = self.session_id
+        fresh = old.minted_child(f"{self.process.holder(0)}:{old}:reset:{self._turns}", self._rt.now())
+        await self._db.call("end_session", old, reason="session_reset")
+        await self._db.call("create_session", fresh, parent=old, model_config={"_reset_from": old})
+        self.session_id = self.caller_session_id = fresh
+        self.messages = unpersisted(self.messages)
+        self._rt.emit(SessionAutoReset(from_session=old, to_session=fresh, reason=reason))
+
     # ---- compression -----------------------------------------------------------------------------
 
-    async def compress(self, *, force: bool = False) -> Outcome:
-        """Run one pooled attempt under the host's budget; `force` (manual /compress) skips the gates."""
+    async def compress(self, *, force: bool = False, bypass_cooldown: bool = False) -> Outcome:
+        """Run one pooled attempt under the host's budget; `force` (manual /compress) skips the gates,
+        `bypass_cooldown` (overflow recovery) only the failure cooldown."""
         number = self.process.next_attempt()
-        attempt = f"{self.process.name}.{number}"
+        attempt = AttemptId.of(self.process.name, number)
         before = fingerprint(self.messages)
+        mode = "forced" if force else "overflow" if bypass_cooldown else "automatic"
+        self._rt.emit(HostStarted(attempt=attempt, session=self.session_id, mode=mode))
         fence = CommitFence(self._rt, attempt, ceiling_s=self.config.ceiling_timeout_s, hard_event=self._hard_event)
         self.fences.push(fence)
         try:
@@ -172,7 +229,8 @@ class Agent:
                 outcome = Outcome("saturated", "pool_saturated")
             else:
                 job = CompactionJob(
-                    self._deps, fence, number=number, session=self.session_id, source=self.messages, force=force
+                    self._deps, fence, number=number, session=self.session_id, source=self.messages, force=force,
+                    bypass_cooldown=bypass_cooldown,
                 )
                 outcome = await HostWait(self._rt, self.config, self.cooldowns, job, fence, self.session_id).run()
         finally:
@@ -180,20 +238,20 @@ class Agent:
         self._apply(outcome)
         # FIX rebind-caller-session (R18): the worker re-pointed the agent; the host's own binding must follow it
         self.caller_session_id = self.session_id
-        self._rt.emit(
-            "host.returned", attempt=attempt, status=outcome.status, session=self.session_id,
-            caller_session=self.caller_session_id, transcript_before=before, transcript_after=fingerprint(self.messages),
-        )
+        self._rt.emit(HostReturned(
+            attempt=attempt, status=outcome.status, session=self.session_id, caller_session=self.caller_session_id,
+            transcript_before=before, transcript_after=fingerprint(self.messages),
+        ))
         return outcome
 
     def _apply(self, outcome: Outcome) -> None:
         if outcome.status == "adopted" and outcome.session_id is not None:
-            self.session_id = outcome.session_id
+            self.session_id = SessionId(outcome.session_id)
             self.messages = (outcome.messages or []) + unpersisted(self.messages)
         elif outcome.messages is not None:
             self.messages = outcome.messages
 
-    def _bind_session(self, session_id: str) -> None:
+    def _bind_session(self, session_id: SessionId) -> None:
         """The worker's re-point after a rotation (the agent's attribute, not the host's own binding)."""
         self.session_id = session_id
 
@@ -203,7 +261,7 @@ class Agent:
         True if an attempt was cancelled. A running summary is unwound at once and rolled back; its lease is
         freed by the worker, or after a short grace by the fence's holder-scoped hook.
         """
-        self._rt.emit("hard_cancel.requested", session=self.session_id)
+        self._rt.emit(HardCancelRequested(session=self.session_id))
         self._hard_event.set()
         fence = self.fences.top
         # FIX hard-cancel-through-fence (R1): a plain interrupt is masked during the summary; only the fence stops it safely

@@ -2,7 +2,9 @@
 
 Two boundaries: the commit fence owns commit admission; the generation owns compressor-attribute writes.
 A new attempt claims generation g+1, so a slower, older attempt that later unwinds cannot roll back state
-the newer one wrote (R21). The cancelled-check a cooldown clear consults is stamped with its installer.
+the newer one wrote (R21). An attempt that never won the lease retires its claim: it owned nothing, so it
+must not make the attempt that holds the lease look stale (#198 F1). The cancelled-check a cooldown clear
+consults is stamped with its installer.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
+from contract.events import AttemptClaimed, AttemptRestored, AttemptRestoreSkippedStale, AttemptRetired
+from contract.ids import AttemptId
+from contract.runtime import Runtime
 from reference.store import CooldownRow
-from sim.runtime.api import Runtime
 
 CancelledCheck = Callable[[], bool]
 DurableRestore = Callable[[CooldownRow], Awaitable[None]]
@@ -38,15 +42,30 @@ class Compressor:
         self.state = CompressorState()
         self.generation = 0
         self.working_generation = 0
+        self._retired: set[int] = set()
         self._serial = rt.lock()
         self._cancelled_check: tuple[int, CancelledCheck] | None = None
 
-    async def claim(self, attempt: str) -> int:
+    async def claim(self, attempt: AttemptId) -> int:
         """A fresh, monotonic generation for `attempt`; waits for a rollback in progress to finish."""
+        # FIX claim-waits-for-rollback (R21): a claim between a rollback's check and its writes would be overwritten by them
         async with self._serial:
             self.generation += 1
             generation = self.generation
-        self._rt.emit("attempt.claimed", attempt=attempt, generation=generation)
+        self._rt.emit(AttemptClaimed(attempt=attempt, generation=generation))
+        return generation
+
+    async def retire(self, attempt: AttemptId, generation: int) -> None:
+        """Give back a claim that never owned the compressor; the counter itself never moves backwards."""
+        async with self._serial:
+            self._retired.add(generation)
+        self._rt.emit(AttemptRetired(attempt=attempt, generation=generation))
+
+    def current_claim(self) -> int:
+        """The newest claim not retired: the attempt whose rollback may still write (0: none)."""
+        generation = self.generation
+        while generation in self._retired:
+            generation -= 1
         return generation
 
     def snapshot(self) -> CompressorState:
@@ -54,7 +73,7 @@ class Compressor:
 
     async def restore(
         self,
-        attempt: str,
+        attempt: AttemptId,
         generation: int,
         snapshot: CompressorState,
         durable: tuple[DurableRestore, CooldownRow] | None = None,
@@ -65,16 +84,15 @@ class Compressor:
         """
         async with self._serial:
             # FIX stale-restore-noop (R21): an older attempt's late rollback must not undo what a newer claim wrote
-            if generation != self.generation:
-                self._rt.emit(
-                    "attempt.restore_skipped_stale", attempt=attempt, generation=generation, current=self.generation
-                )
+            current = self.current_claim()
+            if generation != current:
+                self._rt.emit(AttemptRestoreSkippedStale(attempt=attempt, generation=generation, current=current))
                 return False
             if durable is not None:
                 write_row, row = durable
                 await write_row(row)
             self.state = dataclasses.replace(snapshot)
-        self._rt.emit("attempt.restored", attempt=attempt, generation=generation)
+        self._rt.emit(AttemptRestored(attempt=attempt, generation=generation))
         return True
 
     # ---- the working marker: published when dispatch starts, used for supersession ----------------

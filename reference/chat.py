@@ -1,14 +1,17 @@
 """`python -m reference chat --db PATH`: the reference agent on trio, in real time, on a real SQLite file.
 
 The fake provider summarizes slowly (`--summary-latency`), so a compaction is easy to interrupt: Ctrl+C
-during a summary cancels it cleanly (rolled back, lease freed) and the next turn persists. With `--script
-FILE` the turns come from a file, one per line, so it can be driven without a terminal. The database is
-consistent after any exit: every write is one transaction, and the store is closed on the way out.
+during a summary cancels it cleanly (rolled back, lease freed) and the next turn persists. Ctrl+C at the
+prompt, or a second Ctrl+C within the grace period of the first, ends the chat. With `--script FILE` the
+turns come from a file, one per line, so it can be driven without a terminal; each is echoed after the
+prompt. The database is consistent after any exit: every write is one transaction, and the store is closed
+on the way out.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 from pathlib import Path
@@ -16,21 +19,39 @@ from typing import Sequence
 
 import trio
 
-from reference.agent import Agent
+from contract.events import (
+    CompactionCommitted,
+    CompactionRefused,
+    CompactionSummaryDone,
+    CompactionSummaryStarted,
+    FenceCancelWon,
+    FrontendCtrlC,
+    FrontendCtrlCGraceExpired,
+    HostTimeout,
+    LeaseAcquired,
+    LeaseReleased,
+    SessionAdopted,
+    TurnPersisted,
+)
+from contract.history import HistoryEvent
+from contract.trio_runtime import TrioRuntime
+from reference.agent import Agent, TurnResult
 from reference.config import CompactionConfig
 from reference.db import Database
 from reference.frontends import CliFrontend
-from reference.lease import ProcessTable
+from reference.identity import HostProcesses
 from reference.provider import ProviderScript, ScriptedProvider
 from reference.store import SessionStore
-from sim.runtime.trio_runtime import RecordedEvent, TrioRuntime
 
 # Events worth a line on the terminal: what a person watching a compaction wants to see.
 SHOWN_EVENTS = (
-    "compaction.summary_started", "compaction.summary_done", "compaction.committed", "compaction.refused",
-    "fence.cancel_won", "lease.acquired", "lease.released", "frontend.ctrl_c", "frontend.ctrl_c_grace_expired",
-    "turn.persisted", "host.timeout", "session.adopted",
+    CompactionSummaryStarted, CompactionSummaryDone, CompactionCommitted, CompactionRefused, FenceCancelWon,
+    LeaseAcquired, LeaseReleased, FrontendCtrlC, FrontendCtrlCGraceExpired, TurnPersisted, HostTimeout,
+    SessionAdopted,
 )
+
+
+PROMPT = "you> "
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,10 +73,10 @@ class _Printer:
     def __init__(self) -> None:
         self._start: float | None = None
 
-    def __call__(self, event: RecordedEvent) -> None:
+    def __call__(self, event: HistoryEvent) -> None:
         if self._start is None:
             self._start = event.time
-        if event.kind in SHOWN_EVENTS:
+        if isinstance(event.event, SHOWN_EVENTS):
             fields = " ".join(f"{key}={value}" for key, value in sorted(event.fields.items()))
             print(f"[{event.time - self._start:8.3f}s] {event.kind} {fields}", flush=True)
 
@@ -72,19 +93,31 @@ async def _read_turns(rt: TrioRuntime, script: Path | None, send: trio.MemorySen
                 await send.send(line.strip())
 
 
-async def _on_ctrl_c(frontend: CliFrontend, nursery: trio.Nursery) -> None:
-    """Ctrl+C during a turn is a hard cancel; Ctrl+C at the prompt ends the chat."""
+async def _on_ctrl_c(frontend: CliFrontend, nursery: trio.Nursery, grace_s: float) -> None:
+    """Ctrl+C during a turn is a hard cancel; Ctrl+C at the prompt ends the chat, and so does a second one
+    within the grace of the first (with a script, the next turn starts at once, so the prompt never shows)."""
+    last_s = -math.inf
     with trio.open_signal_receiver(signal.SIGINT) as signals:
         async for _ in signals:
-            if frontend.busy:
+            now_s = trio.current_time()
+            if frontend.busy and now_s - last_s > grace_s:
+                last_s = now_s
                 nursery.start_soon(frontend.ctrl_c)
             else:
                 print("bye", flush=True)
                 nursery.cancel_scope.cancel()
 
 
+def _reply(agent: Agent, result: TurnResult | None) -> str:
+    """What the user reads: the assistant's message of the turn, or why there is none."""
+    if result is None or result.interrupted:
+        return "(no reply: the turn was cancelled or failed)"
+    replies = [message["content"] for message in agent.messages if message["role"] == "assistant"]
+    return replies[-1] if replies else "(no reply)"
+
+
 async def _chat(rt: TrioRuntime, args: argparse.Namespace, store: SessionStore) -> None:
-    processes = ProcessTable()
+    processes = HostProcesses()  # real identity: host, pid, start time and nonce; a real dead-holder probe
     config = CompactionConfig(threshold_tokens=args.threshold, idle_timeout_s=max(120.0, args.summary_latency * 2),
                               ceiling_timeout_s=max(600.0, args.summary_latency * 4))
     provider = ScriptedProvider(rt, ProviderScript(latency_s=args.summary_latency, tick_s=min(1.0, args.summary_latency)))
@@ -94,14 +127,31 @@ async def _chat(rt: TrioRuntime, args: argparse.Namespace, store: SessionStore) 
     frontend = CliFrontend(rt, agent, grace_s=args.grace)
     send, receive = trio.open_memory_channel[str](0)
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_on_ctrl_c, frontend, nursery)
+        nursery.start_soon(_on_ctrl_c, frontend, nursery, args.grace)
         nursery.start_soon(_read_turns, rt, args.script, send)
-        async for text in receive:
-            result = await frontend.submit(text)
-            if result is not None:
-                print(f"turn done: session={result.session_id} persisted={len(result.persisted)} "
-                      f"interrupted={result.interrupted}", flush=True)
+        # A person at a terminal sees what they type; otherwise each turn is echoed after the prompt.
+        await _converse(agent, frontend, receive, typed=args.script is None and sys.stdin.isatty())
         nursery.cancel_scope.cancel()
+
+
+async def _converse(agent: Agent, frontend: CliFrontend, receive: trio.MemoryReceiveChannel[str], *, typed: bool) -> None:
+    """Prompt, take a turn, show the reply; until the turns run out."""
+    while True:
+        if typed:
+            print(PROMPT, end="", flush=True)
+        try:
+            text = await receive.receive()
+        except trio.EndOfChannel:
+            break
+        if not typed:
+            print(PROMPT + text, flush=True)
+        result = await frontend.submit(text)
+        print(f"agent> {_reply(agent, result)}", flush=True)
+        if result is not None:
+            print(f"turn done: session={result.session_id} persisted={len(result.persisted)} "
+                  f"interrupted={result.interrupted}", flush=True)
+    if typed:
+        print(flush=True)  # end the last prompt's line
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -115,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"python -m reference chat: --script {args.script}: no such file", file=sys.stderr)
         return 2
     try:
-        TrioRuntime.run(_chat, args, store, on_event=_Printer(), wait_for_workers=False)
+        TrioRuntime.run(_chat, args, store, on_event=_Printer(), wait_for_workers=False, wall_clock=True)
     finally:
         store.close()
     return 0

@@ -11,16 +11,43 @@ import copy
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
+from contract.events import (
+    CommitArchived,
+    CommitPublished,
+    CompactionBlocked,
+    CompactionCommitFailed,
+    CompactionCommitted,
+    CompactionError,
+    CompactionFinished,
+    CompactionInput,
+    CompactionInputReread,
+    CompactionRefused,
+    CompactionStrike,
+    CompactionStrikeResetFailed,
+    CompactionSummaryDone,
+    CompactionSummaryProgress,
+    CompactionSummaryStarted,
+    CompactionWatermark,
+    CompactionWatermarkFailed,
+    CooldownRestored,
+    LeaseAcquireFailed,
+    PoolJobSkipped,
+    SessionAdopted,
+)
+from contract.ids import SessionId
+from contract.points import COMPACTOR_AFTER_SUMMARY, COMPACTOR_BEFORE_BEGIN_COMMIT, COMPACTOR_BEFORE_PARENT_FLUSH
+from contract.runtime import EventLike, Runtime
 from reference.attempt import Compressor, CompressorState
 from reference.config import CompactionConfig
 from reference.cooldown import Cooldowns
 from reference.db import Database
 from reference.fence import CommitFence
-from reference.lease import Lease, Process, ProcessTable
+from reference.lease import Lease, Process, ProcessProbe
 from reference.pool import CompressionPool
 from reference.provider import ProgressCallback, ProviderError
 from reference.store import DELIBERATE_END_REASONS, CooldownRow, ParentEndedError
 from reference.transcript import (
+    ROW_ID,
     Message,
     estimate_tokens,
     from_row,
@@ -31,7 +58,6 @@ from reference.transcript import (
     unpersisted,
     without_markers,
 )
-from sim.runtime.api import EventLike, Runtime
 
 
 class Summarizer(Protocol):
@@ -49,7 +75,7 @@ class Outcome:
     status: str  # committed | rotated | adopted | unchanged | failed | error | timeout | saturated
     reason: str = ""
     messages: list[Message] | None = None
-    session_id: str | None = None
+    session_id: SessionId | None = None
 
 
 @dataclass
@@ -64,8 +90,8 @@ class CompactorDeps:
     cooldowns: Cooldowns
     pool: CompressionPool
     process: Process
-    processes: ProcessTable | None
-    bind_session: Callable[[str], None]
+    processes: ProcessProbe | None
+    bind_session: Callable[[SessionId], None]
 
 
 class AttemptAborted(Exception):
@@ -76,7 +102,8 @@ class CompactionJob:
     """A submitted attempt: the worker body, and the outcome the host reads once `done` is set."""
 
     def __init__(
-        self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: str, source: list[Message], force: bool
+        self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: SessionId, source: list[Message], force: bool,
+        bypass_cooldown: bool = False,
     ) -> None:
         self._deps = deps
         self._fence = fence
@@ -84,6 +111,7 @@ class CompactionJob:
         self._session = session
         self._source = source
         self._force = force
+        self._bypass_cooldown = bypass_cooldown
         self.outcome: Outcome | None = None
 
     @property
@@ -97,35 +125,38 @@ class CompactionJob:
         try:
             # FIX stale-job-skipped (R8): a job that starts after its host gave up must not summarize or commit
             if self._fence.is_cancelled or self._fence.deadline_exceeded():
-                d.rt.emit("pool.job_skipped", attempt=self._fence.attempt)
+                d.rt.emit(PoolJobSkipped(attempt=self._fence.attempt))
                 self.outcome = Outcome("unchanged", "stale_job")
                 return
             # FIX snapshot-on-worker (R4): the worker owns a deep copy; the caller's live list is never touched
             messages = copy.deepcopy(self._source)
-            attempt = Attempt(d, self._fence, number=self._number, session=self._session, force=self._force)
+            attempt = Attempt(d, self._fence, number=self._number, session=self._session, force=self._force,
+                              bypass_cooldown=self._bypass_cooldown)
             self.outcome = await attempt.run(messages)
         except Exception as exc:  # the host gets an outcome whatever failed; the error is in the history
             self.outcome = Outcome("error", type(exc).__name__)
-            d.rt.emit("compaction.error", attempt=self._fence.attempt, error=repr(exc))
+            d.rt.emit(CompactionError(attempt=self._fence.attempt, error=repr(exc)))
         finally:
             d.pool.release_worker()
             d.pool.release_admission()
             outcome = self.outcome or Outcome("error", "interrupted")
-            d.rt.emit(
-                "compaction.finished", session=self._session, attempt=self._fence.attempt, status=outcome.status,
-                reason=outcome.reason,
-            )
+            d.rt.emit(CompactionFinished(
+                session=self._session, attempt=self._fence.attempt, status=outcome.status, reason=outcome.reason,
+            ))
             self.done.set()
 
 
 class Attempt:
-    def __init__(self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: str, force: bool) -> None:
+    def __init__(
+        self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: SessionId, force: bool, bypass_cooldown: bool = False
+    ) -> None:
         self._d = deps
         self._fence = fence
         self.attempt = fence.attempt
         self.session = session
         self.holder = deps.process.holder(number)
         self._force = force
+        self._bypass_cooldown = bypass_cooldown
         self.generation = 0
         self.watermark: int | None = None
         self._admitted = False
@@ -134,15 +165,15 @@ class Attempt:
         d = self._d
         self.generation = await d.compressor.claim(self.attempt)
         snapshot = d.compressor.snapshot()
-        blocked = None if self._force else await d.cooldowns.blocked_reason(self.session)
+        blocked = None if self._force else await d.cooldowns.blocked_reason(self.session, bypass_cooldown=self._bypass_cooldown)
         if blocked is not None:
-            d.rt.emit("compaction.blocked", session=self.session, attempt=self.attempt, reason=blocked)
-            return Outcome("unchanged", blocked)
+            d.rt.emit(CompactionBlocked(session=self.session, attempt=self.attempt, reason=blocked))
+            return await self._sit_out(Outcome("unchanged", blocked))
         lease = Lease(d.rt, d.db, self.session, self.holder, d.config)
         sat_out = await self._acquire(lease)
         if sat_out is not None:
             await lease.release()
-            return self._refused(sat_out)
+            return await self._sit_out(self._refused(sat_out))
         try:
             async with d.rt.open_nursery() as nursery:
                 nursery.start_soon(lease.run_refresher, name=f"refresher:{self.attempt}")
@@ -154,36 +185,52 @@ class Attempt:
             if self._admitted:
                 await self._fence.finish_commit()
 
+    async def _sit_out(self, outcome: Outcome) -> Outcome:
+        """This attempt never worked under the lease: it retires its claim and hands back `outcome`."""
+        # FIX lock-loser-retires-claim (R21): a loser's newer claim would make the lease owner's hard-cancel rollback look stale
+        await self._d.compressor.retire(self.attempt, self.generation)
+        return outcome
+
     async def _acquire(self, lease: Lease) -> str | None:
         """Win the lease with the fence lock held; None on success, else why this attempt sits out."""
         if not await self._fence.begin_lock_setup():
             return "fence_cancelled"
+        captured = False
         try:
             won = await self._try_lease(lease)
             if won:
+                # FIX cancel-frees-lease-by-hook (R3): a host that gives up frees exactly this holder's lease, before the worker returns
                 self._fence.publish_release_hook(lease.release)
-                await self._capture_watermark()
+                captured = await self._capture_watermark()
         finally:
             await self._fence.finish_lock_setup()
         if not won:
             return "lock_contended"
+        # FIX watermark-fail-closed (R14): with no watermark the commit cannot tell concurrent appends from the snapshot; archiving all loses them
+        if not captured:
+            return "watermark_unknown"
         return "fence_cancelled" if self._fence.is_cancelled else None
 
     async def _try_lease(self, lease: Lease) -> bool:
         try:
             return await lease.acquire(self._d.processes)
         except Exception as exc:  # sit out; the caller's holder-qualified release cleans up a half-taken row
-            self._d.rt.emit("lease.acquire_failed", session=self.session, holder=self.holder, error=repr(exc))
+            self._d.rt.emit(LeaseAcquireFailed(session=self.session, holder=self.holder, error=repr(exc)))
             return False
 
-    async def _capture_watermark(self) -> None:
-        """Rows above the watermark arrive during the summary; the commit keeps them live, after it."""
+    async def _capture_watermark(self) -> bool:
+        """Rows above the watermark arrive during the summary; the commit keeps them live, after it.
+
+        False if the read failed: the attempt then sits out (its caller fails closed).
+        """
         try:
             # FIX watermark-after-acquire (R14): without it the commit archives every active row, concurrent appends included
             self.watermark = await self._d.db.call("active_watermark", self.session)
-        except Exception:  # unknown watermark: the commit archives everything (the historical behaviour)
-            self.watermark = None
-        self._d.rt.emit("compaction.watermark", session=self.session, attempt=self.attempt, watermark=self.watermark)
+        except Exception as exc:
+            self._d.rt.emit(CompactionWatermarkFailed(session=self.session, attempt=self.attempt, error=repr(exc)))
+            return False
+        self._d.rt.emit(CompactionWatermark(session=self.session, attempt=self.attempt, watermark=self.watermark))
+        return True
 
     async def _under_lease(self, messages: list[Message], snapshot: CompressorState) -> Outcome:
         d = self._d
@@ -192,9 +239,14 @@ class Attempt:
             return adopted
         cooldown_row: CooldownRow = await d.db.call("cooldown_row", self.session)
         if self._force:
-            await d.cooldowns.clear(self.session, self.attempt)
-        elif cooldown_row.ineffective_count >= d.config.breaker_threshold:
-            return self._refused("ineffective")
+            # FIX forced-clear-vetoed-when-cancelled (R2): a /compress stopped before it got here must not lift the cooldown
+            await d.cooldowns.clear(self.session, self.attempt, veto=lambda: self._fence.is_cancelled)
+        else:
+            blocked = self._blocked_under_lease(cooldown_row)
+            if blocked is not None:
+                return self._refused(blocked)
+        messages = await self._with_rows_committed_before_lease(messages)
+        d.rt.emit(CompactionInput(session=self.session, attempt=self.attempt, rows=input_rows(messages)))
         try:
             return await self._summarize_and_commit(messages, cooldown_row)
         finally:
@@ -203,9 +255,32 @@ class Attempt:
                 durable = (self._restore_cooldown_row, cooldown_row)
                 await d.compressor.restore(self.attempt, self.generation, snapshot, durable)
 
+    async def _with_rows_committed_before_lease(self, messages: list[Message]) -> list[Message]:
+        """The snapshot, or the durable transcript up to the watermark if another writer added rows meanwhile.
+
+        Rows above the watermark stay out: the commit clones them after the compacted rows.
+        """
+        rows = await self._d.db.call("active_messages", self.session)
+        covered = [row for row in rows if self.watermark is None or row.id <= self.watermark]
+        known = set(input_rows(messages))
+        # FIX reread-transcript-under-lease (R14): a row committed between our snapshot and our lease is under the watermark; unseen, the commit archives it
+        if all(row.id in known for row in covered):
+            return messages
+        self._d.rt.emit(CompactionInputReread(session=self.session, attempt=self.attempt, rows=len(covered)))
+        return [from_row(row) for row in covered] + unpersisted(messages)
+
+    def _blocked_under_lease(self, row: CooldownRow) -> str | None:
+        """The automatic gate again, on the row read under the lease: another agent may have failed meanwhile."""
+        # FIX cooldown-rechecked-under-lease (R2): a cooldown recorded between our gate and our lease still holds us off
+        if row.until is not None and row.until > self._d.rt.now() and not self._bypass_cooldown:
+            return "cooldown"
+        if row.ineffective_count >= self._d.config.breaker_threshold:
+            return "ineffective"
+        return None
+
     async def _restore_cooldown_row(self, row: CooldownRow) -> None:
         await self._d.db.call("restore_cooldown_row", self.session, row)
-        self._d.rt.emit("cooldown.restored", session=self.session, attempt=self.attempt)
+        self._d.rt.emit(CooldownRestored(session=self.session, attempt=self.attempt))
 
     async def _adopt_if_rotated(self) -> Outcome | None:
         """Another path rotated this session while we waited: adopt its live tip and sit out (step 8)."""
@@ -214,12 +289,12 @@ class Attempt:
         # FIX adopt-rotated-parent-after-acquire (R19): rotating an already-rotated parent leaves orphan siblings
         if row is not None and row.rotated:
             tip = await d.db.call("compression_tip", self.session)
-            return self._refused("parent_rotated") if tip is None else await self._adopt(tip)
+            return self._refused("parent_rotated") if tip is None else await self._adopt(SessionId(tip))
         return None
 
-    async def _adopt(self, tip: str) -> Outcome:
+    async def _adopt(self, tip: SessionId) -> Outcome:
         rows = await self._d.db.call("active_messages", tip)
-        self._d.rt.emit("session.adopted", **{"from": self.session, "to": tip, "attempt": self.attempt})
+        self._d.rt.emit(SessionAdopted(from_session=self.session, to_session=tip, attempt=self.attempt))
         return Outcome("adopted", "parent_rotated", [from_row(row) for row in rows], tip)
 
     async def _summarize_and_commit(self, messages: list[Message], cooldown_row: CooldownRow) -> Outcome:
@@ -236,7 +311,7 @@ class Attempt:
         refusal = self._screen(before, candidate)
         if refusal is not None:
             return self._refused(refusal)
-        await d.rt.checkpoint("compactor.before_begin_commit")
+        await d.rt.checkpoint(COMPACTOR_BEFORE_BEGIN_COMMIT)
         if not await self._fence.begin_commit():
             return self._refused("commit_fence_cancelled")
         self._admitted = True
@@ -247,7 +322,7 @@ class Attempt:
             commit = self._commit_in_place(messages) if d.config.in_place else self._commit_rotation(messages, before)
             outcome = await commit
         except Exception as exc:
-            d.rt.emit("compaction.commit_failed", session=self.session, attempt=self.attempt, error=repr(exc))
+            d.rt.emit(CompactionCommitFailed(session=self.session, attempt=self.attempt, error=repr(exc)))
             # FIX restore-snapshot-on-failed-commit (R12): the compacted list never became durable; handing it back would double the rows
             messages[:] = before
             seconds = d.config.split_failure_cooldown_s
@@ -267,10 +342,10 @@ class Attempt:
         d.compressor.install_cancelled_check(self.generation, lambda: fence.is_cancelled)
         try:
             d.compressor.mark_working(self.generation)
-            d.rt.emit("compaction.summary_started", attempt=self.attempt, generation=self.generation)
+            d.rt.emit(CompactionSummaryStarted(attempt=self.attempt, generation=self.generation))
             summary = await self._dispatch(messages[:split])
-            d.rt.emit("compaction.summary_done", attempt=self.attempt, chars=len(summary))
-            await d.rt.checkpoint("compactor.after_summary")
+            d.rt.emit(CompactionSummaryDone(attempt=self.attempt, chars=len(summary)))
+            await d.rt.checkpoint(COMPACTOR_AFTER_SUMMARY)
             await d.cooldowns.clear_on_success(self.session, self.attempt, self.generation)
         finally:
             d.compressor.clear_cancelled_check_if_owner(self.generation)
@@ -296,7 +371,7 @@ class Attempt:
         if self._fence.is_cancelled:
             return
         self._fence.touch_progress()
-        self._d.rt.emit("compaction.summary_progress", attempt=self.attempt)
+        self._d.rt.emit(CompactionSummaryProgress(attempt=self.attempt))
 
     def _screen(self, before: list[Message], candidate: list[Message]) -> str | None:
         """Refuse, before admission, a candidate that changes nothing or is no longer ours (step 12)."""
@@ -314,7 +389,7 @@ class Attempt:
         d = self._d
         # FIX would-grow-counts-strike (R13): an uncounted refusal lets every turn re-issue the same growing summary
         strikes = await d.db.call("bump_ineffective", self.session)
-        d.rt.emit("compaction.strike", session=self.session, attempt=self.attempt, strikes=strikes)
+        d.rt.emit(CompactionStrike(session=self.session, attempt=self.attempt, strikes=strikes))
         return self._refused("would_grow")
 
     async def _commit_in_place(self, messages: list[Message]) -> Outcome:
@@ -323,7 +398,7 @@ class Attempt:
             "archive_and_compact", self.session, messages, holder=self.holder, watermark=self.watermark,
             tail_count=d.config.tail_count,
         )
-        d.rt.emit("commit.archived", session=self.session, attempt=self.attempt, rows=len(row_ids))
+        d.rt.emit(CommitArchived(session=self.session, attempt=self.attempt, rows=len(row_ids)))
         # FIX stamp-compacted-markers (R12): the compacted dicts are durable now; unmarked, the next flush re-inserts them all
         stamp(messages, row_ids)
         return Outcome("committed", "in_place", messages, self.session)
@@ -337,16 +412,15 @@ class Attempt:
             raise ParentEndedError(f"parent {parent!r} already ended ({row.end_reason})")
         # FIX rotation-ceiling-before-flush (R14): rows above it are our own flush, already in the handoff; cloning them duplicates
         ceiling = await d.db.call("active_watermark", parent)
-        await d.rt.checkpoint("compactor.before_parent_flush")
+        await d.rt.checkpoint(COMPACTOR_BEFORE_PARENT_FLUSH)
         pending = unpersisted(before)
-        if pending:
-            await persist(d.rt, d.db, parent, pending)
-        child = f"{parent.split('/')[0]}/{self.attempt}"
+        own_rows = await persist(d.rt, d.db, parent, pending) if pending else []
+        child = parent.minted_child(self.holder, d.rt.now())
         row_ids = await d.db.call(
             "publish_child", parent, child, messages, holder=self.holder, watermark=self.watermark, ceiling=ceiling,
-            ttl_s=d.config.lease_ttl_s, require_refresh=True,
+            ttl_s=d.config.lease_ttl_s, require_refresh=True, own_rows=own_rows,
         )
-        d.rt.emit("commit.published", parent=parent, child=child, attempt=self.attempt)
+        d.rt.emit(CommitPublished(parent=parent, child=child, attempt=self.attempt))
         # FIX stamp-handoff-markers (R10): the handoff rows (the user turn's anchor copy included) are durable in the child
         stamp(messages, row_ids)
         d.bind_session(child)
@@ -363,15 +437,19 @@ class Attempt:
             try:
                 await d.db.call("reset_ineffective", self.session)
             except Exception as exc:  # the commit stands; a stale strike only delays the next automatic attempt
-                d.rt.emit("compaction.strike_reset_failed", session=self.session, attempt=self.attempt, error=repr(exc))
-        d.rt.emit(
-            "compaction.committed", session=self.session, attempt=self.attempt, tokens=estimate_tokens(messages),
-            tokens_before=tokens_before,
-        )
+                d.rt.emit(CompactionStrikeResetFailed(session=self.session, attempt=self.attempt, error=repr(exc)))
+        d.rt.emit(CompactionCommitted(
+            session=self.session, attempt=self.attempt, tokens=estimate_tokens(messages), tokens_before=tokens_before,
+        ))
 
     def _refused(self, reason: str) -> Outcome:
-        self._d.rt.emit("compaction.refused", session=self.session, attempt=self.attempt, reason=reason)
+        self._d.rt.emit(CompactionRefused(session=self.session, attempt=self.attempt, reason=reason))
         return Outcome("unchanged", reason)
+
+
+def input_rows(messages: list[Message]) -> list[int]:
+    """The durable rows an attempt works from (its own unflushed messages have none yet)."""
+    return sorted(m[ROW_ID] for m in messages if m.get(ROW_ID) is not None)
 
 
 def build_candidate(before: list[Message], summary: str, now: float, keep_recent: int) -> list[Message]:

@@ -10,6 +10,7 @@ class CompactionConfig:
     """Budgets and switches for one agent's compaction (defaults from the production constants)."""
 
     threshold_tokens: int = 64_000
+    context_limit_tokens: int = 0  # the model's context window; 0: unlimited (no overflow is ever reported)
     lease_ttl_s: float = 300.0
     idle_timeout_s: float = 120.0
     ceiling_timeout_s: float = 600.0

@@ -12,7 +12,9 @@ from typing import Callable
 from reference.attempt import Compressor
 from reference.config import CompactionConfig
 from reference.db import Database
-from sim.runtime.api import Runtime
+from contract.events import CooldownClearSkipped, CooldownCleared, CooldownPersistFailed, CooldownSet
+from contract.ids import AttemptId, SessionId
+from contract.runtime import Runtime
 
 
 class Cooldowns:
@@ -22,36 +24,37 @@ class Cooldowns:
         self._compressor = compressor
         self._config = config
 
-    async def blocked_reason(self, session: str) -> str | None:
-        """Why an automatic attempt must not run now (None: it may). A forced attempt skips this gate."""
+    async def blocked_reason(self, session: SessionId, *, bypass_cooldown: bool = False) -> str | None:
+        """Why an automatic attempt must not run now (None: it may). A forced attempt skips this gate;
+        `bypass_cooldown` (a provider-proven overflow) skips only the failure cooldown."""
         now = self._rt.now()
         state = self._compressor.state
-        if state.cooldown_until > now:
+        if state.cooldown_until > now and not bypass_cooldown:
             return "cooldown"
         if state.structural_backoff_until > now:
             return "structural_backoff"
         row = await self._db.call("cooldown_row", session)
-        if row.until is not None and row.until > now:
+        if row.until is not None and row.until > now and not bypass_cooldown:
             state.cooldown_until = row.until
             return "cooldown"
         if row.ineffective_count >= self._config.breaker_threshold:
             return "ineffective"
         return None
 
-    async def record_failure(self, session: str, seconds: float, error: str, attempt: str) -> None:
+    async def record_failure(self, session: SessionId, seconds: float, error: str, attempt: AttemptId) -> None:
         """Block automatic attempts for `seconds`; the durable row keeps the later of two deadlines."""
-        until = self._rt.now() + seconds
+        until_s = self._rt.now() + seconds
         state = self._compressor.state
-        state.cooldown_until = max(state.cooldown_until, until)
+        state.cooldown_until = max(state.cooldown_until, until_s)
         state.last_error = error
         try:
-            await self._db.call("record_cooldown", session, until, error)
+            await self._db.call("record_cooldown", session, until_s, error)
         except Exception as exc:  # the local deadline still holds; an empty durable row is no proof of a clear
-            self._rt.emit("cooldown.persist_failed", session=session, attempt=attempt, error=type(exc).__name__)
+            self._rt.emit(CooldownPersistFailed(session=session, attempt=attempt, error=type(exc).__name__))
             return
-        self._rt.emit("cooldown.set", session=session, until=until, attempt=attempt, error=error)
+        self._rt.emit(CooldownSet(session=session, until_s=until_s, attempt=attempt, error=error))
 
-    async def record_timeout(self, session: str, attempt: str, kind: str) -> None:
+    async def record_timeout(self, session: SessionId, attempt: AttemptId, kind: str) -> None:
         """The host's timeout record: the ladder (60/300/900 s) climbs with consecutive timeouts."""
         state = self._compressor.state
         state.consecutive_timeouts += 1
@@ -62,16 +65,16 @@ class Cooldowns:
         """An unchanged candidate: back off locally instead of re-summarizing the same input every turn."""
         self._compressor.state.structural_backoff_until = self._rt.now() + self._config.structural_backoff_s
 
-    async def clear_on_success(self, session: str, attempt: str, generation: int) -> bool:
+    async def clear_on_success(self, session: SessionId, attempt: AttemptId, generation: int) -> bool:
         """A healthy summary lifts the cooldown, unless this attempt was cancelled (or superseded) meanwhile."""
         # FIX cancelled-attempt-keeps-cooldown (R2): a late worker's success must not lift the host's timeout cooldown
         veto = partial(self._compressor.attempt_is_cancelled, generation)
         if await self.clear(session, attempt, veto=veto):
             return True
-        self._rt.emit("cooldown.clear_skipped", session=session, attempt=attempt)
+        self._rt.emit(CooldownClearSkipped(session=session, attempt=attempt))
         return False
 
-    async def clear(self, session: str, attempt: str, *, veto: Callable[[], bool] = lambda: False) -> bool:
+    async def clear(self, session: SessionId, attempt: AttemptId, *, veto: Callable[[], bool] = lambda: False) -> bool:
         """Clear the durable and local cooldown; `veto` is consulted in the clear's own step."""
         if not await self._db.call_unless(veto, "clear_cooldown", session):
             return False
@@ -79,5 +82,5 @@ class Cooldowns:
         state.cooldown_until = 0.0
         state.last_error = None
         state.consecutive_timeouts = 0
-        self._rt.emit("cooldown.cleared", session=session, attempt=attempt)
+        self._rt.emit(CooldownCleared(session=session, attempt=attempt))
         return True

@@ -2,6 +2,7 @@
 
 The checkpoint `db.<op>` is where the simulator may switch tasks between any two store operations, and
 where a fault plan can stall or fail a specific operation. Methods that take `now` get the runtime's clock.
+A connection can be closed, as the connection of a process that died is: every later call is refused.
 """
 
 from __future__ import annotations
@@ -9,8 +10,11 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
+from contract.points import store_point
+from contract.runtime import Runtime
 from reference.store import SessionStore
-from sim.runtime.api import Runtime
+
+Refusal = Callable[[str], BaseException]
 
 
 class Database:
@@ -20,21 +24,29 @@ class Database:
         self._rt = rt
         self.store = store
         self._takes_now: dict[str, bool] = {}
+        self._refusal: Refusal | None = None
+
+    def close(self, refusal: Refusal) -> None:
+        """From now on every call raises `refusal(op)` instead of reaching the store (a dead process writes
+        nothing more: what it committed stays, what it had not begun never happens)."""
+        self._refusal = refusal
 
     async def call(self, op: str, *args: Any, **kw: Any) -> Any:
-        await self._rt.checkpoint(f"db.{op}")
+        await self._rt.checkpoint(store_point(op))
         return self._invoke(op, args, kw)
 
     async def call_unless(self, veto: Callable[[], bool], op: str, *args: Any, **kw: Any) -> bool:
         """Run `op` unless `veto()` holds when the transaction is about to start (checked in the same step,
         so nothing can change the answer between the check and the write). True if it ran."""
-        await self._rt.checkpoint(f"db.{op}")
+        await self._rt.checkpoint(store_point(op))
         if veto():
             return False
         self._invoke(op, args, kw)
         return True
 
     def _invoke(self, op: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+        if self._refusal is not None:
+            raise self._refusal(op)
         method = getattr(self.store, op)
         if self._needs_now(op, method):
             kw.setdefault("now", self._rt.now())

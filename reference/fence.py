@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Awaitable, Callable
 
-from sim.runtime.api import CancelScopeLike, EventLike, Runtime
+from contract.events import FenceBeginOk, FenceBeginRefused, FenceCancelWon, FenceFinish, FenceRevoked, FenceSetupRefused
+from contract.ids import AttemptId
+from contract.runtime import CancelScopeLike, EventLike, Runtime
 
 ReleaseHook = Callable[[], Awaitable[None]]
 
@@ -18,7 +20,7 @@ ReleaseHook = Callable[[], Awaitable[None]]
 class CommitFence:
     """Commit admission for one attempt (one fence per attempt)."""
 
-    def __init__(self, rt: Runtime, attempt: str, *, ceiling_s: float, hard_event: EventLike) -> None:
+    def __init__(self, rt: Runtime, attempt: AttemptId, *, ceiling_s: float, hard_event: EventLike) -> None:
         self._rt = rt
         self.attempt = attempt
         self.deadline = rt.now() + ceiling_s
@@ -68,7 +70,7 @@ class CommitFence:
         # FIX lock-setup-spans-acquire (R3): a cancel cannot land between acquire and hook publication, and a dead attempt never acquires
         if self.is_cancelled:
             self._lock.release()
-            self._rt.emit("fence.setup_refused", attempt=self.attempt)
+            self._rt.emit(FenceSetupRefused(attempt=self.attempt))
             return False
         return True
 
@@ -88,10 +90,10 @@ class CommitFence:
         reason = self._refusal()
         if reason is None:
             self._commit_in_flight = True
-            self._rt.emit("fence.begin_ok", attempt=self.attempt)
+            self._rt.emit(FenceBeginOk(attempt=self.attempt))
             return True
         self._lock.release()
-        self._rt.emit("fence.begin_refused", attempt=self.attempt, reason=reason)
+        self._rt.emit(FenceBeginRefused(attempt=self.attempt, reason=reason))
         await self._release_if_wanted()
         return False
 
@@ -111,7 +113,7 @@ class CommitFence:
         self._commit_in_flight = False
         self._committed = True
         self._lock.release()
-        self._rt.emit("fence.finish", attempt=self.attempt)
+        self._rt.emit(FenceFinish(attempt=self.attempt))
         await self._release_if_wanted()
 
     # ---- the host's and the frontend's side (steps 11b-11e, R1) --------------------------------
@@ -128,6 +130,7 @@ class CommitFence:
         return await self._cancel_holding_lock(hard=False, release=release)
 
     async def _cancel_holding_lock(self, *, hard: bool, release: bool) -> bool:
+        # FIX cancel-loses-to-finished-commit (R1): a cancel that waited out an admitted commit must not "win" it afterwards
         if self._committed:
             self._lock.release()
             return False
@@ -137,7 +140,7 @@ class CommitFence:
         if hard and self._interrupt is not None:
             self._interrupt.cancel()
         self._lock.release()
-        self._rt.emit("fence.cancel_won", attempt=self.attempt, hard=hard)
+        self._rt.emit(FenceCancelWon(attempt=self.attempt, hard=hard))
         await self._release_if_wanted()
         return True
 
@@ -150,7 +153,7 @@ class CommitFence:
         """The host is unwinding: no commit may start from now on. Lock-free flag, then a try-lock release."""
         self._revoked = True
         self._release_wanted = True
-        self._rt.emit("fence.revoked", attempt=self.attempt, commit_in_flight=self._commit_in_flight)
+        self._rt.emit(FenceRevoked(attempt=self.attempt, commit_in_flight=self._commit_in_flight))
         # FIX revoke-defers-during-commit (R6): an admitted commit holds the fence lock; releasing under it would admit a second writer
         if not self._lock.try_acquire():
             return

@@ -54,6 +54,14 @@ FIXES: tuple[Fix, ...] = (
             "turn start reopens a compression-ended parent that has no continuation and no lease",
         ),
         ("rebind-caller-session", "R18", "after every attempt the host's own session binding follows the agent's"),
+        (
+            "overflow-bypasses-cooldown", "R23",
+            "the recovery of a provider-proven overflow compresses past the failure cooldown",
+        ),
+        (
+            "transient-block-is-not-exhaustion", "R23",
+            "an overflow whose recovery was blocked transiently (cooldown, backoff, busy lease) defers; only exhaustion resets",
+        ),
     ),
     *_fixes(
         "reference.host",
@@ -67,8 +75,23 @@ FIXES: tuple[Fix, ...] = (
             "at the total ceiling the lease is freed only once the cancelled worker has exited",
         ),
         (
+            "user-stop-is-not-a-timeout", "R1",
+            "a host whose attempt the user already stopped records no timeout cooldown when its wait runs out",
+        ),
+        (
+            "timeout-arms-backoff", "R2",
+            "a host timeout records a durable cooldown on the ladder (60/300/900 s by consecutive timeouts)",
+        ),
+        (
             "commit-overrun-visible", "R7",
             "a timed-out host waits for an admitted commit in slices and reports the overrun once",
+        ),
+    ),
+    *_fixes(
+        "reference.transcript",
+        (
+            "loaded-rows-stamped", "R10",
+            "messages loaded from the store carry their row's persisted marker, so no flush writes them again",
         ),
     ),
     *_fixes(
@@ -84,8 +107,28 @@ FIXES: tuple[Fix, ...] = (
             "the watermark is captured right after the lease is won, so concurrent appends survive the commit",
         ),
         (
+            "watermark-fail-closed", "R14",
+            "an attempt whose watermark read failed sits out (lease released, nothing archived) instead of archiving everything",
+        ),
+        (
             "hard-cancel-full-rollback", "R1",
             "a hard-cancelled attempt restores the exact durable cooldown row and compressor state before releasing",
+        ),
+        (
+            "cancel-frees-lease-by-hook", "R3",
+            "the lease winner publishes a holder-scoped release hook, so a host that gives up frees exactly its lease",
+        ),
+        (
+            "forced-clear-vetoed-when-cancelled", "R2",
+            "a forced attempt's clear of the cooldown is vetoed, in the clear's own step, once its fence is cancelled",
+        ),
+        (
+            "cooldown-rechecked-under-lease", "R2",
+            "an automatic attempt re-reads the durable cooldown under the lease and sits out while it is live",
+        ),
+        (
+            "reread-transcript-under-lease", "R14",
+            "under the lease the attempt works from the durable rows up to its watermark when its snapshot lacks some",
         ),
         (
             "adopt-rotated-parent-after-acquire", "R19",
@@ -96,6 +139,10 @@ FIXES: tuple[Fix, ...] = (
             "a commit that raises hands back the pre-attempt transcript, never the unstamped candidate",
         ),
         ("zombie-progress-suppressed", "R26", "a cancelled attempt's late progress ticks are dropped"),
+        (
+            "lock-loser-retires-claim", "R21",
+            "an attempt that sits out without the lease retires its claim, so the lease owner's rollback still runs",
+        ),
         (
             "superseded-candidate-discarded", "R21",
             "a candidate whose generation is no longer the working one is discarded",
@@ -117,6 +164,10 @@ FIXES: tuple[Fix, ...] = (
     ),
     *_fixes(
         "reference.attempt",
+        (
+            "claim-waits-for-rollback", "R21",
+            "a claim takes the compressor's serial lock, so it cannot land between a rollback's check and its writes",
+        ),
         ("stale-restore-noop", "R21", "a rollback by an attempt that is no longer the current claim writes nothing"),
         ("owner-stamped-cancel-check", "R21", "only the attempt that installed the cancelled-check may clear it"),
     ),
@@ -134,6 +185,10 @@ FIXES: tuple[Fix, ...] = (
             "lease acquire and hook publication happen under the fence lock; a dead attempt never acquires",
         ),
         (
+            "cancel-loses-to-finished-commit", "R1",
+            "a cancel that takes the fence lock after an admitted commit finished reports False and changes nothing",
+        ),
+        (
             "revoke-defers-during-commit", "R6",
             "a revoke releases the lease only if no commit holds the fence lock; otherwise finish_commit does",
         ),
@@ -145,6 +200,10 @@ FIXES: tuple[Fix, ...] = (
     *_fixes(
         "reference.lease",
         ("refresher-tolerates-blips", "R25", "the refresher gives up only after ttl/interval consecutive failures"),
+        (
+            "failed-acquire-releases-own-row", "R3",
+            "an acquire that raised may still have written its row; the sitting-out attempt releases it by holder",
+        ),
     ),
     *_fixes(
         "reference.store.messages",
@@ -184,6 +243,10 @@ FIXES: tuple[Fix, ...] = (
             "publication refreshes and verifies the lease in its transaction",
         ),
         ("clone-foreign-tail-bounded", "R14", "only rows in (watermark, ceiling] are cloned into the child"),
+        (
+            "clone-appends-above-ceiling", "R14",
+            "an append that lands after the ceiling read is cloned too; only the agent's own flushed rows are not",
+        ),
         ("publish-refuses-deliberate-end", "R11", "publication refuses a parent ended by a deliberate boundary"),
         ("publish-heals-automatic-end", "R11", "publication heals an automatic end stamp instead of wedging"),
         ("close-parent-only-if-open", "R19", "the parent closes as compression only if still open (rowcount 1)"),
@@ -196,6 +259,17 @@ FIXES: tuple[Fix, ...] = (
         ),
         ("refresh-never-inserts", "R3/R25", "a refresh only extends the holder's own row; it never re-creates one"),
         ("holder-qualified-release", "R3", "a release deletes only the caller's own holder row"),
+        (
+            "acquire-never-overwrites", "R3/R19",
+            "the acquire inserts only into a free row and confirms it owns it; a live row makes the racer lose",
+        ),
+    ),
+    *_fixes(
+        "reference.store.titles",
+        (
+            "title-carried-with-source", "R17",
+            "a rotation carries the parent's title to the child unchanged, with its source (never stamped 'user')",
+        ),
     ),
 )
 

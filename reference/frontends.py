@@ -12,8 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract.events import (
+    FrontendCtrlC,
+    FrontendCtrlCGraceExpired,
+    FrontendTurnAbandoned,
+    FrontendTurnFailed,
+    FrontendTurnSubmitted,
+    GatewayDelivered,
+    GatewayTurnStarted,
+)
+from contract.runtime import Runtime
 from reference.agent import Agent, TurnResult
-from sim.runtime.api import Runtime
 
 
 class CliFrontend:
@@ -38,29 +47,29 @@ class CliFrontend:
         """
         async with self._turn_lock:
             self._turn_done = done = self._rt.event()
-            self._rt.emit("frontend.turn_submitted", agent=self.name, text=text)
+            self._rt.emit(FrontendTurnSubmitted(agent=self.name, text=text))
             try:
                 with self._rt.cancel_scope() as scope:
                     self._turn_scope = scope
                     return await self.agent.run_turn(text)
-                self._rt.emit("frontend.turn_abandoned", agent=self.name, text=text)
+                self._rt.emit(FrontendTurnAbandoned(agent=self.name, text=text))
                 return None
             except Exception as error:
-                self._rt.emit("frontend.turn_failed", agent=self.name, error=f"{type(error).__name__}: {error}")
+                self._rt.emit(FrontendTurnFailed(agent=self.name, error=f"{type(error).__name__}: {error}"))
                 return None
             finally:
                 done.set()
 
     async def ctrl_c(self) -> None:
         """Hard-cancel the running turn; after the grace period, abandon it if it has still not ended."""
-        self._rt.emit("frontend.ctrl_c", agent=self.name, turn_running=self.busy)
+        self._rt.emit(FrontendCtrlC(agent=self.name, turn_running=self.busy))
         await self.agent.hard_interrupt()
         with self._rt.move_on_after(self._grace_s):
             await self._turn_done.wait()
         still_running = self.busy
         if still_running and self._turn_scope is not None:
             self._turn_scope.cancel()
-        self._rt.emit("frontend.ctrl_c_grace_expired", agent=self.name, turn_abandoned=still_running)
+        self._rt.emit(FrontendCtrlCGraceExpired(agent=self.name, turn_abandoned=still_running))
 
 
 class GatewayFrontend:
@@ -69,24 +78,36 @@ class GatewayFrontend:
     def __init__(self, rt: Runtime, capacity: int = 64) -> None:
         self._rt = rt
         self._capacity = capacity
-        self._queues: dict[str, Any] = {}
+        self._queues: dict[str, tuple[Any, Any]] = {}
         self.results: list[TurnResult] = []
 
+    def _queue(self, name: str) -> tuple[Any, Any]:
+        """`name`'s queue, opened by whichever comes first: a delivery or the agent starting to serve."""
+        if name not in self._queues:
+            self._queues[name] = self._rt.open_channel(self._capacity)
+        return self._queues[name]
+
     async def serve(self, name: str, agent: Agent) -> None:
-        """Run `agent`'s turns for messages delivered under `name` until its queue is closed."""
-        send, receive = self._rt.open_channel(self._capacity)
-        self._queues[name] = send
+        """Run `agent`'s turns for messages delivered under `name` until its queue is closed.
+
+        A turn that fails is reported on its platform and the next message is taken, as the terminal does.
+        """
+        _, receive = self._queue(name)
         while True:
             try:
                 text, platform_message_id = await receive.receive()
             except self._rt.EndOfChannel:
                 return
-            self._rt.emit("gateway.turn_started", agent=name, platform_message_id=platform_message_id)
-            self.results.append(await agent.run_turn(text, platform_message_id=platform_message_id))
+            self._rt.emit(GatewayTurnStarted(agent=name, platform_message_id=platform_message_id))
+            try:
+                self.results.append(await agent.run_turn(text, platform_message_id=platform_message_id))
+            except Exception as error:
+                self._rt.emit(FrontendTurnFailed(agent=name, error=f"{type(error).__name__}: {error}"))
 
     async def deliver(self, name: str, text: str, *, platform_message_id: str | None = None) -> None:
-        self._rt.emit("gateway.delivered", agent=name, platform_message_id=platform_message_id)
-        await self._queues[name].send((text, platform_message_id))
+        self._rt.emit(GatewayDelivered(agent=name, platform_message_id=platform_message_id))
+        await self._queue(name)[0].send((text, platform_message_id))
 
     def close(self, name: str) -> None:
-        self._queues[name].close()
+        """No more messages for `name`: its agent finishes the queued ones, then stops serving."""
+        self._queue(name)[0].close()

@@ -11,7 +11,10 @@ from reference.compactor import CompactionJob, Outcome
 from reference.config import CompactionConfig
 from reference.cooldown import Cooldowns
 from reference.fence import CommitFence
-from sim.runtime.api import Runtime
+from contract.events import HostCommitOverrun, HostLeaseRetained, HostTimeout, HostUnwind
+from contract.ids import SessionId
+from contract.points import HOST_WAIT
+from contract.runtime import Runtime
 
 IDLE = "idle"
 CEILING = "ceiling"
@@ -20,7 +23,7 @@ CEILING = "ceiling"
 class HostWait:
     def __init__(
         self, rt: Runtime, config: CompactionConfig, cooldowns: Cooldowns, job: CompactionJob, fence: CommitFence,
-        session: str,
+        session: SessionId,
     ) -> None:
         self._rt = rt
         self._config = config
@@ -38,7 +41,7 @@ class HostWait:
             return outcome
         finally:
             if not handled:
-                self._rt.emit("host.unwind", attempt=self._fence.attempt)
+                self._rt.emit(HostUnwind(attempt=self._fence.attempt))
                 # FIX revoke-on-host-unwind (R5): an unwinding host must leave no worker that can still begin a commit
                 with self._rt.cancel_scope(shield=True):
                     await self._fence.revoke_commit_admission()
@@ -62,7 +65,7 @@ class HostWait:
         """Wait for the job; the idle budget is charged from the last progress, not from the slice start."""
         config, fence = self._config, self._fence
         while True:
-            await self._rt.checkpoint("host.wait")
+            await self._rt.checkpoint(HOST_WAIT)
             remaining = fence.deadline - self._rt.now()
             idle_left = config.idle_timeout_s - fence.seconds_since_progress()
             # FIX idle-charged-from-progress (R9): a full idle slice from its start lets silence stretch to ~2x idle
@@ -79,14 +82,18 @@ class HostWait:
     async def _time_out(self, kind: str) -> Outcome | None:
         """Fence the worker off; None when its commit had already been admitted (then its outcome stands)."""
         fence = self._fence
-        self._rt.emit("host.timeout", attempt=fence.attempt, budget=kind, since_progress=fence.seconds_since_progress())
+        self._rt.emit(HostTimeout(attempt=fence.attempt, budget=kind, since_progress_s=fence.seconds_since_progress()))
         # FIX ceiling-keeps-lease-for-live-worker (R25): at the ceiling the worker may still run; freeing its lease lets a retry overlap it
         release_now = kind != CEILING
         won = await self._cancel_or_join(release_now)
         if not won:
             return None
+        # FIX user-stop-is-not-a-timeout (R1): the user stopped this attempt first; a timeout record would block the next turns
+        if fence.hard_requested:
+            return Outcome("unchanged", "hard_cancelled")
         if not release_now:
             await self._release_after_grace()
+        # FIX timeout-arms-backoff (R2): without a recorded cooldown the next turn re-enters the route that just stalled
         await self._cooldowns.record_timeout(self._session, fence.attempt, kind)
         return Outcome("timeout", kind)
 
@@ -112,7 +119,7 @@ class HostWait:
                 await self._job.done.wait()
             if not self._job.done.is_set() and not warned:
                 warned = True
-                self._rt.emit("host.commit_overrun", attempt=self._fence.attempt, waited=self._rt.now() - started)
+                self._rt.emit(HostCommitOverrun(attempt=self._fence.attempt, waited_s=self._rt.now() - started))
 
     async def _release_after_grace(self) -> None:
         """Ceiling path: free the lease only once the cancelled worker has exited; an orphan keeps it."""
@@ -121,4 +128,4 @@ class HostWait:
         if self._job.done.is_set():
             await self._fence.release_cancelled()
         else:
-            self._rt.emit("host.lease_retained", attempt=self._fence.attempt)
+            self._rt.emit(HostLeaseRetained(attempt=self._fence.attempt))

@@ -6,22 +6,38 @@ holder-qualified and idempotent, so a late or repeated release can never free so
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from reference.config import CompactionConfig
 from reference.db import Database
-from sim.runtime.api import CancelScopeLike, Runtime
-
-_PID = re.compile(r"(?:^|:)pid=(\d+)(?::|$)")
+from contract.events import (
+    LeaseAcquired,
+    LeaseContended,
+    LeaseExpiredGiveup,
+    LeaseRefreshed,
+    LeaseRefreshFailed,
+    LeaseReleased,
+    LeaseReleaseFailed,
+)
+from contract.ids import HolderId, SessionId
+from contract.points import LEASE_REFRESH
+from contract.runtime import CancelScopeLike, Runtime
 
 
 @dataclass(eq=False)
 class Process:
-    """A simulated OS process: agents in one process share a compression pool and an attempt counter."""
+    """An OS process: agents in one process share a compression pool and an attempt counter.
+
+    A simulated process has a name and a pid only; a real one (`reference.identity.HostProcesses`) also
+    names its host, the kernel's start time of its pid, and a random nonce.
+    """
 
     name: str
     pid: int
+    host: str | None = None
+    nonce: str | None = None
+    start_ticks: int | None = None
     attempts: int = 0
 
     def next_attempt(self) -> int:
@@ -29,14 +45,25 @@ class Process:
         self.attempts += 1
         return self.attempts
 
-    def holder(self, attempt: int) -> str:
-        """The lease holder id of one attempt: names the process and the attempt."""
-        return f"proc={self.name}:pid={self.pid}:attempt={attempt}"
+    def holder(self, attempt: int) -> HolderId:
+        """The lease holder id of one attempt: names the process (host, pid, start, nonce when real) and the attempt."""
+        return HolderId.of(self.name, self.pid, attempt, host=self.host, start_ticks=self.start_ticks, nonce=self.nonce)
+
+
+class ProcessProbe(Protocol):
+    """The store's dead-holder probe (R24): simulated by `ProcessTable`, real in `reference.identity`."""
+
+    def spawn(self, name: str) -> Process: ...
+
+    def holder_is_dead(self, holder: str) -> bool: ...
 
 
 @dataclass
 class ProcessTable:
-    """Which simulated processes are alive on this host; answers the store's dead-holder probe (R24)."""
+    """Which simulated processes are alive on this host; answers the store's dead-holder probe (R24).
+
+    Every spawn gets a new pid, so a simulated holder id is unique per process life.
+    """
 
     _alive: dict[int, bool] = field(default_factory=dict)
 
@@ -50,14 +77,14 @@ class ProcessTable:
 
     def holder_is_dead(self, holder: str) -> bool:
         """Only a pid this table knows to be dead counts; an unknown or unparsable holder is alive."""
-        match = _PID.search(holder)
-        return match is not None and self._alive.get(int(match.group(1))) is False
+        pid = HolderId(holder).pid
+        return pid is not None and self._alive.get(pid) is False
 
 
 class Lease:
     """One attempt's hold on one session's compression lease."""
 
-    def __init__(self, rt: Runtime, db: Database, session: str, holder: str, config: CompactionConfig) -> None:
+    def __init__(self, rt: Runtime, db: Database, session: SessionId, holder: HolderId, config: CompactionConfig) -> None:
         self._rt = rt
         self._db = db
         self.session = session
@@ -69,17 +96,18 @@ class Lease:
         self._maybe_held = False
         self._refresher: CancelScopeLike | None = None
 
-    async def acquire(self, processes: ProcessTable | None = None) -> bool:
+    async def acquire(self, processes: ProcessProbe | None = None) -> bool:
         probe = None if processes is None else processes.holder_is_dead
-        self._maybe_held = True  # a transaction that fails after its commit may still have taken the row
+        # FIX failed-acquire-releases-own-row (R3): an acquire that fails after its COMMIT may still have taken the row; the sit-out releases it
+        self._maybe_held = True
         won = await self._db.call(
             "try_acquire_lease", self.session, self.holder, ttl_s=self._ttl_s, holder_is_dead=probe
         )
         self._maybe_held = won
         if won:
-            self._rt.emit("lease.acquired", session=self.session, holder=self.holder)
+            self._rt.emit(LeaseAcquired(session=self.session, holder=self.holder))
         else:
-            self._rt.emit("lease.contended", session=self.session, holder=self.holder)
+            self._rt.emit(LeaseContended(session=self.session, holder=self.holder))
         return won
 
     async def release(self) -> None:
@@ -97,10 +125,10 @@ class Lease:
             with self._rt.cancel_scope(shield=True):
                 released = await self._db.call("release_lease", self.session, self.holder)
         except Exception as exc:
-            self._rt.emit("lease.release_failed", session=self.session, holder=self.holder, error=repr(exc))
+            self._rt.emit(LeaseReleaseFailed(session=self.session, holder=self.holder, error=repr(exc)))
             return
         self._maybe_held = False
-        self._rt.emit("lease.released", session=self.session, holder=self.holder, held=released)
+        self._rt.emit(LeaseReleased(session=self.session, holder=self.holder, held=released))
 
     async def run_refresher(self) -> None:
         """Refresh now, then every interval; give up after the failure budget so the row self-expires.
@@ -118,20 +146,20 @@ class Lease:
                     failures = 0
                 else:
                     failures += 1
-                    self._rt.emit("lease.refresh_failed", session=self.session, holder=self.holder, failures=failures)
+                    self._rt.emit(LeaseRefreshFailed(session=self.session, holder=self.holder, failures=failures))
                     # FIX refresher-tolerates-blips (R25): one missed refresh is a blip; give up only after ttl/interval misses, within one TTL
                     if failures >= self._failure_budget:
-                        self._rt.emit("lease.expired_giveup", session=self.session, holder=self.holder)
+                        self._rt.emit(LeaseExpiredGiveup(session=self.session, holder=self.holder))
                         return
                 await self._rt.sleep(self._interval_s)
 
     async def _refresh_once(self) -> bool:
         try:
-            await self._rt.checkpoint("lease.refresh")
+            await self._rt.checkpoint(LEASE_REFRESH)
             refreshed = await self._db.call("refresh_lease", self.session, self.holder, ttl_s=self._ttl_s)
         except Exception:  # a failed refresh is one missed refresh, not the end of the lease
             return False
         if refreshed:
-            self._rt.emit("lease.refreshed", session=self.session, holder=self.holder)
+            self._rt.emit(LeaseRefreshed(session=self.session, holder=self.holder))
         return bool(refreshed)
 

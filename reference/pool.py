@@ -6,7 +6,8 @@ gives up cannot free a slot a still-running worker occupies.
 
 from __future__ import annotations
 
-from sim.runtime.api import Runtime
+from contract.events import PoolSaturated
+from contract.runtime import Runtime
 
 
 class CompressionPool:
@@ -20,7 +21,7 @@ class CompressionPool:
         """Take an admission slot, or refuse at once: the conversation continues uncompressed."""
         # FIX pool-fail-fast (R8): past the cap a job would queue and could start long after its host gave up
         if self.admitted >= self.cap:
-            self._rt.emit("pool.saturated", admitted=self.admitted, cap=self.cap)
+            self._rt.emit(PoolSaturated(admitted=self.admitted, cap=self.cap))
             return False
         self.admitted += 1
         return True

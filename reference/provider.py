@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from contract.points import PROVIDER_PROGRESS, PROVIDER_SUMMARY
+from contract.runtime import Runtime
 from reference.transcript import CHARS_PER_TOKEN, Message, estimate_tokens
-from sim.runtime.api import Runtime
 
 ProgressCallback = Callable[[], None]
 
@@ -51,7 +52,7 @@ class ScriptedProvider:
         """Summarize `messages` (the part of the transcript being compacted); `on_progress` fires per tick."""
         script = self.script_for(self.calls)
         self.calls += 1
-        await self._rt.checkpoint("provider.summary")
+        await self._rt.checkpoint(PROVIDER_SUMMARY)
         count, input_tokens = len(messages), estimate_tokens(messages)
         await self._rt.sleep(script.stall_before_s)
         await self._stream(script, on_progress)
@@ -69,7 +70,7 @@ class ScriptedProvider:
             step = min(script.tick_s, script.latency_s - elapsed)
             await self._rt.sleep(step)
             elapsed += step
-            await self._rt.checkpoint("provider.progress")
+            await self._rt.checkpoint(PROVIDER_PROGRESS)
             on_progress()
 
 

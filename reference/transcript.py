@@ -12,9 +12,11 @@ import hashlib
 import json
 from typing import Any, Iterable, Sequence
 
+from contract.events import AppendFailed, AppendOk
+from contract.ids import SessionId
+from contract.runtime import Runtime
 from reference.db import Database
 from reference.store import MessageRow
-from sim.runtime.api import Runtime
 
 Message = dict[str, Any]
 
@@ -70,17 +72,18 @@ def from_row(row: MessageRow) -> Message:
         message["platform_message_id"] = row.platform_message_id
     if row.is_summary:
         message["is_summary"] = True
+    # FIX loaded-rows-stamped (R10): an unstamped loaded row looks new, so the next flush writes the durable prefix again
     stamp([message], [row.id])
     return message
 
 
-async def persist(rt: Runtime, db: Database, session: str, pending: list[Message]) -> list[int]:
+async def persist(rt: Runtime, db: Database, session: SessionId, pending: list[Message]) -> list[int]:
     """Append `pending` to `session` in one transaction and stamp each dict with its row."""
     try:
         row_ids = await db.call("append_messages", session, pending)
     except Exception as exc:
-        rt.emit("append.failed", session=session, error=type(exc).__name__)
+        rt.emit(AppendFailed(session=session, error=type(exc).__name__))
         raise
     stamp(pending, row_ids)
-    rt.emit("append.ok", session=session, ids=row_ids)
+    rt.emit(AppendOk(session=session, ids=row_ids))
     return row_ids

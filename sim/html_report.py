@@ -20,14 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from contract.events import LeaseAcquired, LeaseReleased
+from contract.ids import HolderId
 from sim.history import HistoryEvent
-from sim.invariants.base import Violation, attempt_of_holder
+from sim.invariants.base import Violation
 from sim.scenario.runner import RunReport
 from sim.strategies.decisions import Decision, non_default
 from sim.trace import render_text
 
 COMMIT_KINDS = ("commit.archived", "commit.published")
 LIFETIME_KINDS = ("task.spawn", "task.exit")
+# How the run itself ended, said so that nobody reads "ok" as the verdict beside a FAIL.
+RUN_ENDINGS = {"ok": "normally", "error": "with an error", "deadlock": "in a deadlock", "budget": "out of budget"}
 LANE_HEIGHT = 26
 AXIS_HEIGHT = 64
 LABEL_CHAR_WIDTH = 7.4
@@ -96,20 +100,21 @@ class LeaseBar:
 def lease_bars(history: Sequence[HistoryEvent]) -> list[LeaseBar]:
     open_since: dict[tuple[str, str], int] = {}
     bars: list[LeaseBar] = []
-    for event in history:
-        if event.kind not in ("lease.acquired", "lease.released"):
+    for record in history:
+        event = record.event
+        if not isinstance(event, (LeaseAcquired, LeaseReleased)):
             continue
-        holder = (str(event.fields.get("session")), str(event.fields.get("holder")))
-        if event.kind == "lease.acquired":
-            open_since[holder] = event.seq
+        holder = (event.session, event.holder)
+        if isinstance(event, LeaseAcquired):
+            open_since[holder] = record.seq
         elif holder in open_since:
-            bars.append(LeaseBar(_lease_row(*holder), open_since.pop(holder), event.seq))
+            bars.append(LeaseBar(_lease_row(*holder), open_since.pop(holder), record.seq))
     bars += [LeaseBar(_lease_row(*holder), start, None) for holder, start in open_since.items()]
     return sorted(bars, key=lambda bar: bar.start)
 
 
-def _lease_row(session: str, holder: str) -> str:
-    return f"lease {session} · {attempt_of_holder(holder) or holder}"
+def _lease_row(session: str, holder: HolderId) -> str:
+    return f"lease {session} · {holder.attempt or holder}"
 
 
 def _category(kind: str) -> str:
@@ -300,7 +305,7 @@ def _heading(report: RunReport, violation: Violation | None) -> str:
     else:
         verdict = f'<span class="verdict fail">FAIL</span> {_e(violation.invariant)}'
         explanation = f'<p class="explanation">{_e(violation.explanation)}</p>'
-    facts = [("seed", report.seed), ("outcome", result.outcome), ("steps", result.steps),
+    facts = [("seed", report.seed), ("run ended", RUN_ENDINGS.get(result.outcome, result.outcome)), ("steps", result.steps),
              ("decisions", f"{non_default(result.decisions)} (of {len(result.decisions)} choice points)"),
              ("virtual time", _time_label(result.virtual_s)), ("events", len(result.history)),
              ("faults fired", ", ".join(f"{spec.kind} ×{count}" for spec, count in zip(report.scenario.faults, report.fired)) or "none")]

@@ -23,18 +23,25 @@ import tomllib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Collection, Iterator, Sequence
 
-ROOT = Path(__file__).resolve().parent.parent
-MUTANTS_DIR = ROOT / "mutants"
+from sim import children
+from sim.catalogue import MUTANTS_DIR, ROOT
+
 EQUIVALENTS_FILE = "equivalent.toml"
+# What a parent process tells the `python -m sim` it runs over an overlay; read only at the CLI's entry.
 OVERLAY_ENV = "COMPACTION_SIM_MUTANT_OVERLAY"
-NAME_ENV = "COMPACTION_SIM_MUTANT"  # set for a curated mutant, so printed replay commands name it
+NAME_ENV = "COMPACTION_SIM_MUTANT"
 MARKER_REACH = 12  # lines under a FIX marker that its mutant may edit
+LIST_HINT = "python -m sim list mutants"
 
 
 class StaleMutant(Exception):
     """The mutant no longer applies to the code: its marker or its text is gone, or is ambiguous."""
+
+
+class CatalogueError(Exception):
+    """The curated mutants cannot be had: the catalogue is missing, or a name is not in it (bad input)."""
 
 
 @dataclass(frozen=True)
@@ -70,8 +77,19 @@ def load_mutant(path: Path) -> Mutant:
 
 
 def load_mutants(folder: Path = MUTANTS_DIR) -> dict[str, Mutant]:
+    """The curated mutants by name; CatalogueError if there are none, since a check over none proves nothing."""
     paths = sorted(path for path in folder.glob("*.toml") if path.name != EQUIVALENTS_FILE)
+    if not paths:
+        raise CatalogueError(f"{folder}: no curated mutants there; they ship with the package and come with a "
+                             f"source checkout, so reinstall it or run from a checkout")
     return {mutant.fix: mutant for mutant in map(load_mutant, paths)}
+
+
+def require(names: Sequence[str], known: Collection[str]) -> None:
+    """CatalogueError naming every unknown mutant, and where to see the known ones."""
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise CatalogueError(f"no such mutant: {', '.join(unknown)} ({len(known)} known: {LIST_HINT})")
 
 
 @contextmanager
@@ -84,13 +102,18 @@ def overlay(mutant: Mutant) -> Iterator[Path]:
 @contextmanager
 def overlay_with(file: str, source: str, *, label: str = "edit") -> Iterator[Path]:
     """A temporary copy of `reference/` whose `file` (a path like "reference/lease.py") reads `source`."""
-    with tempfile.TemporaryDirectory(prefix=f"mutant-{label}-") as folder:
-        target = Path(folder)
+    with children.held():  # a SIGTERM between making the folder and owning it would leave it behind
+        folder = tempfile.TemporaryDirectory(prefix=f"mutant-{label}-")
+    try:
+        target = Path(folder.name)
         shutil.copytree(ROOT / "reference", target / "reference", ignore=shutil.ignore_patterns("__pycache__"))
         if not (target / file).is_file():
             raise ValueError(f"{file}: not a file of the reference")
         (target / file).write_text(source, encoding="utf-8")
         yield target
+    finally:
+        with children.held():
+            folder.cleanup()
 
 
 def overlay_process(folder: Path, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
@@ -98,7 +121,7 @@ def overlay_process(folder: Path, argv: Sequence[str]) -> tuple[list[str], dict[
 
     -P keeps the current directory off sys.path, so the overlay's `reference` shadows this checkout's; the
     subprocess checks that it does (OVERLAY_ENV), or a survivor would be meaningless. This checkout comes
-    right after the overlay, so `sim` and `faults` are this checkout's too, not an installed copy's.
+    right after the overlay, so `sim`, `faults` and `contract` are this checkout's too, not an installed copy's.
     """
     path = os.pathsep.join(filter(None, [str(folder), str(ROOT), os.environ.get("PYTHONPATH")]))
     return [sys.executable, "-P", "-m", "sim", *argv], {**os.environ, OVERLAY_ENV: str(folder), "PYTHONPATH": path}

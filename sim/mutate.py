@@ -10,16 +10,15 @@ first, then the rest of the catalogue. Mutants run in parallel, one process each
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from sim.scenario.runner import FORCE_FAIL_ENV
+from sim import children
 
 
 @dataclass
@@ -38,10 +37,19 @@ class MutantResult:
     def missed_expected(self) -> list[str]:
         return [scenario for scenario in self.expected if scenario not in self.killed_by]
 
+    @property
+    def verdict(self) -> str:
+        """killed (by its expected killers), or what went wrong: STALE, SURVIVED, MISSED (killed, not by them)."""
+        if self.stale:
+            return "STALE"
+        if not self.killed:
+            return "SURVIVED"
+        return "MISSED" if self.missed_expected() else "killed"
 
-def _sim_json(args: Sequence[str], env: dict[str, str] | None = None) -> tuple[int, dict[str, Any] | None, str]:
-    done = subprocess.run([sys.executable, "-m", "sim", *args, "--json"], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
+
+def sim_json(args: Sequence[str]) -> tuple[int, dict[str, Any] | None, str]:
+    """`python -m sim ARGS --json` in a child process: its exit status, its document (None if it printed none), its stderr."""
+    done = children.run([sys.executable, "-m", "sim", *args, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         return done.returncode, json.loads(done.stdout), done.stderr
     except json.JSONDecodeError:
@@ -50,7 +58,7 @@ def _sim_json(args: Sequence[str], env: dict[str, str] | None = None) -> tuple[i
 
 def sanity_pass(scenario: Path) -> str | None:
     """None if a forced failure is reported as a failure; otherwise what went wrong."""
-    code, document, errors = _sim_json(["run", str(scenario), "--runs", "1", "--no-shrink"], {FORCE_FAIL_ENV: "1"})
+    code, document, errors = sim_json(["run", str(scenario), "--runs", "1", "--no-shrink", "--force-fail"])
     if code == 1 and document and not document["passed"]:
         return None
     return f"a forced failure was not reported (exit {code}): {errors.strip()[:200]}"
@@ -64,7 +72,7 @@ def run_mutant(name: str, killers: list[Any], others: list[Any], out: Path) -> M
         if not group:
             continue
         paths = [str(scenario.path) for scenario in group]
-        code, document, errors = _sim_json(["run", *paths, "--mutant", name, "--out", str(out / name), "--no-shrink"])
+        code, document, errors = sim_json(["run", *paths, "--mutant", name, "--out", str(out / name), "--no-shrink"])
         if document is None:
             result.stale = errors.strip().splitlines()[-1] if errors.strip() else f"exit {code}"
             break
@@ -77,11 +85,18 @@ def run_mutant(name: str, killers: list[Any], others: list[Any], out: Path) -> M
     return result
 
 
-def kill_matrix(scenarios: Sequence[Any], mutants: Sequence[str], jobs: int, out: Path) -> list[MutantResult]:
+def kill_matrix(scenarios: Sequence[Any], mutants: Sequence[str], jobs: int, out: Path, *, claims_only: bool = False,
+                on_done: Callable[[MutantResult], None] | None = None) -> list[MutantResult]:
+    """Each mutant against the scenarios that claim it, then (unless `claims_only`) the rest, `jobs` mutants at a
+    time; `on_done` hears of each finished mutant."""
     killers = {name: [s for s in scenarios if name in s.expect.must_fail_under] for name in mutants}
 
     def one(name: str) -> MutantResult:
-        return run_mutant(name, killers[name], [s for s in scenarios if s not in killers[name]], out)
+        others = [] if claims_only else [s for s in scenarios if s not in killers[name]]
+        result = run_mutant(name, killers[name], others, out)
+        if on_done is not None:
+            on_done(result)
+        return result
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         return list(pool.map(one, mutants))
@@ -94,8 +109,7 @@ def render_matrix(results: Sequence[MutantResult], scenario_names: Sequence[str]
     lines.append(" " * width + "  " + "".join(f"{(i + 1) % 10}" for i in range(len(scenario_names))) + "  verdict   time")
     for result in results:
         cells = "".join("X" if n in result.killed_by else "." if n in result.survived else "-" for n in scenario_names)
-        verdict = "STALE" if result.stale else "killed" if result.killed and not result.missed_expected() else "SURVIVED" if not result.killed else "MISSED"
-        lines.append(f"{result.name:<{width}}  {cells}  {verdict:<8} {result.seconds:5.1f}s")
+        lines.append(f"{result.name:<{width}}  {cells}  {result.verdict:<8} {result.seconds:5.1f}s")
     return "\n".join(lines)
 
 
@@ -105,3 +119,18 @@ def result_json(result: MutantResult) -> dict[str, Any]:
         "missed_expected": result.missed_expected(), "killed_by": result.killed_by, "survived_in": result.survived,
         "seconds": round(result.seconds, 2),
     }
+
+
+def claimed_mutants(scenarios: Sequence[Any]) -> list[str]:
+    """Every mutant some scenario names in `must_fail_under`, sorted."""
+    return sorted({name for scenario in scenarios for name in scenario.expect.must_fail_under})
+
+
+def claim_problems(results: Sequence[MutantResult]) -> dict[str, list[str]]:
+    """Scenario name -> why its `must_fail_under` does not hold: each claimed mutant that did not make it fail."""
+    problems: dict[str, list[str]] = {}
+    for result in results:
+        for scenario in result.missed_expected():
+            reason = f"is stale ({result.stale})" if result.stale else "did not make it fail"
+            problems.setdefault(scenario, []).append(f"must_fail_under: mutant {result.name} {reason}")
+    return problems

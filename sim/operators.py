@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from sim import children
 from sim.mutants import EQUIVALENTS_FILE, MUTANTS_DIR, ROOT, overlay_process, overlay_with
 
 OPERATORS = ("compare", "boolop", "not", "constant", "guard", "return", "call", "swap")
@@ -359,7 +360,7 @@ def catalogue_run(folder: Path, scenarios: Sequence[str], timeout: float) -> tup
     """The catalogue over the overlay in `folder`; its repro files stay in the overlay, which is discarded."""
     command, env = overlay_process(folder, ["run", *scenarios, "--json", "--out", str(folder / "out")])
     try:
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+        done = children.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "timeout", f"the catalogue ran over {timeout:g}s"
     return catalogue_verdict(done.returncode, done.stdout, done.stderr)
@@ -381,9 +382,12 @@ def run_candidate(candidate: Candidate, source: str, scenarios: Sequence[str], t
 
 def run_sample(
     launch: Sequence[Candidate], sources: dict[str, str], scenarios: Sequence[str], *, jobs: int, timeout: float,
-    budget: float | None,
+    budget: float | None, on_done: Callable[[MutantRun], None] | None = None,
 ) -> list[MutantRun]:
-    """Run mutants `jobs` at a time in launch order; none is launched once the budget has run out."""
+    """Run mutants `jobs` at a time in launch order; none is launched once the budget has run out.
+
+    `on_done` hears of each finished mutant (progress lines).
+    """
     deadline = float("inf") if budget is None else time.monotonic() + budget
     pending = iter(launch)
     lock = threading.Lock()
@@ -398,6 +402,8 @@ def run_sample(
             run = run_candidate(candidate, sources[candidate.file], scenarios, timeout)
             with lock:
                 runs.append(run)
+            if on_done is not None:
+                on_done(run)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for future in [pool.submit(worker) for _ in range(jobs)]:
@@ -450,7 +456,7 @@ class OperatorReport:
 
 def mutate_operators(
     scenarios: Sequence[str], *, seed: int, limit: int | None, budget: float | None, timeout: float, jobs: int,
-    equivalents_path: Path = EQUIVALENTS,
+    equivalents_path: Path = EQUIVALENTS, on_done: Callable[[MutantRun], None] | None = None,
 ) -> OperatorReport:
     """Enumerate, sample, run; the report says what was killed, how, and what survived."""
     sources = reference_sources()
@@ -458,7 +464,7 @@ def mutate_operators(
     equivalents = load_equivalents(equivalents_path)
     launch = sample(candidates, seed, limit)
     started = time.monotonic()
-    runs = run_sample(launch, sources, scenarios, jobs=jobs, timeout=timeout, budget=budget)
+    runs = run_sample(launch, sources, scenarios, jobs=jobs, timeout=timeout, budget=budget, on_done=on_done)
     return OperatorReport(candidates, launch, runs, equivalents, sources, seed, jobs, time.monotonic() - started,
                           stale_equivalents(equivalents, candidates))
 

@@ -3,14 +3,16 @@
 Every `*.toml` in a folder named `scenarios` becomes one item that explores the scenario and passes when its
 expectation holds (no violation, every fault fired, every coverage mark reached). A failing item shows the
 violated invariant, the timeline around its witnesses and the command that replays it. Items are
-independent, so `pytest -n auto` spreads them over workers.
+independent, so `pytest -n auto` spreads them over workers. `--sim-must-fail-under` also runs each scenario
+under every mutant its `must_fail_under` names (one child process per mutant, the scenario's own seeds and
+runs) and fails the item if one does not make it fail.
 
 An `async def test_x(rt)` marked `@pytest.mark.sim(runs=500, strategy="portfolio")` is run by `sim.explore`
 as a program: `rt` is each run's simulated Runtime (other fixtures are shared by all the runs). A failure
 shows the exception (out of its exception groups) or the deadlock report, and the command that replays it:
 `--sim-replay REPRO` runs the recorded schedule once, byte for byte.
 
-Options: `--sim-seed`, `--sim-runs` (for scenarios and marked tests), `--sim-replay`.
+Options: `--sim-seed`, `--sim-runs` (for scenarios and marked tests), `--sim-must-fail-under`, `--sim-replay`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="first seed for every scenario and @pytest.mark.sim test (default: the scenario's or marker's)")
     group.addoption("--sim-runs", type=int, default=None,
                     help="runs per scenario and @pytest.mark.sim test (default: the scenario's or marker's)")
+    group.addoption("--sim-must-fail-under", action="store_true", default=False,
+                    help="also check must_fail_under: under each mutant it names, the scenario must report a violation")
     group.addoption("--sim-replay", type=Path, default=None, metavar="REPRO",
                     help="run the selected @pytest.mark.sim test once, under the schedule this repro file recorded")
 
@@ -59,6 +63,16 @@ class ScenarioFailed(Exception):
     """The scenario's expectation did not hold; the message is the full report."""
 
 
+def _claim_problems(scenario: Any, out: Path) -> list[str]:
+    """The scenario's `must_fail_under` claims that do not hold (each mutant in its own child process)."""
+    from sim.mutants import load_mutants, require
+    from sim.mutate import claim_problems, kill_matrix
+
+    names = list(scenario.expect.must_fail_under)
+    require(names, load_mutants())
+    return claim_problems(kill_matrix([scenario], names, 1, out / "mutants", claims_only=True)).get(scenario.name, [])
+
+
 class ScenarioItem(pytest.Item):
     def runtest(self) -> None:
         from sim import report
@@ -69,11 +83,12 @@ class ScenarioItem(pytest.Item):
         scenario = load_scenario(self.path, registry())
         config = self.config
         verdict = check(scenario, runs=config.getoption("--sim-runs"), seed=config.getoption("--sim-seed"))
-        if verdict.passed:
+        out = Path(str(config.rootpath)) / "out"
+        claims = _claim_problems(scenario, out) if verdict.passed and config.getoption("--sim-must-fail-under") else []
+        if verdict.passed and not claims:
             return
-        lines = [f"{scenario.name}: " + "; ".join(verdict.problems())]
+        lines = [f"{scenario.name}: " + "; ".join(verdict.problems() + claims)]
         if verdict.failing is not None:
-            out = Path(str(config.rootpath)) / "out"
             lines += ["", report.failure_block(verdict.failing, report.write_repro(verdict.failing, out))]
         raise ScenarioFailed("\n".join(lines))
 

@@ -7,27 +7,28 @@ its witnesses (witnesses marked `>`), and the one command that replays the run e
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
+from sim.catalogue import content_hash, scenario_reference
 from sim.history import HistoryEvent
-from sim.mutants import NAME_ENV
 from sim.strategies.serialization import sparse
 from sim.scenario.runner import RunReport, Verdict
 from sim.trace import render_text
 
 CONTEXT_EVENTS = 6
-REPRO_FORMAT = 1
+REPRO_FORMAT = 2  # 2: the scenario relative to its repository root, its hash and text, and the mutant
 
 
-def verdict_table(verdicts: Iterable[Verdict]) -> str:
+def verdict_table(verdicts: Iterable[Verdict], more_problems: Mapping[str, Sequence[str]] | None = None) -> str:
+    """One row per scenario; `more_problems` (by scenario name) are failures found outside its runs."""
     rows = [("scenario", "runs", "steps", "invariants", "violations", "time", "verdict")]
     for verdict in verdicts:
+        passed = verdict.passed and not (more_problems or {}).get(verdict.scenario.name)
         rows.append((
             verdict.scenario.name, str(verdict.runs), str(verdict.steps), str(verdict.invariants_checked),
-            str(verdict.violating_runs), f"{verdict.seconds:.2f}s", "pass" if verdict.passed else "FAIL",
+            str(verdict.violating_runs), f"{verdict.cpu_s:.2f}s", "pass" if passed else "FAIL",
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width) in enumerate(zip(row, widths))) for row in rows]
@@ -52,11 +53,19 @@ def timeline_around(history: Sequence[HistoryEvent], witnesses: Sequence[int]) -
     return "\n".join(lines)
 
 
-def repro_document(report: RunReport) -> dict[str, Any]:
+def repro_document(report: RunReport, mutant: str | None) -> dict[str, Any]:
+    """What replays the run anywhere: the scenario by root-relative path, hash and text, and the mutant it ran under.
+
+    The text is kept so that when the file has changed since, replay can say what differs.
+    """
     violation = report.violations[0]
+    path = Path(report.scenario.path)
     return {
         "format": REPRO_FORMAT,
-        "scenario": str(report.scenario.path),
+        "scenario": scenario_reference(path),
+        "scenario_sha256": content_hash(path),
+        "scenario_text": path.read_text(encoding="utf-8"),
+        "mutant": mutant,
         "name": report.scenario.name,
         "seed": report.seed,
         "strategy": report.result.strategy,
@@ -68,20 +77,19 @@ def repro_document(report: RunReport) -> dict[str, Any]:
     }
 
 
-def write_repro(report: RunReport, out_dir: Path) -> Path:
+def write_repro(report: RunReport, out_dir: Path, *, mutant: str | None = None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{report.scenario.name}-seed{report.seed}.repro.json"
-    path.write_text(json.dumps(repro_document(report), indent=1) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(repro_document(report, mutant), indent=1) + "\n", encoding="utf-8")
     return path
 
 
-def replay_command(repro: Path) -> str:
-    """The command that replays `repro`; under a curated mutant it names the mutant, or the replay diverges."""
-    mutant = os.environ.get(NAME_ENV)
-    return f"python -m sim replay {shlex.quote(str(repro))}" + (f" --mutant {shlex.quote(mutant)}" if mutant else "")
+def replay_command(repro: Path, mutant: str | None = None) -> str:
+    """The command that replays `repro` from any directory; it names the mutant the run was made under."""
+    return f"python -m sim replay {shlex.quote(str(repro.resolve()))}" + (f" --mutant {shlex.quote(mutant)}" if mutant else "")
 
 
-def failure_block(report: RunReport, repro: Path | None) -> str:
+def failure_block(report: RunReport, repro: Path | None, *, mutant: str | None = None) -> str:
     violation = report.violations[0]
     lines = [
         f"FAIL {report.scenario.name}: {violation.invariant} (seed {report.seed}, {report.result.steps} steps, "
@@ -91,23 +99,25 @@ def failure_block(report: RunReport, repro: Path | None) -> str:
         timeline_around(report.result.history, violation.witnesses),
     ]
     if repro is not None:
-        lines += ["", f"  repro: {repro}", f"  replay: {replay_command(repro)}"]
+        lines += ["", f"  repro: {repro}", f"  replay: {replay_command(repro, mutant)}"]
     return "\n".join(lines)
 
 
-def verdict_json(verdict: Verdict, repro: Path | None) -> dict[str, Any]:
+def verdict_json(verdict: Verdict, repro: Path | None, *, mutant: str | None = None,
+                 more_problems: Sequence[str] = ()) -> dict[str, Any]:
     failing = verdict.failing
+    problems = verdict.problems() + list(more_problems)
     return {
         "scenario": verdict.scenario.name,
         "path": str(verdict.scenario.path),
-        "passed": verdict.passed,
-        "problems": verdict.problems(),
+        "passed": not problems,
+        "problems": problems,
         "runs": verdict.runs,
         "steps": verdict.steps,
         "invariants_checked": verdict.invariants_checked,
         "violating_runs": verdict.violating_runs,
         "faults_fired": verdict.fired,
-        "seconds": round(verdict.seconds, 4),
+        "seconds": round(verdict.cpu_s, 4),
         "violation": None if failing is None else {**failing.violations[0].as_dict(), "seed": failing.seed},
-        "replay": None if repro is None else replay_command(repro),
+        "replay": None if repro is None else replay_command(repro, mutant),
     }

@@ -82,6 +82,7 @@ class ShrinkResult:
     runs: int
     seconds: float
     timed_out: bool
+    mutant: str | None = None  # the curated mutant the run was shrunk under, which its replay needs
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -94,7 +95,7 @@ class ShrinkResult:
             "timed_out": self.timed_out,
             "scenario": str(self.scenario_path),
             "repro": str(self.repro_path),
-            "replay": replay_command(self.repro_path),
+            "replay": replay_command(self.repro_path, self.mutant),
         }
 
     def summary(self) -> str:
@@ -105,7 +106,7 @@ class ShrinkResult:
         for field in dataclasses.fields(Size):
             label = "choice points" if field.name == "points" else field.name
             lines.append(f"  {label:<20}{getattr(self.before, field.name):>8}{getattr(self.after, field.name):>8}")
-        lines += [f"  scenario: {self.scenario_path}", f"  repro: {self.repro_path}", f"  replay: {replay_command(self.repro_path)}"]
+        lines += [f"  scenario: {self.scenario_path}", f"  repro: {self.repro_path}", f"  replay: {replay_command(self.repro_path, self.mutant)}"]
         return "\n".join(lines)
 
 
@@ -139,8 +140,11 @@ class Shrinker:
         self.best, self.best_report = self._canonical(everything, report), report
         self.before = Size.of(self.best, report)
 
-    def shrink(self) -> bool:
-        """Run every pass until none makes progress; False if the time limit stopped it first."""
+    def shrink(self, on_pass: Callable[[str, Size], None] | None = None) -> bool:
+        """Run every pass until none makes progress; False if the time limit stopped it first.
+
+        `on_pass` hears of each finished pass, with the smallest run so far (progress lines).
+        """
         passes: tuple[Callable[[], bool], ...] = (
             self._drop_plan_entries, self._truncate, self._delete_chunks, self._zero_chunks, self._lower_values,
         )
@@ -150,6 +154,8 @@ class Shrinker:
                 progress = False
                 for run_pass in passes:
                     progress = run_pass() or progress
+                    if on_pass is not None:
+                        on_pass(run_pass.__name__.strip("_").replace("_", " "), Size.of(self.best, self.best_report))
         except _OutOfTime:
             return False
         return True
@@ -260,23 +266,25 @@ class Shrinker:
 
 
 def shrink(scenario: Scenario, seed: int, decisions: Sequence[Recorded], invariant: str, *, source: Path,
-           out_dir: Path, time_limit: float) -> ShrinkResult:
+           out_dir: Path, time_limit: float, mutant: str | None = None,
+           on_pass: Callable[[str, Size], None] | None = None) -> ShrinkResult:
     """Shrink the run of `scenario` at `seed` under `decisions`, which violates `invariant`, and write it out.
 
     `source` is the repro the run came from, named in the shrunk scenario's header; after `time_limit` CPU
-    seconds the smallest run found so far is the result.
+    seconds the smallest run found so far is the result. `mutant` names the curated mutant this process runs
+    under, so the shrunk repro records it.
     """
     started = _clock()
     with frozen_time():
         shrinker = Shrinker(scenario, seed, invariant, decisions, started + time_limit)
-        finished = shrinker.shrink()
+        finished = shrinker.shrink(on_pass)
         after = Size.of(shrinker.best, shrinker.best_report)
         scenario_path = write_scenario(shrinker, source, out_dir, after)
         report = run_once(load_scenario(scenario_path, registry()), seed, shrinker.best.decisions)
     if not report.violations or report.violations[0].invariant != invariant:
         raise ShrinkError(f"{scenario_path}: the strict replay of the shrunk run does not violate {invariant}")
-    return ShrinkResult(scenario.name, invariant, shrinker.before, after, report, scenario_path, write_repro(report, out_dir),
-                        shrinker.runs, _clock() - started, not finished)
+    return ShrinkResult(scenario.name, invariant, shrinker.before, after, report, scenario_path,
+                        write_repro(report, out_dir, mutant=mutant), shrinker.runs, _clock() - started, not finished, mutant)
 
 
 def write_scenario(shrinker: Shrinker, source: Path, out_dir: Path, after: Size) -> Path:

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
+from contract.events.base import Event
+from contract.events.runtime import RunStopped
 from sim import timefreeze, trace
 from sim.history import HistoryEvent
 from sim.kernel.errors import BudgetExceeded, Deadlock, DivergenceError, SimulationError
@@ -81,8 +83,8 @@ class World:
         self.decisions.append(Draw(stream, bound, value))
         return value
 
-    def emit(self, kind: str, **fields: Any) -> None:
-        self.runtime.emit(kind, **fields)
+    def emit(self, event: Event) -> None:
+        self.runtime.emit(event)
 
     def run(self, main: Callable[..., Awaitable[Any]], *args: Any, name: str = "main") -> RunResult:
         """Run `main(runtime, *args)` and every task it starts to completion, deadlock or budget.
@@ -123,7 +125,7 @@ class World:
         try:
             self.kernel.run()
         except SimulationError as stop:
-            self.kernel.record("run.stopped", "kernel", {"reason": stop.summary})
+            self.kernel.record(RunStopped(reason=stop.summary), "kernel")
             self.kernel.close_unfinished()
             return stop
         except DivergenceError:

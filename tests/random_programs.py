@@ -13,6 +13,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from support import ProgramDraw, ProgramMark
+
 LOCKS = 2
 EVENTS = 3
 
@@ -58,9 +60,9 @@ async def run_program(rt: Any, program: list[list[Any]]) -> None:
                 with rt.move_on_after(op[2]):
                     await events[op[1]].wait()
             elif kind == "emit":
-                rt.emit("program.mark", tag=op[1])
+                rt.emit(ProgramMark(tag=op[1]))
             elif kind == "rand":
-                rt.emit("program.draw", value=rt.rng("program").randrange(100))
+                rt.emit(ProgramDraw(value=rt.rng("program").randrange(100)))
             elif kind == "fail":
                 raise ValueError("program failure")
             elif kind == "cancel_in":

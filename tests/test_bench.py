@@ -24,3 +24,10 @@ def test_bench_cli_prints_one_json_object():
     )
     report = json.loads(done.stdout)
     assert report["benchmark"] == "kernel"
+
+
+def test_bench_kernel_text_is_readable_figures_not_python_reprs():
+    done = subprocess.run([sys.executable, "-m", "sim", "bench", "kernel", "--repeats", "1"], capture_output=True, text=True, check=True)
+    assert "{" not in done.stdout and "'" not in done.stdout
+    lines = done.stdout.splitlines()
+    assert "workload:" in lines and any(line.split()[:1] == ["sim_steps"] for line in lines)

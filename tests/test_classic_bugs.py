@@ -5,8 +5,6 @@ reports one JSON document and a progress line per bug."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -15,6 +13,7 @@ from sim.bench.classic import bench_classic
 from sim.bench.classic_bugs import BUGS
 from sim.strategies.dfs import PreemptionBoundedDFS
 from sim.strategies.prefix import PrefixReplay
+from support import run_cli
 
 # Minimal preemptions, by the search that runs every schedule of fewer preemptions first.
 MINIMAL_PREEMPTIONS = {
@@ -54,8 +53,10 @@ def test_bench_classic_measures_every_bug_under_every_strategy():
     assert result["targets"]["every_failure_replays_exactly"]
 
 
-def test_bench_classic_prints_one_json_document_and_a_progress_line_per_bug():
-    done = subprocess.run([sys.executable, "-m", "sim", "bench", "classic", "--json", "--seeds", "1", "--cap", "20"],
-                          capture_output=True, text=True, check=True)
+def test_bench_classic_prints_one_json_document_and_a_progress_line_per_bug(tmp_path):
+    done = run_cli("bench", "classic", "--json", "--progress", "--seeds", "1", "--cap", "20", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["benchmark"] == "classic"
-    assert [line.split(":")[0].strip() for line in done.stderr.splitlines()] == list(BUGS)
+    total = len(BUGS)
+    assert [line.split(":")[1].strip() for line in done.stderr.splitlines()] == [
+        f"[{index:>2}/{total}] {name}" for index, name in enumerate(BUGS, 1)]

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from support import checkout_env, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 R1 = ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"
@@ -16,7 +21,7 @@ R1_MUTANT = "hard-cancel-through-fence"
 
 
 def sim(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True, cwd=cwd)
+    return run_cli(*args, cwd=cwd)
 
 
 @pytest.fixture
@@ -49,7 +54,7 @@ def test_a_scenario_whose_fault_never_fires_fails_as_vacuous(scenario_dir, tmp_p
     (scenario_dir / R1.name).write_text(text.replace('point = "provider.summary"', 'point = "db.publish_child"'))
     done = sim("run", str(scenario_dir), "--runs", "3", cwd=tmp_path)
     assert done.returncode == 1
-    assert "fault stall never fired in 3 runs" in done.stdout
+    assert "fault[0] (stall) never fired in 3 runs" in done.stdout
 
 
 def test_bad_scenario_file_is_exit_2_naming_file_and_key(scenario_dir, tmp_path):
@@ -71,9 +76,13 @@ def test_a_mutant_is_caught_with_a_repro_that_replays_byte_for_byte(scenario_dir
     assert again.returncode == 1
     assert "identical to the recording" in again.stdout
     assert "hard_cancel_frees_lease" in again.stdout
-    fixed = sim("replay", str(repro), cwd=tmp_path)
-    assert fixed.returncode == 2
-    assert "the recording no longer fits the code" in fixed.stderr
+    recorded = sim("replay", str(repro), cwd=tmp_path)
+    assert recorded.returncode == 1, recorded.stderr
+    assert "identical to the recording" in recorded.stdout
+    assert f"under mutant {R1_MUTANT}, as the repro records" in recorded.stderr
+    other = sim("replay", str(repro), "--mutant", "publish-atomic", cwd=tmp_path)
+    assert other.returncode == 2
+    assert f"recorded under mutant {R1_MUTANT}, replayed under mutant publish-atomic" in other.stderr
 
 
 def test_replay_a_seed_of_a_scenario(tmp_path):
@@ -115,3 +124,46 @@ def test_bench_scenarios_reports_rates(scenario_dir, tmp_path):
     done = sim("bench", "scenarios", str(scenario_dir), "--runs", "3", "--json", cwd=tmp_path)
     report = json.loads(done.stdout)
     assert report["median_runs_per_s"] > 0 and report["virtual_s_per_wall_s"] > 0
+
+
+def test_help_lists_only_the_commands_a_user_runs(tmp_path):
+    shown = sim("--help", cwd=tmp_path).stdout
+    commands = {line.split()[0] for line in shown.split("commands:")[1].splitlines() if line.startswith("    ") and not line.startswith("     ")}
+    assert commands == {"run", "replay", "shrink", "explore", "mutate", "list", "check-determinism", "bench", "stress"}
+    assert "SUPPRESS" not in shown
+    wrong = sim("lst", cwd=tmp_path)
+    assert wrong.returncode == 2
+    assert "invalid choice: 'lst'" in wrong.stderr and "digests" not in wrong.stderr and "'detect'" not in wrong.stderr
+
+
+def test_explore_counts_shards_from_1(tmp_path):
+    done = sim("explore", str(R1), "--runs", "2", "--shard", "2/2", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["shard"] == "2/2" and document["first_seed"] == 1 and document["seed_step"] == 2
+
+
+@pytest.mark.parametrize("whole_group", [False, True], ids=["parent", "process-group"])
+def test_sigterm_to_mutate_leaves_no_overlay_behind(tmp_path, whole_group):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = checkout_env({"TMPDIR": str(temp)})
+    mutate = subprocess.Popen(
+        [sys.executable, "-m", "sim", "mutate", "--mutant", R1_MUTANT, "--scenarios", str(R1), "--jobs", "1", "--out", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env, start_new_session=True,
+    )
+    assert mutate.stderr is not None
+    for line in mutate.stderr:
+        if "sanity pass: ok" in line:
+            break
+    deadline = time.monotonic() + 120
+    while not list(temp.glob("mutant-*")):  # a real process: wait for its overlay folder to exist
+        assert time.monotonic() < deadline and mutate.poll() is None, "no overlay appeared"
+        time.sleep(0.02)
+    if whole_group:
+        os.killpg(mutate.pid, signal.SIGTERM)
+    else:
+        mutate.send_signal(signal.SIGTERM)
+    mutate.communicate(timeout=120)
+    assert mutate.returncode == 128 + signal.SIGTERM
+    assert not list(temp.glob("mutant-*")), "an overlay folder was left behind"

@@ -6,7 +6,7 @@ import pytest
 
 from conformance_programs import PROGRAMS
 from sim import World
-from sim.runtime.trio_runtime import TrioRuntime
+from contract.trio_runtime import TrioRuntime
 
 SEEDS = range(8)
 

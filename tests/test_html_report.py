@@ -9,7 +9,6 @@ import dataclasses
 import json
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from sim.invariants.base import Violation
 from sim.registry import registry
 from sim.scenario.loader import load_scenario
 from sim.scenario.runner import RunReport, run_once
+from support import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 LATE_RELEASE = ROOT / "scenarios" / "late_release_frees_new_holders_lease.toml"
@@ -71,6 +71,11 @@ def page(failing) -> str:
     return render(failing, REPLAY)
 
 
+def test_the_facts_say_how_the_run_ended_not_an_outcome_beside_fail(page):
+    assert "run ended <b>normally</b>" in page
+    assert "outcome" not in "".join(Page(page).by_class["facts"])
+
+
 def test_every_task_has_a_lane(failing, page):
     lanes = Page(page).by_class["lane"]
     tasks = task_lanes(failing.result.history)
@@ -113,7 +118,7 @@ def test_the_page_loads_nothing_from_anywhere(page):
 
 def test_run_replay_and_shrink_write_reports(tmp_path):
     def sim(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "sim", *args, "--mutant", MUTANT], capture_output=True, text=True, cwd=tmp_path)
+        return run_cli(*args, "--mutant", MUTANT, cwd=tmp_path)
 
     out = tmp_path / "out"
     run = sim("run", str(LATE_RELEASE), "--out", str(out), "--report", str(tmp_path / "run.html"), "--json")

@@ -1,6 +1,6 @@
 """Every invariant can fail: a short history that breaks it is caught, and its lawful twin is not.
 
-The histories are written by hand, event by event, in the vocabulary of reference/EVENTS.md; invariants
+The histories are written by hand, event by event, with the event classes of `contract.events`; invariants
 that read the store get a real SessionStore arranged into the state the history describes.
 """
 
@@ -12,14 +12,76 @@ from typing import Any, Callable
 
 import pytest
 
+from contract.events import (
+    AppendFailed,
+    AppendOk,
+    AttemptClaimed,
+    AttemptRestored,
+    AttemptRestoreSkippedStale,
+    CommitArchived,
+    CommitPublished,
+    CompactionBlocked,
+    CompactionCommitFailed,
+    CompactionCommitted,
+    CompactionError,
+    CompactionFinished,
+    CompactionInput,
+    CompactionRefused,
+    CompactionStrike,
+    CompactionSummaryProgress,
+    CompactionSummaryStarted,
+    CompactionWatermark,
+    CooldownCleared,
+    CooldownClearSkipped,
+    CooldownRestored,
+    CooldownSet,
+    Event,
+    FenceBeginOk,
+    FenceCancelWon,
+    FenceFinish,
+    FenceRevoked,
+    FrontendCtrlCGraceExpired,
+    FrontendSessionEnded,
+    FrontendTurnFailed,
+    FrontendTurnSubmitted,
+    HardCancelRequested,
+    HostCommitOverrun,
+    HostReturned,
+    HostStarted,
+    HostTimeout,
+    LeaseAcquired,
+    LeaseContended,
+    LeaseExpiredGiveup,
+    LeaseRefreshed,
+    LeaseRefreshFailed,
+    LeaseReleased,
+    LeaseReleaseFailed,
+    PointFaultFired,
+    ProcessCrashed,
+    SessionAdopted,
+    SessionAutoReset,
+    SessionTitled,
+    StallFired,
+    StoreFaultFired,
+    TaskSpawn,
+    TurnContextOverflow,
+    TurnPersisted,
+)
+from contract.history import HistoryEvent
+from contract.ids import AttemptId, HolderId, SessionId
 from reference.config import CompactionConfig
 from reference.store import SessionStore
-from sim.history import HistoryEvent
 from sim.invariants import INVARIANTS
 
-H1 = "proc=p1:pid=100:attempt=1"
-H2 = "proc=p1:pid=100:attempt=2"
-DEAD = "proc=p9:pid=999:attempt=1"
+H1 = HolderId.of("p1", 100, 1)
+H2 = HolderId.of("p1", 100, 2)
+DEAD = HolderId.of("p9", 999, 1)
+A1, A2, A3, A4 = (AttemptId.of("p1", n) for n in range(1, 5))
+S, CHILD, T = SessionId("s"), SessionId("s/c"), SessionId("t")
+P2_H1, P2_H2 = HolderId.of("p2", 101, 1), HolderId.of("p2", 101, 2)
+P2_A1 = AttemptId.of("p2", 1)
+# Another agent's summary failed and recorded a cooldown on `s`.
+OTHER_FAILED = CooldownSet(session=S, until_s=60.0, attempt=AttemptId.of("p2", 1), error="summary_failed")
 
 
 @dataclass
@@ -33,8 +95,30 @@ class FakeSystem:
         return holder in self.dead
 
 
-def E(kind: str, time: float = 0.0, task: str = "t", **fields: Any) -> tuple[str, float, str, dict[str, Any]]:
-    return (kind, time, task, fields)
+def E(event: Event, time: float = 0.0, task: str = "t") -> tuple[Event, float, str]:
+    """One step of a history: the event, when it happened and which task recorded it."""
+    return (event, time, task)
+
+
+def finished(attempt: AttemptId, status: str, reason: str = "") -> CompactionFinished:
+    return CompactionFinished(session=S, attempt=attempt, status=status, reason=reason)
+
+
+def returned(status: str, *, session: SessionId = S, caller_session: SessionId = S, before: str = "a", after: str = "a") -> HostReturned:
+    return HostReturned(attempt=A1, status=status, session=session, caller_session=caller_session, transcript_before=before,
+                        transcript_after=after)
+
+
+def timed_out(attempt: AttemptId, budget: str = "idle", since_progress_s: float = 10.0) -> HostTimeout:
+    return HostTimeout(attempt=attempt, budget=budget, since_progress_s=since_progress_s)
+
+
+def persisted(row: int, role: str = "user") -> TurnPersisted:
+    return TurnPersisted(session=S, caller_session=S, turn=1, role=role, row=row)
+
+
+def grace_expired() -> FrontendCtrlCGraceExpired:
+    return FrontendCtrlCGraceExpired(agent="main", turn_abandoned=False)
 
 
 def check(name: str, events: list[tuple], arrange: Callable[[SessionStore], None] | None = None) -> list[str]:
@@ -47,10 +131,10 @@ def check(name: str, events: list[tuple], arrange: Callable[[SessionStore], None
         if callable(item):  # what a step did to the store besides recording its event
             item(system.store)
             continue
-        kind, time, task, fields = item
-        event = HistoryEvent(len(history), time, task, kind, fields)
-        history.append(event)
-        violation = invariant.on_event(event)
+        event, time, task = item
+        record = HistoryEvent(len(history), time, task, event)
+        history.append(record)
+        violation = invariant.on_event(record)
         if violation is not None:
             found.append(violation.explanation)
     final = invariant.at_end(history)
@@ -140,137 +224,145 @@ def cooling_until(until: float) -> Callable[[SessionStore], None]:
     return arrange
 
 
-CASES: dict[str, tuple[list[tuple], list[tuple], Callable | None, Callable | None]] = {
+
+CASES: dict[str, tuple[list[Any], list[Any], Callable | None, Callable | None]] = {
     # name: (violating events, lawful events, arrange for violating, arrange for lawful)
     "hard_cancel_restores_cooldown": (
-        [E("lease.acquired", 0, session="s", holder=H1), lambda store: store.clear_cooldown("s"),
-         E("cooldown.cleared", 0, session="s", attempt="p1.1"), E("fence.cancel_won", 1, attempt="p1.1", hard=True),
-         E("compaction.finished", 1, session="s", attempt="p1.1", status="unchanged", reason="hard_cancelled")],
-        [E("lease.acquired", 0, session="s", holder=H1), lambda store: store.clear_cooldown("s"),
-         E("cooldown.cleared", 0, session="s", attempt="p1.1"), E("fence.cancel_won", 1, attempt="p1.1", hard=True),
-         lambda store: store.record_cooldown("s", 60.0, "timeout:idle"), E("cooldown.restored", 1, session="s", attempt="p1.1"),
-         E("compaction.finished", 1, session="s", attempt="p1.1", status="unchanged", reason="hard_cancelled")],
+        [E(LeaseAcquired(session=S, holder=H1), 0), lambda store: store.clear_cooldown("s"),
+         E(CooldownCleared(session=S, attempt=A1), 0), E(FenceCancelWon(attempt=A1, hard=True), 1),
+         E(finished(A1, "unchanged", "hard_cancelled"), 1)],
+        [E(LeaseAcquired(session=S, holder=H1), 0), lambda store: store.clear_cooldown("s"),
+         E(CooldownCleared(session=S, attempt=A1), 0), E(FenceCancelWon(attempt=A1, hard=True), 1),
+         lambda store: store.record_cooldown("s", 60.0, "timeout:idle"), E(CooldownRestored(session=S, attempt=A1), 1),
+         E(finished(A1, "unchanged", "hard_cancelled"), 1)],
         cooling_until(60.0), cooling_until(60.0)),
     "cooldown_never_shortened": (
-        [E("cooldown.set", 5, session="s", until=65.0, attempt="p1.1"), E("cooldown.set", 26, session="s", until=27.0, attempt="p1.1")],
-        [E("cooldown.set", 5, session="s", until=65.0, attempt="p1.1"), E("cooldown.set", 26, session="s", until=27.0, attempt="p1.1")],
+        [E(CooldownSet(session=S, until_s=65.0, attempt=A1, error="timeout:idle"), 5),
+         E(CooldownSet(session=S, until_s=27.0, attempt=A1, error="timeout:idle"), 26)],
+        [E(CooldownSet(session=S, until_s=65.0, attempt=A1, error="timeout:idle"), 5),
+         E(CooldownSet(session=S, until_s=27.0, attempt=A1, error="timeout:idle"), 26)],
         cooling_until(27.0), cooling_until(65.0)),
     "cancelled_attempt_never_acquires": (
-        [E("fence.cancel_won", 5, attempt="p1.1", hard=False), E("lease.acquired", 10, session="s", holder=H1)],
-        [E("lease.acquired", 0, session="s", holder=H1), E("fence.cancel_won", 5, attempt="p1.1", hard=False)],
+        [E(FenceCancelWon(attempt=A1, hard=False), 5), E(LeaseAcquired(session=S, holder=H1), 10)],
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(FenceCancelWon(attempt=A1, hard=False), 5)],
         None, None),
     "pool_admission_bounded": (
-        [E("task.spawn", 0, f"compress:p1.{i}") for i in range(1, 6)],
-        [E("task.spawn", 0, f"compress:p1.{i}") for i in range(1, 5)]
-        + [E("compaction.finished", 1, attempt="p1.1", status="committed"), E("task.spawn", 2, "compress:p1.5"), E("task.spawn", 2, "compress:p2.1")],
+        [E(TaskSpawn(), 0, f"compress:p1.{i}") for i in range(1, 6)],
+        [E(TaskSpawn(), 0, f"compress:p1.{i}") for i in range(1, 5)]
+        + [E(finished(A1, "committed"), 1), E(TaskSpawn(), 2, "compress:p1.5"), E(TaskSpawn(), 2, "compress:p2.1")],
         None, None),
     "no_commit_after_cancel": (
-        [E("fence.cancel_won", attempt="p1.1"), E("fence.begin_ok", attempt="p1.1")],
-        [E("fence.begin_ok", attempt="p1.1"), E("fence.revoked", attempt="p1.1"), E("commit.archived", attempt="p1.1", session="s")],
+        [E(FenceCancelWon(attempt=A1, hard=False)), E(FenceBeginOk(attempt=A1))],
+        [E(FenceBeginOk(attempt=A1)), E(FenceRevoked(attempt=A1, commit_in_flight=True)),
+         E(CommitArchived(session=S, attempt=A1, rows=2))],
         None, None),
     "lease_held_across_commit": (
-        [E("fence.begin_ok", attempt="p1.1"), E("lease.released", session="s", holder=H1, held=True)],
-        [E("fence.begin_ok", attempt="p1.1"), E("commit.archived", attempt="p1.1", session="s"), E("lease.released", session="s", holder=H1, held=True)],
+        [E(FenceBeginOk(attempt=A1)), E(LeaseReleased(session=S, holder=H1, held=True))],
+        [E(FenceBeginOk(attempt=A1)), E(CommitArchived(session=S, attempt=A1, rows=2)), E(LeaseReleased(session=S, holder=H1, held=True))],
         None, None),
-    "single_live_head": ([E("commit.published", parent="s", child="s/c", attempt="p1.1")], [E("commit.published")], two_live_heads, one_head),
-    "one_continuation_per_parent": ([E("commit.published")], [E("commit.published")], rotated(2), rotated(1)),
-    "no_orphan_parent": ([E("commit.published")], [E("commit.published")], rotated(0), rotated(1)),
+    "single_live_head": ([E(CommitPublished(parent=S, child=CHILD, attempt=A1))], [E(CommitPublished(parent=S, child=CHILD, attempt=A1))],
+                         two_live_heads, one_head),
+    "one_continuation_per_parent": ([E(CommitPublished(parent=S, child=CHILD, attempt=A1))], [E(CommitPublished(parent=S, child=CHILD, attempt=A1))],
+                                    rotated(2), rotated(1)),
+    "no_orphan_parent": ([E(CommitPublished(parent=S, child=CHILD, attempt=A1))], [E(CommitPublished(parent=S, child=CHILD, attempt=A1))],
+                         rotated(0), rotated(1)),
     "caller_session_follows_rotation": (
-        [E("host.returned", attempt="p1.1", status="rotated", session="s/c", caller_session="s")],
-        [E("host.returned", attempt="p1.1", status="rotated", session="s/c", caller_session="s/c")],
+        [E(returned("rotated", session=CHILD, caller_session=S))],
+        [E(returned("rotated", session=CHILD, caller_session=CHILD))],
         None, None),
-    "no_duplicate_persisted_turn": ([E("append.ok", session="s", ids=[1, 2])], [E("append.ok", session="s", ids=[1])], duplicated, one_head),
+    "no_duplicate_persisted_turn": ([E(AppendOk(session=S, ids=[1, 2]))], [E(AppendOk(session=S, ids=[1]))], duplicated, one_head),
     "acknowledged_appends_survive": (
-        [E("turn.persisted", session="s", row=1, role="user")],
-        [E("turn.persisted", session="s", row=1, role="user"), E("compaction.watermark", session="s", attempt="p1.1", watermark=None),
-         E("commit.archived", session="s", attempt="p1.1")],
+        [E(persisted(1))],
+        [E(persisted(1)), E(CompactionWatermark(session=S, attempt=A1, watermark=None)), E(CommitArchived(session=S, attempt=A1, rows=1))],
         lost_append, lost_append),
     "aborted_attempt_leaves_parent_unchanged": (
-        [E("attempt.claimed", task="w1", attempt="p1.1", generation=1), E("append.ok", task="w1", session="s", ids=[7]),
-         E("compaction.finished", task="w1", attempt="p1.1", status="failed")],
-        [E("attempt.claimed", task="w1", attempt="p1.1", generation=1), E("append.ok", task="w1", session="s", ids=[7]),
-         E("compaction.finished", task="w1", attempt="p1.1", status="rotated")],
+        [E(AttemptClaimed(attempt=A1, generation=1), task="w1"), E(AppendOk(session=S, ids=[7]), task="w1"),
+         E(finished(A1, "failed"), task="w1")],
+        [E(AttemptClaimed(attempt=A1, generation=1), task="w1"), E(AppendOk(session=S, ids=[7]), task="w1"),
+         E(finished(A1, "rotated"), task="w1")],
         None, None),
     "caller_transcript_only_through_commit": (
-        [E("host.returned", attempt="p1.1", status="unchanged", transcript_before="a", transcript_after="b")],
-        [E("host.returned", attempt="p1.1", status="committed", transcript_before="a", transcript_after="b")],
+        [E(returned("unchanged", before="a", after="b"))],
+        [E(returned("committed", before="a", after="b"))],
         None, None),
     "lease_mutual_exclusion": (
-        [E("lease.acquired", 0, session="s", holder=H1), E("lease.acquired", 30, session="s", holder=H2)],
-        [E("lease.acquired", 0, session="s", holder=H1), E("lease.acquired", 61, session="s", holder=H2)],
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(LeaseAcquired(session=S, holder=H2), 30)],
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(LeaseAcquired(session=S, holder=H2), 61)],
         None, None),
     "appends_never_refused_by_lease": (
-        [E("append.failed", session="s", error="SessionCompressionBusyError")],
-        [E("append.failed", session="s", error="OperationalError")],
+        [E(AppendFailed(session=S, error="SessionCompressionBusyError"))],
+        [E(AppendFailed(session=S, error="OperationalError"))],
         None, None),
     "lease_released_within_ttl": (
-        [E("compaction.finished", 10, attempt="p1.1", status="unchanged"), E("lease.refreshed", 20, session="s", holder=H1)],
-        [E("compaction.finished", 10, attempt="p1.1", status="unchanged")],
+        [E(finished(A1, "unchanged"), 10), E(LeaseRefreshed(session=S, holder=H1), 20)],
+        [E(finished(A1, "unchanged"), 10)],
         None, None),
-    "dead_holder_reclaimable": ([E("process.crashed", process="p9", pid=999), E("lease.contended", session="s", holder=H1)],
-                                [E("process.crashed", process="p9", pid=999), E("lease.contended", session="s", holder=H1)],
+    "dead_holder_reclaimable": ([E(ProcessCrashed(process="p9", pid=999)), E(LeaseContended(session=S, holder=H1))],
+                                [E(ProcessCrashed(process="p9", pid=999)), E(LeaseContended(session=S, holder=H1))],
                                 leased_by(DEAD, 100), leased_by(H2, 100)),
     "turn_fails_only_expectedly": (
-        [E("fault.fired", fault=0, fault_kind="host_interrupt", point="host.wait"),
-         E("frontend.turn_failed", agent="main", error="RuntimeError: can't release lock: this task does not own it")],
-        [E("fault.fired", fault=0, fault_kind="host_interrupt", point="host.wait"),
-         E("frontend.turn_failed", agent="main", error="ExceptionGroup: Exceptions from nursery (1 sub-exception)"),
-         E("frontend.turn_failed", agent="main", error="PersistenceFailed: session 'D' was closed by compression")],
+        [E(PointFaultFired(fault=0, fault_kind="host_interrupt", firing=1, point="host.wait")),
+         E(FrontendTurnFailed(agent="main", error="RuntimeError: can't release lock: this task does not own it"))],
+        [E(PointFaultFired(fault=0, fault_kind="host_interrupt", firing=1, point="host.wait")),
+         E(FrontendTurnFailed(agent="main", error="ExceptionGroup: Exceptions from nursery (1 sub-exception)")),
+         E(FrontendTurnFailed(agent="main", error="PersistenceFailed: session 'D' was closed by compression"))],
         None, None),
     "worker_raises_only_after_fault": (
-        [E("fault.fired", fault=0, fault_kind="stall", point="provider.progress", duration=75.0),
-         E("compaction.error", attempt="p1.1", error="ExceptionGroup('Exceptions from nursery', [TypeError('cannot unpack')])")],
-        [E("fault.fired", fault=0, fault_kind="db_write_failure", op="archive_and_compact", phase="before_commit"),
-         E("compaction.error", attempt="p1.1", error="OperationalError('disk I/O error (injected)')")],
+        [E(StallFired(fault=0, fault_kind="stall", firing=1, point="provider.progress", duration_s=75.0)),
+         E(CompactionError(attempt=A1, error="ExceptionGroup('Exceptions from nursery', [TypeError('cannot unpack')])"))],
+        [E(StoreFaultFired(fault=0, fault_kind="db_write_failure", firing=1, op="archive_and_compact", phase="before_commit")),
+         E(CompactionError(attempt=A1, error="OperationalError('disk I/O error (injected)')"))],
         None, None),
     "stale_attempt_writes_no_state": (
-        [E("host.timeout", attempt="p1.1", budget="idle", since_progress=10), E("cooldown.cleared", attempt="p1.1", session="s")],
-        [E("cooldown.cleared", attempt="p1.1", session="s")],
+        [E(timed_out(A1)), E(CooldownCleared(session=S, attempt=A1))],
+        [E(CooldownCleared(session=S, attempt=A1))],
         None, None),
     "would_grow_latches_breaker": (
-        [E("compaction.refused", session="s", attempt=f"p1.{i}", reason="would_grow") for i in range(3)],
-        [E("compaction.refused", session="s", attempt="p1.1", reason="would_grow"), E("compaction.committed", session="s", attempt="p1.2", tokens=5, tokens_before=9),
-         E("compaction.refused", session="s", attempt="p1.3", reason="would_grow"), E("compaction.refused", session="s", attempt="p1.4", reason="would_grow")],
+        [E(CompactionRefused(session=S, attempt=AttemptId.of("p1", i), reason="would_grow")) for i in range(3)],
+        [E(CompactionRefused(session=S, attempt=A1, reason="would_grow")),
+         E(CompactionCommitted(session=S, attempt=A2, tokens=5, tokens_before=9)),
+         E(CompactionRefused(session=S, attempt=A3, reason="would_grow")), E(CompactionRefused(session=S, attempt=A4, reason="would_grow"))],
         None, None),
     "idle_timeout_within_bounds": (
-        [E("host.timeout", attempt="p1.1", budget="idle", since_progress=19.0)],
-        [E("host.timeout", attempt="p1.1", budget="idle", since_progress=10.0)],
+        [E(timed_out(A1, "idle", 19.0))],
+        [E(timed_out(A1, "idle", 10.0))],
         None, None),
     "hung_commit_reported": (
-        [E("fence.begin_ok", 0, attempt="p1.1"), E("host.timeout", 1, attempt="p1.1"), E("fence.finish", 20, attempt="p1.1")],
-        [E("fence.begin_ok", 0, attempt="p1.1"), E("host.timeout", 1, attempt="p1.1"), E("host.commit_overrun", 6, attempt="p1.1"), E("fence.finish", 20, attempt="p1.1")],
+        [E(FenceBeginOk(attempt=A1), 0), E(timed_out(A1), 1), E(FenceFinish(attempt=A1), 20)],
+        [E(FenceBeginOk(attempt=A1), 0), E(timed_out(A1), 1), E(HostCommitOverrun(attempt=A1, waited_s=5.0), 6),
+         E(FenceFinish(attempt=A1), 20)],
         None, None),
     "stale_job_never_runs": (
-        [E("host.timeout", attempt="p1.1"), E("compaction.summary_started", attempt="p1.1")],
-        [E("compaction.summary_started", attempt="p1.1"), E("host.timeout", attempt="p1.1")],
+        [E(timed_out(A1)), E(CompactionSummaryStarted(attempt=A1, generation=1))],
+        [E(CompactionSummaryStarted(attempt=A1, generation=1)), E(timed_out(A1))],
         None, None),
     "next_turn_persists_after_ctrl_c": (
-        [E("frontend.ctrl_c_grace_expired", agent="main"), E("frontend.turn_submitted", agent="main"), E("frontend.turn_failed", agent="main", error="x")],
-        [E("frontend.ctrl_c_grace_expired", agent="main"), E("frontend.turn_submitted", agent="main"), E("turn.persisted", session="s", row=1, role="user")],
+        [E(grace_expired()), E(FrontendTurnSubmitted(agent="main", text="hi")), E(FrontendTurnFailed(agent="main", error="x"))],
+        [E(grace_expired()), E(FrontendTurnSubmitted(agent="main", text="hi")), E(persisted(1))],
         None, None),
     "hard_cancel_frees_lease": (
-        [E("lease.acquired", 0, session="s", holder=H1), E("hard_cancel.requested", 1, session="s"), E("frontend.ctrl_c_grace_expired", 3)],
-        [E("lease.acquired", 0, session="s", holder=H1), E("hard_cancel.requested", 1, session="s"), E("lease.released", 1, session="s", holder=H1, held=True),
-         E("frontend.ctrl_c_grace_expired", 3)],
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(HardCancelRequested(session=S), 1), E(grace_expired(), 3)],
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(HardCancelRequested(session=S), 1), E(LeaseReleased(session=S, holder=H1, held=True), 1),
+         E(grace_expired(), 3)],
         None, None),
     "deliberate_end_is_final": (
-        [E("frontend.session_ended", session="s", reason="session_reset"), E("commit.published", parent="s", child="s/c", attempt="p1.1")],
-        [E("frontend.session_ended", session="s", reason="session_reset"), E("compaction.commit_failed", session="s", attempt="p1.1")],
+        [E(FrontendSessionEnded(session=S, reason="session_reset")), E(CommitPublished(parent=S, child=CHILD, attempt=A1))],
+        [E(FrontendSessionEnded(session=S, reason="session_reset")),
+         E(CompactionCommitFailed(session=S, attempt=A1, error="ParentEndedError('parent ended')"))],
         ended_as("compression"), ended_as("session_reset")),
     "closed_write_adopts_live_tip": (
-        [E("append.failed", session="s", error="SessionClosedByCompression"), E("frontend.turn_failed", agent="main", error="PersistenceFailed")],
-        [E("append.failed", session="s", error="SessionClosedByCompression"), E("frontend.turn_failed", agent="main", error="PersistenceFailed")],
+        [E(AppendFailed(session=S, error="SessionClosedByCompression")), E(FrontendTurnFailed(agent="main", error="PersistenceFailed"))],
+        [E(AppendFailed(session=S, error="SessionClosedByCompression")), E(FrontendTurnFailed(agent="main", error="PersistenceFailed"))],
         two_hops(tip_live=True), two_hops(tip_live=False)),
     "rewind_slots_stay_under_watermark": (
-        [E("compaction.watermark", session="s", attempt="p1.1", watermark=2), E("commit.archived", session="s", attempt="p1.1", rows=3)],
-        [E("compaction.watermark", session="s", attempt="p1.1", watermark=2), E("commit.archived", session="s", attempt="p1.1", rows=3)],
+        [E(CompactionWatermark(session=S, attempt=A1, watermark=2)), E(CommitArchived(session=S, attempt=A1, rows=3))],
+        [E(CompactionWatermark(session=S, attempt=A1, watermark=2)), E(CommitArchived(session=S, attempt=A1, rows=3))],
         archived_with_tail(0), archived_with_tail(1)),
     "durable_messages_match_rows": (
-        [E("host.returned", attempt="p1.1", status="timeout", session="s", caller_session="s")],
-        [E("host.returned", attempt="p1.1", status="timeout", session="s", caller_session="s")],
+        [E(returned("timeout"))],
+        [E(returned("timeout"))],
         holding("hel"), holding("hello")),
 }
-
 
 
 def lease_held_by(holder: str) -> Callable[[SessionStore], None]:
@@ -282,42 +374,72 @@ def lease_held_by(holder: str) -> Callable[[SessionStore], None]:
 
 CASES.update({
     "no_progress_after_give_up": (
-        [E("host.timeout", 5, attempt="p1.1", budget="idle"), E("compaction.summary_progress", 6, attempt="p1.1")],
-        [E("compaction.summary_progress", 4, attempt="p1.1"), E("host.timeout", 5, attempt="p1.1", budget="idle")],
+        [E(timed_out(A1), 5), E(CompactionSummaryProgress(attempt=A1), 6)],
+        [E(CompactionSummaryProgress(attempt=A1), 4), E(timed_out(A1), 5)],
         None, None),
     "late_contender_adopts": (
-        [E("lease.acquired", session="s", holder=H1), E("compaction.summary_started", attempt="p1.1", generation=1)],
-        [E("lease.acquired", session="s", holder=H1), E("session.adopted", attempt="p1.1", to="s/c0")],
+        [E(LeaseAcquired(session=S, holder=H1)), E(CompactionSummaryStarted(attempt=A1, generation=1))],
+        [E(LeaseAcquired(session=S, holder=H1)), E(SessionAdopted(from_session=S, to_session=SessionId("s/c0"), attempt=A1))],
         rotated(1), rotated(1)),
     "current_attempt_owns_compressor": (
-        [E("attempt.claimed", attempt="p1.1", generation=1), E("attempt.claimed", attempt="p1.2", generation=2),
-         E("compaction.summary_started", attempt="p1.2", generation=2), E("fence.begin_ok", attempt="p1.1")],
-        [E("attempt.claimed", attempt="p1.1", generation=1), E("attempt.claimed", attempt="p1.2", generation=2),
-         E("compaction.summary_started", attempt="p1.2", generation=2), E("cooldown.clear_skipped", session="s", attempt="p1.1"),
-         E("compaction.refused", session="s", attempt="p1.1", reason="superseded"), E("fence.begin_ok", attempt="p1.2")],
+        [E(AttemptClaimed(attempt=A1, generation=1)), E(AttemptClaimed(attempt=A2, generation=2)),
+         E(CompactionSummaryStarted(attempt=A2, generation=2)), E(FenceBeginOk(attempt=A1))],
+        [E(AttemptClaimed(attempt=A1, generation=1)), E(AttemptClaimed(attempt=A2, generation=2)),
+         E(CompactionSummaryStarted(attempt=A2, generation=2)), E(CooldownClearSkipped(session=S, attempt=A1)),
+         E(CompactionRefused(session=S, attempt=A1, reason="superseded")), E(FenceBeginOk(attempt=A2))],
         None, None),
     "refresher_tolerates_blips": (
-        [E("lease.refresh_failed", session="s", holder=H1, failures=1), E("lease.expired_giveup", session="s", holder=H1)],
-        [E("lease.refresh_failed", session="s", holder=H1, failures=1), E("lease.refresh_failed", session="s", holder=H1, failures=2),
-         E("lease.expired_giveup", session="s", holder=H1)],
+        [E(LeaseRefreshFailed(session=S, holder=H1, failures=1)), E(LeaseExpiredGiveup(session=S, holder=H1))],
+        [E(LeaseRefreshFailed(session=S, holder=H1, failures=1)), E(LeaseRefreshFailed(session=S, holder=H1, failures=2)),
+         E(LeaseExpiredGiveup(session=S, holder=H1))],
         None, None),
     "refresh_extends_own_row": (
-        [E("lease.acquired", 0, session="s", holder=H1), E("lease.acquired", 70, session="s", holder=H2),
-         E("lease.refreshed", 75, session="s", holder=H1)],
-        [E("lease.acquired", 0, session="s", holder=H1), E("lease.refreshed", 30, session="s", holder=H1),
-         E("lease.released", 40, session="s", holder=H1, held=True), E("lease.acquired", 50, session="s", holder=H2),
-         E("lease.refreshed", 60, session="s", holder=H2)],
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(LeaseAcquired(session=S, holder=H2), 70), E(LeaseRefreshed(session=S, holder=H1), 75)],
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(LeaseRefreshed(session=S, holder=H1), 30),
+         E(LeaseReleased(session=S, holder=H1, held=True), 40), E(LeaseAcquired(session=S, holder=H2), 50),
+         E(LeaseRefreshed(session=S, holder=H2), 60)],
         None, None),
     "commit_holds_lease": (
-        [E("commit.archived", 1, session="s", attempt="p1.2", rows=2)],
-        [E("commit.archived", 1, session="s", attempt="p1.1", rows=2)],
+        [E(CommitArchived(session=S, attempt=A2, rows=2), 1)],
+        [E(CommitArchived(session=S, attempt=A1, rows=2), 1)],
         lease_held_by(H1), lease_held_by(H1)),
     "retry_never_overlaps_live_worker": (
-        [E("lease.acquired", 0, session="s", holder=H1), E("host.timeout", 100, attempt="p1.1", budget="ceiling"),
-         E("lease.acquired", 110, session="s", holder=H2)],
-        [E("lease.acquired", 0, session="s", holder=H1), E("host.timeout", 100, attempt="p1.1", budget="ceiling"),
-         E("compaction.finished", 120, session="s", attempt="p1.1", status="unchanged", reason="fence_cancelled"),
-         E("lease.acquired", 121, session="s", holder=H2)],
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(LeaseRefreshed(session=S, holder=H1), 90),
+         E(timed_out(A1, "ceiling", 100.0), 100), E(LeaseAcquired(session=S, holder=H2), 110)],
+        # lawful: the worker finished first; or its lease lapsed a TTL after its last renewal (a suspended process)
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "ceiling", 100.0), 100),
+         E(finished(A1, "unchanged", "fence_cancelled"), 120), E(LeaseAcquired(session=S, holder=H2), 121),
+         E(LeaseAcquired(session=T, holder=P2_H1), 200), E(timed_out(P2_A1, "ceiling", 100.0), 300),
+         E(LeaseAcquired(session=T, holder=P2_H2), 310)],
+        None, None),
+})
+
+
+def titled(source: str) -> Callable[[SessionStore], None]:
+    """`s` rotated into `s/c`, which shows the title "T" set by `source`."""
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.create_session("s/c", now=1, parent="s", title="T", title_source=source)
+        store.end_session("s", now=1, reason="compression")
+    return arrange
+
+
+RESET = SessionAutoReset(from_session=S, to_session=SessionId("s/r"), reason="x")
+OVERFLOWED = TurnContextOverflow(session=S, tokens=900)
+RECOVERY_RETURNED = HostReturned(attempt=A1, status="unchanged", session=S, caller_session=S, transcript_before="",
+                                 transcript_after="")
+CASES.update({
+    "title_follows_conversation": (
+        [E(SessionTitled(session=S, title="T", source="derived", stored="T"), 0), E(CommitPublished(parent=S, child=CHILD, attempt=A1), 1)],
+        [E(SessionTitled(session=S, title="T", source="derived", stored="T"), 0), E(CommitPublished(parent=S, child=CHILD, attempt=A1), 1)],
+        titled("user"), titled("derived")),
+    "no_false_auto_reset": (
+        [E(finished(A1, "unchanged", "cooldown"), 0), E(RESET, 1)],
+        [E(finished(A1, "unchanged", "ineffective"), 0), E(RESET, 1)],
+        None, None),
+    "overflow_recovery_ignores_cooldown": (
+        [E(OVERFLOWED, 0), E(CompactionBlocked(session=S, attempt=A1, reason="cooldown"), 0, "w"), E(RECOVERY_RETURNED, 1)],
+        [E(OVERFLOWED, 0), E(CompactionBlocked(session=S, attempt=A1, reason="structural_backoff"), 0, "w"), E(RECOVERY_RETURNED, 1)],
         None, None),
 })
 
@@ -344,37 +466,121 @@ def struck(store: SessionStore) -> None:
 
 CASES.update({
     "cancel_never_beats_admitted_commit": (
-        [E("fence.begin_ok", 0, attempt="p1.1"), E("fence.finish", 10, attempt="p1.1"), E("fence.cancel_won", 10, attempt="p1.1", hard=True)],
-        [E("fence.begin_ok", 0, attempt="p1.1"), E("fence.finish", 10, attempt="p1.1"), E("fence.cancel_won", 11, attempt="p1.2", hard=True)],
+        [E(FenceBeginOk(attempt=A1), 0), E(FenceFinish(attempt=A1), 10), E(FenceCancelWon(attempt=A1, hard=True), 10)],
+        [E(FenceBeginOk(attempt=A1), 0), E(FenceFinish(attempt=A1), 10), E(FenceCancelWon(attempt=A2, hard=True), 11)],
         None, None),
     "summary_starts_under_lease": (
-        [E("lease.contended", 0, session="s", holder=H2), E("lease.released", 0, session="s", holder=H2, held=False),
-         E("compaction.summary_started", 1, attempt="p1.2", generation=2)],
-        [E("lease.acquired", 0, session="s", holder=H1), E("compaction.summary_started", 1, attempt="p1.1", generation=1),
-         E("lease.released", 5, session="s", holder=H1, held=True)],
+        [E(LeaseContended(session=S, holder=H2), 0), E(LeaseReleased(session=S, holder=H2, held=False), 0),
+         E(CompactionSummaryStarted(attempt=A2, generation=2), 1)],
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(CompactionSummaryStarted(attempt=A1, generation=1), 1),
+         E(LeaseReleased(session=S, holder=H1, held=True), 5)],
         None, None),
     "message_count_matches_active_rows": ([], [], with_rows(True), with_rows(False)),
     "completed_turn_persists_user_message": (
-        [E("frontend.turn_submitted", 0, "cli", agent="main", text="hi"),
-         E("turn.persisted", 1, "cli", session="s", caller_session="s", turn=1, role="assistant", row=1)],
-        [E("frontend.turn_submitted", 0, "cli", agent="main", text="hi"),
-         E("turn.persisted", 1, "cli", session="s", caller_session="s", turn=1, role="user", row=1),
-         E("turn.persisted", 1, "cli", session="s", caller_session="s", turn=1, role="assistant", row=2)],
+        [E(FrontendTurnSubmitted(agent="main", text="hi"), 0, "cli"), E(persisted(1, "assistant"), 1, "cli")],
+        [E(FrontendTurnSubmitted(agent="main", text="hi"), 0, "cli"), E(persisted(1, "user"), 1, "cli"), E(persisted(2, "assistant"), 1, "cli")],
         answered_only, with_rows(False)),
+    "no_summary_inside_cooldown": (
+        [E(OTHER_FAILED, 1), E(LeaseAcquired(session=S, holder=H1), 5), E(CompactionSummaryStarted(attempt=A1, generation=1), 5)],
+        [E(OTHER_FAILED, 1), E(LeaseAcquired(session=S, holder=H1), 5), lambda store: store.clear_cooldown("s"),
+         E(CooldownCleared(session=S, attempt=A1), 5), E(CompactionSummaryStarted(attempt=A1, generation=1), 5)],
+        cooling_until(60.0), cooling_until(60.0)),
+    "abandoned_attempt_frees_lease": (
+        [E(finished(A1, "unchanged", "lock_contended"), 1), E(LeaseContended(session=S, holder=H2), 2)],
+        [E(LeaseReleaseFailed(session=S, holder=H1, error="OperationalError"), 1),
+         E(finished(A1, "unchanged", "fence_cancelled"), 1), E(LeaseContended(session=S, holder=H2), 2)],
+        lease_held_by(H1), lease_held_by(H1)),
+    "timeout_backs_off": (
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "idle"), 10),
+         E(LeaseAcquired(session=S, holder=H2), 20), E(CompactionSummaryStarted(attempt=A2, generation=2), 20)],
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "idle"), 10),
+         E(LeaseAcquired(session=S, holder=H2), 20), E(CooldownCleared(session=S, attempt=A2), 20),
+         E(CompactionSummaryStarted(attempt=A2, generation=2), 20)],
+        None, None),
     "commit_below_threshold_clears_strikes": (
-        [E("compaction.strike", 0, session="s", attempt="p1.1", strikes=1), E("lease.acquired", 5, session="s", holder=H2),
-         E("compaction.committed", 6, session="s", attempt="p1.2", tokens=5, tokens_before=9)],
-        [E("compaction.strike", 0, session="s", attempt="p1.1", strikes=1), E("lease.acquired", 5, session="s", holder=H2),
-         lambda store: store.reset_ineffective("s"), E("compaction.committed", 6, session="s", attempt="p1.2", tokens=5, tokens_before=9)],
+        [E(CompactionStrike(session=S, attempt=A1, strikes=1), 0), E(LeaseAcquired(session=S, holder=H2), 5),
+         E(CompactionCommitted(session=S, attempt=A2, tokens=5, tokens_before=9), 6)],
+        [E(CompactionStrike(session=S, attempt=A1, strikes=1), 0), E(LeaseAcquired(session=S, holder=H2), 5),
+         lambda store: store.reset_ineffective("s"), E(CompactionCommitted(session=S, attempt=A2, tokens=5, tokens_before=9), 6)],
         struck, struck),
 })
 
 
+def test_a_newer_claim_alone_does_not_excuse_a_skipped_rollback():
+    """#198 F1: the owner's rollback was skipped because a lock loser claimed later; only a newer writer excuses it."""
+    owner_cleared = [E(LeaseAcquired(session=S, holder=H1), 0), lambda store: store.clear_cooldown("s"),
+                     E(CooldownCleared(session=S, attempt=A1), 0),
+                     E(AttemptClaimed(attempt=A2, generation=2), 1), E(LeaseContended(session=S, holder=H2), 1),
+                     E(FenceCancelWon(attempt=A1, hard=True), 2),
+                     E(AttemptRestoreSkippedStale(attempt=A1, generation=1, current=2), 2)]
+    rolled_back = E(finished(A1, "unchanged", "hard_cancelled"), 2)
+    newer_wrote = [lambda store: store.record_cooldown("s", 90.0, "summary_failed"),
+                   E(CooldownSet(session=S, until_s=90.0, attempt=A2, error="summary_failed"), 2)]
+    assert check("hard_cancel_restores_cooldown", owner_cleared + [rolled_back], cooling_until(60.0))
+    assert check("hard_cancel_restores_cooldown", owner_cleared + newer_wrote + [rolled_back], cooling_until(60.0)) == []
+
+
+def test_only_a_host_timeout_before_the_users_stop_excuses_the_rollback():
+    acquired = [E(LeaseAcquired(session=S, holder=H1), 0)]
+    stop = [E(FenceCancelWon(attempt=A1, hard=True), 1)]
+    timeout = [E(timed_out(A1, "idle"), 20), lambda store: store.record_cooldown("s", 80.0, "timeout:idle"),
+               E(CooldownSet(session=S, until_s=80.0, attempt=A1, error="timeout:idle"), 20)]
+    rolled_back = [E(finished(A1, "unchanged", "hard_cancelled"), 60)]
+    assert check("hard_cancel_restores_cooldown", acquired + stop + timeout + rolled_back, one_head)
+    assert check("hard_cancel_restores_cooldown", acquired + timeout + stop + rolled_back, one_head) == []
+
+
+def test_only_a_newer_attempt_that_took_the_lease_supersedes_a_rollback():
+    claims = [E(AttemptClaimed(attempt=A1, generation=1), 0), E(LeaseAcquired(session=S, holder=H1), 0),
+              E(AttemptClaimed(attempt=A2, generation=2), 1)]
+    restored = E(AttemptRestored(attempt=A1, generation=1), 2)
+    newer_took_lease = [E(LeaseReleased(session=S, holder=H1, held=True), 1), E(LeaseAcquired(session=S, holder=H2), 1)]
+    newer_sat_out = [E(LeaseContended(session=S, holder=H2), 1)]
+    assert check("stale_attempt_writes_no_state", claims + newer_took_lease + [restored])
+    assert check("stale_attempt_writes_no_state", claims + newer_sat_out + [restored]) == []
+
+
+def test_only_the_overflow_recovery_may_summarize_inside_a_cooldown():
+    """R23: the recovery of a provider-proven overflow bypasses the failure cooldown; no other automatic attempt does."""
+    cooling = [E(OTHER_FAILED, 1)]
+    summary = [E(LeaseAcquired(session=S, holder=H1), 5), E(CompactionSummaryStarted(attempt=A1, generation=1), 5)]
+    automatic = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 5)]
+    overflow = [E(HostStarted(attempt=A1, session=S, mode="overflow"), 5)]
+    assert check("no_summary_inside_cooldown", cooling + automatic + summary, cooling_until(60.0))
+    assert check("no_summary_inside_cooldown", cooling + overflow + summary, cooling_until(60.0)) == []
+
+
+def test_an_overflow_recovery_refused_under_the_lease_for_a_cooldown_is_caught():
+    """The recheck under the lease is a second place a cooldown can block the recovery; it counts like the gate."""
+    events = [E(OVERFLOWED, 0), E(CompactionRefused(session=S, attempt=A1, reason="cooldown"), 0, "w"), E(RECOVERY_RETURNED, 1)]
+    assert check("overflow_recovery_ignores_cooldown", events)
+
+
+def three_rows_leased(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+    store.append_messages("s", [{"role": "user", "content": f"m{i}", "timestamp": float(i)} for i in range(3)], now=1)
+    store.try_acquire_lease("s", H1, now=1, ttl_s=60)
+
+
+def archive_all(store: SessionStore) -> None:
+    store.archive_and_compact("s", [{"role": "user", "content": "summary", "timestamp": 5.0}], holder=H1, watermark=3, now=5)
+
+
+CASES.update({
+    "archived_rows_were_in_input": (
+        [E(CompactionWatermark(session=S, attempt=A1, watermark=3), 1), E(CompactionInput(session=S, attempt=A1, rows=[1, 2]), 1),
+         archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5)],
+        [E(CompactionWatermark(session=S, attempt=A1, watermark=3), 1), E(CompactionInput(session=S, attempt=A1, rows=[1, 2, 3]), 1),
+         archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5)],
+        three_rows_leased, three_rows_leased),
+})
+
+
 def test_the_current_attempt_is_never_refused_its_own_clear():
-    own_check_removed = [E("attempt.claimed", attempt="p1.2", generation=2), E("compaction.summary_started", attempt="p1.2", generation=2),
-                         E("cooldown.clear_skipped", session="s", attempt="p1.2")]
-    stopped = [E("attempt.claimed", attempt="p1.2", generation=2), E("compaction.summary_started", attempt="p1.2", generation=2),
-               E("host.timeout", attempt="p1.2", budget="idle"), E("cooldown.clear_skipped", session="s", attempt="p1.2")]
+    own_check_removed = [E(AttemptClaimed(attempt=A2, generation=2)), E(CompactionSummaryStarted(attempt=A2, generation=2)),
+                         E(CooldownClearSkipped(session=S, attempt=A2))]
+    stopped = [E(AttemptClaimed(attempt=A2, generation=2)), E(CompactionSummaryStarted(attempt=A2, generation=2)),
+               E(timed_out(A2)), E(CooldownClearSkipped(session=S, attempt=A2))]
     assert check("current_attempt_owns_compressor", own_check_removed)
     assert check("current_attempt_owns_compressor", stopped) == []
 
@@ -396,9 +602,32 @@ def test_the_lawful_twin_passes(name):
 
 
 def test_a_job_started_after_its_host_gave_up_does_no_work():
-    started_stale = [E("fence.cancel_won", 0, attempt="p1.1", hard=True), E("task.spawn", 0, "compress:p1.1"),
-                     E("attempt.claimed", 0, attempt="p1.1", generation=1)]
-    started_first = [E("task.spawn", 0, "compress:p1.1"), E("fence.cancel_won", 0, attempt="p1.1", hard=True),
-                     E("attempt.claimed", 0, attempt="p1.1", generation=1)]
+    started_stale = [E(FenceCancelWon(attempt=A1, hard=True), 0), E(TaskSpawn(), 0, "compress:p1.1"),
+                     E(AttemptClaimed(attempt=A1, generation=1), 0)]
+    started_first = [E(TaskSpawn(), 0, "compress:p1.1"), E(FenceCancelWon(attempt=A1, hard=True), 0),
+                     E(AttemptClaimed(attempt=A1, generation=1), 0)]
     assert check("stale_job_never_runs", started_stale)
     assert check("stale_job_never_runs", started_first) == []
+
+
+def test_a_later_commit_does_not_cover_an_append_an_earlier_one_archived():
+    """The row appended after commit A's capture was archived by A (lost); B's higher watermark never saw it live."""
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": c, "timestamp": t} for t, c in ((0.0, "a"), (0.1, "b"))], now=0)
+
+    def late(store: SessionStore) -> None:
+        store.append_messages("s", [{"role": "user", "content": "late", "timestamp": 1.0}], now=1)
+
+    def archive_everything(store: SessionStore) -> None:
+        store._db.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = 's'")
+        store.append_messages("s", [{"role": "user", "content": "summary", "timestamp": 2.0}], now=2)
+
+    events = [
+        E(CompactionWatermark(session=S, attempt=A1, watermark=2), 0),
+        late, E(AppendOk(session=S, ids=[3]), 1), E(persisted(3), 1),
+        archive_everything, E(CommitArchived(session=S, attempt=A1, rows=1), 2),
+        E(CompactionWatermark(session=S, attempt=A2, watermark=4), 3),
+        E(CommitArchived(session=S, attempt=A2, rows=1), 4),
+    ]
+    assert check("acknowledged_appends_survive", events, arrange), "a later commit's watermark hid the loss"

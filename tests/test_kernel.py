@@ -9,6 +9,7 @@ import time
 import pytest
 
 from sim import World
+from support import DemoEvent
 from sim.timefreeze import EPOCH
 
 
@@ -176,9 +177,9 @@ def test_task_error_surfaces_in_the_run_result():
 
 def test_trace_formats():
     async def main(rt):
-        rt.emit("demo.event", session="s1", count=2)
+        rt.emit(DemoEvent(session="s1", count=2))
         await rt.sleep(1.5)
-        rt.emit("demo.event", note="two words")
+        rt.emit(DemoEvent(note="two words"))
 
     result = World(7).run(main)
     text = result.trace_text().splitlines()

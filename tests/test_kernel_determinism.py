@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from random_programs import digests, programs, run_program
 from sim import DivergenceError, World, replay
 from sim.strategies.decisions import Draw, TaskChoice
+from support import checkout_env
 
 HERE = Path(__file__).parent
 
@@ -38,7 +38,7 @@ def test_replay_reproduces_the_trace_byte_for_byte(program):
 
 
 def _digests_in_subprocess(program, seeds, hashseed):
-    env = {**os.environ, "PYTHONHASHSEED": str(hashseed)}
+    env = checkout_env({"PYTHONHASHSEED": str(hashseed)})
     done = subprocess.run(
         [sys.executable, str(HERE / "random_programs.py")],
         input=json.dumps({"program": program, "seeds": seeds}),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,22 @@ def test_overlay_holds_the_mutated_copy_and_leaves_the_tree_alone():
         assert (folder / "reference" / "store").is_dir()
     assert not folder.exists()
     assert _tree_digest() == before
+
+
+def test_the_environment_carries_mutant_settings_only_to_the_cli_entry():
+    """Inside the library the mutant and the forced failure are arguments; only the CLI's entry reads what a
+    parent process passed through the environment."""
+    reads = re.compile(r"environ(?:\.get)?\s*[(\[]\s*(?:NAME_ENV|OVERLAY_ENV|\"COMPACTION_SIM)")
+    readers = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "sim").rglob("*.py") if reads.search(path.read_text()))
+    assert readers == ["sim/cli/__init__.py"]
+    assert not [path for path in (ROOT / "sim").rglob("*.py") if "FORCE_FAIL_ENV" in path.read_text()]
+
+
+def test_a_forced_failure_is_an_argument_of_the_run(tmp_path):
+    from sim.registry import registry
+    from sim.scenario.loader import load_scenario
+    from sim.scenario.runner import FORCED_FAIL, run_once
+
+    scenario = load_scenario(ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml", registry())
+    assert not run_once(scenario, 0).violations
+    assert [v.invariant for v in run_once(scenario, 0, force_fail=True).violations] == [FORCED_FAIL]

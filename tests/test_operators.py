@@ -30,6 +30,7 @@ from sim.operators import (
     sample,
     stale_equivalents,
 )
+from support import checkout_env
 
 FILE = "pkg/synthetic.py"
 # The "é" before the last line's `!=` proves columns are characters, not UTF-8 bytes.
@@ -219,8 +220,7 @@ def test_mutate_operators_end_to_end_on_a_tiny_catalogue(tmp_path: Path):
     done = subprocess.run(
         [sys.executable, "-m", "sim", "mutate", "--operators", "--max", "2", "--seed", "1", "--scenarios", str(catalogue),
          "--min-score", "0", "--json"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=120,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
+        capture_output=True, text=True, cwd=tmp_path, timeout=120, env=checkout_env(),
     )  # this checkout's sim and reference, not an installed copy's (the candidates are computed from this one)
     assert done.returncode == 0, done.stdout + done.stderr
     document = json.loads(done.stdout)
@@ -228,3 +228,7 @@ def test_mutate_operators_end_to_end_on_a_tiny_catalogue(tmp_path: Path):
     launched = sample(all_candidates(reference_sources()), 1, 2)
     assert sorted(m["id"] for m in document["mutants"]) == sorted(c.id for c in launched)
     assert all(m["diff"].startswith("--- a/reference/") for m in document["mutants"])
+
+
+def test_the_known_equivalent_mutants_name_current_candidates():
+    assert stale_equivalents(load_equivalents(), all_candidates(reference_sources())) == []

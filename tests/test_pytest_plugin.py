@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from sim.mutants import OVERLAY_ENV, load_mutants, overlay
+from support import checkout_env
 
 ROOT = Path(__file__).resolve().parent.parent
 R1 = ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"
 
 
 def pytest_run(*args: str, cwd: Path, env: dict[str, str] | None = None, safe_path: bool = False) -> subprocess.CompletedProcess[str]:
+    """pytest in a subprocess, with this checkout on the path (after anything `env` puts first)."""
     python = [sys.executable, "-P"] if safe_path else [sys.executable]
     return subprocess.run([*python, "-m", "pytest", "-p", "no:cacheprovider", *args], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, **(env or {})})
+                          cwd=cwd, env=checkout_env(env))
 
 
 def scenario_copy(tmp_path: Path) -> Path:
@@ -37,7 +38,7 @@ def test_scenario_files_are_items_and_pass_under_xdist(tmp_path):
 def test_a_failing_scenario_shows_the_violation_and_the_replay_command(tmp_path):
     folder = scenario_copy(tmp_path)
     with overlay(load_mutants()["hard-cancel-through-fence"]) as mutated:
-        env = {OVERLAY_ENV: str(mutated), "PYTHONPATH": os.pathsep.join([str(mutated), str(ROOT)])}
+        env = {OVERLAY_ENV: str(mutated), "PYTHONPATH": str(mutated)}  # this checkout comes right after the overlay
         done = pytest_run(str(folder), "--sim-runs", "3", "--sim-seed", "5", cwd=tmp_path, env=env, safe_path=True)
     assert done.returncode == 1
     assert "hard_cancel_frees_lease" in done.stdout

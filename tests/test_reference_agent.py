@@ -10,15 +10,37 @@ from collections import Counter
 
 import pytest
 
+from contract.events import (
+    AppendFailed,
+    CompactionSummaryProgress,
+    CompactionSummaryStarted,
+    CooldownCleared,
+    CooldownRestored,
+    FenceBeginOk,
+    FenceBeginRefused,
+    FenceFinish,
+    HardCancelRequested,
+    HostCommitOverrun,
+    HostLeaseRetained,
+    HostReturned,
+    HostTimeout,
+    HostUnwind,
+    LeaseReleased,
+    PoolJobSkipped,
+    PoolSaturated,
+    SessionAdopted,
+    SessionReopened,
+    TurnPersisted,
+)
+from contract.trio_runtime import TrioRuntime
 from reference.agent import Agent, PersistenceFailed
 from reference.config import CompactionConfig
 from reference.db import Database
 from reference.lease import ProcessTable
 from reference.pool import CompressionPool
-from reference.provider import ProviderScript, ScriptedProvider
+from reference.provider import ProviderScript
 from reference.store import SessionStore
-from sim import World
-from sim.runtime.trio_runtime import TrioRuntime
+from support import events, make_agent, records, run_sim
 
 SEEDS = range(5)
 CONFIG = CompactionConfig(threshold_tokens=80, idle_timeout_s=20.0, ceiling_timeout_s=60.0, lease_ttl_s=30.0)
@@ -27,28 +49,7 @@ LONG = WORDS * 6  # one such message crosses the threshold on its own
 
 
 def build(rt, store, *scripts, config=CONFIG, session="s", name="cli", table=None, pool=None) -> Agent:
-    table = table or ProcessTable()
-    return Agent(
-        rt, Database(rt, store), ScriptedProvider(rt, *scripts), session_id=session, process=table.spawn(name),
-        config=config, processes=table, pool=pool,
-    )
-
-
-def on_sim(seed: int, program, store: SessionStore, faults=None):
-    world = World(seed)
-
-    async def hook(label: str) -> None:
-        if faults and label in faults:
-            await faults[label](world.runtime)
-
-    world.checkpoint_hook = hook
-    result = world.run(program, store)
-    assert result.outcome == "ok", result.error
-    return result
-
-
-def kinds(history, kind: str) -> list[dict]:
-    return [e.fields for e in history if e.kind == kind]
+    return make_agent(rt, Database(rt, store), *scripts, config=config, session=session, process=name, table=table, pool=pool)
 
 
 def assert_no_active_duplicates(store: SessionStore, session: str) -> None:
@@ -66,19 +67,19 @@ async def in_place_program(rt, store):
     return [r.compaction and r.compaction.status for r in results], store.lease_row("s")
 
 
-def check_in_place(store, value, events):
+def check_in_place(store, value, history):
     statuses, lease = value
     assert "committed" in statuses and lease is None
     rows = store.active_messages("s")
     assert rows[0].is_summary and rows[-1].content == "ack: turn 3" + WORDS
     assert_no_active_duplicates(store, "s")
-    assert len(kinds(events, "fence.begin_ok")) == len(kinds(events, "fence.finish")) == statuses.count("committed")
+    assert len(records(history, FenceBeginOk)) == len(records(history, FenceFinish)) == statuses.count("committed")
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_turn_over_threshold_compacts_in_place(seed):
     store = SessionStore()
-    result = on_sim(seed, in_place_program, store)
+    result = run_sim(seed, in_place_program, store)
     check_in_place(store, result.value, result.history)
 
 
@@ -101,15 +102,15 @@ def test_a_turn_over_threshold_rotates_without_duplicating_the_user_turn(seed):
         return agent.session_id
 
     store = SessionStore()
-    result = on_sim(seed, program, store)
+    result = run_sim(seed, program, store)
     tip = result.value
     assert tip != "s" and store.compression_tip("s") == tip
     assert_no_active_duplicates(store, tip)
     assert [m.content for m in store.active_messages(tip)][-2:] == [f"turn 3{WORDS}", f"ack: turn 3{WORDS}"]
-    for returned in kinds(result.history, "host.returned"):
-        assert returned["session"] == returned["caller_session"]
-    for persisted in kinds(result.history, "turn.persisted"):
-        assert persisted["session"] == persisted["caller_session"]
+    for returned in events(result.history, HostReturned):
+        assert returned.session == returned.caller_session
+    for persisted in events(result.history, TurnPersisted):
+        assert persisted.session == persisted.caller_session
 
 
 # ---- Ctrl+C during a stalled summary ---------------------------------------------------------------------
@@ -139,24 +140,24 @@ async def ctrl_c_program(rt, store):
     return seen, stalled, after, compressor_clean
 
 
-def check_ctrl_c(store, value, events):
+def check_ctrl_c(store, value, history):
     seen, stalled, after, compressor_clean = value
     assert seen == {"cancelled": True, "lease": None, "row_restored": True}
     assert stalled.interrupted and stalled.compaction.reason == "hard_cancelled" and len(stalled.persisted) == 1
     assert not after.interrupted and len(after.persisted) >= 1 and compressor_clean
     assert [m.content for m in store.active_messages("s")][-1] == "ack: next turn"
     assert_no_active_duplicates(store, "s")
-    assert kinds(events, "cooldown.restored") and not kinds(events, "append.failed")
+    assert records(history, CooldownRestored) and not records(history, AppendFailed)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_ctrl_c_during_a_stalled_summary_frees_the_lease_and_the_next_turn_persists(seed):
     store = SessionStore()
-    result = on_sim(seed, ctrl_c_program, store)
+    result = run_sim(seed, ctrl_c_program, store)
     check_ctrl_c(store, result.value, result.history)
-    hard_at = next(e.time for e in result.history if e.kind == "hard_cancel.requested")
-    released = [e for e in result.history if e.kind == "lease.released" and e.fields["holder"].endswith("attempt=1")]
-    assert [e.time for e in released] == [hard_at]  # freed at once, in virtual time
+    hard_at = records(result.history, HardCancelRequested)[0].time
+    released = [r.time for r in records(result.history, LeaseReleased) if r.event.holder.attempt.endswith(".1")]
+    assert released == [hard_at]  # freed at once, in virtual time
 
 
 def test_the_ctrl_c_program_runs_on_trio():
@@ -184,11 +185,9 @@ def test_ctrl_c_rolls_back_a_forced_clear_exactly(seed):
             outcome = await agent.compress(force=True)
         return outcome.reason, store.cooldown_row("s") == before, store.lease_row("s")
 
-    result = on_sim(seed, program, SessionStore())
+    result = run_sim(seed, program, SessionStore())
     assert result.value == ("hard_cancelled", True, None)
-    cleared = next(e.seq for e in result.history if e.kind == "cooldown.cleared")
-    restored = next(e.seq for e in result.history if e.kind == "cooldown.restored")
-    released = next(e.seq for e in result.history if e.kind == "lease.released")
+    cleared, restored, released = (records(result.history, cls)[0].seq for cls in (CooldownCleared, CooldownRestored, LeaseReleased))
     assert cleared < restored < released
 
 
@@ -214,12 +213,12 @@ def test_an_append_landing_mid_summary_survives_the_commit(seed):
         return turn.compaction.status
 
     store = SessionStore()
-    result = on_sim(seed, program, store)
+    result = run_sim(seed, program, store)
     assert result.value == "committed"
     contents = [m.content for m in store.active_messages("s")]
     summary_at = next(i for i, m in enumerate(store.active_messages("s")) if m.is_summary)
     assert contents.count("sent from the phone") == 1 and contents.index("sent from the phone") > summary_at
-    assert not kinds(result.history, "append.failed")
+    assert not records(result.history, AppendFailed)
 
 
 # ---- the host's budgets ---------------------------------------------------------------------------------
@@ -241,11 +240,11 @@ def test_idle_timeout_fires_between_idle_and_one_and_a_half_idle_after_the_last_
         _, outcome = await one_attempt(rt, store, ProviderScript(latency_s=1.0, tick_s=1.0, stall_after_s=500.0))
         return outcome.status
 
-    result = on_sim(seed, program, SessionStore())
+    result = run_sim(seed, program, SessionStore())
     assert result.value == "timeout"
-    last_progress = max(e.time for e in result.history if e.kind == "compaction.summary_progress")
-    fired = next(e for e in result.history if e.kind == "host.timeout")
-    assert fired.fields["budget"] == "idle"
+    last_progress = max(r.time for r in records(result.history, CompactionSummaryProgress))
+    fired = records(result.history, HostTimeout)[0]
+    assert fired.event.budget == "idle"
     assert CONFIG.idle_timeout_s <= fired.time - last_progress < 1.5 * CONFIG.idle_timeout_s
 
 
@@ -260,10 +259,10 @@ def test_a_timeout_fences_the_worker_off_and_records_the_ladder(seed):
             untils.append(store.cooldown_row("s").until - rt.now())
         return first.status, untils
 
-    result = on_sim(seed, program, SessionStore())
+    result = run_sim(seed, program, SessionStore())
     assert result.value == ("timeout", [60.0, 300.0, 900.0])
-    assert not kinds(result.history, "fence.begin_ok")
-    assert {f["reason"] for f in kinds(result.history, "fence.begin_refused")} == {"cancelled"}
+    assert not records(result.history, FenceBeginOk)
+    assert {refused.reason for refused in events(result.history, FenceBeginRefused)} == {"cancelled"}
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -274,10 +273,10 @@ def test_at_the_ceiling_a_live_worker_keeps_its_lease(seed):
         _, outcome = await one_attempt(rt, store, ProviderScript(latency_s=100.0, tick_s=1.0), config=config)
         return outcome.reason, store.lease_holder("s", now=rt.now())
 
-    result = on_sim(seed, program, SessionStore())
+    result = run_sim(seed, program, SessionStore())
     reason, holder = result.value
     assert reason == "ceiling" and holder is not None
-    assert kinds(result.history, "host.lease_retained")
+    assert records(result.history, HostLeaseRetained)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -290,10 +289,10 @@ def test_a_hung_commit_is_waited_for_loudly_and_never_abandoned(seed):
         return outcome.status, rt.now()
 
     store = SessionStore()
-    result = on_sim(seed, program, store, faults={"db.archive_and_compact": hang})
+    result = run_sim(seed, program, store, points={"db.archive_and_compact": hang})
     status, returned_at = result.value
     assert status == "committed" and returned_at >= 100.0
-    overruns = [e for e in result.history if e.kind == "host.commit_overrun"]
+    overruns = records(result.history, HostCommitOverrun)
     assert len(overruns) == 1 and overruns[0].time < returned_at
     assert store.active_messages("s")[0].is_summary
 
@@ -310,11 +309,11 @@ def test_an_unwinding_host_revokes_admission_and_frees_the_lease(seed):
         await rt.sleep(100)
         return lease, len(agent.fences)
 
-    result = on_sim(seed, program, SessionStore())
+    result = run_sim(seed, program, SessionStore())
     assert result.value == (None, 0)
-    unwind = next(e.seq for e in result.history if e.kind == "host.unwind")
-    assert not [e for e in result.history if e.kind == "fence.begin_ok" and e.seq > unwind]
-    assert kinds(result.history, "fence.begin_refused")[0]["reason"] == "revoked"
+    unwind = records(result.history, HostUnwind)[0].seq
+    assert not [r for r in records(result.history, FenceBeginOk) if r.seq > unwind]
+    assert events(result.history, FenceBeginRefused)[0].reason == "revoked"
 
 
 # ---- the bounded pool -------------------------------------------------------------------------------------
@@ -340,9 +339,9 @@ def test_a_full_pool_fails_fast_and_the_conversation_continues(seed):
         return statuses, pool.admitted
 
     store = SessionStore()
-    result = on_sim(seed, program, store)
+    result = run_sim(seed, program, store)
     assert result.value == ({"s0": "committed", "s1": "saturated"}, 0)
-    assert kinds(result.history, "pool.saturated") == [{"admitted": 1, "cap": 1}]
+    assert events(result.history, PoolSaturated) == [PoolSaturated(admitted=1, cap=1)]
     assert [m.role for m in store.active_messages("s1")] == ["user", "assistant"] * 2
 
 
@@ -362,10 +361,10 @@ def test_a_queued_job_whose_host_gave_up_never_runs(seed):
             outcome = await queued.compress()
         return outcome.status
 
-    result = on_sim(seed, program, SessionStore())
+    result = run_sim(seed, program, SessionStore())
     assert result.value == "timeout"
-    assert kinds(result.history, "pool.job_skipped") == [{"attempt": "b.1"}]
-    assert not [f for f in kinds(result.history, "compaction.summary_started") if f["attempt"] == "b.1"]
+    assert events(result.history, PoolJobSkipped) == [PoolJobSkipped(attempt="b.1")]
+    assert not [started for started in events(result.history, CompactionSummaryStarted) if started.attempt == "b.1"]
 
 
 # ---- lineage recovery -------------------------------------------------------------------------------------
@@ -391,10 +390,10 @@ def test_a_write_to_a_closed_root_adopts_the_live_tip_across_two_hops(seed):
         return await agent.flush(), agent.session_id, agent.caller_session_id
 
     store = SessionStore()
-    result = on_sim(seed, program, store)
+    result = run_sim(seed, program, store)
     assert result.value[1:] == ("tip", "tip")
     assert [m.content for m in store.active_messages("tip")] == ["summary for tip", "stale writer"]
-    assert kinds(result.history, "session.adopted") == [{"from": "root", "to": "tip"}]
+    assert events(result.history, SessionAdopted) == [SessionAdopted(from_session="root", to_session="tip")]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -409,7 +408,7 @@ def test_a_closed_write_without_a_live_tip_fails_closed_naming_compression(seed)
         except PersistenceFailed as failed:
             return failed.cause, str(failed)
 
-    result = on_sim(seed, program, SessionStore())
+    result = run_sim(seed, program, SessionStore())
     cause, text = result.value
     assert cause == "compression_closed" and "compression" in text and "disk" not in text
 
@@ -427,9 +426,9 @@ def test_turn_start_adopts_the_tip_or_reopens_an_orphaned_parent(seed):
         return stale.session_id, healed.session_id
 
     store = SessionStore()
-    result = on_sim(seed, program, store)
+    result = run_sim(seed, program, store)
     assert result.value == ("tip", "orphan")
-    assert store.get_session("orphan").live and kinds(result.history, "session.reopened") == [{"session": "orphan"}]
+    assert store.get_session("orphan").live and events(result.history, SessionReopened) == [SessionReopened(session="orphan")]
     assert [m.content for m in store.active_messages("tip")][-2:] == ["to the mid", "ack: to the mid"]
 
 
@@ -439,4 +438,4 @@ def test_hard_interrupt_without_a_running_attempt_only_stops_the_turn():
         await agent.open()
         return await agent.hard_interrupt()
 
-    assert on_sim(0, program, SessionStore()).value is False
+    assert run_sim(0, program, SessionStore()).value is False

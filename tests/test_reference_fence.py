@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from contract.events import FenceBeginOk, FenceBeginRefused, FenceCancelWon, FenceFinish
 from reference.fence import CommitFence, FenceStack
-from sim import World
+from support import events, records, run_sim
 
 SEEDS = range(6)
 
@@ -26,13 +27,11 @@ def run(seed: int, body):
         await fence.finish_lock_setup()
         return await body(rt, fence, releases), releases
 
-    result = World(seed).run(main)
-    assert result.outcome == "ok", result.error
-    return result
+    return run_sim(seed, main)
 
 
-def order(result, *kinds: str) -> list[str]:
-    return [e.kind for e in result.history if e.kind in kinds]
+def order(result, *classes) -> list[type]:
+    return [type(record.event) for record in records(result.history, *classes)]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -45,7 +44,7 @@ def test_a_cancel_before_the_commit_wins_and_refuses_admission(seed):
     (won, admitted, cancelled), releases = result.value
     assert (won, admitted, cancelled) == (True, False, True)
     assert releases == [0.0]
-    assert order(result, "fence.cancel_won", "fence.begin_refused") == ["fence.cancel_won", "fence.begin_refused"]
+    assert order(result, FenceCancelWon, FenceBeginRefused) == [FenceCancelWon, FenceBeginRefused]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -68,7 +67,7 @@ def test_a_cancel_waits_out_an_admitted_commit_and_loses(seed):
     result = run(seed, body)
     (outcome, hard), releases = result.value
     assert outcome == {"won": False, "at": 5.0} and not hard and releases == []
-    assert order(result, "fence.begin_ok", "fence.finish", "fence.cancel_won") == ["fence.begin_ok", "fence.finish"]
+    assert order(result, FenceBeginOk, FenceFinish, FenceCancelWon) == [FenceBeginOk, FenceFinish]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -109,7 +108,7 @@ def test_admission_is_refused_past_the_deadline_and_under_a_hard_stop(seed):
 
     result = run(seed, body)
     assert result.value[0] == (False, False)
-    reasons = {e.fields["attempt"]: e.fields["reason"] for e in result.history if e.kind == "fence.begin_refused"}
+    reasons = {refused.attempt: refused.reason for refused in events(result.history, FenceBeginRefused)}
     assert reasons == {"late": "deadline", "stopped": "hard_cancel"}
 
 
@@ -145,8 +144,7 @@ def test_a_cancel_during_lease_setup_waits_then_releases_through_the_published_h
             await fence.finish_lock_setup()
         return released
 
-    result = World(seed).run(main)
-    assert result.outcome == "ok" and result.value == [2.0]
+    assert run_sim(seed, main).value == [2.0]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -205,4 +203,4 @@ def test_out_of_order_completion_keeps_the_newest_live_fence_on_top(stack_type, 
         stack.remove(fa)  # A finishes first
         return stack.top.attempt
 
-    assert World(0).run(main).value == survivor
+    assert run_sim(0, main).value == survivor

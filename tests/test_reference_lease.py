@@ -7,34 +7,30 @@ import pytest
 from reference.config import CompactionConfig
 from reference.db import Database
 from reference.lease import Lease, ProcessTable
+from contract.events import LeaseExpiredGiveup, LeaseRefreshed, LeaseRefreshFailed, LeaseReleased
 from reference.store import SessionStore
-from sim import World
+from support import events, records, run_sim
 
 SEEDS = range(5)
 
 
-def kinds(result, *wanted: str) -> list[tuple[float, str, dict]]:
-    return [(e.time, e.kind, e.fields) for e in result.history if e.kind in wanted]
+def times(result, cls) -> list[float]:
+    return [record.time for record in records(result.history, cls)]
 
 
 def run(seed: int, body, *, failing: set[float] | None = None):
     """Run `body(rt, store, db)` on a fresh store; refreshes at the virtual times in `failing` raise."""
     store = SessionStore()
     store.create_session("s", now=0.0)
-    world = World(seed)
 
-    async def hook(label: str) -> None:
-        if failing and label == "db.refresh_lease" and world.runtime.now() in failing:
+    async def refresh(rt) -> None:
+        if rt.now() in (failing or ()):
             raise RuntimeError("database is locked")
-
-    world.checkpoint_hook = hook
 
     async def main(rt):
         return await body(rt, store, Database(rt, store))
 
-    result = world.run(main)
-    assert result.outcome == "ok", result.error
-    return result, store
+    return run_sim(seed, main, points={"db.refresh_lease": refresh}), store
 
 
 def test_holder_names_process_and_attempt_and_is_unique_per_attempt():
@@ -92,7 +88,7 @@ def test_release_is_holder_only_and_idempotent(seed):
 
     result, _ = run(seed, body)
     assert result.value == "proc=a:pid=1:attempt=2"
-    assert [f["held"] for _, _, f in kinds(result, "lease.released")] == [False]
+    assert [released.held for released in events(result.history, LeaseReleased)] == [False]
 
 
 @pytest.mark.parametrize("ttl, interval, budget", [(300.0, 60.0, 5), (10.0, 5.0, 2), (1.0, 1.0, 1), (400.0, 60.0, 6)])
@@ -116,7 +112,7 @@ def test_refresher_refreshes_at_once_then_every_interval_until_released(seed):
 
     result, _ = run(seed, body)
     assert result.value is None
-    assert [t for t, _, _ in kinds(result, "lease.refreshed")] == [0.0, 60.0, 120.0]
+    assert times(result, LeaseRefreshed) == [0.0, 60.0, 120.0]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -132,9 +128,9 @@ def test_refresher_rides_out_fewer_failures_than_its_budget(seed):
             await lease.release()
 
     result, _ = run(seed, body, failing={60.0, 120.0, 180.0, 240.0})
-    assert [f["failures"] for _, _, f in kinds(result, "lease.refresh_failed")] == [1, 2, 3, 4]
-    assert not kinds(result, "lease.expired_giveup")
-    assert [t for t, _, _ in kinds(result, "lease.refreshed")] == [0.0, 300.0, 360.0]
+    assert [failed.failures for failed in events(result.history, LeaseRefreshFailed)] == [1, 2, 3, 4]
+    assert not times(result, LeaseExpiredGiveup)
+    assert times(result, LeaseRefreshed) == [0.0, 300.0, 360.0]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -150,8 +146,8 @@ def test_refresher_gives_up_after_its_budget_and_the_lease_expires_within_one_tt
 
     result, _ = run(seed, body, failing={60.0 * k for k in range(1, 10)})
     gave_up_at, expires_at = result.value
-    assert gave_up_at == 300.0 and [t for t, _, _ in kinds(result, "lease.expired_giveup")] == [300.0]
-    last_success = max(t for t, _, _ in kinds(result, "lease.refreshed"))
+    assert gave_up_at == 300.0 and times(result, LeaseExpiredGiveup) == [300.0]
+    last_success = max(times(result, LeaseRefreshed))
     assert expires_at <= last_success + config.lease_ttl_s
 
 
@@ -167,6 +163,6 @@ def test_no_refresher_starts_on_a_released_lease(seed):
             await lease.release()  # may run before the refresher's first step
 
     result, store = run(seed, body)
-    released_at = next(e.seq for e in result.history if e.kind == "lease.released")
-    assert all(e.seq < released_at for e in result.history if e.kind == "lease.refreshed")
+    released_at = records(result.history, LeaseReleased)[0].seq
+    assert all(refreshed.seq < released_at for refreshed in records(result.history, LeaseRefreshed))
     assert store.lease_row("s") is None

@@ -4,12 +4,12 @@ restored; bad input exits 2; the user's working tree, index and worktree list ar
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from support import run_cli
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
@@ -58,8 +58,7 @@ def mutate(repo: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProces
     scratch = tmp_path / "scratch"
     scratch.mkdir(exist_ok=True)
     before = snapshot(repo)
-    done = subprocess.run([sys.executable, "-m", "sim", "mutate", "--repo", str(repo), *args], cwd=tmp_path,
-                          capture_output=True, text=True, env={**os.environ, "TMPDIR": str(scratch)})
+    done = run_cli("mutate", "--repo", str(repo), *args, cwd=tmp_path, env={"TMPDIR": str(scratch)})
     assert snapshot(repo) == before, done.stdout + done.stderr
     assert list(scratch.iterdir()) == [], "temporary worktrees were left behind"
     assert "Traceback" not in done.stderr, done.stderr

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from sim.scenario import (
     AgentSpec,
+    DriveAction,
     DriveSpec,
     ExpectSpec,
     ExploreSpec,
@@ -88,6 +89,7 @@ FULL = """
 name = "full_example"
 race = "R14"
 reported = "appends made during compression are lost"
+source = "hermes-agent #45"
 description = "Uses every key."
 
 [world]
@@ -161,21 +163,25 @@ def test_a_full_example_loads_into_the_expected_values(tmp_path, registry):
         name="full_example",
         race="R14",
         reported="appends made during compression are lost",
+        source="hermes-agent #45",
         description="Uses every key.",
         world=WorldSpec(
             sessions=(
-                SessionSpec("s0", 12, None, "compression", {}, "old"),
-                SessionSpec("s1", 40, "s0", None, {"model": "m1", "limits": {"ctx": 8}, "tags": ["a", 1]}, None),
+                SessionSpec("s0", 12, None, "compression", {}, "old", None),
+                SessionSpec("s1", 40, "s0", None, {"model": "m1", "limits": {"ctx": 8}, "tags": ["a", 1]}, None, None),
             ),
             config={"threshold_tokens": 2000, "ctrl_c_grace_s": 2.0, "rotation": True, "summary_model": "small"},
-            agents=(AgentSpec("main", "p1", "s0"), AgentSpec("second", "p2", "s0")),
+            agents=(AgentSpec("main", "p1", "s0", "cli"), AgentSpec("second", "p2", "s0", "cli")),
         ),
         drives=(
-            DriveSpec(trigger(at=0.0), "main", "turn", "a long question", None, None),
-            DriveSpec(
-                trigger(nth=2, point="db.write", delay=0.25), "second", "end_session", None, "s1", "session_reset"
-            ),
-            DriveSpec(trigger(after_event="frontend.ctrl_c_grace_expired"), "main", "ctrl_c", None, None, None),
+            DriveSpec(turn="a long question", message=None, platform="telegram", title=None, title_source="user",
+                      command=None, agent="main", session=None, end_reason=None, trigger=trigger(at=0.0)),
+            DriveSpec(turn=None, message=None, platform="telegram", title=None, title_source="user",
+                      command=DriveAction.END_SESSION, agent="second", session="s1", end_reason="session_reset",
+                      trigger=trigger(nth=2, point="db.write", delay=0.25)),
+            DriveSpec(turn=None, message=None, platform="telegram", title=None, title_source="user",
+                      command=DriveAction.CTRL_C, agent="main", session=None, end_reason=None,
+                      trigger=trigger(after_event="frontend.ctrl_c_grace_expired")),
         ),
         faults=(
             FaultSpec("stall", trigger(at=3.0, point="provider.summary"), {"duration": 1.5}),
@@ -186,7 +192,7 @@ def test_a_full_example_loads_into_the_expected_values(tmp_path, registry):
         ),
         expect=ExpectSpec(("single_live_head", "no_commit_after_cancel"), "violation", ("hard-cancel-rollback",),
                           ("summary_interrupted",)),
-        explore=ExploreSpec(runs=200, seed=7, strategy="pct", max_steps=1000, max_time=7200.0),
+        explore=ExploreSpec(runs=200, seed=7, strategy="pct", max_steps=1000, max_time_s=7200.0),
     )
 
 
@@ -194,11 +200,12 @@ def test_a_minimal_file_gets_every_default(tmp_path, registry):
     scenario = load_scenario(write(tmp_path, '[[drive]]\nat = 1\nturn = "hi"\n', "minimal_one.toml"), registry)
     assert scenario.name == "minimal_one"
     assert scenario.world == WorldSpec(
-        sessions=(SessionSpec("s1", 0, None, None, {}, None),), config={}, agents=(AgentSpec("main", "p1", "s1"),)
+        sessions=(SessionSpec("s1", 0, None, None, {}, None, None),), config={},
+        agents=(AgentSpec("main", "p1", "s1", "cli"),)
     )
     assert scenario.faults == ()
     assert scenario.expect == ExpectSpec("all", "pass", (), ())
-    assert scenario.explore == ExploreSpec(runs=50, seed=0, strategy="portfolio", max_steps=200_000, max_time=21600.0)
+    assert scenario.explore == ExploreSpec(runs=50, seed=0, strategy="portfolio", max_steps=200_000, max_time_s=21600.0)
 
 
 @pytest.mark.parametrize("written, seconds", [
@@ -209,6 +216,7 @@ def test_durations_become_float_seconds(tmp_path, registry, written, seconds):
     assert scenario.drives[0].trigger.at == seconds
 
 
+A_DRIVE = '[[drive]]\nat = "0s"\nturn = "hello"\n'
 STALL = '[[fault]]\nkind = "stall"\npoint = "provider.summary"\nduration = "10m"\nat = "0s"\n'
 
 # (name, file text, key path, a fragment of what was expected); each is a different kind of mistake.
@@ -221,6 +229,7 @@ MISTAKES = [
     ("integer out of range", "[explore]\nruns = 0\n", "explore.runs", "an integer of at least 1"),
     ("integer too large to print", "[explore]\nseed = 0x" + "f" * 5000 + "\n", "explore.seed", "an integer of"),
     ("number where a string goes", "reported = 5\n", "reported", "a string"),
+    ("a source without its rows", 'source = "hermes-agent"\n', "source", 'a project and row numbers like "hermes-agent #14"'),
     ("string where a boolean goes", '[[fault]]\nkind = "db_error"\nat = 0\ntransient = "yes"\n',
      "fault[0].transient", "true or false"),
     ("garbage duration", STALL.replace('"10m"', '"ten minutes"'), "fault[0].duration", 'a duration like "250ms"'),
@@ -249,7 +258,8 @@ MISTAKES = [
     ("per_hit without probability", STALL + "per_hit = 0.5\n", "fault[0].per_hit", '"probability" alongside'),
     ("turn and command at once", '[[drive]]\nat = 0\nturn = "x"\ncommand = "ctrl_c"\n', "drive[0].command",
      "only one of the keys"),
-    ("no action", "[[drive]]\nat = 0\n", "drive[0]", '"turn", "command" (the action)'),
+    ("no action", "[[drive]]\nat = 0\n", "drive[0]", '"turn", "message", "title", "command" (the action)'),
+    ("message to a cli agent", '[[drive]]\nat = 0\nmessage = "hi"\n', "drive[0].agent", 'a gateway agent (frontend = "gateway")'),
     ("unknown command", '[[drive]]\nat = 0\ncommand = "stop"\n', "drive[0].command", 'one of "compress"'),
     ("end_reason on a turn", '[[drive]]\nat = 0\nturn = "x"\nend_reason = "idle"\n', "drive[0].end_reason",
      'end_reason only with command = "end_session"'),
@@ -342,7 +352,7 @@ def test_a_long_list_of_names_shows_the_closest_first_and_is_cut_short(tmp_path,
     with pytest.raises(ScenarioError) as caught:
         load_scenario(write(tmp_path, STALL.replace("provider.summary", "db.wrte")), registry)
     assert caught.value.expected.startswith('a named point (one of "db.write", "area')
-    assert caught.value.expected.endswith(" and 19 more)")
+    assert caught.value.expected.endswith(", ... (all 31: python -m sim list points))")
     assert caught.value.found == '"db.wrte" (did you mean "db.write"?)'
 
 
@@ -377,7 +387,15 @@ def test_a_file_that_is_not_utf8_points_at_the_bad_byte(tmp_path, registry):
 
 
 def test_a_byte_order_mark_is_accepted(tmp_path, registry):
-    assert load_scenario(write(tmp_path, "\ufeffname = \"bom\"\n"), registry).name == "bom"
+    assert load_scenario(write(tmp_path, "\ufeffname = \"bom\"\n" + A_DRIVE), registry).name == "bom"
+
+
+@pytest.mark.parametrize("text", ["", "# nothing but a comment\n", 'name = "idle"\n[world]\nsessions = [{ id = "s1" }]\n', STALL])
+def test_an_empty_or_driverless_scenario_is_refused(tmp_path, registry, text):
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(write(tmp_path, text), registry)
+    assert caught.value.key == "drive"
+    assert "at least one [[drive]]" in str(caught.value)
 
 
 def test_a_file_name_that_is_not_a_valid_name_needs_a_name_key(tmp_path, registry):
@@ -389,9 +407,9 @@ def test_a_file_name_that_is_not_a_valid_name_needs_a_name_key(tmp_path, registr
 
 def test_load_paths_reads_folders_sorted_and_not_recursively(tmp_path, registry):
     for name in ["b.toml", "a.toml", ".#a.toml", "notes.md"]:
-        write(tmp_path, "", name)
+        write(tmp_path, A_DRIVE, name)
     (tmp_path / "sub").mkdir()
-    write(tmp_path / "sub", "", "c.toml")
+    write(tmp_path / "sub", A_DRIVE, "c.toml")
     loaded = load_paths([tmp_path / "sub" / "c.toml", tmp_path, tmp_path / "a.toml"], registry)
     assert [scenario.name for scenario in loaded] == ["c", "a", "b"]
 
@@ -410,8 +428,8 @@ def test_load_paths_refuses_a_folder_without_scenarios(tmp_path, registry):
 
 
 def test_two_scenarios_with_one_name_are_refused(tmp_path, registry):
-    write(tmp_path, 'name = "same"\n', "a.toml")
-    second = write(tmp_path, 'name = "same"\n', "b.toml")
+    write(tmp_path, 'name = "same"\n' + A_DRIVE, "a.toml")
+    second = write(tmp_path, 'name = "same"\n' + A_DRIVE, "b.toml")
     with pytest.raises(ScenarioError) as caught:
         load_paths([tmp_path], registry)
     assert (caught.value.file, caught.value.key) == (str(second), "name")
@@ -429,11 +447,14 @@ def test_the_readme_embeds_the_rendered_key_reference():
     assert render_reference() in README.read_text(encoding="utf-8")
 
 
-def test_the_readme_example_loads(tmp_path, registry):
+def test_the_readme_example_loads_against_the_real_reference(tmp_path):
+    """Against the reference's own names, not the fake registry's (tests/test_docs.py also runs it)."""
+    from sim.registry import registry as reference_registry
+
     example = re.search(r"```toml\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
     assert example is not None
-    scenario = load_scenario(write(tmp_path, example.group(1)), registry)
-    assert scenario.name == "ctrl_c_during_summary_blocks_next_turn"
+    scenario = load_scenario(write(tmp_path, example.group(1)), reference_registry())
+    assert scenario.name == tomllib.loads(example.group(1))["name"]
 
 
 def _documented_specs(table: Table) -> list[tuple[str, Spec]]:

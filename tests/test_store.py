@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from reference.db import Database
 from reference.store import (
     AUTOMATIC_END_REASONS,
     COMPRESSION_END,
@@ -24,6 +25,7 @@ from reference.store import (
     StoreError,
     UnknownSessionError,
 )
+from support import run_sim
 
 TTL = 300.0
 
@@ -424,18 +426,19 @@ def test_publish_creates_child_and_closes_parent_r20(rotating: SessionStore) -> 
     assert flags(rotating, "s") == {"a": (False, True), "b": (False, True)}
 
 
-def test_publish_clones_only_watermark_to_ceiling_r14(rotating: SessionStore) -> None:
+def test_publish_clones_the_foreign_tail_but_not_the_own_flush_r14(rotating: SessionStore) -> None:
     wm = lease_and_mark(rotating)
     foreign = seed(rotating, "s", "f1", "f2")
     ceiling = rotating.active_watermark("s")
-    seed(rotating, "s", "own")
+    own = seed(rotating, "s", "own")
+    foreign += seed(rotating, "s", "late")  # another writer, after the ceiling was read
     before = {r.id: r.payload for r in rotating.active_messages("s")}
-    publish(rotating, handoff=[summary(), msg("own")], watermark=wm, ceiling=ceiling)
+    publish(rotating, handoff=[summary(), msg("own")], watermark=wm, ceiling=ceiling, own_rows=own)
     rows = rotating.active_messages("c")
-    assert [r.content for r in rows] == ["S", "own", "f1", "f2"]
+    assert [r.content for r in rows] == ["S", "own", "f1", "f2", "late"]
     assert [r.payload for r in rows[2:]] == [before[i] for i in foreign]
     f = flags(rotating, "s")
-    assert (f["f1"], f["f2"], f["own"], f["a"]) == ((False, False), (False, False), (False, True), (False, True))
+    assert (f["f1"], f["late"], f["own"], f["a"]) == ((False, False), (False, False), (False, True), (False, True))
 
 
 def test_publish_without_ceiling_clones_everything_above_watermark(rotating: SessionStore) -> None:
@@ -534,6 +537,33 @@ def test_publish_is_atomic_when_the_commit_fails_r20(rotating: SessionStore) -> 
         publish(rotating)
     assert rotating.snapshot() == before
     assert rotating.get_session("c") is None and rotating.get_session("s").live
+
+
+def test_a_rotation_without_lease_ignores_the_lease_and_commits_as_one_write_r19(rotating: SessionStore) -> None:
+    lease_and_mark(rotating, holder="A")
+    writes: list[tuple[str, str]] = []
+    rotating.fault_hook = lambda op, point: writes.append((op, point))
+    ids = rotating.rotate_without_lease("s", "s/old", [msg("carried")], now=5.0, model_config={"m": 1}, title="t",
+                                        title_source="user")
+    assert writes == [("rotate_without_lease", "before_commit"), ("rotate_without_lease", "after_commit")]
+    child = rotating.get_session("s/old")
+    assert (child.parent_id, child.model_config, child.title) == ("s", {"m": 1}, "t")
+    assert [m.id for m in rotating.active_messages("s/old")] == ids and contents(rotating, "s/old") == ["carried"]
+    assert rotating.get_session("s").end_reason == COMPRESSION_END
+    assert rotating.lease_row("s").holder == "A"  # it never looked at the lease
+
+
+def test_a_rotation_without_lease_is_rolled_back_whole_when_it_fails(rotating: SessionStore) -> None:
+    before = rotating.snapshot()
+
+    def fail(op: str, point: str) -> None:
+        if point == "before_commit":
+            raise Boom
+
+    rotating.fault_hook = fail
+    with pytest.raises(Boom):
+        rotating.rotate_without_lease("s", "s/old", [msg("carried")], now=5.0, model_config={}, title=None, title_source=None)
+    assert rotating.snapshot() == before
 
 
 # -- lineage --------------------------------------------------------------------------------------
@@ -803,3 +833,25 @@ def test_store_never_reads_a_clock() -> None:
     text = "\n".join(p.read_text() for p in sorted(source_dir.glob("*.py"))).lower()
     for needle in ("import time", "datetime", "current_timestamp", "julianday", "strftime", "'now'"):
         assert needle not in text, needle
+
+
+# -- the async facade -----------------------------------------------------------------------------
+
+
+class Gone(BaseException):
+    pass
+
+
+def test_a_closed_connection_refuses_every_call_and_writes_nothing(store: SessionStore) -> None:
+    async def main(rt: Any) -> list[str]:
+        db, refused = Database(rt, store), []
+        await db.call("append_messages", "s", [msg("before")])
+        db.close(lambda op: Gone(op))
+        for call in (db.call("append_messages", "s", [msg("after")]), db.call_unless(lambda: False, "clear_cooldown", "s")):
+            try:
+                await call
+            except Gone as gone:
+                refused.append(str(gone))
+        return refused
+
+    assert run_sim(0, main).value == ["append_messages", "clear_cooldown"] and contents(store, "s") == ["before"]

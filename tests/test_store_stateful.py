@@ -278,7 +278,7 @@ class StoreMachine(RuleBasedStateMachine):
         child = self._fresh("c")
         call = partial(
             self.store.publish_child, sid, child, [as_dict(p) for p in handoff], holder=me, watermark=watermark,
-            ceiling=ceiling, now=self.now, ttl_s=TTL, require_refresh=require_refresh,
+            ceiling=ceiling, now=self.now, ttl_s=TTL, require_refresh=require_refresh, own_rows=[i for i, _ in own_rows],
         )
         expected_error = self._publish_error(sid, me, require_refresh)
         if expected_error is not None:

@@ -11,6 +11,7 @@ from .errors import (
     SessionClosedByCompression,
     SessionExistsError,
     StoreError,
+    TitleInUseError,
     UnknownSessionError,
 )
 from .lineage import FORK_MARKERS
@@ -35,5 +36,6 @@ __all__ = [
     "SessionRow",
     "SessionStore",
     "StoreError",
+    "TitleInUseError",
     "UnknownSessionError",
 ]

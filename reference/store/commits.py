@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import lease, messages, sessions
+from . import lease, messages, sessions, titles
 from .errors import ParentChangedError, ParentEndedError
 from .reasons import AUTOMATIC_END_REASONS, COMPRESSION_END
 from .rows import SessionRow
@@ -52,8 +52,14 @@ def publish_child(
     now: float,
     ttl_s: float,
     require_refresh: bool,
+    own_rows: Sequence[int] = (),
 ) -> list[int]:
-    """Rotate: the child gets the handoff plus the foreign tail, and the parent closes as `compression`."""
+    """Rotate: the child gets the handoff plus the foreign tail, and the parent closes as `compression`.
+
+    The foreign tail is every active parent row above the watermark except the rotating agent's own
+    pre-publish flush (`own_rows`, already in the handoff): the rows up to `ceiling` (the parent's watermark
+    before that flush), and any row above it that is not one of ours (another writer's append that landed
+    after the ceiling was read)."""
     # FIX publish-verifies-and-refreshes-lease (R25): renew inside the commit, then commit only while still the holder
     if require_refresh:
         lease.refresh(db, parent, holder, now=now, ttl_s=ttl_s)
@@ -67,12 +73,15 @@ def publish_child(
         now=now,
         parent=parent,
         model_config=parent_row.model_config,
-        title=parent_row.title,
-        title_source=parent_row.title_source,
+        title=None,
+        title_source=None,
     )
+    titles.carry_to_child(db, parent_row, child)
     new_ids = messages.insert(db, child, handoff, now=now)
     # FIX clone-foreign-tail-bounded (R14): rows above the ceiling are this agent's own flush, already in the handoff
     foreign_tail = messages.active_ids_above(db, parent, watermark, ceiling)
+    # FIX clone-appends-above-ceiling (R14): an append that landed after the ceiling read is not our flush; left behind it is marked summarized
+    foreign_tail += [row_id for row_id in messages.active_ids_above(db, parent, ceiling) if row_id not in own_rows]
     new_ids += messages.clone(db, foreign_tail, into=child)
     messages.retire_active(db, parent, superseded=foreign_tail)
     messages.recount(db, parent)

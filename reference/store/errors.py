@@ -44,3 +44,11 @@ class ParentChangedError(StoreError):
 
 class CooldownRestoreMismatch(StoreError):
     """The cooldown row read back after an exact restore differs from what was written."""
+
+
+class TitleInUseError(StoreError):
+    """A user's title is already shown by another conversation."""
+
+    def __init__(self, title: str, holder: str) -> None:
+        super().__init__(f"title {title!r} is already in use by {holder!r}")
+        self.title = title

@@ -42,6 +42,7 @@ def try_acquire(
         return refresh(db, sid, me, now=now, ttl_s=ttl_s)
     if current is not None and _is_stale(current, now=now, holder_is_dead=holder_is_dead):
         _delete_exact(db, current)
+    # FIX acquire-never-overwrites (R3/R19): of two acquirers racing on a free row one inserts, the other finds it and loses
     db.execute(
         "INSERT OR IGNORE INTO compression_locks (session_id, holder, acquired_at, expires_at) VALUES (?, ?, ?, ?)",
         (sid, me, now, now + ttl_s),

@@ -53,9 +53,15 @@ _DUMPED = {
 }
 
 
-def connect(path: str) -> sqlite3.Connection:
-    """Open in autocommit mode: the store issues BEGIN IMMEDIATE itself, one per public operation."""
-    conn = sqlite3.connect(path, isolation_level=None)
+def connect(path: str, busy_timeout_s: float = 5.0) -> sqlite3.Connection:
+    """Open in autocommit mode: the store issues BEGIN IMMEDIATE itself, one per public operation.
+
+    A file shared by several processes runs in WAL mode (readers never block the one writer), and a write
+    waits up to `busy_timeout_s` for another process's transaction before failing with "database is locked".
+    """
+    conn = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_s)
+    if path != ":memory:":
+        conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.executescript(DDL)
     return conn
@@ -74,3 +80,8 @@ def _dump_table(db: sqlite3.Connection, table: str, order: str) -> list[dict[str
         if "model_config" in row:
             row["model_config"] = json.loads(row["model_config"])
     return rows
+
+
+def integrity(db: sqlite3.Connection) -> list[str]:
+    """SQLite's own integrity check: ["ok"], or the problems it found."""
+    return [line for (line,) in db.execute("PRAGMA integrity_check")]

@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from . import commits, cooldown, lease, lineage, messages, schema, sessions
+from . import commits, cooldown, lease, lineage, messages, schema, sessions, titles
+from .reasons import COMPRESSION_END
 from .rows import CooldownRow, LeaseRow, MessageRow, SessionRow
 
 FaultHook = Callable[[str, str], None]
@@ -20,8 +21,8 @@ Message = Mapping[str, Any]
 class SessionStore:
     """SQLite session store; `fault_hook(op, "before_commit"|"after_commit")` brackets every write's COMMIT."""
 
-    def __init__(self, path: str = ":memory:", *, fault_hook: FaultHook | None = None) -> None:
-        self._db = schema.connect(path)
+    def __init__(self, path: str = ":memory:", *, fault_hook: FaultHook | None = None, busy_timeout_s: float = 5.0) -> None:
+        self._db = schema.connect(path, busy_timeout_s)
         self.fault_hook = fault_hook
 
     def close(self) -> None:
@@ -77,6 +78,13 @@ class SessionStore:
     def get_session(self, sid: str) -> SessionRow | None:
         with self._read() as db:
             return sessions.get(db, sid)
+
+    def set_session_title(self, sid: str, title: str, *, source: str = "user") -> str | None:
+        """A user's /title (source "user") or the auto-titler's ("derived", "llm"); the title stored, or None
+        when an automatic title ranks below the current one. A user's title another conversation shows is
+        refused (TitleInUseError)."""
+        with self._write("set_session_title") as db:
+            return titles.set_title(db, sid, title, source=source)
 
     def end_session(self, sid: str, *, now: float, reason: str) -> bool:
         """A frontend's end stamp; True if it ended the session, False if it was already ended."""
@@ -178,14 +186,38 @@ class SessionStore:
         now: float,
         ttl_s: float,
         require_refresh: bool = True,
+        own_rows: Sequence[int] = (),
     ) -> list[int]:
         """Rotation commit; returns the child's active ids (handoff, then the foreign tail)."""
         # FIX publish-atomic (R20): child row, handoff and the parent's close commit together or not at all
         with self._write("publish_child") as db:
             return commits.publish_child(
                 db, parent, child, handoff, holder=holder, watermark=watermark, ceiling=ceiling, now=now,
-                ttl_s=ttl_s, require_refresh=require_refresh,
+                ttl_s=ttl_s, require_refresh=require_refresh, own_rows=own_rows,
             )
+
+    def rotate_without_lease(
+        self,
+        parent: str,
+        child: str,
+        handoff: Sequence[Message],
+        *,
+        now: float,
+        model_config: dict[str, Any],
+        title: str | None,
+        title_source: str | None,
+    ) -> list[int]:
+        """A rotation by a writer that takes no lease and checks no fence (an older agent sharing the database):
+        create `child` continuing `parent` (with the model config and title it read from `parent`), append
+        `handoff` to it, close `parent` as compression. Nothing here guards against a concurrent rotation; that
+        is the point (R19). Returns the child's new row ids."""
+        with self._write("rotate_without_lease") as db:
+            sessions.insert(
+                db, child, now=now, parent=parent, model_config=model_config, title=title, title_source=title_source,
+            )
+            row_ids = messages.append(db, child, handoff, now=now) if handoff else []
+            sessions.end(db, parent, now=now, reason=COMPRESSION_END)
+            return row_ids
 
     # -- lineage --------------------------------------------------------------------------------
 
@@ -232,6 +264,10 @@ class SessionStore:
             cooldown.reset_ineffective(db, sid)
 
     # -- checkers -------------------------------------------------------------------------------
+
+    def integrity(self) -> list[str]:
+        """SQLite's integrity check of the whole file: ["ok"] when sound."""
+        return schema.integrity(self._db)
 
     def snapshot(self) -> dict[str, list[dict[str, Any]]]:
         """All sessions, messages and lease rows as plain data in a fixed order, for invariant checkers."""

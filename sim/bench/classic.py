@@ -12,7 +12,6 @@ search that covered its whole bound without a failure proves the count is above 
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable, Sequence
 
 from sim.bench.classic_bugs import BUGS, Program
@@ -74,18 +73,19 @@ def _minimal_preemptions(failure: Failure | None, searcher: PreemptionBoundedDFS
     return {"count": f">{searcher.bound}", "proved": searcher.exhausted}
 
 
-def bench_classic(root_seeds: int = 20, cap: int = 2000, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def bench_classic(root_seeds: int = 20, cap: int = 2000, on_done: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Every bug under every strategy; `on_done` hears of each finished bug as one line."""
     bugs = []
     for name, program in BUGS.items():
         bugs.append(measure_bug(name, program, root_seeds, cap))
-        if progress is not None:
-            progress(_progress_line(bugs[-1]))
+        if on_done is not None:
+            on_done(_progress_line(bugs[-1]))
     return {"benchmark": "classic", "root_seeds": root_seeds, "cap": cap, "bugs": bugs, "targets": targets(bugs)}
 
 
 def _progress_line(bug: dict[str, Any]) -> str:
     figures = ", ".join(f"{s} {f['median']:g}/{f['max']}" for s, f in bug["strategies"].items())
-    return f"  {bug['bug']}: {figures}"
+    return f"{bug['bug']}: {figures}"
 
 
 def targets(bugs: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -114,7 +114,3 @@ def render(result: dict[str, Any]) -> str:
     lines.append("")
     lines += [f"{name}: {value}" for name, value in result["targets"].items()]
     return "\n".join(lines)
-
-
-def print_progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)

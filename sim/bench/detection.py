@@ -13,10 +13,10 @@ scenario reaches over `coverage_runs` runs, summed over the catalogue.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from sim.bench.figures import runs_table, summary
-from sim.mutate import _sim_json
+from sim.mutate import sim_json
 from sim.scenario.model import Scenario
 from sim.scenario.runner import explore_seeds
 from sim.strategies.registry import strategy_for
@@ -50,28 +50,43 @@ def detect(scenarios: Sequence[Scenario], strategies: Sequence[str], root_seeds:
 def _detect_under(mutant: str, killers: Sequence[Scenario], root_seeds: int, max_runs: int) -> dict[str, Any]:
     args = ["detect", *(str(s.path) for s in killers), "--seeds", str(root_seeds), "--max-runs", str(max_runs),
             "--mutant", mutant]
-    code, document, errors = _sim_json(args)
+    code, document, errors = sim_json(args)
     if document is None:
         return {"error": errors.strip().splitlines()[-1] if errors.strip() else f"exit {code}"}
     return document
 
 
-def coverage(scenarios: Sequence[Scenario], strategies: Sequence[str], runs: int) -> dict[str, dict[str, int]]:
+def coverage(scenarios: Sequence[Scenario], strategies: Sequence[str], runs: int,
+             on_done: Callable[[str], None] | None = None) -> dict[str, dict[str, int]]:
     """Per strategy: distinct event kinds reached per scenario, summed, and the kinds reached anywhere."""
     result = {}
     for strategy in strategies:
         reached = [explore_seeds(s, range(runs), strategy_for(strategy), stop_at_first=False).coverage for s in scenarios]
         result[strategy] = {"marks": sum(map(len, reached)), "kinds": len(set().union(*reached))}
+        if on_done is not None:
+            on_done(f"coverage under {strategy}: {result[strategy]['kinds']} kinds")
     return result
 
 
 def bench_detection(
-    scenarios: Sequence[Scenario], mutants: Sequence[str], *, root_seeds: int, max_runs: int, coverage_runs: int, jobs: int
+    scenarios: Sequence[Scenario], mutants: Sequence[str], *, root_seeds: int, max_runs: int, coverage_runs: int, jobs: int,
+    on_done: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
+    """Runs to detection per claimed mutant (one subprocess each, `jobs` at once), then coverage per strategy.
+
+    `on_done` hears of each finished unit (a mutant, a strategy's coverage) as one line.
+    """
     killers = {m: [s for s in scenarios if m in s.expect.must_fail_under] for m in mutants}
     claimed = [m for m in mutants if killers[m]]
+
+    def measure(mutant: str) -> dict[str, Any]:
+        document = _detect_under(mutant, killers[mutant], root_seeds, max_runs)
+        if on_done is not None:
+            on_done(f"{mutant}: " + (f"ERROR {document['error']}" if "error" in document else f"{len(document)} killer scenarios measured"))
+        return document
+
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        documents = dict(zip(claimed, pool.map(lambda m: _detect_under(m, killers[m], root_seeds, max_runs), claimed)))
+        documents = dict(zip(claimed, pool.map(measure, claimed)))
     pairs = [
         {"mutant": mutant, "scenario": scenario,
          "strategies": {strategy: summary(runs, max_runs) for strategy, runs in by_strategy.items()}}
@@ -87,7 +102,7 @@ def bench_detection(
         "unclaimed": [mutant for mutant in mutants if mutant not in claimed],
         "targets": targets(pairs),
         "coverage_runs": coverage_runs,
-        "coverage": coverage(scenarios, DETECTION_STRATEGIES, coverage_runs),
+        "coverage": coverage(scenarios, DETECTION_STRATEGIES, coverage_runs, on_done),
     }
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from sim.bench.raw_loop import RawLoop
 from sim.bench.workload import PAIRS, ROUNDS, workload
-from sim.runtime.trio_runtime import TrioRuntime
+from contract.trio_runtime import TrioRuntime
 from sim.timefreeze import frozen_time
 from sim.world import World
 

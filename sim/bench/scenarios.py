@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from sim.scenario.runner import run_once
 from sim.timefreeze import frozen_time
 
 
-def bench_scenarios(scenarios: Sequence[Any], runs: int = 20) -> dict[str, Any]:
+def bench_scenarios(scenarios: Sequence[Any], runs: int = 20, on_done: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """`on_done` hears of each measured scenario as one line (progress)."""
     per_scenario = {}
     total_virtual = total_cpu = 0.0
     with frozen_time():
@@ -25,6 +26,8 @@ def bench_scenarios(scenarios: Sequence[Any], runs: int = 20) -> dict[str, Any]:
             per_scenario[scenario.name] = round(runs / cpu, 1)
             total_virtual += virtual
             total_cpu += cpu
+            if on_done is not None:
+                on_done(f"{scenario.name}: {per_scenario[scenario.name]} runs/s")
     return {
         "benchmark": "scenarios",
         "scenarios": len(per_scenario),

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from sim.catalogue import SCENARIOS_DIR
+from sim.cli.progress import Progress
 from sim.strategies.registry import STRATEGIES
 
 EXIT_OK = 0
@@ -14,10 +16,31 @@ EXIT_VIOLATION = 1
 EXIT_USAGE = 2
 DEFAULT_OUT = Path("out")
 STRATEGY_CHOICES = list(STRATEGIES)
+CATALOGUE = str(SCENARIOS_DIR)
 
 
 class UsageError(Exception):
     """Bad input from the user: printed as one line on stderr, exit 2."""
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a count of runs, seeds or repeats, which must be at least 1 to prove anything."""
+    return _int_at_least(text, 1, "a positive integer")
+
+
+def seed_int(text: str) -> int:
+    """An argparse type: a root seed, which is 0 or more (as in a scenario's `explore.seed`)."""
+    return _int_at_least(text, 0, "an integer of at least 0")
+
+
+def _int_at_least(text: str, low: int, expected: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
+    return value
 
 
 def load_scenarios(paths: Sequence[str]) -> list[Any]:
@@ -25,15 +48,30 @@ def load_scenarios(paths: Sequence[str]) -> list[Any]:
     from sim.registry import registry
     from sim.scenario.loader import load_paths
 
+    missing = [path for path in paths if not Path(path).exists()]
+    if missing:
+        raise UsageError(f"{missing[0]}: no such scenario file or folder (the catalogue is {CATALOGUE}, which "
+                         f"commands use when given no PATH)")
     return load_paths([Path(p) for p in paths], registry())
 
 
 def add_mutant_option(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--mutant", metavar="NAME", help="against a copy of the reference with this curated mutant applied")
+    command.add_argument("--mutant", metavar="NAME", help="against a copy of the reference with this curated mutant applied (python -m sim list mutants)")
 
 
 def add_report_option(command: argparse.ArgumentParser, what: str) -> None:
     command.add_argument("--report", type=Path, metavar="FILE.html", help=f"write {what} as one self-contained HTML page")
+
+
+def add_json_options(command: argparse.ArgumentParser) -> None:
+    """`--json`, and `--progress` to keep the progress lines on stderr under it."""
+    command.add_argument("--json", action="store_true", help="print one JSON document on stdout (progress lines off)")
+    command.add_argument("--progress", action="store_true", help="with --json: still print progress lines on stderr")
+
+
+def progress(args: argparse.Namespace, total: int | None) -> Progress:
+    """One line on stderr per finished unit: on by default, off under --json unless --progress."""
+    return Progress(f"python -m sim {args.command}", total, enabled=not args.json or args.progress)
 
 
 def write_html(path: Path, run: Any, replay: str) -> None:

@@ -1,33 +1,146 @@
-"""`list`: the scenarios, fault kinds and invariants this checkout has."""
+"""`list`: every name a scenario file may use, each with a one-line description.
+
+Scenarios, fault kinds and invariants describe themselves in code. Event kinds, coverage marks (which are
+event kinds) and named points are described by the contract (an event class's docstring, a point's place),
+through the registry; config fields by the reference's CONFIG.md table. `descriptions` is the one place that
+knows where those words live. Mutants are described by the fix each reverts.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
-from typing import Any
+from typing import Any, Callable
 
-from sim.cli.common import EXIT_OK, load_scenarios
+from sim.catalogue import ROOT, SCENARIOS_DIR
+from sim.cli.common import EXIT_OK, UsageError, load_scenarios
+
+# The config fields are described in the reference's CONFIG.md table, in this column.
+CONFIG_TABLE, CONFIG_COLUMN = "CONFIG.md", 3
+_NAMES_CELL = re.compile(r"`([^`]+)`")
+UNDESCRIBED = "(not described in the reference's tables)"
+
+
+def descriptions(subject: str) -> dict[str, str]:
+    """Name -> one line for "events", "points" or "config".
+
+    Events and points: the registry's descriptions (the contract's: an event class's docstring, a point's
+    place). Config fields: the rows of CONFIG.md, whose first cell holds a row's names in backticks.
+    Backticks are dropped, since the line is read on a terminal.
+    """
+    from sim.registry import registry
+
+    if subject in ("events", "points"):
+        described = registry().events if subject == "events" else registry().points
+        return {name: text.replace("`", "") for name, text in described.items()}
+    found: dict[str, str] = {}
+    for line in (ROOT / "reference" / CONFIG_TABLE).read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if not line.startswith("| `") or len(cells) <= CONFIG_COLUMN:
+            continue
+        for name in _NAMES_CELL.findall(cells[0]):
+            found[name] = cells[CONFIG_COLUMN].replace("`", "")
+    return found
+
+
+def _named(subject: str, names: Any) -> list[dict[str, Any]]:
+    described = descriptions(subject)
+    return [{"name": name, "description": described.get(name, UNDESCRIBED)} for name in sorted(names)]
+
+
+def _events() -> list[dict[str, Any]]:
+    from sim.registry import registry
+
+    return _named("events", registry().events)
+
+
+def _marks() -> list[dict[str, Any]]:
+    from sim.registry import registry
+
+    return _named("events", registry().coverage_marks)
+
+
+def _points() -> list[dict[str, Any]]:
+    from sim.registry import registry
+
+    return _named("points", registry().points)
+
+
+def _config() -> list[dict[str, Any]]:
+    from sim.registry import registry
+
+    items = _named("config", registry().config_fields)
+    for item in items:
+        item["type"] = registry().config_fields[item["name"]].__name__
+    return items
+
+
+def _mutants() -> list[dict[str, Any]]:
+    from reference.fixes import FIXES
+    from sim.mutants import load_mutants
+
+    fixes = {fix.name: fix for fix in FIXES}
+    return [{"name": name, "race": fixes[name].race if name in fixes else "",
+             "description": f"reverts: {fixes[name].summary}" if name in fixes else UNDESCRIBED}
+            for name in sorted(load_mutants())]
+
+
+def _faults() -> list[dict[str, Any]]:
+    from faults import FAULT_KINDS
+
+    return [{"name": kind, "where": fault.where,
+             "description": (sys.modules[fault.__module__].__doc__ or "").splitlines()[0].removeprefix(f"{kind}: ")}
+            for kind, fault in FAULT_KINDS.items()]
+
+
+def _invariants() -> list[dict[str, Any]]:
+    from sim.invariants import INVARIANTS
+
+    return [{"name": name, "race": ",".join(invariant.races), "description": invariant.description}
+            for name, invariant in INVARIANTS.items()]
+
+
+SUBJECTS: dict[str, Callable[[], list[dict[str, Any]]]] = {
+    "events": _events, "points": _points, "config": _config, "marks": _marks, "mutants": _mutants,
+    "faults": _faults, "invariants": _invariants,
+}
+
+
+def _scenarios(paths: list[str]) -> list[dict[str, Any]]:
+    return [{"name": s.name, "race": s.race or "", "source": s.source or "", "path": str(s.path),
+             "description": s.reported or s.description or ""}
+            for s in load_scenarios(paths or [str(SCENARIOS_DIR)])]
+
+
+def render(items: list[dict[str, Any]]) -> str:
+    """Aligned columns: the name, any short facts (race, where, type), then the description."""
+    if not items:
+        return ""
+    keys = [key for key in items[0] if key not in ("name", "description", "path")]
+    columns = [[item["name"] for item in items]] + [[str(item[key]) for item in items] for key in keys]
+    widths = [max(map(len, column)) for column in columns]
+    lines = []
+    for index, item in enumerate(items):
+        cells = [column[index].ljust(width) for column, width in zip(columns, widths)]
+        lines.append("  ".join([*cells, item["description"]]).rstrip())
+    return "\n".join(lines)
 
 
 def _list(args: argparse.Namespace) -> int:
-    if args.what == "scenarios":
-        for scenario in load_scenarios(args.paths or ["scenarios"]):
-            print(f"{scenario.name:<48} {scenario.race or '':<5} {scenario.reported or scenario.description or ''}")
-    elif args.what == "faults":
-        from faults import FAULT_KINDS
-
-        for kind, fault in FAULT_KINDS.items():
-            print(f"{kind:<26} {fault.where:<7} {(sys.modules[fault.__module__].__doc__ or '').splitlines()[0]}")
-    else:
-        from sim.invariants import INVARIANTS
-
-        for name, invariant in INVARIANTS.items():
-            print(f"{name:<40} {','.join(invariant.races):<14} {invariant.description}")
+    if args.paths and args.what != "scenarios":
+        raise UsageError(f"list {args.what} takes no PATH (only `list scenarios` reads scenario files)")
+    items = _scenarios(args.paths) if args.what == "scenarios" else SUBJECTS[args.what]()
+    print(json.dumps({"subject": args.what, "items": items}, sort_keys=True) if args.json else render(items))
     return EXIT_OK
 
 
 def add_list(commands: Any) -> None:
-    listing = commands.add_parser("list", help="list scenarios, faults or invariants")
-    listing.add_argument("what", choices=["scenarios", "faults", "invariants"])
-    listing.add_argument("paths", nargs="*", metavar="PATH")
+    subjects = ["scenarios", *SUBJECTS]
+    listing = commands.add_parser("list", help="list the names a scenario may use, each with a one-line description",
+                                  description="List what a scenario file may name: " + ", ".join(subjects) + ".")
+    listing.add_argument("what", choices=subjects, help="what to list")
+    listing.add_argument("paths", nargs="*", default=[], metavar="PATH", help="scenarios only: files or folders (default: the catalogue)")
+    listing.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     listing.set_defaults(handler=_list)

@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sim.cli.common import DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, load_scenarios
+from sim.cli.common import (
+    CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, load_scenarios, positive_int, progress,
+)
 
 OPERATOR_OPTIONS = ("seed", "budget", "max", "timeout", "min_score")
 DEFAULT_MUTANT_TIMEOUT_S = 120.0
@@ -39,20 +41,22 @@ def _mutate_curated(args: argparse.Namespace) -> int:
     import time
 
     from sim.mutate import kill_matrix, render_matrix, result_json, sanity_pass
-    from sim.mutants import load_mutants
+    from sim.mutants import load_mutants, require
 
     scenarios = load_scenarios(args.scenarios)
     known = load_mutants()
     names = args.mutant_names or sorted(known)
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        raise UsageError(f"--mutant: no such mutant in mutants/: {', '.join(unknown)}")
+    require(names, known)
+    lines = progress(args, len(names))
+    lines.say("sanity pass: one scenario with every run forced to fail must be reported as failing")
     problem = sanity_pass(scenarios[0].path)
     if problem is not None:
         print(f"python -m sim mutate: sanity pass failed: {problem}", file=sys.stderr)
         return EXIT_VIOLATION
+    lines.say(f"sanity pass: ok; {len(names)} mutants x {len(scenarios)} scenarios, {args.jobs} at once")
     started = time.monotonic()
-    results = kill_matrix(scenarios, names, args.jobs, args.out)
+    results = kill_matrix(scenarios, names, args.jobs, args.out,
+                          on_done=lambda result: lines.done(f"{result.name}: {result.verdict}, {result.seconds:.1f}s"))
     elapsed = time.monotonic() - started
     failed = [r for r in results if r.stale or not r.killed or r.missed_expected()]
     figures = {"mutants": len(results), "seconds": round(elapsed, 1), "mutants_per_minute": round(len(results) / elapsed * 60, 1), "jobs": args.jobs}
@@ -84,12 +88,15 @@ def _mutate_operators(args: argparse.Namespace) -> int:
         raise UsageError("--budget, --max and --timeout must be positive")
     scenarios = load_scenarios(args.scenarios)
     timeout = args.timeout or DEFAULT_MUTANT_TIMEOUT_S
+    lines = progress(args, None)
+    lines.say("sanity pass and baseline: a forced failure must be reported, the unmutated catalogue must pass")
     problem = sanity_pass(scenarios[0].path) or operators.baseline_problem(args.scenarios, timeout)
     if problem is not None:
         print(f"python -m sim mutate --operators: {problem}", file=sys.stderr)
         return EXIT_VIOLATION
     report = operators.mutate_operators(args.scenarios, seed=args.seed or 0, limit=args.max, budget=args.budget,
-                                        timeout=timeout, jobs=args.jobs)
+                                        timeout=timeout, jobs=args.jobs,
+                                        on_done=lambda run: lines.done(f"{run.candidate.id}: {run.how or 'SURVIVED'}, {run.seconds:.1f}s"))
     min_score = DEFAULT_MIN_SCORE if args.min_score is None else args.min_score
     passed = report.score() >= min_score
     if args.json:
@@ -104,13 +111,13 @@ def _mutate_operators(args: argparse.Namespace) -> int:
 def add_mutate(commands: Any) -> None:
     mutate = commands.add_parser("mutate", help="mutation checks: the curated kill matrix, --operators for generated mutants, or --revert REV to check a fix commit the way reviewers do")
     mutate.add_argument("--mutant", dest="mutant_names", nargs="+", metavar="NAME", help="curated: only these mutants (default: all)")
-    mutate.add_argument("--scenarios", nargs="+", default=["scenarios"], metavar="PATH", help="curated and operators: the catalogue (default: scenarios/)")
-    mutate.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="curated and operators: mutants run at once")
+    mutate.add_argument("--scenarios", nargs="+", default=[CATALOGUE], metavar="PATH", help="curated and operators: the catalogue (default: the scenarios/ shipped with this package)")
+    mutate.add_argument("-j", "--jobs", type=positive_int, default=os.cpu_count() or 1, help="curated and operators: mutants run at once")
     mutate.add_argument("--out", type=Path, default=DEFAULT_OUT / "mutants", metavar="DIR", help="curated: where killers' repro files go")
     mutate.add_argument("--revert", metavar="REV", help="the fix commit: revert its non-test files, expect the tests to fail")
     mutate.add_argument("--paths", nargs="+", metavar="GLOB", help="revert only REV's files matching these fnmatch globs")
     mutate.add_argument("--repo", metavar="DIR", help="the git repository (default: the current directory's)")
-    mutate.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    add_json_options(mutate)
     mutate.add_argument("test_args", nargs=argparse.REMAINDER, metavar="-- TEST_ARGS", help="pytest arguments: test files or folders and options")
     _add_operator_options(mutate)
     mutate.set_defaults(handler=_mutate)
@@ -119,7 +126,7 @@ def add_mutate(commands: Any) -> None:
 def _add_operator_options(mutate: argparse.ArgumentParser) -> None:
     mutate.add_argument("--operators", action="store_true", help="generated operator mutants of reference/, scored by the catalogue")
     mutate.add_argument("--seed", type=int, help="operators: the sample's seed (default 0)")
-    mutate.add_argument("--max", type=int, metavar="N", help="operators: sample at most N mutants (default: every candidate)")
+    mutate.add_argument("--max", type=positive_int, metavar="N", help="operators: sample at most N mutants (default: every candidate)")
     mutate.add_argument("--budget", type=float, metavar="SECONDS", help="operators: launch no mutant after this much wall time (default: no limit)")
     mutate.add_argument("--timeout", type=float, metavar="SECONDS", help=f"operators: a catalogue run longer than this is a kill by timeout (default {DEFAULT_MUTANT_TIMEOUT_S:g})")
     mutate.add_argument("--min-score", type=float, metavar="PERCENT", help=f"operators: exit 1 below this mutation score (default {DEFAULT_MIN_SCORE:g})")

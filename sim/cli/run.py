@@ -1,17 +1,19 @@
 """`run`: scenario files or folders over their seeds, with a verdict table; failures get a repro, are shrunk
-and can be written as an HTML report."""
+and can be written as an HTML report. With `--must-fail-under`, each scenario's claims are checked too: under
+every mutant it names, it must report a violation."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from sim.cli.common import (
-    DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, STRATEGY_CHOICES, add_mutant_option, add_report_option, load_scenarios,
-    write_html,
+    CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, STRATEGY_CHOICES, UsageError, add_json_options, add_mutant_option,
+    add_report_option, load_scenarios, positive_int, progress, seed_int, write_html,
 )
 
 AUTO_SHRINK_LIMIT_S = 10.0  # `run` shrinks each failure on the way; a longer search is `shrink --time-limit`
@@ -21,37 +23,63 @@ def _run(args: argparse.Namespace) -> int:
     from sim import report
     from sim.scenario.runner import check
 
-    scenarios = load_scenarios(args.paths)
+    if args.must_fail_under and args.under_mutant:
+        raise UsageError("--must-fail-under runs each scenario under the mutants it names, so it takes no --mutant")
+    scenarios = load_scenarios(args.paths or [CATALOGUE])
+    lines = progress(args, len(scenarios))
     verdicts, documents, blocks, failures = [], [], [], []
     for scenario in scenarios:
         scenario = _with_strategy(scenario, args.strategy or scenario.explore.strategy)
-        verdict = check(scenario, runs=args.runs, seed=args.seed)
+        verdict = check(scenario, runs=args.runs, seed=args.seed, force_fail=args.force_fail)
         verdicts.append(verdict)
+        lines.done(f"{scenario.name}: {'pass' if verdict.passed else 'FAIL'}, {verdict.runs} runs, {verdict.cpu_s:.2f}s")
         repro = shrunk = None
         if verdict.failing is not None:
-            repro = report.write_repro(verdict.failing, args.out)
-            blocks.append(report.failure_block(verdict.failing, repro))
+            repro = report.write_repro(verdict.failing, args.out, mutant=args.under_mutant)
+            blocks.append(report.failure_block(verdict.failing, repro, mutant=args.under_mutant))
             failures.append((verdict.failing, repro))
-            shrunk = None if args.no_shrink else _auto_shrink(verdict.failing, repro, args.out)
+            shrunk = None if args.no_shrink else _auto_shrink(verdict.failing, repro, args.out, args.under_mutant)
             blocks += [] if shrunk is None else [shrunk.summary()]
         if args.trace_out is not None and verdict.failing is not None:
             _write_trace(verdict.failing, args.trace_out)
-        documents.append({**report.verdict_json(verdict, repro), "shrink": None if shrunk is None else shrunk.as_dict()})
-        if not args.json and sys.stderr.isatty():
-            print(f"  {scenario.name}: {'pass' if verdict.passed else 'FAIL'}", file=sys.stderr)
+        documents.append((verdict, repro, shrunk))
+    claims = _check_claims(scenarios, args) if args.must_fail_under else {}
     if args.report is not None:
-        _report_first_failure(args.report, failures)
-    failed = [v for v in verdicts if not v.passed]
+        _report_first_failure(args.report, failures, args.under_mutant)
+    failed = [v for v in verdicts if not v.passed or claims.get(v.scenario.name)]
     if args.json:
-        print(json.dumps({"scenarios": documents, "passed": not failed}, sort_keys=True))
+        print(json.dumps({"scenarios": [_verdict_document(args, claims, *entry) for entry in documents],
+                          "passed": not failed}, sort_keys=True))
     else:
-        print(report.verdict_table(verdicts))
+        print(report.verdict_table(verdicts, claims))
         for verdict in failed:
-            print(f"\n{verdict.scenario.name}: " + "; ".join(verdict.problems()))
+            print(f"\n{verdict.scenario.name}: " + "; ".join(verdict.problems() + claims.get(verdict.scenario.name, [])))
         for block in blocks:
             print("\n" + block)
         print(f"\n{len(verdicts) - len(failed)} passed, {len(failed)} failed")
     return EXIT_VIOLATION if failed else EXIT_OK
+
+
+def _verdict_document(args: argparse.Namespace, claims: dict[str, list[str]], verdict: Any, repro: Path | None, shrunk: Any) -> dict[str, Any]:
+    from sim import report
+
+    document = report.verdict_json(verdict, repro, mutant=args.under_mutant, more_problems=claims.get(verdict.scenario.name, []))
+    return {**document, "shrink": None if shrunk is None else shrunk.as_dict()}
+
+
+def _check_claims(scenarios: Sequence[Any], args: argparse.Namespace) -> dict[str, list[str]]:
+    """Each scenario under each mutant its `must_fail_under` names: scenario -> the claims that do not hold."""
+    from sim.mutants import load_mutants, require
+    from sim.mutate import claim_problems, claimed_mutants, kill_matrix
+
+    names = claimed_mutants(scenarios)
+    require(names, load_mutants())
+    lines = progress(args, len(names))
+    lines.say(f"checking must_fail_under: {len(names)} mutants, each in its own process")
+    results = kill_matrix(scenarios, names, args.jobs, args.out / "mutants", claims_only=True,
+                          on_done=lambda result: lines.done(f"mutant {result.name}: killed {len(result.killed_by)} of "
+                                                            f"{len(result.expected)} claiming scenarios"))
+    return claim_problems(results)
 
 
 def _with_strategy(scenario: Any, strategy: str) -> Any:
@@ -65,33 +93,38 @@ def _write_trace(failing: Any, folder: Path) -> None:
     (folder / f"{failing.scenario.name}-seed{failing.seed}.jsonl").write_text(failing.result.trace_jsonl(), encoding="utf-8")
 
 
-def _auto_shrink(failing: Any, repro: Path, out: Path) -> Any:
+def _auto_shrink(failing: Any, repro: Path, out: Path, mutant: str | None) -> Any:
     from sim.shrink import shrink
 
     return shrink(failing.scenario, failing.seed, failing.result.decisions, failing.violations[0].invariant,
-                  source=repro, out_dir=out, time_limit=AUTO_SHRINK_LIMIT_S)
+                  source=repro, out_dir=out, time_limit=AUTO_SHRINK_LIMIT_S, mutant=mutant)
 
 
-def _report_first_failure(path: Path, failures: Sequence[tuple[Any, Path]]) -> None:
+def _report_first_failure(path: Path, failures: Sequence[tuple[Any, Path]], mutant: str | None) -> None:
     from sim import report
 
     if not failures:
         print(f"--report: every run held, so {path} was not written", file=sys.stderr)
         return
     failing, repro = failures[0]
-    write_html(path, failing, report.replay_command(repro))
+    write_html(path, failing, report.replay_command(repro, mutant))
 
 
 def add_run(commands: Any) -> None:
     run = commands.add_parser("run", help="run scenario files or folders and print a verdict table")
-    run.add_argument("paths", nargs="+", metavar="PATH")
-    run.add_argument("--seed", type=int, help="first seed (default: the scenario's)")
-    run.add_argument("--runs", type=int, help="runs per scenario (default: the scenario's)")
+    run.add_argument("paths", nargs="*", default=[], metavar="PATH", help="scenario files or folders (default: the catalogue)")
+    run.add_argument("--seed", type=seed_int, help="first seed (default: the scenario's)")
+    run.add_argument("--runs", type=positive_int, help="runs per scenario (default: the scenario's)")
     run.add_argument("--strategy", choices=STRATEGY_CHOICES, help="exploration strategy (default: the scenario's, else portfolio)")
-    run.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    add_json_options(run)
     run.add_argument("--trace-out", type=Path, metavar="DIR", help="write the JSONL trace of each failing run here")
     run.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help="where repro files go (default: out/)")
     run.add_argument("--no-shrink", action="store_true", help=f"do not shrink each failing run (by default each gets up to {AUTO_SHRINK_LIMIT_S:g}s)")
+    run.add_argument("--must-fail-under", action="store_true",
+                     help="also check each scenario's must_fail_under: under every mutant it names (its own seeds and runs), "
+                          "it must report a violation")
+    run.add_argument("-j", "--jobs", type=positive_int, default=os.cpu_count() or 1, help="--must-fail-under: mutants run at once")
+    run.add_argument("--force-fail", action="store_true", help=argparse.SUPPRESS)  # mutate's sanity pass: every run fails
     add_report_option(run, "the first failing run")
     add_mutant_option(run)
     run.set_defaults(handler=_run)

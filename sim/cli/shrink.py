@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sim.cli.common import EXIT_VIOLATION, UsageError, add_mutant_option, add_report_option, load_scenarios, write_html
-from sim.cli.replay import load_repro, recorded_decisions
+from sim.cli.common import EXIT_VIOLATION, UsageError, add_json_options, add_mutant_option, add_report_option, progress, write_html
+from sim.cli.replay import check_mutant, load_repro, recorded_decisions, repro_scenario
 
 SHRINK_LIMIT_S = 30.0
 
@@ -24,14 +24,19 @@ def _shrink(args: argparse.Namespace) -> int:
     document = load_repro(repro_path)
     if not isinstance(document.get("invariant"), str):
         raise UsageError(f"{repro_path}: invariant: expected str in a repro file")
-    scenario = load_scenarios([document["scenario"]])[0]
+    check_mutant(repro_path, document, args.under_mutant)
+    scenario = repro_scenario(repro_path, document)
+    lines = progress(args, None)
     try:
         result = shrink(scenario, document["seed"], recorded_decisions(repro_path, document), document["invariant"],
-                        source=repro_path, out_dir=args.out or repro_path.parent, time_limit=args.time_limit)
+                        source=repro_path, out_dir=args.out or repro_path.parent, time_limit=args.time_limit,
+                        mutant=args.under_mutant,
+                        on_pass=lambda name, size: lines.done(f"{name}: {size.faults} faults, {size.drives} drives, "
+                                                              f"{size.decisions} decisions, {size.steps} steps"))
     except ShrinkError as error:
         raise UsageError(f"{repro_path}: {error}") from None
     if args.report is not None:
-        write_html(args.report, result.report, report.replay_command(result.repro_path))
+        write_html(args.report, result.report, report.replay_command(result.repro_path, args.under_mutant))
     print(json.dumps(result.as_dict(), sort_keys=True) if args.json else result.summary())
     return EXIT_VIOLATION
 
@@ -41,7 +46,7 @@ def add_shrink(commands: Any) -> None:
     shrink.add_argument("repro", metavar="REPRO_FILE")
     shrink.add_argument("--time-limit", type=float, default=SHRINK_LIMIT_S, metavar="S", help=f"stop searching after S seconds (default {SHRINK_LIMIT_S:g})")
     shrink.add_argument("--out", type=Path, metavar="DIR", help="where the shrunk scenario and repro go (default: beside REPRO_FILE)")
-    shrink.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    add_json_options(shrink)
     add_report_option(shrink, "the shrunk run")
     add_mutant_option(shrink)
     shrink.set_defaults(handler=_shrink)

@@ -1,10 +1,11 @@
 """The invariants, by name. Each lives in the module of the mechanism it guards."""
 
-from sim.invariants.base import Invariant, SystemView, Violation
+from sim.invariants.base import Invariant, InvariantSet, SystemView, Violation
 from sim.invariants.compressor import (
     CooldownNeverShortened,
     CurrentAttemptOwnsCompressor,
     HardCancelRestoresCooldown,
+    NoSummaryInsideCooldown,
     StaleAttemptWritesNoState,
     WouldGrowLatchesBreaker,
     CommitBelowThresholdClearsStrikes,
@@ -18,10 +19,12 @@ from sim.invariants.host import (
     NoProgressAfterGiveUp,
     PoolAdmissionBounded,
     StaleJobNeverRuns,
+    TimeoutBacksOff,
     TurnFailsOnlyExpectedly,
     WorkerRaisesOnlyAfterFault,
 )
 from sim.invariants.lease import (
+    AbandonedAttemptFreesLease,
     AppendsNeverRefusedByLease,
     CancelledAttemptNeverAcquires,
     CommitHoldsLease,
@@ -42,9 +45,12 @@ from sim.invariants.lineage import (
     OneContinuationPerParent,
     SingleLiveHead,
 )
+from sim.invariants.overflow import NoFalseAutoReset, OverflowRecoveryIgnoresCooldown
+from sim.invariants.titles import TitleFollowsConversation
 from sim.invariants.transcript import (
     AbortedAttemptLeavesParentUnchanged,
     AcknowledgedAppendsSurvive,
+    ArchivedRowsWereInInput,
     CallerTranscriptOnlyThroughCommit,
     DurableMessagesMatchRows,
     NoDuplicatePersistedTurn,
@@ -69,8 +75,10 @@ INVARIANTS: dict[str, type[Invariant]] = {
         RefreshExtendsOwnRow, CommitHoldsLease, RetryNeverOverlapsLiveWorker,
         TurnFailsOnlyExpectedly, WorkerRaisesOnlyAfterFault,
         CancelNeverBeatsAdmittedCommit, SummaryStartsUnderLease, MessageCountMatchesActiveRows,
-        CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes,
+        CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
+        AbandonedAttemptFreesLease, TimeoutBacksOff, ArchivedRowsWereInInput,
+        TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown,
     )
 }
 
-__all__ = ["INVARIANTS", "Invariant", "SystemView", "Violation"]
+__all__ = ["INVARIANTS", "Invariant", "InvariantSet", "SystemView", "Violation"]

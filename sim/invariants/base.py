@@ -1,21 +1,26 @@
 """What an invariant is, what it may look at, and what it reports.
 
 An invariant is a small stateful checker for one run. Safety properties are checked as each event is
-recorded (`on_event`): every step that changes something observable records an event, so this is "after
-every step" without paying for a check on steps that changed nothing. Liveness properties, and safety
-properties of the final state, are checked once the run is quiescent (`at_end`). A violation names the
-invariant, explains itself in one line, and lists the events that witness it.
+recorded: every step that changes something observable records an event, so this is "after every step"
+without paying for a check on steps that changed nothing. An invariant says which events it reads by
+decorating a method per event class with `@handles(...)`; the method gets the typed event and its record
+(time, task, sequence number) and may return a violation. Liveness properties, and safety properties of
+the final state, are checked once the run is quiescent (`at_end`). A violation names the invariant,
+explains itself in one line, and lists the events that witness it.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol, Sequence, TypeVar
 
-from sim.history import HistoryEvent
+from contract.events import Event
+from contract.history import HistoryEvent
+from contract.ids import AttemptId
 
-_HOLDER_ATTEMPT = re.compile(r"proc=([^:]+):pid=\d+:attempt=(\d+)")
+V = TypeVar("V")
+Method = TypeVar("Method", bound=Callable[..., Any])
+Handler = Callable[[Event, HistoryEvent], "Violation | None"]
 
 
 @dataclass(frozen=True)
@@ -34,32 +39,102 @@ class SystemView(Protocol):
 
     store: Any
     config: Any
+    agents: Mapping[str, Any]  # by name; each has `.agent` (its live transcript) and `.spec.process`
 
     def holder_is_dead(self, holder: str) -> bool: ...
+
+
+def handles(*classes: type[Event]) -> Callable[[Method], Method]:
+    """Make the decorated method the invariant's reaction to events of these classes (subclasses included)."""
+
+    def mark(method: Method) -> Method:
+        method.handled_events = classes  # type: ignore[attr-defined]
+        return method
+
+    return mark
 
 
 class Invariant:
     name: ClassVar[str]
     races: ClassVar[tuple[str, ...]]
     description: ClassVar[str]
+    _handlers: ClassVar[dict[type[Event], str]] = {}  # event class -> the name of the method that reads it
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        handlers = dict(cls._handlers)  # a subclass keeps its bases' handlers and may override them by name
+        for name, member in vars(cls).items():
+            for event_class in getattr(member, "handled_events", ()):
+                handlers[event_class] = name
+        cls._handlers = handlers
 
     def __init__(self, system: SystemView) -> None:
         self.system = system
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
+    @classmethod
+    def handler_name(cls, event_class: type[Event]) -> str | None:
+        """The method that reads events of `event_class` (the one for its most specific handled class), if any."""
+        for klass in event_class.__mro__:
+            name = cls._handlers.get(klass)
+            if name is not None:
+                return name
         return None
+
+    def on_event(self, record: HistoryEvent) -> Violation | None:
+        name = self.handler_name(type(record.event))
+        return None if name is None else getattr(self, name)(record.event, record)
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         return None
 
     def violation(self, explanation: str, *witnesses: HistoryEvent | None) -> Violation:
         """A violation witnessed by `witnesses` (a None, for a check with no triggering event, is skipped)."""
-        present = [event for event in witnesses if event is not None]
-        time = max((event.time for event in present), default=0.0)
-        return Violation(self.name, explanation, tuple(event.seq for event in present), time)
+        present = [record for record in witnesses if record is not None]
+        time = max((record.time for record in present), default=0.0)
+        return Violation(self.name, explanation, tuple(record.seq for record in present), time)
 
 
-def attempt_of_holder(holder: str) -> str | None:
-    """The attempt id (`<process>.<n>`) a lease holder id names."""
-    match = _HOLDER_ATTEMPT.search(holder)
-    return None if match is None else f"{match.group(1)}.{match.group(2)}"
+Plan = dict[type[Event], list[tuple[int, str]]]  # event class -> (invariant's position, its method) that read it
+
+
+class InvariantSet:
+    """The invariants of one run, each event handed only to those that read its class, in their order.
+
+    Which invariants read which class is worked out once per process for each choice of invariants (every run
+    of a scenario makes the same choice), so a run only binds the methods of the classes it meets.
+    """
+
+    _plans: ClassVar[dict[tuple[type[Invariant], ...], Plan]] = {}
+
+    def __init__(self, invariants: Iterable[Invariant]) -> None:
+        self.invariants = list(invariants)
+        self._plan = self._plans.setdefault(tuple(type(invariant) for invariant in self.invariants), {})
+        self._routes: dict[type[Event], list[Handler]] = {}
+
+    def _route(self, event_class: type[Event]) -> list[Handler]:
+        plan = self._plan.get(event_class)
+        if plan is None:
+            names = ((position, type(invariant).handler_name(event_class)) for position, invariant in enumerate(self.invariants))
+            plan = self._plan[event_class] = [(position, name) for position, name in names if name is not None]
+        routes = self._routes[event_class] = [getattr(self.invariants[position], name) for position, name in plan]
+        return routes
+
+    def on_event(self, record: HistoryEvent) -> list[Violation]:
+        event_class = type(record.event)
+        routes = self._routes.get(event_class)
+        if routes is None:
+            routes = self._route(event_class)
+        violations = []
+        for handler in routes:
+            violation = handler(record.event, record)
+            if violation is not None:
+                violations.append(violation)
+        return violations
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> list[Violation]:
+        return [v for v in (invariant.at_end(history) for invariant in self.invariants) if v is not None]
+
+
+def forget_process(by_attempt: Mapping[AttemptId, V], process: str) -> dict[AttemptId, V]:
+    """What is left once `process` crashed: a restarted process numbers its attempts from 1 again."""
+    return {attempt: value for attempt, value in by_attempt.items() if attempt.process != process}

@@ -2,38 +2,81 @@
 
 from __future__ import annotations
 
-from sim.history import HistoryEvent
-from sim.invariants.base import Invariant, Violation, attempt_of_holder
+from typing import Any
 
-GIVEN_UP = ("fence.cancel_won", "host.timeout")
+from contract.events import (
+    AttemptClaimed,
+    AttemptRestored,
+    CompactionCommitted,
+    CompactionFinished,
+    CompactionRefused,
+    CompactionStrike,
+    CompactionStrikeResetFailed,
+    CompactionSummaryStarted,
+    CooldownClearSkipped,
+    CooldownCleared,
+    CooldownRestored,
+    CooldownSet,
+    FenceBeginOk,
+    FenceCancelWon,
+    FenceRevoked,
+    HostStarted,
+    HostTimeout,
+    HostUnwind,
+    LeaseAcquired,
+    ProcessCrashed,
+    StoreFaultFired,
+)
+from contract.history import HistoryEvent
+from contract.ids import AttemptId, SessionId
+from sim.invariants.base import Invariant, Violation, forget_process, handles
 
 
 class StaleAttemptWritesNoState(Invariant):
     name = "stale_attempt_writes_no_state"
     races = ("R2", "R21")
-    description = "An attempt its host gave up on never clears the cooldown; a superseded attempt never restores compressor state."
+    description = (
+        "An attempt its host gave up on never clears the cooldown; a superseded attempt (a newer attempt of its "
+        "compressor has taken the lease) never restores compressor state."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._given_up: dict[str, HistoryEvent] = {}
-        self._claims: dict[str, tuple[int, HistoryEvent]] = {}
+        self._given_up: dict[AttemptId, HistoryEvent] = {}
+        self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
+        self._owners: dict[str, tuple[int, HistoryEvent]] = {}  # process -> newest generation that took the lease
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        kind, attempt = event.kind, event.fields.get("attempt")
-        if kind in GIVEN_UP:
-            self._given_up.setdefault(attempt, event)
-        elif kind == "cooldown.cleared" and attempt in self._given_up:
-            return self.violation(f"attempt {attempt} cleared the cooldown after its host gave up on it", self._given_up[attempt], event)
-        elif kind == "attempt.claimed":
-            process = attempt.rsplit(".", 1)[0]
-            self._claims[process] = max(self._claims.get(process, (0, event)), (event.fields["generation"], event), key=lambda c: c[0])
-        elif kind == "attempt.restored":
-            newest = self._claims.get(attempt.rsplit(".", 1)[0])
-            if newest is not None and newest[0] > event.fields["generation"]:
-                return self.violation(
-                    f"attempt {attempt} (generation {event.fields['generation']}) restored compressor state over "
-                    f"generation {newest[0]}", newest[1], event,
-                )
+    @handles(FenceCancelWon, HostTimeout)
+    def given_up(self, event: FenceCancelWon | HostTimeout, record: HistoryEvent) -> None:
+        self._given_up.setdefault(event.attempt, record)
+
+    @handles(CooldownCleared)
+    def cleared(self, event: CooldownCleared, record: HistoryEvent) -> Violation | None:
+        if event.attempt in self._given_up:
+            return self.violation(f"attempt {event.attempt} cleared the cooldown after its host gave up on it", self._given_up[event.attempt], record)
+        return None
+
+    @handles(AttemptClaimed)
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
+        self._generation[event.attempt] = event.generation
+
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        """A claim supersedes only once its attempt owns the lease: a loser that sat out owned nothing (#198 F1)."""
+        owner = event.holder.attempt
+        if owner in self._generation:
+            process = owner.process
+            if self._generation[owner] > self._owners.get(process, (0, record))[0]:
+                self._owners[process] = (self._generation[owner], record)
+
+    @handles(AttemptRestored)
+    def restored(self, event: AttemptRestored, record: HistoryEvent) -> Violation | None:
+        newest = self._owners.get(event.attempt.process)
+        if newest is not None and newest[0] > event.generation:
+            return self.violation(
+                f"attempt {event.attempt} (generation {event.generation}) restored compressor state over "
+                f"generation {newest[0]}, which had taken the lease", newest[1], record,
+            )
         return None
 
 
@@ -44,28 +87,32 @@ class WouldGrowLatchesBreaker(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._streak: dict[str, list[HistoryEvent]] = {}
+        self._streak: dict[SessionId, list[HistoryEvent]] = {}
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        fields = event.fields
-        if event.kind == "compaction.committed":
-            self._streak.pop(fields["session"], None)
-            before, after = fields.get("tokens_before"), fields.get("tokens")
-            if before is not None and after is not None and after > before:
-                return self.violation(f"attempt {fields['attempt']} committed {after} tokens over {before}", event)
-        elif event.kind == "compaction.refused" and fields.get("reason") == "would_grow":
-            streak = self._streak.setdefault(fields["session"], [])
-            streak.append(event)
-            if len(streak) > 2:
-                return self.violation(f"{len(streak)} would-grow refusals in a row on {fields['session']}: the breaker never latched", *streak)
+    @handles(CompactionCommitted)
+    def committed(self, event: CompactionCommitted, record: HistoryEvent) -> Violation | None:
+        self._streak.pop(event.session, None)
+        if event.tokens > event.tokens_before:
+            return self.violation(f"attempt {event.attempt} committed {event.tokens} tokens over {event.tokens_before}", record)
+        return None
+
+    @handles(CompactionRefused)
+    def refused(self, event: CompactionRefused, record: HistoryEvent) -> Violation | None:
+        if event.reason != "would_grow":
+            return None
+        streak = self._streak.setdefault(event.session, [])
+        streak.append(record)
+        if len(streak) > 2:
+            return self.violation(f"{len(streak)} would-grow refusals in a row on {event.session}: the breaker never latched", *streak)
         return None
 
 
 # Events by which an attempt writes a session's cooldown row (or its breaker counters).
-COOLDOWN_WRITES = ("cooldown.set", "cooldown.cleared", "cooldown.restored", "compaction.strike", "compaction.committed")
-# Why a hard-cancelled attempt's rollback is not judged: it committed, a newer claim owns the state, its host
-# recorded a timeout for it, or the rollback itself failed.
-ROLLBACK_EXCUSED = ("fence.begin_ok", "attempt.restore_skipped_stale", "host.timeout")
+COOLDOWN_WRITES = (CooldownSet, CooldownCleared, CooldownRestored, CompactionStrike, CompactionCommitted)
+# Why a hard-cancelled attempt's rollback is not judged: it committed, or its host had already timed it out
+# (another attempt writing the row, or the rollback failing, are judged below). A newer claim on the
+# compressor is no excuse by itself: only what that claim observably wrote is (#198 F1); nor is a host
+# timeout after the user's stop: a stop is not a timeout, and must leave no timeout cooldown behind.
 
 
 class HardCancelRestoresCooldown(Invariant):
@@ -75,36 +122,51 @@ class HardCancelRestoresCooldown(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._found: dict[str, tuple[str, object, HistoryEvent]] = {}
-        self._hard: dict[str, HistoryEvent] = {}
-        self._excused: set[str] = set()
+        self._found: dict[AttemptId | None, tuple[SessionId, Any, HistoryEvent]] = {}
+        self._hard: dict[AttemptId | None, HistoryEvent] = {}
+        self._excused: set[AttemptId | None] = set()
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        kind, fields = event.kind, event.fields
-        attempt = fields.get("attempt")
-        if kind == "lease.acquired":
-            attempt = attempt_of_holder(fields["holder"])
-            self._found[attempt] = (fields["session"], self.system.store.cooldown_row(fields["session"]), event)
-            self._hard.pop(attempt, None)
-            self._excused.discard(attempt)
-        elif kind == "fence.cancel_won" and fields.get("hard"):
-            self._hard.setdefault(attempt, event)
-        elif kind in ROLLBACK_EXCUSED:
-            self._excused.add(attempt)
-        elif kind in COOLDOWN_WRITES:
-            # another attempt wrote the row meanwhile: the rollback restores what its attempt read, not this
-            self._excused.update(a for a, (session, _, _) in self._found.items() if session == fields.get("session") and a != attempt)
-        elif kind == "compaction.finished" and attempt in self._found:
-            session, before, acquired = self._found.pop(attempt)
-            hard = self._hard.pop(attempt, None)
-            if hard is None or attempt in self._excused or fields.get("status") == "error":
-                return None
-            after = self.system.store.cooldown_row(session)
-            if after != before:
-                return self.violation(
-                    f"attempt {attempt} was hard-cancelled before its commit but left {session}'s cooldown row as {after}, "
-                    f"not as it found it ({before})", acquired, hard, event,
-                )
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        attempt = event.holder.attempt
+        self._found[attempt] = (event.session, self.system.store.cooldown_row(event.session), record)
+        self._hard.pop(attempt, None)
+        self._excused.discard(attempt)
+
+    @handles(FenceCancelWon)
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+        if event.hard:
+            self._hard.setdefault(event.attempt, record)
+
+    @handles(FenceBeginOk)
+    def began_commit(self, event: FenceBeginOk, record: HistoryEvent) -> None:
+        self._excused.add(event.attempt)
+
+    @handles(HostTimeout)
+    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+        if event.attempt not in self._hard:
+            self._excused.add(event.attempt)
+
+    @handles(*COOLDOWN_WRITES)
+    def cooldown_written(self, event: CooldownSet | CooldownCleared | CooldownRestored | CompactionStrike | CompactionCommitted,
+                         record: HistoryEvent) -> None:
+        # another attempt wrote the row meanwhile: the rollback restores what its attempt read, not this
+        self._excused.update(a for a, (session, _, _) in self._found.items() if session == event.session and a != event.attempt)
+
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent) -> Violation | None:
+        if event.attempt not in self._found:
+            return None
+        session, before, acquired = self._found.pop(event.attempt)
+        hard = self._hard.pop(event.attempt, None)
+        if hard is None or event.attempt in self._excused or event.status == "error":
+            return None
+        after = self.system.store.cooldown_row(session)
+        if after != before:
+            return self.violation(
+                f"attempt {event.attempt} was hard-cancelled before its commit but left {session}'s cooldown row as {after}, "
+                f"not as it found it ({before})", acquired, hard, record,
+            )
         return None
 
 
@@ -118,31 +180,76 @@ class CooldownNeverShortened(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._deadline: dict[str, tuple[float, HistoryEvent]] = {}
+        self._deadline: dict[SessionId, tuple[float, HistoryEvent]] = {}
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        kind, fields = event.kind, event.fields
-        if kind in ("cooldown.cleared", "cooldown.restored"):
-            self._deadline.pop(fields["session"], None)
-        elif kind == "fault.fired" and fields.get("op") in self.UNSEEN_WRITES:
+    @handles(CooldownCleared, CooldownRestored)
+    def lifted(self, event: CooldownCleared | CooldownRestored, record: HistoryEvent) -> None:
+        self._deadline.pop(event.session, None)
+
+    @handles(StoreFaultFired)
+    def store_fault(self, event: StoreFaultFired, record: HistoryEvent) -> None:
+        if event.op in self.UNSEEN_WRITES:
             self._deadline.clear()
-        elif kind == "cooldown.set":
-            session = fields["session"]
-            stored = self.system.store.cooldown_row(session).until
-            before = self._deadline.get(session)
-            if before is not None and (stored is None or stored < before[0] - 1e-9):
-                return self.violation(
-                    f"attempt {fields['attempt']} recorded a cooldown until {fields['until']:g}s and {session}'s deadline moved "
-                    f"from {before[0]:g}s back to {stored if stored is None else format(stored, 'g')}", before[1], event,
-                )
-            latest = max(fields["until"], stored if stored is not None else fields["until"])
-            if before is None or latest > before[0]:
-                self._deadline[session] = (latest, event)
+
+    @handles(CooldownSet)
+    def recorded(self, event: CooldownSet, record: HistoryEvent) -> Violation | None:
+        stored = self.system.store.cooldown_row(event.session).until
+        before = self._deadline.get(event.session)
+        if before is not None and (stored is None or stored < before[0] - 1e-9):
+            return self.violation(
+                f"attempt {event.attempt} recorded a cooldown until {event.until_s:g}s and {event.session}'s deadline moved "
+                f"from {before[0]:g}s back to {stored if stored is None else format(stored, 'g')}", before[1], record,
+            )
+        latest = max(event.until_s, stored if stored is not None else event.until_s)
+        if before is None or latest > before[0]:
+            self._deadline[event.session] = (latest, record)
+        return None
+
+
+class NoSummaryInsideCooldown(Invariant):
+    name = "no_summary_inside_cooldown"
+    races = ("R2", "R13")
+    description = (
+        "An attempt starts its summary only while its session's durable failure cooldown is not live: an automatic "
+        "attempt is held off by it, a forced one clears it first (also when another agent or process recorded it). "
+        "The one exception is the recovery of a provider-proven context overflow, which bypasses the cooldown (R23)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._session_of: dict[AttemptId, SessionId] = {}  # attempt -> the session whose lease it took
+        self._recorded: dict[SessionId, HistoryEvent] = {}  # session -> its latest cooldown.set
+        self._overflow_recoveries: set[AttemptId] = set()  # attempts the host started to recover an overflow
+
+    @handles(HostStarted)
+    def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
+        if event.mode == "overflow":
+            self._overflow_recoveries.add(event.attempt)
+
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        self._session_of[event.holder.attempt] = event.session  # type: ignore[index]
+
+    @handles(CooldownSet)
+    def recorded(self, event: CooldownSet, record: HistoryEvent) -> None:
+        self._recorded[event.session] = record
+
+    @handles(CompactionSummaryStarted)
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+        if event.attempt not in self._session_of or event.attempt in self._overflow_recoveries:
+            return None
+        session = self._session_of[event.attempt]
+        until = self.system.store.cooldown_row(session).until
+        if until is not None and until > record.time:
+            return self.violation(
+                f"attempt {event.attempt} started its summary on {session} inside a failure cooldown that "
+                f"lasts until {until:g}s", self._recorded.get(session), record,
+            )
         return None
 
 
 # How a host stops an attempt: from then on the attempt's cancelled-check rightly answers "cancelled".
-STOPPED = ("fence.cancel_won", "fence.revoked", "host.timeout", "host.unwind")
+STOPPED = (FenceCancelWon, FenceRevoked, HostTimeout, HostUnwind)
 
 
 class CurrentAttemptOwnsCompressor(Invariant):
@@ -155,55 +262,64 @@ class CurrentAttemptOwnsCompressor(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._generation: dict[str, int] = {}  # attempt -> its claimed generation
+        self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
         self._working: dict[str, tuple[int, HistoryEvent]] = {}  # process -> newest generation that started its summary
-        self._stopped: set[str] = set()
+        self._stopped: set[AttemptId] = set()
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        kind, fields = event.kind, event.fields
-        attempt = fields.get("attempt")
-        if kind == "attempt.claimed":
-            self._generation[attempt] = fields["generation"]
-        elif kind == "compaction.summary_started":
-            process = attempt.rsplit(".", 1)[0]
-            if fields["generation"] > self._working.get(process, (0, event))[0]:
-                self._working[process] = (fields["generation"], event)
-        elif kind in STOPPED:
-            self._stopped.add(attempt)
-        elif kind == "process.crashed":
-            # a restarted process has a new compressor and numbers its attempts from 1 again
-            process = fields["process"]
-            self._working.pop(process, None)
-            self._generation = {a: g for a, g in self._generation.items() if a.rsplit(".", 1)[0] != process}
-            self._stopped = {a for a in self._stopped if a.rsplit(".", 1)[0] != process}
-        elif kind == "fence.begin_ok":
-            newer = self._newer_working(attempt)
-            if newer is not None:
-                return self.violation(
-                    f"attempt {attempt} (generation {self._generation[attempt]}) was admitted to commit its candidate after "
-                    f"generation {newer.fields['generation']} ({newer.fields['attempt']}) had started its summary", newer, event,
-                )
-        elif kind == "cooldown.clear_skipped" and attempt not in self._stopped and attempt in self._generation:
-            if self._newer_working(attempt) is None and self._single_agent(attempt):
-                return self.violation(
-                    f"attempt {attempt}, the compressor's current attempt and not stopped, was refused its cooldown clear: "
-                    "its cancelled-check had been removed by another attempt", event,
-                )
+    @handles(AttemptClaimed)
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
+        self._generation[event.attempt] = event.generation
+
+    @handles(CompactionSummaryStarted)
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> None:
+        process = event.attempt.process
+        if event.generation > self._working.get(process, (0, record))[0]:
+            self._working[process] = (event.generation, record)
+
+    @handles(*STOPPED)
+    def stopped(self, event: FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind, record: HistoryEvent) -> None:
+        self._stopped.add(event.attempt)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        # a restarted process has a new compressor and numbers its attempts from 1 again
+        self._working.pop(event.process, None)
+        self._generation = forget_process(self._generation, event.process)
+        self._stopped = {attempt for attempt in self._stopped if attempt.process != event.process}
+
+    @handles(FenceBeginOk)
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> Violation | None:
+        newer = self._newer_working(event.attempt)
+        if newer is not None:
+            started: CompactionSummaryStarted = newer.event  # type: ignore[assignment]
+            return self.violation(
+                f"attempt {event.attempt} (generation {self._generation[event.attempt]}) was admitted to commit its candidate after "
+                f"generation {started.generation} ({started.attempt}) had started its summary", newer, record,
+            )
         return None
 
-    def _newer_working(self, attempt: str) -> HistoryEvent | None:
+    @handles(CooldownClearSkipped)
+    def clear_skipped(self, event: CooldownClearSkipped, record: HistoryEvent) -> Violation | None:
+        attempt = event.attempt
+        if attempt in self._stopped or attempt not in self._generation:
+            return None
+        if self._newer_working(attempt) is None and self._single_agent(attempt):
+            return self.violation(
+                f"attempt {attempt}, the compressor's current attempt and not stopped, was refused its cooldown clear: "
+                "its cancelled-check had been removed by another attempt", record,
+            )
+        return None
+
+    def _newer_working(self, attempt: AttemptId) -> HistoryEvent | None:
         """The summary start of a newer generation of `attempt`'s compressor, if any."""
-        process = attempt.rsplit(".", 1)[0]
-        working = self._working.get(process)
+        working = self._working.get(attempt.process)
         if working is None or attempt not in self._generation or not self._single_agent(attempt):
             return None
         return working[1] if working[0] > self._generation[attempt] else None
 
-    def _single_agent(self, attempt: str) -> bool:
+    def _single_agent(self, attempt: AttemptId) -> bool:
         """Generations count per agent, attempts per process: judge only processes that run one agent."""
-        process = attempt.rsplit(".", 1)[0]
-        agents = getattr(self.system, "agents", {})  # the system's agents by name (each slot has .spec.process)
-        return sum(1 for slot in agents.values() if slot.spec.process == process) <= 1
+        return sum(1 for slot in self.system.agents.values() if slot.spec.process == attempt.process) <= 1
 
 
 class CommitBelowThresholdClearsStrikes(Invariant):
@@ -213,33 +329,40 @@ class CommitBelowThresholdClearsStrikes(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._acquired: dict[str, HistoryEvent] = {}  # attempt -> its lease.acquired
-        self._last_strike: dict[str, HistoryEvent] = {}  # session -> its latest strike
-        self._last_restore: dict[str, HistoryEvent] = {}  # session -> its latest cooldown-row restore
-        self._reset_failed: set[str] = set()
+        self._acquired: dict[AttemptId | None, HistoryEvent] = {}  # attempt -> its lease.acquired
+        self._last_strike: dict[SessionId, HistoryEvent] = {}  # session -> its latest strike
+        self._last_restore: dict[SessionId, HistoryEvent] = {}  # session -> its latest cooldown-row restore
+        self._reset_failed: set[AttemptId] = set()
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        fields = event.fields
-        if event.kind == "lease.acquired":
-            self._acquired[attempt_of_holder(fields["holder"])] = event
-        elif event.kind == "compaction.strike":
-            self._last_strike[fields["session"]] = event
-        elif event.kind == "cooldown.restored":
-            self._last_restore[fields["session"]] = event
-        elif event.kind == "compaction.strike_reset_failed":
-            self._reset_failed.add(fields["attempt"])
-        elif event.kind == "compaction.committed":
-            session, attempt = fields["session"], fields["attempt"]
-            acquired, strike = self._acquired.get(attempt), self._last_strike.get(session)
-            restore = self._last_restore.get(session)
-            if (acquired is None or strike is None or strike.seq > acquired.seq or attempt in self._reset_failed
-                    or (restore is not None and restore.seq > acquired.seq)
-                    or fields["tokens"] >= self.system.config.threshold_tokens):
-                return None
-            count = self.system.store.cooldown_row(session).ineffective_count
-            if count:
-                return self.violation(
-                    f"attempt {attempt} committed below the threshold after strike(s) yet the ineffective count is {count}",
-                    strike, event,
-                )
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        self._acquired[event.holder.attempt] = record
+
+    @handles(CompactionStrike)
+    def struck(self, event: CompactionStrike, record: HistoryEvent) -> None:
+        self._last_strike[event.session] = record
+
+    @handles(CooldownRestored)
+    def restored(self, event: CooldownRestored, record: HistoryEvent) -> None:
+        self._last_restore[event.session] = record
+
+    @handles(CompactionStrikeResetFailed)
+    def reset_failed(self, event: CompactionStrikeResetFailed, record: HistoryEvent) -> None:
+        self._reset_failed.add(event.attempt)
+
+    @handles(CompactionCommitted)
+    def committed(self, event: CompactionCommitted, record: HistoryEvent) -> Violation | None:
+        session, attempt = event.session, event.attempt
+        acquired, strike = self._acquired.get(attempt), self._last_strike.get(session)
+        restore = self._last_restore.get(session)
+        if (acquired is None or strike is None or strike.seq > acquired.seq or attempt in self._reset_failed
+                or (restore is not None and restore.seq > acquired.seq)
+                or event.tokens >= self.system.config.threshold_tokens):
+            return None
+        count = self.system.store.cooldown_row(session).ineffective_count
+        if count:
+            return self.violation(
+                f"attempt {attempt} committed below the threshold after strike(s) yet the ineffective count is {count}",
+                strike, record,
+            )
         return None

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from sim.history import HistoryEvent
-from sim.invariants.base import Invariant, Violation, attempt_of_holder
-
-CANCELLING = ("fence.cancel_won", "fence.revoked", "host.unwind")
-COMMITS = ("commit.archived", "commit.published")
+from contract.events import (
+    CommitArchived,
+    CommitPublished,
+    CompactionCommitFailed,
+    CompactionFinished,
+    CompactionRefused,
+    FenceBeginOk,
+    FenceCancelWon,
+    FenceRevoked,
+    HostUnwind,
+    LeaseReleased,
+)
+from contract.history import HistoryEvent
+from contract.ids import AttemptId
+from sim.invariants.base import Invariant, Violation, handles
 
 
 class NoCommitAfterCancel(Invariant):
@@ -16,24 +26,27 @@ class NoCommitAfterCancel(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._stopped: dict[str, HistoryEvent] = {}
-        self._admitted: set[str] = set()
+        self._stopped: dict[AttemptId, HistoryEvent] = {}
+        self._admitted: set[AttemptId] = set()
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        attempt = event.fields.get("attempt")
-        if event.kind in CANCELLING and attempt not in self._admitted:
-            self._stopped.setdefault(attempt, event)
-        elif event.kind == "fence.begin_ok":
-            if attempt in self._stopped:
-                cause = self._stopped[attempt]
-                return self.violation(f"attempt {attempt} was admitted to commit after {cause.kind}", cause, event)
-            self._admitted.add(attempt)
-        elif event.kind in COMMITS and attempt not in self._admitted:
-            return self.violation(f"attempt {attempt} committed ({event.kind}) without an admitted fence", event)
+    @handles(FenceCancelWon, FenceRevoked, HostUnwind)
+    def stopped(self, event: FenceCancelWon | FenceRevoked | HostUnwind, record: HistoryEvent) -> None:
+        if event.attempt not in self._admitted:
+            self._stopped.setdefault(event.attempt, record)
+
+    @handles(FenceBeginOk)
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> Violation | None:
+        cause = self._stopped.get(event.attempt)
+        if cause is not None:
+            return self.violation(f"attempt {event.attempt} was admitted to commit after {cause.kind}", cause, record)
+        self._admitted.add(event.attempt)
         return None
 
-
-COMMIT_SETTLED = ("commit.archived", "commit.published", "compaction.commit_failed", "compaction.refused", "compaction.finished")
+    @handles(CommitArchived, CommitPublished)
+    def committed(self, event: CommitArchived | CommitPublished, record: HistoryEvent) -> Violation | None:
+        if event.attempt not in self._admitted:
+            return self.violation(f"attempt {event.attempt} committed ({record.kind}) without an admitted fence", record)
+        return None
 
 
 class LeaseHeldAcrossCommit(Invariant):
@@ -43,20 +56,22 @@ class LeaseHeldAcrossCommit(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._committing: dict[str, HistoryEvent] = {}
+        self._committing: dict[AttemptId, HistoryEvent] = {}
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        if event.kind == "fence.begin_ok":
-            self._committing[event.fields["attempt"]] = event
-        elif event.kind in COMMIT_SETTLED:
-            self._committing.pop(event.fields["attempt"], None)
-        elif event.kind == "lease.released" and event.fields.get("held"):
-            attempt = attempt_of_holder(event.fields["holder"])
-            if attempt in self._committing:
-                return self.violation(
-                    f"attempt {attempt}'s lease was released while its commit was in flight",
-                    self._committing[attempt], event,
-                )
+    @handles(FenceBeginOk)
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
+        self._committing[event.attempt] = record
+
+    @handles(CommitArchived, CommitPublished, CompactionCommitFailed, CompactionRefused, CompactionFinished)
+    def settled(self, event: CommitArchived | CommitPublished | CompactionCommitFailed | CompactionRefused | CompactionFinished,
+                record: HistoryEvent) -> None:
+        self._committing.pop(event.attempt, None)
+
+    @handles(LeaseReleased)
+    def released(self, event: LeaseReleased, record: HistoryEvent) -> Violation | None:
+        attempt = event.holder.attempt
+        if event.held and attempt in self._committing:
+            return self.violation(f"attempt {attempt}'s lease was released while its commit was in flight", self._committing[attempt], record)
         return None
 
 
@@ -67,12 +82,14 @@ class CancelNeverBeatsAdmittedCommit(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._admitted: dict[str, HistoryEvent] = {}
+        self._admitted: dict[AttemptId, HistoryEvent] = {}
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        attempt = event.fields.get("attempt")
-        if event.kind == "fence.begin_ok":
-            self._admitted.setdefault(attempt, event)
-        elif event.kind == "fence.cancel_won" and attempt in self._admitted:
-            return self.violation(f"a cancel won attempt {attempt}'s fence after its commit was admitted", self._admitted[attempt], event)
+    @handles(FenceBeginOk)
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
+        self._admitted.setdefault(event.attempt, record)
+
+    @handles(FenceCancelWon)
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> Violation | None:
+        if event.attempt in self._admitted:
+            return self.violation(f"a cancel won attempt {event.attempt}'s fence after its commit was admitted", self._admitted[event.attempt], record)
         return None

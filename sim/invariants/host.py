@@ -4,8 +4,35 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from sim.history import HistoryEvent
-from sim.invariants.base import Invariant, Violation, attempt_of_holder
+from contract.events import (
+    AttemptClaimed,
+    CompactionCommitted,
+    CompactionError,
+    CompactionFinished,
+    CompactionSummaryProgress,
+    CompactionSummaryStarted,
+    CooldownCleared,
+    CooldownPersistFailed,
+    FaultFired,
+    FenceBeginOk,
+    FenceCancelWon,
+    FenceFinish,
+    FenceRevoked,
+    FrontendCtrlCGraceExpired,
+    FrontendTurnFailed,
+    FrontendTurnSubmitted,
+    HardCancelRequested,
+    HostCommitOverrun,
+    HostTimeout,
+    HostUnwind,
+    LeaseAcquired,
+    LeaseReleased,
+    ProcessCrashed,
+    TaskSpawn,
+)
+from contract.history import HistoryEvent
+from contract.ids import AttemptId, HolderId, SessionId
+from sim.invariants.base import Invariant, Violation, forget_process, handles
 
 
 class IdleTimeoutWithinBounds(Invariant):
@@ -13,12 +40,12 @@ class IdleTimeoutWithinBounds(Invariant):
     races = ("R9",)
     description = "An idle timeout fires between idle and 1.5 x idle after the last progress."
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        if event.kind == "host.timeout" and event.fields.get("budget") == "idle":
-            idle = self.system.config.idle_timeout_s
-            silence = event.fields["since_progress"]
-            if not idle - 1e-9 <= silence < 1.5 * idle:
-                return self.violation(f"the idle timeout fired after {silence:g}s of silence (idle is {idle:g}s)", event)
+    @handles(HostTimeout)
+    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> Violation | None:
+        idle = self.system.config.idle_timeout_s
+        silence = event.since_progress_s
+        if event.budget == "idle" and not idle - 1e-9 <= silence < 1.5 * idle:
+            return self.violation(f"the idle timeout fired after {silence:g}s of silence (idle is {idle:g}s)", record)
         return None
 
 
@@ -29,23 +56,28 @@ class HungCommitReported(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._admitted: set[str] = set()
-        self._timed_out: dict[str, HistoryEvent] = {}
-        self._reported: dict[str, HistoryEvent] = {}
+        self._admitted: set[AttemptId] = set()
+        self._timed_out: dict[AttemptId, HistoryEvent] = {}
+        self._reported: dict[AttemptId, HistoryEvent] = {}
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        attempt = event.fields.get("attempt")
-        if event.kind == "fence.begin_ok":
-            self._admitted.add(attempt)
-        elif event.kind == "host.timeout":
-            self._timed_out.setdefault(attempt, event)
-        elif event.kind == "host.commit_overrun":
-            if attempt in self._reported:
-                return self.violation(f"the hung commit of {attempt} was reported twice", self._reported[attempt], event)
-            self._reported[attempt] = event
-        elif event.kind == "fence.finish":
-            return self._check(attempt, event.time, event)
+    @handles(FenceBeginOk)
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
+        self._admitted.add(event.attempt)
+
+    @handles(HostTimeout)
+    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+        self._timed_out.setdefault(event.attempt, record)
+
+    @handles(HostCommitOverrun)
+    def overrun(self, event: HostCommitOverrun, record: HistoryEvent) -> Violation | None:
+        if event.attempt in self._reported:
+            return self.violation(f"the hung commit of {event.attempt} was reported twice", self._reported[event.attempt], record)
+        self._reported[event.attempt] = record
         return None
+
+    @handles(FenceFinish)
+    def finished(self, event: FenceFinish, record: HistoryEvent) -> Violation | None:
+        return self._check(event.attempt, record.time, record)
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         end = history[-1].time if history else 0.0
@@ -55,18 +87,22 @@ class HungCommitReported(Invariant):
                 return violation
         return None
 
-    def _check(self, attempt: str, until: float, finish: HistoryEvent | None) -> Violation | None:
+    def _check(self, attempt: AttemptId, until: float, finish: HistoryEvent | None) -> Violation | None:
         timed_out = self._timed_out.get(attempt)
         if attempt not in self._admitted or timed_out is None or attempt in self._reported:
             return None
         slice_s = self.system.config.commit_overrun_slice_s
         if until - timed_out.time > slice_s + 1e-9:
-            witnesses = [timed_out] + ([finish] if finish else [])
-            return self.violation(f"the commit of {attempt} ran {until - timed_out.time:g}s past its host's timeout unreported", *witnesses)
+            return self.violation(f"the commit of {attempt} ran {until - timed_out.time:g}s past its host's timeout unreported", timed_out, finish)
         return None
 
 
 JOB_TASK = "compress:"  # the pooled job's task is named after its attempt
+
+
+def job_attempt(task: str) -> AttemptId | None:
+    """The attempt a pooled job's task runs, or None for any other task."""
+    return AttemptId(task[len(JOB_TASK):]) if task.startswith(JOB_TASK) else None
 
 
 class StaleJobNeverRuns(Invariant):
@@ -76,25 +112,36 @@ class StaleJobNeverRuns(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._given_up: dict[str, HistoryEvent] = {}
-        self._started_stale: set[str] = set()
+        self._given_up: dict[AttemptId, HistoryEvent] = {}
+        self._started_stale: set[AttemptId] = set()
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        attempt = event.fields.get("attempt")
-        if event.kind in ("host.timeout", "fence.cancel_won", "host.unwind"):
-            self._given_up.setdefault(attempt, event)
-        elif event.kind == "task.spawn" and event.task.startswith(JOB_TASK) and event.task[len(JOB_TASK):] in self._given_up:
-            self._started_stale.add(event.task[len(JOB_TASK):])
-        elif event.kind == "attempt.claimed" and attempt in self._started_stale:
-            return self.violation(f"attempt {attempt}'s job started after its host gave up and still went to work", self._given_up[attempt], event)
-        elif event.kind == "compaction.summary_started" and attempt in self._given_up:
-            return self.violation(f"attempt {attempt} dispatched its summary after its host gave up", self._given_up[attempt], event)
-        elif event.kind == "process.crashed":
-            # a restarted process numbers its attempts from 1 again
-            process = event.fields["process"]
-            self._given_up = {a: e for a, e in self._given_up.items() if a.rsplit(".", 1)[0] != process}
-            self._started_stale = {a for a in self._started_stale if a.rsplit(".", 1)[0] != process}
+    @handles(HostTimeout, FenceCancelWon, HostUnwind)
+    def given_up(self, event: HostTimeout | FenceCancelWon | HostUnwind, record: HistoryEvent) -> None:
+        self._given_up.setdefault(event.attempt, record)
+
+    @handles(TaskSpawn)
+    def spawned(self, event: TaskSpawn, record: HistoryEvent) -> None:
+        attempt = job_attempt(record.task)
+        if attempt is not None and attempt in self._given_up:
+            self._started_stale.add(attempt)
+
+    @handles(AttemptClaimed)
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> Violation | None:
+        if event.attempt in self._started_stale:
+            return self.violation(f"attempt {event.attempt}'s job started after its host gave up and still went to work",
+                                  self._given_up[event.attempt], record)
         return None
+
+    @handles(CompactionSummaryStarted)
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+        if event.attempt in self._given_up:
+            return self.violation(f"attempt {event.attempt} dispatched its summary after its host gave up", self._given_up[event.attempt], record)
+        return None
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._given_up = forget_process(self._given_up, event.process)
+        self._started_stale = {attempt for attempt in self._started_stale if attempt.process != event.process}
 
 
 class PoolAdmissionBounded(Invariant):
@@ -104,22 +151,27 @@ class PoolAdmissionBounded(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._jobs: dict[str, dict[str, HistoryEvent]] = {}
+        self._jobs: dict[str, dict[AttemptId, HistoryEvent]] = {}  # process -> its running jobs
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        if event.kind == "task.spawn" and event.task.startswith(JOB_TASK):
-            attempt = event.task[len(JOB_TASK):]
-            jobs = self._jobs.setdefault(attempt.rsplit(".", 1)[0], {})
-            jobs[attempt] = event
-            cap = self.system.config.pool_cap
-            if len(jobs) > cap:
-                return self.violation(f"{len(jobs)} compression jobs were admitted at once in a pool capped at {cap}: {', '.join(jobs)}", *jobs.values())
-        elif event.kind == "compaction.finished":
-            attempt = event.fields["attempt"]
-            self._jobs.get(attempt.rsplit(".", 1)[0], {}).pop(attempt, None)
-        elif event.kind == "process.crashed":
-            self._jobs.pop(event.fields["process"], None)
+    @handles(TaskSpawn)
+    def spawned(self, event: TaskSpawn, record: HistoryEvent) -> Violation | None:
+        attempt = job_attempt(record.task)
+        if attempt is None:
+            return None
+        jobs = self._jobs.setdefault(attempt.process, {})
+        jobs[attempt] = record
+        cap = self.system.config.pool_cap
+        if len(jobs) > cap:
+            return self.violation(f"{len(jobs)} compression jobs were admitted at once in a pool capped at {cap}: {', '.join(jobs)}", *jobs.values())
         return None
+
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+        self._jobs.get(event.attempt.process, {}).pop(event.attempt, None)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._jobs.pop(event.process, None)
 
 
 class NextTurnPersistsAfterCtrlC(Invariant):
@@ -128,18 +180,16 @@ class NextTurnPersistsAfterCtrlC(Invariant):
     description = "After Ctrl+C and the grace period, the next turn the frontend accepts is persisted."
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
-        for index, event in enumerate(history):
-            if event.kind != "frontend.ctrl_c_grace_expired":
+        for index, expired in enumerate(history):
+            if not isinstance(expired.event, FrontendCtrlCGraceExpired):
                 continue
-            agent = event.fields.get("agent")
-            later = history[index + 1:]
-            submitted = next((e for e in later if e.kind == "frontend.turn_submitted" and e.fields.get("agent") == agent), None)
+            agent = expired.event.agent
+            submitted = next((r for r in history[index + 1:] if isinstance(r.event, FrontendTurnSubmitted) and r.event.agent == agent), None)
             if submitted is None:
                 continue
-            after = history[submitted.seq + 1:]
-            failed = next((e for e in after if e.kind == "frontend.turn_failed" and e.fields.get("agent") == agent), None)
+            failed = next((r for r in history[submitted.seq + 1:] if isinstance(r.event, FrontendTurnFailed) and r.event.agent == agent), None)
             if failed is not None:
-                return self.violation(f"the turn after Ctrl+C was not persisted: {failed.fields.get('error')}", event, submitted, failed)
+                return self.violation(f"the turn after Ctrl+C was not persisted: {failed.event.error}", expired, submitted, failed)  # type: ignore[attr-defined]
         return None
 
 
@@ -150,35 +200,104 @@ class HardCancelFreesLease(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._holding: dict[str, dict[str, HistoryEvent]] = {}
-        self._admitted: set[str] = set()
-        self._cancelled: dict[str, HistoryEvent] = {}
+        self._holding: dict[SessionId, dict[HolderId, HistoryEvent]] = {}
+        self._admitted: set[AttemptId] = set()
+        self._cancelled: dict[SessionId, HistoryEvent] = {}
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        fields = event.fields
-        if event.kind == "lease.acquired":
-            self._holding.setdefault(fields["session"], {})[fields["holder"]] = event
-        elif event.kind == "lease.released":
-            self._holding.get(fields["session"], {}).pop(fields["holder"], None)
-        elif event.kind == "fence.begin_ok":
-            self._admitted.add(fields["attempt"])
-        elif event.kind == "hard_cancel.requested":
-            self._cancelled[fields["session"]] = event
-        elif event.kind == "frontend.ctrl_c_grace_expired":
-            return self._check_sessions(event)
-        return None
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        self._holding.setdefault(event.session, {})[event.holder] = record
 
-    def _check_sessions(self, expired: HistoryEvent) -> Violation | None:
+    @handles(LeaseReleased)
+    def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+        self._holding.get(event.session, {}).pop(event.holder, None)
+
+    @handles(FenceBeginOk)
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
+        self._admitted.add(event.attempt)
+
+    @handles(HardCancelRequested)
+    def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent) -> None:
+        self._cancelled[event.session] = record
+
+    @handles(FrontendCtrlCGraceExpired)
+    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> Violation | None:
         for session, requested in self._cancelled.items():
             for holder, acquired in self._holding.get(session, {}).items():
-                if acquired.time <= requested.time and attempt_of_holder(holder) not in self._admitted:
-                    return self.violation(f"{holder} still holds {session}'s lease after Ctrl+C and the grace period", requested, acquired, expired)
+                if acquired.time <= requested.time and holder.attempt not in self._admitted:
+                    return self.violation(f"{holder} still holds {session}'s lease after Ctrl+C and the grace period", requested, acquired, record)
         self._cancelled.clear()
         return None
 
 
+class TimeoutBacksOff(Invariant):
+    name = "timeout_backs_off"
+    races = ("R2",)
+    description = (
+        "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
+        "timeout), no automatic compaction of that session starts a summary within the first step of the timeout "
+        "ladder, unless a forced attempt or a commit lifted the backoff meanwhile."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
+        # session -> (its timeout, that event's record, whether the durable record failed)
+        self._backoff: dict[SessionId, tuple[HostTimeout, HistoryEvent, bool]] = {}
+        self._cleared_by: set[AttemptId] = set()  # attempts that cleared the cooldown (forced) before their summary
+        self._stopped: set[AttemptId] = set()  # attempts the user hard-cancelled
+
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        self._session_of[event.holder.attempt] = event.session
+
+    @handles(FenceCancelWon)
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+        if event.hard:
+            self._stopped.add(event.attempt)
+
+    @handles(HostTimeout)
+    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+        if event.attempt in self._session_of and event.attempt not in self._stopped:
+            self._backoff[self._session_of[event.attempt]] = (event, record, False)
+
+    @handles(CooldownPersistFailed)
+    def persist_failed(self, event: CooldownPersistFailed, record: HistoryEvent) -> None:
+        if event.session in self._backoff:
+            timeout, timed_out, _ = self._backoff[event.session]
+            if timeout.attempt == event.attempt:  # only this process still knows of the backoff
+                self._backoff[event.session] = (timeout, timed_out, True)
+
+    @handles(CooldownCleared)
+    def cleared(self, event: CooldownCleared, record: HistoryEvent) -> None:
+        self._cleared_by.add(event.attempt)
+        self._backoff.pop(event.session, None)
+
+    @handles(CompactionCommitted)
+    def committed(self, event: CompactionCommitted, record: HistoryEvent) -> None:
+        self._backoff.pop(event.session, None)
+
+    @handles(CompactionSummaryStarted)
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+        if event.attempt in self._cleared_by:
+            return None
+        session = self._session_of.get(event.attempt)
+        if session not in self._backoff:
+            return None
+        timeout, timed_out, local_only = self._backoff[session]
+        if local_only and event.attempt.process != timeout.attempt.process:
+            return None
+        step = self.system.config.timeout_cooldown_s(1)
+        if record.time < timed_out.time + step - 1e-9:
+            return self.violation(
+                f"attempt {event.attempt} started a summary of {session} {record.time - timed_out.time:g}s after the host "
+                f"timed out on {timeout.attempt}, inside the {step:g}s backoff", timed_out, record,
+            )
+        return None
+
+
 # Ways a host stops waiting for an attempt: from then on the attempt is a zombie to the host.
-HOST_GAVE_UP = ("host.timeout", "fence.cancel_won", "fence.revoked", "host.unwind")
+HOST_GAVE_UP = (HostTimeout, FenceCancelWon, FenceRevoked, HostUnwind)
 
 
 class NoProgressAfterGiveUp(Invariant):
@@ -188,20 +307,22 @@ class NoProgressAfterGiveUp(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._given_up: dict[str, HistoryEvent] = {}
+        self._given_up: dict[AttemptId, HistoryEvent] = {}
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        attempt = event.fields.get("attempt")
-        if event.kind in HOST_GAVE_UP:
-            self._given_up.setdefault(attempt, event)
-        elif event.kind == "compaction.summary_progress" and attempt in self._given_up:
-            gave_up = self._given_up[attempt]
-            return self.violation(f"attempt {attempt} reported summary progress after {gave_up.kind}", gave_up, event)
-        elif event.kind == "process.crashed":
-            # a restarted process numbers its attempts from 1 again
-            process = event.fields["process"]
-            self._given_up = {a: e for a, e in self._given_up.items() if a.rsplit(".", 1)[0] != process}
+    @handles(*HOST_GAVE_UP)
+    def given_up(self, event: HostTimeout | FenceCancelWon | FenceRevoked | HostUnwind, record: HistoryEvent) -> None:
+        self._given_up.setdefault(event.attempt, record)
+
+    @handles(CompactionSummaryProgress)
+    def progress(self, event: CompactionSummaryProgress, record: HistoryEvent) -> Violation | None:
+        gave_up = self._given_up.get(event.attempt)
+        if gave_up is not None:
+            return self.violation(f"attempt {event.attempt} reported summary progress after {gave_up.kind}", gave_up, record)
         return None
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._given_up = forget_process(self._given_up, event.process)
 
 
 # Errors that are never an injected fault's doing, however a run was disturbed: a bug in the system.
@@ -218,14 +339,9 @@ class _FaultAware(Invariant):
         super().__init__(system)
         self._fault: HistoryEvent | None = None
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        if event.kind == "fault.fired":
-            self._fault = self._fault or event
-            return None
-        return self.judge(event)
-
-    def judge(self, event: HistoryEvent) -> Violation | None:
-        return None
+    @handles(FaultFired)
+    def fault_fired(self, event: FaultFired, record: HistoryEvent) -> None:
+        self._fault = self._fault or record
 
 
 class TurnFailsOnlyExpectedly(_FaultAware):
@@ -236,16 +352,16 @@ class TurnFailsOnlyExpectedly(_FaultAware):
         "has fired in the run, an error that is not a programming error (no RuntimeError, TypeError, ...)."
     )
 
-    def judge(self, event: HistoryEvent) -> Violation | None:
-        if event.kind == "frontend.turn_failed":
-            error = str(event.fields.get("error", ""))
-            kind = error.split(":", 1)[0].strip()
-            if kind == "PersistenceFailed" and "compression" in error:
-                return None
-            if self._fault is None:
-                return self.violation(f"a turn of {event.fields.get('agent')} failed with no fault injected: {error}", event)
-            if kind in PROGRAMMING_ERRORS:
-                return self.violation(f"a turn of {event.fields.get('agent')} failed with a programming error: {error}", self._fault, event)
+    @handles(FrontendTurnFailed)
+    def turn_failed(self, event: FrontendTurnFailed, record: HistoryEvent) -> Violation | None:
+        error = event.error
+        kind = error.split(":", 1)[0].strip()
+        if kind == "PersistenceFailed" and "compression" in error:
+            return None
+        if self._fault is None:
+            return self.violation(f"a turn of {event.agent} failed with no fault injected: {error}", record)
+        if kind in PROGRAMMING_ERRORS:
+            return self.violation(f"a turn of {event.agent} failed with a programming error: {error}", self._fault, record)
         return None
 
 
@@ -257,12 +373,11 @@ class WorkerRaisesOnlyAfterFault(_FaultAware):
         "and never with a programming error (a TypeError, RuntimeError, ... anywhere in what it raised)."
     )
 
-    def judge(self, event: HistoryEvent) -> Violation | None:
-        if event.kind == "compaction.error":
-            attempt, error = event.fields.get("attempt"), str(event.fields.get("error", ""))
-            if self._fault is None:
-                return self.violation(f"the worker of {attempt} raised with no fault injected: {error}", event)
-            bug = next((name for name in PROGRAMMING_ERRORS if f"{name}(" in error), None)  # the error is a repr
-            if bug is not None:
-                return self.violation(f"the worker of {attempt} raised a programming error ({bug}): {error}", self._fault, event)
+    @handles(CompactionError)
+    def worker_raised(self, event: CompactionError, record: HistoryEvent) -> Violation | None:
+        if self._fault is None:
+            return self.violation(f"the worker of {event.attempt} raised with no fault injected: {event.error}", record)
+        bug = next((name for name in PROGRAMMING_ERRORS if f"{name}(" in event.error), None)  # the error is a repr
+        if bug is not None:
+            return self.violation(f"the worker of {event.attempt} raised a programming error ({bug}): {event.error}", self._fault, record)
         return None

@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
-import re
+import math
 from typing import Sequence
 
-from sim.history import HistoryEvent
-from sim.invariants.base import Invariant, Violation, attempt_of_holder
+from contract.events import (
+    AppendFailed,
+    CommitArchived,
+    CommitPublished,
+    CompactionFinished,
+    CompactionSummaryStarted,
+    FenceCancelWon,
+    HostReturned,
+    HostTimeout,
+    LeaseAcquired,
+    LeaseContended,
+    LeaseExpiredGiveup,
+    LeaseRefreshed,
+    LeaseRefreshFailed,
+    LeaseReleased,
+    LeaseReleaseFailed,
+    ProcessCrashed,
+)
+from contract.history import HistoryEvent
+from contract.ids import AttemptId, HolderId, SessionId
+from sim.invariants.base import Invariant, Violation, forget_process, handles
 
 LEASE_REFUSALS = ("Lease", "Busy", "InProgress")
 
@@ -18,48 +37,48 @@ class LeaseMutualExclusion(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._holders: dict[str, dict[str, tuple[float, HistoryEvent]]] = {}
-        self._row_owner: dict[str, str] = {}
+        self._holders: dict[SessionId, dict[HolderId, tuple[float, HistoryEvent]]] = {}
+        self._row_owner: dict[SessionId, HolderId] = {}
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        kind, fields = event.kind, event.fields
-        if kind not in ("lease.acquired", "lease.refreshed", "lease.released", "compaction.finished"):
-            return None
-        if kind == "compaction.finished":
-            self._forget(fields["attempt"])
-            return None
-        session, holder = fields["session"], fields["holder"]
-        holders = self._holders.setdefault(session, {})
-        if kind == "lease.acquired":
-            clash = self._live_other(session, holder, event.time)
-            holders[holder] = (event.time, event)
-            self._row_owner[session] = holder
-            if clash is not None:
-                return self.violation(f"{holder} acquired {session}'s lease while {clash[1].fields['holder']} still held it", clash[1], event)
-        elif kind == "lease.refreshed":
-            holders[holder] = (event.time, holders.get(holder, (0.0, event))[1])
-        elif fields.get("held"):
-            owner = self._row_owner.get(session)
-            holders.pop(holder, None)
-            if owner is not None and owner != holder:
-                return self.violation(f"{holder}'s release freed the lease row of {owner} (ABA)", event)
-            self._row_owner.pop(session, None)
-        else:
-            holders.pop(holder, None)
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> Violation | None:
+        clash = self._live_other(event.session, event.holder, record.time)
+        self._holders.setdefault(event.session, {})[event.holder] = (record.time, record)
+        self._row_owner[event.session] = event.holder
+        if clash is not None:
+            holder = clash[1].event.holder  # type: ignore[attr-defined]
+            return self.violation(f"{event.holder} acquired {event.session}'s lease while {holder} still held it", clash[1], record)
         return None
 
-    def _live_other(self, session: str, holder: str, now: float) -> tuple[float, HistoryEvent] | None:
+    @handles(LeaseRefreshed)
+    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> None:
+        holders = self._holders.setdefault(event.session, {})
+        holders[event.holder] = (record.time, holders.get(event.holder, (0.0, record))[1])
+
+    @handles(LeaseReleased)
+    def released(self, event: LeaseReleased, record: HistoryEvent) -> Violation | None:
+        self._holders.setdefault(event.session, {}).pop(event.holder, None)
+        if not event.held:
+            return None
+        owner = self._row_owner.get(event.session)
+        if owner is not None and owner != event.holder:
+            return self.violation(f"{event.holder}'s release freed the lease row of {owner} (ABA)", record)
+        self._row_owner.pop(event.session, None)
+        return None
+
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+        """An attempt that has ended holds nothing any more (its row, if left, will expire)."""
+        for holders in self._holders.values():
+            for holder in [h for h in holders if h.attempt == event.attempt]:
+                del holders[holder]
+
+    def _live_other(self, session: SessionId, holder: HolderId, now: float) -> tuple[float, HistoryEvent] | None:
         ttl = self.system.config.lease_ttl_s
         for other, (renewed, acquired) in self._holders.get(session, {}).items():
             if other != holder and renewed + ttl > now and not self.system.holder_is_dead(other):
                 return renewed, acquired
         return None
-
-    def _forget(self, attempt: str) -> None:
-        """An attempt that has ended holds nothing any more (its row, if left, will expire)."""
-        for holders in self._holders.values():
-            for holder in [h for h in holders if attempt_of_holder(h) == attempt]:
-                del holders[holder]
 
 
 class AppendsNeverRefusedByLease(Invariant):
@@ -67,9 +86,10 @@ class AppendsNeverRefusedByLease(Invariant):
     races = ("R1", "R14")
     description = "No append is ever refused because a compression lease is held."
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        if event.kind == "append.failed" and any(word in str(event.fields.get("error")) for word in LEASE_REFUSALS):
-            return self.violation(f"an append to {event.fields['session']} was refused: {event.fields['error']}", event)
+    @handles(AppendFailed)
+    def append_failed(self, event: AppendFailed, record: HistoryEvent) -> Violation | None:
+        if any(word in event.error for word in LEASE_REFUSALS):
+            return self.violation(f"an append to {event.session} was refused: {event.error}", record)
         return None
 
 
@@ -80,22 +100,24 @@ class LeaseReleasedWithinTtl(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._ended: dict[str, HistoryEvent] = {}
+        self._ended: dict[AttemptId, HistoryEvent] = {}
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        if event.kind == "compaction.finished":
-            self._ended[event.fields["attempt"]] = event
-        elif event.kind == "lease.refreshed":
-            ended = self._ended.get(attempt_of_holder(event.fields["holder"]) or "")
-            if ended is not None:
-                return self.violation(f"{event.fields['holder']} was refreshed after its attempt ended", ended, event)
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+        self._ended[event.attempt] = record
+
+    @handles(LeaseRefreshed)
+    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> Violation | None:
+        ended = self._ended.get(event.holder.attempt)  # type: ignore[arg-type]
+        if ended is not None:
+            return self.violation(f"{event.holder} was refreshed after its attempt ended", ended, record)
         return None
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         store, ttl = self.system.store, self.system.config.lease_ttl_s
         for session in store.session_ids():
             row = store.lease_row(session)
-            ended = None if row is None else self._ended.get(attempt_of_holder(row.holder) or "")
+            ended = None if row is None else self._ended.get(HolderId(row.holder).attempt)  # type: ignore[arg-type]
             if ended is not None and row.expires_at > ended.time + ttl + 1e-9:
                 return self.violation(
                     f"{row.holder} still holds {session}'s lease until {row.expires_at:g}s, more than one TTL after its attempt ended",
@@ -115,25 +137,17 @@ class DeadHolderReclaimable(Invariant):
         # table that forgot a kill would otherwise blind this check to the very bug it is meant to catch.
         self._dead: dict[int, HistoryEvent] = {}
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        if event.kind == "process.crashed":
-            self._dead.setdefault(int(event.fields["pid"]), event)
-            return None
-        if event.kind != "lease.contended":
-            return None
-        row = self.system.store.lease_row(event.fields["session"])
-        pid = None if row is None else _pid_of_holder(row.holder)
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._dead.setdefault(event.pid, record)
+
+    @handles(LeaseContended)
+    def contended(self, event: LeaseContended, record: HistoryEvent) -> Violation | None:
+        row = self.system.store.lease_row(event.session)
+        pid = None if row is None else HolderId(row.holder).pid
         if pid is not None and pid in self._dead:
-            return self.violation(f"{event.fields['holder']} sat out behind {row.holder}, whose process is dead", self._dead[pid], event)
+            return self.violation(f"{event.holder} sat out behind {row.holder}, whose process is dead", self._dead[pid], record)
         return None
-
-
-_HOLDER_PID = re.compile(r"(?:^|:)pid=(\d+)(?::|$)")
-
-
-def _pid_of_holder(holder: str) -> int | None:
-    match = _HOLDER_PID.search(holder)
-    return None if match is None else int(match.group(1))
 
 
 class CancelledAttemptNeverAcquires(Invariant):
@@ -143,22 +157,22 @@ class CancelledAttemptNeverAcquires(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._cancelled: dict[str, HistoryEvent] = {}
+        self._cancelled: dict[AttemptId, HistoryEvent] = {}
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        fields = event.fields
-        if event.kind == "fence.cancel_won":
-            self._cancelled.setdefault(fields["attempt"], event)
-        elif event.kind == "lease.acquired":
-            cancelled = self._cancelled.get(attempt_of_holder(fields["holder"]) or "")
-            if cancelled is not None:
-                return self.violation(
-                    f"{fields['holder']} took {fields['session']}'s lease after a cancel had won its fence", cancelled, event,
-                )
-        elif event.kind == "process.crashed":
-            # a restarted process numbers its attempts from 1 again
-            self._cancelled = {a: e for a, e in self._cancelled.items() if a.rsplit(".", 1)[0] != fields["process"]}
+    @handles(FenceCancelWon)
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+        self._cancelled.setdefault(event.attempt, record)
+
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> Violation | None:
+        cancelled = self._cancelled.get(event.holder.attempt)  # type: ignore[arg-type]
+        if cancelled is not None:
+            return self.violation(f"{event.holder} took {event.session}'s lease after a cancel had won its fence", cancelled, record)
         return None
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._cancelled = forget_process(self._cancelled, event.process)
 
 
 class RefresherToleratesBlips(Invariant):
@@ -168,23 +182,26 @@ class RefresherToleratesBlips(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._failures: dict[str, HistoryEvent] = {}  # holder -> its latest refresh_failed (the consecutive count)
+        self._failures: dict[HolderId, HistoryEvent] = {}  # holder -> its latest refresh_failed (the consecutive count)
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        holder = event.fields.get("holder")
-        if event.kind == "lease.refresh_failed":
-            self._failures[holder] = event
-        elif event.kind == "lease.refreshed":
-            self._failures.pop(holder, None)
-        elif event.kind == "lease.expired_giveup":
-            budget = self.system.config.refresh_failure_budget
-            failed = self._failures.get(holder)
-            count = 0 if failed is None else failed.fields["failures"]
-            if count < budget:
-                return self.violation(
-                    f"{holder}'s refresher gave up after {count} consecutive missed refresh(es); its budget is {budget}",
-                    failed, event,
-                )
+    @handles(LeaseRefreshFailed)
+    def refresh_failed(self, event: LeaseRefreshFailed, record: HistoryEvent) -> None:
+        self._failures[event.holder] = record
+
+    @handles(LeaseRefreshed)
+    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> None:
+        self._failures.pop(event.holder, None)
+
+    @handles(LeaseExpiredGiveup)
+    def gave_up(self, event: LeaseExpiredGiveup, record: HistoryEvent) -> Violation | None:
+        budget = self.system.config.refresh_failure_budget
+        failed = self._failures.get(event.holder)
+        count = 0 if failed is None else failed.event.failures  # type: ignore[attr-defined]
+        if count < budget:
+            return self.violation(
+                f"{event.holder}'s refresher gave up after {count} consecutive missed refresh(es); its budget is {budget}",
+                failed, record,
+            )
         return None
 
 
@@ -195,23 +212,25 @@ class RefreshExtendsOwnRow(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._owner: dict[str, HistoryEvent] = {}  # session -> the event that gave the row its current owner
+        self._owner: dict[SessionId, HistoryEvent] = {}  # session -> the lease.acquired that gave the row its current owner
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        kind, fields = event.kind, event.fields
-        if kind == "lease.acquired":
-            self._owner[fields["session"]] = event
-        elif kind == "lease.released" and fields.get("held"):
-            self._owner.pop(fields["session"], None)
-        elif kind == "lease.refreshed":
-            owner = self._owner.get(fields["session"])
-            if owner is None or owner.fields["holder"] != fields["holder"]:
-                whose = "a row released before" if owner is None else f"the row of {owner.fields['holder']}"
-                return self.violation(f"{fields['holder']}'s refresh of {fields['session']}'s lease took over {whose}", owner, event)
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        self._owner[event.session] = record
+
+    @handles(LeaseReleased)
+    def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+        if event.held:
+            self._owner.pop(event.session, None)
+
+    @handles(LeaseRefreshed)
+    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> Violation | None:
+        owner = self._owner.get(event.session)
+        owner_holder = None if owner is None else owner.event.holder  # type: ignore[attr-defined]
+        if owner_holder != event.holder:
+            whose = "a row released before" if owner is None else f"the row of {owner_holder}"
+            return self.violation(f"{event.holder}'s refresh of {event.session}'s lease took over {whose}", owner, record)
         return None
-
-
-COMMITTED = {"commit.archived": "session", "commit.published": "parent"}
 
 
 class CommitHoldsLease(Invariant):
@@ -219,46 +238,72 @@ class CommitHoldsLease(Invariant):
     races = ("R25",)
     description = "A commit transaction lands only while its attempt holds an unexpired lease on the session it commits."
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        if event.kind not in COMMITTED:
-            return None
-        session, attempt = event.fields[COMMITTED[event.kind]], event.fields["attempt"]
+    @handles(CommitArchived)
+    def archived(self, event: CommitArchived, record: HistoryEvent) -> Violation | None:
+        return self._check(event.session, event.attempt, record)
+
+    @handles(CommitPublished)
+    def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
+        return self._check(event.parent, event.attempt, record)
+
+    def _check(self, session: SessionId, attempt: AttemptId, record: HistoryEvent) -> Violation | None:
         row = self.system.store.lease_row(session)
-        if row is None or attempt_of_holder(row.holder) != attempt or row.expires_at <= event.time:
+        if row is None or HolderId(row.holder).attempt != attempt or row.expires_at <= record.time:
             held = "no lease row" if row is None else f"the lease row of {row.holder}, expiring at {row.expires_at:g}s"
-            return self.violation(f"attempt {attempt} committed ({event.kind}) on {session} while it found {held}", event)
+            return self.violation(f"attempt {attempt} committed ({record.kind}) on {session} while it found {held}", record)
         return None
 
 
 class RetryNeverOverlapsLiveWorker(Invariant):
     name = "retry_never_overlaps_live_worker"
     races = ("R25",)
-    description = "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still runs (unless that worker's refresher gave up)."
+    description = (
+        "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still "
+        "runs and its lease has not lapsed (its refresher gave up, or a TTL passed since its last renewal: a "
+        "suspended process)."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._session_of: dict[str, str] = {}  # attempt -> the session whose lease it took
-        self._live: dict[str, HistoryEvent] = {}  # attempt -> its ceiling timeout, until its worker has finished
+        self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
+        self._live: dict[AttemptId, HistoryEvent] = {}  # attempt -> its ceiling timeout, until its worker has finished
+        self._renewed: dict[AttemptId | None, float] = {}  # attempt -> when it last acquired or refreshed its lease
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        kind, fields = event.kind, event.fields
-        attempt = fields.get("attempt") or attempt_of_holder(fields.get("holder") or "")
-        if kind == "lease.acquired":
-            for other, timed_out in self._live.items():
-                if other != attempt and self._session_of.get(other) == fields["session"]:
-                    return self.violation(
-                        f"{fields['holder']} took {fields['session']}'s lease while {other}, timed out at the ceiling, was still running",
-                        timed_out, event,
-                    )
-            self._session_of[attempt] = fields["session"]
-        elif kind == "host.timeout" and fields.get("budget") == "ceiling" and attempt in self._session_of:
-            self._live[attempt] = event
-        elif kind in ("compaction.finished", "lease.expired_giveup"):
-            self._live.pop(attempt, None)
-        elif kind == "process.crashed":
-            process = fields["process"]
-            self._live = {a: e for a, e in self._live.items() if a.rsplit(".", 1)[0] != process}
+    @handles(LeaseRefreshed)
+    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> None:
+        self._renewed[event.holder.attempt] = record.time
+
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> Violation | None:
+        attempt = event.holder.attempt
+        ttl = self.system.config.lease_ttl_s
+        for other, timed_out in self._live.items():
+            lapsed = self._renewed.get(other, -math.inf) + ttl <= record.time
+            if other != attempt and self._session_of.get(other) == event.session and not lapsed:
+                return self.violation(
+                    f"{event.holder} took {event.session}'s lease while {other}, timed out at the ceiling, was still running",
+                    timed_out, record,
+                )
+        self._session_of[attempt] = event.session
+        self._renewed[attempt] = record.time
         return None
+
+    @handles(HostTimeout)
+    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+        if event.budget == "ceiling" and event.attempt in self._session_of:
+            self._live[event.attempt] = record
+
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+        self._live.pop(event.attempt, None)
+
+    @handles(LeaseExpiredGiveup)
+    def gave_up(self, event: LeaseExpiredGiveup, record: HistoryEvent) -> None:
+        self._live.pop(event.holder.attempt, None)  # type: ignore[arg-type]
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._live = forget_process(self._live, event.process)
 
 
 class SummaryStartsUnderLease(Invariant):
@@ -268,13 +313,67 @@ class SummaryStartsUnderLease(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._holding: set[str] = set()
+        self._holding: set[AttemptId | None] = set()
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        if event.kind == "lease.acquired":
-            self._holding.add(attempt_of_holder(event.fields["holder"]))
-        elif event.kind == "lease.released":
-            self._holding.discard(attempt_of_holder(event.fields["holder"]))
-        elif event.kind == "compaction.summary_started" and event.fields.get("attempt") not in self._holding:
-            return self.violation(f"attempt {event.fields.get('attempt')} started its summary without holding the lease", event)
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        self._holding.add(event.holder.attempt)
+
+    @handles(LeaseReleased)
+    def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+        self._holding.discard(event.holder.attempt)
+
+    @handles(CompactionSummaryStarted)
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+        if event.attempt not in self._holding:
+            return self.violation(f"attempt {event.attempt} started its summary without holding the lease", record)
+        return None
+
+
+class AbandonedAttemptFreesLease(Invariant):
+    name = "abandoned_attempt_frees_lease"
+    races = ("R1", "R3", "R25")
+    description = (
+        "No attempt sits out behind the lease of an attempt that has finished, or whose host has returned from an "
+        "idle timeout on it, unless releasing that lease failed (only the total ceiling keeps a live worker's lease)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._idle_timeouts: set[AttemptId] = set()
+        self._abandoned: dict[AttemptId, HistoryEvent] = {}  # attempt -> the event after which it holds nothing
+        self._release_failed: set[HolderId] = set()  # holders whose release raised: their row may stay until its TTL
+
+    @handles(HostTimeout)
+    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+        if event.budget == "idle":
+            self._idle_timeouts.add(event.attempt)
+
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+        self._abandoned.setdefault(event.attempt, record)
+
+    @handles(HostReturned)
+    def host_returned(self, event: HostReturned, record: HistoryEvent) -> None:
+        if event.attempt in self._idle_timeouts:
+            self._abandoned.setdefault(event.attempt, record)
+
+    @handles(LeaseReleaseFailed)
+    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent) -> None:
+        self._release_failed.add(event.holder)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        # a restarted process numbers its attempts from 1 again; a dead holder is dead_holder_reclaimable's
+        self._abandoned = forget_process(self._abandoned, event.process)
+
+    @handles(LeaseContended)
+    def contended(self, event: LeaseContended, record: HistoryEvent) -> Violation | None:
+        row = self.system.store.lease_row(event.session)
+        owner = None if row is None else HolderId(row.holder).attempt
+        if owner in self._abandoned and row.holder not in self._release_failed:
+            return self.violation(
+                f"{event.holder} sat out behind the lease of {owner}, which its attempt had left behind "
+                f"({self._abandoned[owner].kind})", self._abandoned[owner], record,
+            )
         return None

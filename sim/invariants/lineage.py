@@ -4,14 +4,27 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from sim.history import HistoryEvent
-from sim.invariants.base import Invariant, Violation, attempt_of_holder
+from contract.events import (
+    AppendFailed,
+    AppendOk,
+    CommitPublished,
+    CompactionSummaryStarted,
+    Event,
+    ExternalRotated,
+    FrontendSessionEnded,
+    FrontendTurnFailed,
+    HostReturned,
+    LeaseAcquired,
+    ProcessCrashed,
+    SessionAdopted,
+    SessionReopened,
+)
+from contract.history import HistoryEvent
+from contract.ids import AttemptId, SessionId
+from sim.invariants.base import Invariant, Violation, forget_process, handles
 
 # Events after which the lineage in the store may have changed.
-LINEAGE_EVENTS = (
-    "commit.published", "session.reopened", "session.adopted", "process.crashed", "frontend.session_ended",
-    "external.rotated",
-)
+LINEAGE_EVENTS = (CommitPublished, SessionReopened, SessionAdopted, ProcessCrashed, FrontendSessionEnded, ExternalRotated)
 
 
 def _is_fork(row: Any) -> bool:
@@ -40,13 +53,14 @@ def lineage_roots(store: Any) -> dict[str, str]:
 class _LineageCheck(Invariant):
     """Run a store check after each lineage-changing event and at the end."""
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        return self.check(event) if event.kind in LINEAGE_EVENTS else None
+    @handles(*LINEAGE_EVENTS)
+    def lineage_changed(self, event: Event, record: HistoryEvent) -> Violation | None:
+        return self.check(record)
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         return self.check(history[-1] if history else None)
 
-    def check(self, event: HistoryEvent | None) -> Violation | None:
+    def check(self, record: HistoryEvent | None) -> Violation | None:
         raise NotImplementedError
 
 
@@ -55,7 +69,7 @@ class SingleLiveHead(_LineageCheck):
     races = ("R16", "R19", "R20")
     description = "Each compression lineage has at most one live (open) session."
 
-    def check(self, event: HistoryEvent | None) -> Violation | None:
+    def check(self, record: HistoryEvent | None) -> Violation | None:
         store = self.system.store
         live: dict[str, list[str]] = {}
         for sid, root in lineage_roots(store).items():
@@ -63,7 +77,7 @@ class SingleLiveHead(_LineageCheck):
                 live.setdefault(root, []).append(sid)
         for root, heads in sorted(live.items()):
             if len(heads) > 1:
-                return self.violation(f"lineage of {root} has {len(heads)} live heads: {', '.join(sorted(heads))}", event)
+                return self.violation(f"lineage of {root} has {len(heads)} live heads: {', '.join(sorted(heads))}", record)
         return None
 
 
@@ -72,12 +86,12 @@ class OneContinuationPerParent(_LineageCheck):
     races = ("R19",)
     description = "A session closed by compression has exactly one continuation child, never two."
 
-    def check(self, event: HistoryEvent | None) -> Violation | None:
+    def check(self, record: HistoryEvent | None) -> Violation | None:
         store = self.system.store
         for sid in store.session_ids():
             children = continuations(store, sid)
             if len(children) > 1:
-                return self.violation(f"{sid} has {len(children)} continuations: {', '.join(sorted(children))}", event)
+                return self.violation(f"{sid} has {len(children)} continuations: {', '.join(sorted(children))}", record)
         return None
 
 
@@ -86,12 +100,12 @@ class NoOrphanParent(_LineageCheck):
     races = ("R20",)
     description = "No reader ever sees a session closed by compression without a continuation child."
 
-    def check(self, event: HistoryEvent | None) -> Violation | None:
+    def check(self, record: HistoryEvent | None) -> Violation | None:
         store = self.system.store
         for sid in store.session_ids():
             row = store.get_session(sid)
             if row.end_reason == "compression" and not continuations(store, sid):
-                return self.violation(f"{sid} is closed by compression but has no continuation", event)
+                return self.violation(f"{sid} is closed by compression but has no continuation", record)
         return None
 
 
@@ -100,11 +114,12 @@ class CallerSessionFollowsRotation(Invariant):
     races = ("R18",)
     description = "When a compression returns to the host, the host's own session binding equals the agent's session."
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        if event.kind == "host.returned" and event.fields["caller_session"] != event.fields["session"]:
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+        if event.caller_session != event.session:
             return self.violation(
-                f"after attempt {event.fields['attempt']} the host is still bound to {event.fields['caller_session']} "
-                f"but the agent moved to {event.fields['session']}", event,
+                f"after attempt {event.attempt} the host is still bound to {event.caller_session} "
+                f"but the agent moved to {event.session}", record,
             )
         return None
 
@@ -126,20 +141,29 @@ class DeliberateEndIsFinal(_LineageCheck):
         self._ended: dict[str, tuple[str, HistoryEvent | None]] = {}
         self._seeded = False
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        if not self._seeded:
-            self._seed()
-        if event.kind == "frontend.session_ended":
-            session, reason = event.fields["session"], event.fields.get("reason")
-            if reason is None:  # the frontend's default stamp: read what it wrote
-                row = self.system.store.get_session(session)
-                reason = None if row is None else row.end_reason
-            if reason in DELIBERATE_END_REASONS:
-                self._ended.setdefault(session, (reason, event))
-        return super().on_event(event)
+    @handles(Event)
+    def any_event(self, event: Event, record: HistoryEvent) -> None:
+        self._seed()
+
+    def lineage_changed(self, event: Event, record: HistoryEvent) -> Violation | None:
+        self._seed()
+        return self.check(record)
+
+    @handles(FrontendSessionEnded)
+    def session_ended(self, event: FrontendSessionEnded, record: HistoryEvent) -> Violation | None:
+        self._seed()
+        reason = event.reason
+        if reason is None:  # the frontend's default stamp: read what it wrote
+            row = self.system.store.get_session(event.session)
+            reason = None if row is None else row.end_reason
+        if reason in DELIBERATE_END_REASONS:
+            self._ended.setdefault(event.session, (reason, record))
+        return self.check(record)
 
     def _seed(self) -> None:
         """Sessions the world starts with already ended on purpose (once the store has sessions at all)."""
+        if self._seeded:
+            return
         store = self.system.store
         for sid in store.session_ids():
             self._seeded = True
@@ -147,13 +171,13 @@ class DeliberateEndIsFinal(_LineageCheck):
             if row.end_reason in DELIBERATE_END_REASONS:
                 self._ended.setdefault(sid, (row.end_reason, None))
 
-    def check(self, event: HistoryEvent | None) -> Violation | None:
+    def check(self, record: HistoryEvent | None) -> Violation | None:
         store = self.system.store
         for sid, (reason, ended) in sorted(self._ended.items()):
             row = store.get_session(sid)
             if row.ended_at is None or row.end_reason != reason:
                 now = "live again" if row.ended_at is None else f"ended as {row.end_reason}"
-                return self.violation(f"{sid} was ended on purpose ({reason}) but is now {now}", ended, event)
+                return self.violation(f"{sid} was ended on purpose ({reason}) but is now {now}", ended, record)
         return None
 
 
@@ -164,25 +188,30 @@ class ClosedWriteAdoptsLiveTip(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._closed: dict[str, tuple[HistoryEvent, str]] = {}
+        self._closed: dict[str, tuple[HistoryEvent, str]] = {}  # task -> its failed append, and the live head
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        fields = event.fields
-        if event.kind == "append.failed" and fields.get("error") == "SessionClosedByCompression" and fields.get("writer") is None:
-            head = self._live_head(fields.get("session"))
+    @handles(AppendFailed)
+    def append_failed(self, event: AppendFailed, record: HistoryEvent) -> None:
+        if event.error == "SessionClosedByCompression" and event.writer is None:
+            head = self._live_head(event.session)
             if head is not None:
-                self._closed[event.task] = (event, head)
-        elif event.kind == "append.ok":
-            self._closed.pop(event.task, None)
-        elif event.kind == "frontend.turn_failed" and event.task in self._closed:
-            closed, head = self._closed.pop(event.task)
-            return self.violation(
-                f"the turn failed writing to {closed.fields['session']}, closed by compression, although its lineage "
-                f"continues live in {head}", closed, event,
-            )
-        return None
+                self._closed[record.task] = (record, head)
 
-    def _live_head(self, session: str | None) -> str | None:
+    @handles(AppendOk)
+    def appended(self, event: AppendOk, record: HistoryEvent) -> None:
+        self._closed.pop(record.task, None)
+
+    @handles(FrontendTurnFailed)
+    def turn_failed(self, event: FrontendTurnFailed, record: HistoryEvent) -> Violation | None:
+        if record.task not in self._closed:
+            return None
+        closed, head = self._closed.pop(record.task)
+        return self.violation(
+            f"the turn failed writing to {closed.event.session}, closed by compression, although its lineage "  # type: ignore[attr-defined]
+            f"continues live in {head}", closed, record,
+        )
+
+    def _live_head(self, session: SessionId | None) -> str | None:
         """The live session of `session`'s lineage other than itself, found by walking parents (not the store's tip walk)."""
         store = self.system.store
         roots = lineage_roots(store)
@@ -199,22 +228,25 @@ class LateContenderAdopts(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._on_closed: dict[str, HistoryEvent] = {}
+        self._on_closed: dict[AttemptId, HistoryEvent] = {}
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        fields = event.fields
-        if event.kind == "lease.acquired":
-            row = self.system.store.get_session(fields["session"])
-            if row is not None and row.end_reason == "compression":
-                self._on_closed[attempt_of_holder(fields["holder"]) or ""] = event
-        elif event.kind == "compaction.summary_started" and fields["attempt"] in self._on_closed:
-            acquired = self._on_closed[fields["attempt"]]
-            return self.violation(
-                f"attempt {fields['attempt']} took the lease of {acquired.fields['session']}, already closed by compression, "
-                "and went on to summarize it instead of adopting its tip", acquired, event,
-            )
-        elif event.kind == "process.crashed":
-            # a restarted process numbers its attempts from 1 again
-            process = fields["process"]
-            self._on_closed = {a: e for a, e in self._on_closed.items() if a.rsplit(".", 1)[0] != process}
-        return None
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        row = self.system.store.get_session(event.session)
+        attempt = event.holder.attempt
+        if attempt is not None and row is not None and row.end_reason == "compression":
+            self._on_closed[attempt] = record
+
+    @handles(CompactionSummaryStarted)
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+        acquired = self._on_closed.get(event.attempt)
+        if acquired is None:
+            return None
+        return self.violation(
+            f"attempt {event.attempt} took the lease of {acquired.event.session}, already closed by compression, "  # type: ignore[attr-defined]
+            "and went on to summarize it instead of adopting its tip", acquired, record,
+        )
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._on_closed = forget_process(self._on_closed, event.process)

@@ -5,8 +5,22 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Sequence
 
-from sim.history import HistoryEvent
-from sim.invariants.base import Invariant, Violation
+from contract.events import (
+    AppendOk,
+    AttemptClaimed,
+    CommitArchived,
+    CommitPublished,
+    CompactionFinished,
+    CompactionInput,
+    CompactionWatermark,
+    CompactionWatermarkFailed,
+    FrontendTurnSubmitted,
+    HostReturned,
+    TurnPersisted,
+)
+from contract.history import HistoryEvent
+from contract.ids import AttemptId, SessionId
+from sim.invariants.base import Invariant, Violation, handles
 from sim.invariants.lineage import lineage_roots
 
 NOT_COMMITTED = ("failed", "error", "unchanged")
@@ -36,15 +50,14 @@ class NoDuplicatePersistedTurn(Invariant):
     races = ("R10", "R12")
     description = "No logical message (role, content, timestamp) is active twice in a live session."
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        if event.kind in ("append.ok", "commit.archived", "commit.published"):
-            return self._check(event)
-        return None
+    @handles(AppendOk, CommitArchived, CommitPublished)
+    def written(self, event: AppendOk | CommitArchived | CommitPublished, record: HistoryEvent) -> Violation | None:
+        return self._check(record)
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         return self._check(history[-1] if history else None)
 
-    def _check(self, event: HistoryEvent | None) -> Violation | None:
+    def _check(self, record: HistoryEvent | None) -> Violation | None:
         store = self.system.store
         for row in store.live_sessions():
             counts = Counter(payload(message) for message in store.active_messages(row.id))
@@ -53,7 +66,7 @@ class NoDuplicatePersistedTurn(Invariant):
                 role, content, _ = duplicated[0]
                 return self.violation(
                     f"session {row.id} holds {counts[duplicated[0]]} active copies of the {role} message {content[:40]!r}",
-                    event,
+                    record,
                 )
         return None
 
@@ -61,44 +74,88 @@ class NoDuplicatePersistedTurn(Invariant):
 class AcknowledgedAppendsSurvive(Invariant):
     name = "acknowledged_appends_survive"
     races = ("R14", "R12")
-    description = "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one if ended on purpose), or was summarized by a commit whose watermark covers it."
+    description = (
+        "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one "
+        "if ended on purpose), or the first commit on its session after it summarized it under a watermark that "
+        "covers it (a copy that commit cloned onward is followed the same way)."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._acknowledged: list[HistoryEvent] = []
-        self._watermarks: dict[str, tuple[str, float]] = {}
-        self._covered: dict[str, float] = {}
+        self._acknowledged: list[tuple[TurnPersisted, HistoryEvent]] = []
+        self._appended_at: dict[int, int] = {}  # row id -> the seq of the append that wrote it
+        self._watermarks: dict[AttemptId, tuple[SessionId, int]] = {}
+        self._commits: dict[SessionId, list[tuple[int, int]]] = {}  # session -> (seq, watermark) of each commit on it
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        fields = event.fields
-        if event.kind == "turn.persisted":
-            self._acknowledged.append(event)
-        elif event.kind == "compaction.watermark":
-            watermark = fields["watermark"]
-            if watermark is None:  # not captured: the attempt still knew of no row appended after this moment
-                watermark = self.system.store.active_watermark(fields["session"])
-            self._watermarks[fields["attempt"]] = (fields["session"], watermark)
-        elif event.kind in ("commit.archived", "commit.published") and fields["attempt"] in self._watermarks:
-            session, watermark = self._watermarks[fields["attempt"]]
-            self._covered[session] = max(self._covered.get(session, 0), watermark)
-        return None
+    @handles(TurnPersisted)
+    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
+        self._acknowledged.append((event, record))
+
+    @handles(AppendOk)
+    def appended(self, event: AppendOk, record: HistoryEvent) -> None:
+        self._appended_at.update(dict.fromkeys(event.ids, record.seq))
+
+    @handles(CompactionWatermark)
+    def watermark(self, event: CompactionWatermark, record: HistoryEvent) -> None:
+        self._capture(event.session, event.attempt, event.watermark)
+
+    @handles(CompactionWatermarkFailed)
+    def watermark_failed(self, event: CompactionWatermarkFailed, record: HistoryEvent) -> None:
+        self._capture(event.session, event.attempt, None)
+
+    def _capture(self, session: SessionId, attempt: AttemptId, watermark: int | None) -> None:
+        if watermark is None:  # not captured: the attempt still knew of no row appended after this moment
+            watermark = self.system.store.active_watermark(session)
+        self._watermarks[attempt] = (session, watermark)
+
+    @handles(CommitArchived)
+    def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
+        self._commit(event.session, event.attempt, record)
+
+    @handles(CommitPublished)
+    def published(self, event: CommitPublished, record: HistoryEvent) -> None:
+        self._commit(event.parent, event.attempt, record)
+
+    def _commit(self, session: SessionId, attempt: AttemptId, record: HistoryEvent) -> None:
+        captured = self._watermarks.get(attempt)
+        watermark = captured[1] if captured is not None and captured[0] == session else 0
+        self._commits.setdefault(session, []).append((record.seq, watermark))
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         store = self.system.store
         roots = lineage_roots(store)
         heads = live_sessions_by_root(store)
-        rows = {row.id: row for sid in roots for row in store.all_messages(sid)}
+        copies: dict[tuple[str, tuple[str, str, float]], list[Any]] = {}
+        for sid in roots:
+            for row in store.all_messages(sid):
+                copies.setdefault((roots[sid], payload(row)), []).append(row)
+        rows = {row.id: row for same in copies.values() for row in same}
         live_payloads = {root: {payload(m) for sid in sids for m in store.active_messages(sid)} for root, sids in heads.items()}
-        for event in self._acknowledged:
-            row = rows.get(event.fields["row"])
-            if row is None or row.id <= self._covered.get(row.session_id, 0):
+        for event, record in self._acknowledged:
+            row = rows.get(event.row)
+            if row is None or payload(row) in live_payloads.get(roots[row.session_id], set()):
                 continue
-            if payload(row) not in live_payloads.get(roots.get(row.session_id, ""), set()):
+            since = self._appended_at.get(row.id, record.seq)
+            if not self._summarized(row, since, sorted(copies[(roots[row.session_id], payload(row))], key=lambda r: r.id)):
                 return self.violation(
                     f"acknowledged {row.role} row {row.id} ({row.content[:40]!r}) is not active in the live head of its lineage "
-                    "and no committed summary covers it", event,
+                    "and no commit that found it live summarized it", record,
                 )
         return None
+
+    def _summarized(self, row: Any, since: int, same_payload: list[Any]) -> bool:
+        """Whether the first commit on the row's session after `since` summarized it under a covering
+        watermark; a row that commit superseded instead (cloned onward) is judged by its next copy."""
+        while True:
+            commit = next(((seq, wm) for seq, wm in self._commits.get(row.session_id, []) if seq > since), None)
+            if commit is None:
+                return False
+            if row.compacted:
+                return row.id <= commit[1]
+            later = [copy for copy in same_payload if copy.id > row.id]
+            if not later:
+                return False
+            row, since = later[0], commit[0]
 
 
 class AbortedAttemptLeavesParentUnchanged(Invariant):
@@ -108,23 +165,28 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._worker_of: dict[str, str] = {}
-        self._appends: dict[str, list[HistoryEvent]] = {}
+        self._worker_of: dict[str, AttemptId] = {}  # the worker task -> its attempt
+        self._appends: dict[AttemptId, list[tuple[AppendOk, HistoryEvent]]] = {}
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        if event.kind == "attempt.claimed":
-            self._worker_of[event.task] = event.fields["attempt"]
-        elif event.kind == "append.ok" and event.task in self._worker_of:
-            self._appends.setdefault(self._worker_of[event.task], []).append(event)
-        elif event.kind == "compaction.finished" and event.fields["status"] in NOT_COMMITTED:
-            appends = self._appends.get(event.fields["attempt"])
-            if appends:
-                return self.violation(
-                    f"attempt {event.fields['attempt']} ended {event.fields['status']} but had appended "
-                    f"{sum(len(a.fields['ids']) for a in appends)} rows to {appends[0].fields['session']}",
-                    *appends, event,
-                )
-        return None
+    @handles(AttemptClaimed)
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
+        self._worker_of[record.task] = event.attempt
+
+    @handles(AppendOk)
+    def appended(self, event: AppendOk, record: HistoryEvent) -> None:
+        if record.task in self._worker_of:
+            self._appends.setdefault(self._worker_of[record.task], []).append((event, record))
+
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent) -> Violation | None:
+        appends = self._appends.get(event.attempt) if event.status in NOT_COMMITTED else None
+        if not appends:
+            return None
+        return self.violation(
+            f"attempt {event.attempt} ended {event.status} but had appended "
+            f"{sum(len(append.ids) for append, _ in appends)} rows to {appends[0][0].session}",
+            *(appended for _, appended in appends), record,
+        )
 
 
 class CallerTranscriptOnlyThroughCommit(Invariant):
@@ -132,13 +194,10 @@ class CallerTranscriptOnlyThroughCommit(Invariant):
     races = ("R4", "R12")
     description = "When a compression returns without committing, the caller's transcript is exactly what it was before."
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        fields = event.fields
-        if event.kind == "host.returned" and fields["status"] not in ("committed", "rotated", "adopted"):
-            if fields.get("transcript_before") != fields.get("transcript_after"):
-                return self.violation(
-                    f"attempt {fields['attempt']} returned {fields['status']} but the caller's transcript changed", event,
-                )
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+        if event.status not in ("committed", "rotated", "adopted") and event.transcript_before != event.transcript_after:
+            return self.violation(f"attempt {event.attempt} returned {event.status} but the caller's transcript changed", record)
         return None
 
 
@@ -149,30 +208,33 @@ class RewindSlotsStayUnderWatermark(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._watermarks: dict[str, HistoryEvent] = {}
+        self._watermarks: dict[AttemptId, tuple[int, HistoryEvent]] = {}
         self._retired_up_to: dict[str, int] = {}  # per session: the newest row an earlier commit retired
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        fields = event.fields
-        if event.kind == "compaction.watermark" and fields["watermark"] is not None:
-            self._watermarks[fields["attempt"]] = event
-        elif event.kind == "commit.archived":
-            session, captured = fields["session"], self._watermarks.pop(fields["attempt"], None)
-            rows = self.system.store.all_messages(session)
-            floor = self._retired_up_to.get(session, 0)
-            self._retired_up_to[session] = max((row.id for row in rows if not row.active), default=floor)
-            count = self.system.config.tail_count
-            if captured is None or count <= 0:
-                return None
-            # the rows this commit found active at or below its watermark; the newest `count` are its rewind slots
-            under = [row for row in rows if floor < row.id <= captured.fields["watermark"]]
-            summarized = [row for row in under[-count:] if row.compacted]
-            if summarized:
-                row = summarized[0]
-                return self.violation(
-                    f"attempt {fields['attempt']} marked its carried tail row {row.id} ({row.content[:40]!r}) summarized: "
-                    "a row appended above its watermark took the rewind slot", captured, event,
-                )
+    @handles(CompactionWatermark)
+    def watermark(self, event: CompactionWatermark, record: HistoryEvent) -> None:
+        if event.watermark is not None:
+            self._watermarks[event.attempt] = (event.watermark, record)
+
+    @handles(CommitArchived)
+    def archived(self, event: CommitArchived, record: HistoryEvent) -> Violation | None:
+        session, captured = event.session, self._watermarks.pop(event.attempt, None)
+        rows = self.system.store.all_messages(session)
+        floor = self._retired_up_to.get(session, 0)
+        self._retired_up_to[session] = max((row.id for row in rows if not row.active), default=floor)
+        count = self.system.config.tail_count
+        if captured is None or count <= 0:
+            return None
+        watermark, captured_at = captured
+        # the rows this commit found active at or below its watermark; the newest `count` are its rewind slots
+        under = [row for row in rows if floor < row.id <= watermark]
+        summarized = [row for row in under[-count:] if row.compacted]
+        if summarized:
+            row = summarized[0]
+            return self.violation(
+                f"attempt {event.attempt} marked its carried tail row {row.id} ({row.content[:40]!r}) summarized: "
+                "a row appended above its watermark took the rewind slot", captured_at, record,
+            )
         return None
 
 
@@ -181,17 +243,17 @@ class DurableMessagesMatchRows(Invariant):
     races = ("R4",)
     description = "Every message an agent holds as already durable says exactly what its row says: nothing edits the live transcript in place."
 
-    def on_event(self, event: HistoryEvent) -> Violation | None:
-        return self._check(event) if event.kind == "host.returned" else None
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+        return self._check(record)
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         return self._check(history[-1] if history else None)
 
-    def _check(self, event: HistoryEvent | None) -> Violation | None:
-        agents = getattr(self.system, "agents", {})  # the system's agents by name (each slot has .agent)
+    def _check(self, record: HistoryEvent | None) -> Violation | None:
         store = self.system.store
         rows = None
-        for name, slot in sorted(agents.items()):
+        for name, slot in sorted(self.system.agents.items()):
             for message in slot.agent.messages:
                 row_id = message.get("_row_id")
                 if row_id is None:
@@ -205,7 +267,7 @@ class DurableMessagesMatchRows(Invariant):
                         f"the row is a {row.role} message of {len(row.content or '')} chars at t={row.timestamp}")
                     return self.violation(
                         f"agent {name} holds a {held[0]} message of {len(str(held[1]))} chars at t={held[2]} as durable "
-                        f"row {row_id}, but {found}: the live transcript was edited in place", event,
+                        f"row {row_id}, but {found}: the live transcript was edited in place", record,
                     )
         return None
 
@@ -231,18 +293,71 @@ class CompletedTurnPersistsUserMessage(Invariant):
     description = "A frontend turn that persisted its reply also made its user message durable (a user row with that text)."
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
-        submitted: dict[str, HistoryEvent] = {}  # task -> its open turn
-        answered: list[tuple[HistoryEvent, HistoryEvent]] = []
-        for event in history:
-            if event.kind == "frontend.turn_submitted":
-                submitted[event.task] = event
-            elif event.kind == "turn.persisted" and event.fields.get("role") == "assistant" and event.task in submitted:
-                answered.append((submitted.pop(event.task), event))
+        submitted: dict[str, tuple[str, HistoryEvent]] = {}  # task -> the text of its open turn, and the turn
+        answered: list[tuple[str, HistoryEvent, HistoryEvent]] = []
+        for record in history:
+            event = record.event
+            if isinstance(event, FrontendTurnSubmitted):
+                submitted[record.task] = (event.text, record)
+            elif isinstance(event, TurnPersisted) and event.role == "assistant" and record.task in submitted:
+                answered.append((*submitted.pop(record.task), record))
         if not answered:
             return None
         store = self.system.store
         durable = {(row.role, row.content) for sid in store.session_ids() for row in store.all_messages(sid)}
-        for turn, reply in answered:
-            if ("user", turn.fields.get("text")) not in durable:
-                return self.violation(f"the turn {turn.fields.get('text')!r} persisted its reply but no user row holds its text", turn, reply)
+        for text, turn, reply in answered:
+            if ("user", text) not in durable:
+                return self.violation(f"the turn {text!r} persisted its reply but no user row holds its text", turn, reply)
+        return None
+
+
+class ArchivedRowsWereInInput(Invariant):
+    name = "archived_rows_were_in_input"
+    races = ("R14",)
+    description = (
+        "A commit retires only rows its attempt worked from: a row at or below the attempt's watermark that was "
+        "not in its input is neither summarized nor carried, so the commit loses it (in place: archived; by "
+        "rotation: left behind in the closed parent)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        # attempt -> (its rows, rows retired before, the event)
+        self._input: dict[AttemptId, tuple[set[int], set[int], HistoryEvent]] = {}
+        self._watermark: dict[AttemptId, int] = {}
+
+    @handles(CompactionWatermark)
+    def watermark(self, event: CompactionWatermark, record: HistoryEvent) -> None:
+        watermark = event.watermark
+        self._watermark[event.attempt] = self.system.store.active_watermark(event.session) if watermark is None else watermark
+
+    @handles(CompactionInput)
+    def input(self, event: CompactionInput, record: HistoryEvent) -> None:
+        retired = {row.id for row in self.system.store.all_messages(event.session) if not row.active}
+        self._input[event.attempt] = (set(event.rows), retired, record)
+
+    @handles(CommitArchived)
+    def archived(self, event: CommitArchived, record: HistoryEvent) -> Violation | None:
+        return self._judge(event.attempt, event.session, record, in_place=True)
+
+    @handles(CommitPublished)
+    def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
+        return self._judge(event.attempt, event.parent, record, in_place=False)
+
+    def _judge(self, attempt: AttemptId, session: SessionId, commit: HistoryEvent, *, in_place: bool) -> Violation | None:
+        if attempt not in self._input or attempt not in self._watermark:
+            return None
+        rows, retired_before, seen = self._input[attempt]
+        store, watermark = self.system.store, self._watermark[attempt]
+        if in_place:
+            retired = [row for row in store.all_messages(session) if not row.active and row.id not in retired_before]
+        else:
+            retired = store.active_messages(session)
+        unseen = [row for row in retired if row.id <= watermark and row.id not in rows]
+        if unseen:
+            row = unseen[0]
+            return self.violation(
+                f"attempt {attempt}'s commit dropped {row.role} row {row.id} ({row.content[:40]!r}) of {session}: it is "
+                f"at or below the watermark {watermark} but was not in the attempt's input", seen, commit,
+            )
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
+from contract.events.runtime import IsolatedAbandoned, IsolatedDiscarded
 from sim.kernel.scheduler import Task, park_trap
 
 if TYPE_CHECKING:
@@ -43,13 +44,13 @@ class IsolatedCall:
     def _abandon(self) -> bool:
         self._abandoned = True
         assert self._caller is not None
-        self._kernel.record("isolated.abandoned", self._caller.name, {"call": self._label})
+        self._kernel.record(IsolatedAbandoned(call=self._label), self._caller.name)
         return True
 
     def _worker_done(self, task: Task, value: Any, exc: BaseException | None) -> None:
         self._worker = None  # the worker refers to this call through on_done: no cycle left behind
         if self._abandoned:
-            self._kernel.record("isolated.discarded", task.name, {"call": self._label, "failed": exc is not None})
+            self._kernel.record(IsolatedDiscarded(call=self._label, failed=exc is not None), task.name)
             return
         self._value, self._error = value, exc
         assert self._caller is not None

@@ -14,6 +14,8 @@ import os
 import types
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Protocol, Sequence
 
+from contract.events.base import Event
+from contract.events.runtime import TaskExit, TaskSpawn
 from sim.history import HistoryEvent
 from sim.kernel.deadlock import blocked_task, wait_for
 from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock
@@ -154,7 +156,7 @@ class Kernel:
         self._next_tid += 1
         self.alive[task.tid] = task
         self.runnable.append(task)
-        self.record("task.spawn", name, {})
+        self.record(TaskSpawn(), name)
         return task
 
     def reschedule(self, task: Task, value: Any = None, exc: BaseException | None = None) -> None:
@@ -169,24 +171,22 @@ class Kernel:
     def _finish(self, task: Task, value: Any, exc: BaseException | None) -> None:
         task.done = True
         del self.alive[task.tid]
-        if exc is None:
-            self.record("task.exit", task.name, {})
-        else:
+        if exc is not None:
             self.task_errors.append((task.name, exc))
-            self.record("task.exit", task.name, {"error": type(exc).__name__})
+        self.record(TaskExit(error=None if exc is None else type(exc).__name__), task.name)
         if task.on_done is not None:
             task.on_done(task, value, exc)
 
-    def record(self, kind: str, task: str, fields: dict[str, Any]) -> None:
+    def record(self, event: Event, task: str) -> None:
         """Append one typed event to the run's history, stamped with virtual time, and tell the listeners.
 
         Listeners (fault triggers, invariant checkers) see each event as it happens, which is how safety
         properties are checked after every step that changed something observable.
         """
-        event = HistoryEvent(len(self.history), self.now_s, task, kind, fields)
-        self.history.append(event)
+        recorded = HistoryEvent(len(self.history), self.now_s, task, event)
+        self.history.append(recorded)
         for listener in self.listeners:
-            listener(event)
+            listener(recorded)
 
     def current_name(self) -> str:
         return "kernel" if self.current is None else self.current.name

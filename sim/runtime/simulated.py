@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
+from contract.events.base import Event
 from sim.kernel.cancel import CancelScope, FailAfter
 from sim.kernel.errors import Cancelled, EndOfChannel, TooSlowError
 from sim.kernel.isolated import IsolatedCall
@@ -109,8 +110,8 @@ class SimRuntime:
         await checkpoint_trap()
         return fn(*args)
 
-    def emit(self, kind: str, **fields: Any) -> None:
-        self._kernel.record(kind, self._kernel.current_name(), fields)
+    def emit(self, event: Event) -> None:
+        self._kernel.record(event, self._kernel.current_name())
 
     def current_task_name(self) -> str:
         return self._kernel.current_name()

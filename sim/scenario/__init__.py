@@ -1,14 +1,17 @@
 """Scenario files: load and validate them into frozen `Scenario` values, or fail with one `ScenarioError`.
 
-`schema` holds the declarative key specs (fault kinds declare their parameters with them), `loader` the
-scenario file's keys and the loading, `model` the loaded values, `docs` the key reference rendered from
-the specs.
+`model` holds the loaded values, each field declaring the key it is read from and its spec (`declare` binds
+the two and derives the tables); `schema` holds the spec vocabulary (a fault kind's parameter declarations
+become specs there), `loader` the reading, the derived defaults and the cross-key rules, `docs` the key
+reference rendered from the tables. The scenario harness that runs a loaded scenario is `system` and its
+parts (`builder`, `crash`, `drives`, `fault_context`, `view`), driven by `runner`.
 """
 
 from sim.scenario.errors import ScenarioError
 from sim.scenario.loader import ScenarioRegistry, load_paths, load_scenario
 from sim.scenario.model import (
     AgentSpec,
+    DriveAction,
     DriveSpec,
     ExpectSpec,
     ExploreSpec,
@@ -20,6 +23,6 @@ from sim.scenario.model import (
 )
 
 __all__ = [
-    "AgentSpec", "DriveSpec", "ExpectSpec", "ExploreSpec", "FaultSpec", "Scenario", "ScenarioError",
+    "AgentSpec", "DriveAction", "DriveSpec", "ExpectSpec", "ExploreSpec", "FaultSpec", "Scenario", "ScenarioError",
     "ScenarioRegistry", "SessionSpec", "TriggerSpec", "WorldSpec", "load_paths", "load_scenario",
 ]

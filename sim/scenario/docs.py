@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sim.scenario.loader import SCENARIO
+from sim.scenario.model import SCENARIO
 from sim.scenario.schema import REQUIRED, Derived, ListOf, Spec, Table, TaggedTable
 
 

@@ -6,9 +6,10 @@ The seeds come from a shard of the seed space (`sim.search`), so machines need n
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from sim.scenario.model import Scenario
-from sim.scenario.runner import Verdict, explore_seeds
+from sim.scenario.runner import RunReport, Verdict, explore_seeds
 from sim.search import Shard, exhaustion, within_budget
 from sim.strategies.base import Strategy
 from sim.strategies.registry import strategy_for
@@ -36,8 +37,12 @@ def explore(
     shard: Shard = Shard(),
     runs: int | None = None,
     time_budget_s: float | None = None,
+    on_run: Callable[[RunReport], None] | None = None,
 ) -> Exploration:
-    """Run this shard's seeds until the first violation, `runs` runs or `time_budget_s` CPU seconds."""
+    """Run this shard's seeds until the first violation, `runs` runs or `time_budget_s` CPU seconds.
+
+    `on_run` hears of each finished run (progress lines).
+    """
     searcher = strategy_for(strategy)
     seeds = within_budget(shard.seeds(first_seed), runs, time_budget_s)
-    return Exploration(explore_seeds(scenario, seeds, searcher), searcher, shard, first_seed)
+    return Exploration(explore_seeds(scenario, seeds, searcher, on_run=on_run), searcher, shard, first_seed)

@@ -1,9 +1,11 @@
 """Scenario files in, validated `Scenario` values out; every mistake becomes one `ScenarioError`.
 
-The keys a file may hold are declared once below (`SCENARIO`), with descriptions and examples that
-`sim.scenario.docs` renders into `scenarios/README.md`. Names that belong to the reference (fault kinds,
-points, events, invariants, config fields, mutants, strategies, coverage marks) come from a registry, so
-the loader catches a misspelt point before a run silently never hits it.
+The keys a file may hold are declared once, on the fields of the dataclasses in `sim.scenario.model` (the
+`SCENARIO` table is derived from them), with descriptions and examples that `sim.scenario.docs` renders into
+`scenarios/README.md`. Names that belong to the reference (fault kinds, points, events, invariants, config
+fields, mutants, strategies, coverage marks) come from a registry, so the loader catches a misspelt point
+before a run silently never hits it. What the loader adds to the checked keys: the defaults derived from
+other keys, and the rules that tie keys across tables.
 """
 
 from __future__ import annotations
@@ -14,41 +16,25 @@ import tomllib
 from pathlib import Path
 from typing import Any, Collection, Iterable, Iterator, Mapping, Protocol
 
+from sim.scenario.declare import build
 from sim.scenario.errors import ScenarioError
 from sim.scenario.model import (
+    FAULT,
+    NAME_PATTERN,
+    NAME_TEXT,
+    SCENARIO,
+    TRIGGER,
     AgentSpec,
+    DriveAction,
     DriveSpec,
     ExpectSpec,
     ExploreSpec,
     FaultSpec,
     Scenario,
     SessionSpec,
-    TriggerSpec,
     WorldSpec,
 )
-from sim.scenario.schema import (
-    Choice,
-    ConfigOverrides,
-    Context,
-    Declared,
-    Derived,
-    Duration,
-    Either,
-    ExactlyOne,
-    Int,
-    JsonTable,
-    ListOf,
-    Location,
-    Probability,
-    Reference,
-    Registered,
-    Spec,
-    Str,
-    Table,
-    TaggedTable,
-    describe,
-    quote,
-)
+from sim.scenario.schema import Context, Location, Spec, describe, quote
 
 
 class ScenarioRegistry(Protocol):
@@ -68,208 +54,6 @@ class ScenarioRegistry(Protocol):
     coverage_marks: Collection[str]
 
 
-NAME_PATTERN = re.compile(r"[a-z0-9_]+")
-NAME_TEXT = "a name of lowercase letters, digits and _"
-COMMANDS = ("compress", "ctrl_c", "end_session", "restart")
-END_SESSION = "end_session"
-
-TRIGGER = Table(
-    "When a drive or fault fires.",
-    title="Trigger keys, in every `[[drive]]` and `[[fault]]`",
-    fields={
-        "at": Duration("Arm at this virtual time after the run starts.", default=None, example='"0s"'),
-        "after_event": Registered(
-            "Arm when the first event of this kind is recorded.",
-            source="events", noun="an event kind", default=None, example='"compaction.summary_started"',
-        ),
-        "nth": Int("Fire at the nth hit of `point` (1 is the first).", min=1, default=None, example="3"),
-        "point": Registered(
-            "A named point in the reference: where `nth` and `probability` count hits, and where a point fault "
-            "(a stall, a DB error) acts. A trailing * selects every point with that prefix.",
-            source="points", noun="a named point", glob=True, default=None, example='"provider.summary"',
-        ),
-        "probability": Probability(
-            "BUGGIFY-style: one draw per run arms the trigger with this chance; armed, it fires at hits of `point`.",
-            default=None, example="0.25",
-        ),
-        "per_hit": Probability(
-            "With `probability`: the chance that an armed trigger fires at each hit of `point`; absent, every hit.",
-            default=None, example="0.5",
-        ),
-        "delay": Duration("Wait this long after the trigger arms before acting.", default="0s", example='"1s"'),
-    },
-    one_of=(ExactlyOne("the trigger", ("at", "after_event", "nth", "probability")),),
-    requires={"nth": ("point",), "probability": ("point",), "per_hit": ("probability",)},
-)
-
-SESSION = Table(
-    "A session that exists when the run starts.",
-    fields={
-        "id": Declared(
-            "Names the session for parents, agents, drives and faults.",
-            namespace="session", noun="a session id", example='"s1"',
-        ),
-        "messages": Int("Messages already in the session.", min=0, default=0, example="40"),
-        "parent": Reference(
-            "The session this one continues (its compression parent); it must come earlier in the list.",
-            namespace="session", default=None, example='"s0"',
-        ),
-        "end_reason": Str(
-            "Marks the session as already ended, for this reason.",
-            pattern=r"[a-z_]+", pattern_text='an end reason like "idle" (lowercase letters and _)',
-            default=None, example='"idle"',
-        ),
-        "model_config": JsonTable(
-            "The model settings stored with the session.", default={}, example='{ model = "m1" }'
-        ),
-        "title": Str("The session's title.", default=None, example='"trip planning"'),
-    },
-)
-
-AGENT = Table(
-    "An agent: a turn loop with its compactor, in a process, starting on a session.",
-    fields={
-        "name": Declared(
-            "Names the agent for drives and faults.", namespace="agent", noun="an agent name", example='"main"'
-        ),
-        "process": Declared(
-            "The process the agent runs in; agents may share one.",
-            namespace="process", noun="a process name", unique=False, default="p1", example='"p2"',
-        ),
-        "session": Reference(
-            "The session the agent starts on.",
-            namespace="session", default=Derived("the first session"), example='"s1"',
-        ),
-    },
-)
-
-WORLD = Table(
-    "What exists when the run starts.",
-    fields={
-        "sessions": ListOf(
-            "The sessions, parents before their continuations.",
-            item=SESSION, plural="sessions", non_empty=True, default=[{"id": "s1"}],
-            example='[{ id = "s1", messages = 40 }]',
-        ),
-        "config": ConfigOverrides(
-            "Overrides of the reference's configuration; field names and types come from the reference.",
-            default={}, example="{ threshold_tokens = 2000, ctrl_c_grace_s = 2.0 }",
-        ),
-        "agents": ListOf(
-            "The agents.",
-            item=AGENT, plural="agents", non_empty=True, default=[{"name": "main"}],
-            example='[{ name = "main" }, { name = "other", process = "p2" }]',
-        ),
-    },
-    default={},
-)
-
-DRIVE = Table(
-    "The user's side: a turn or a command, sent to an agent when the trigger fires.",
-    fields={
-        "turn": Str("Send a user turn with this text.", default=None, example='"the next question"'),
-        "command": Choice("Send this command instead of a turn.", values=COMMANDS, default=None, example='"ctrl_c"'),
-        "agent": Reference(
-            "The agent that receives it.", namespace="agent", default=Derived("the first agent"), example='"main"'
-        ),
-        "session": Reference(
-            "The session it targets; absent, the agent's current session.",
-            namespace="session", default=None, example='"s1"',
-        ),
-        "end_reason": Str(
-            'With command = "end_session": the reason stamped on the session.',
-            pattern=r"[a-z_]+", pattern_text='an end reason like "session_reset" (lowercase letters and _)',
-            default=None, example='"session_reset"',
-        ),
-    },
-    include=(TRIGGER,),
-    one_of=(ExactlyOne("the action", ("turn", "command")),),
-)
-
-FAULT = TaggedTable(
-    "A fault injected when its trigger fires.",
-    tag="kind",
-    tag_spec=Registered(
-        "The fault kind: a module under faults/.", source="fault_kinds", noun="a fault kind", example='"stall"'
-    ),
-    variants_text="the parameters of its kind, documented in the kind's module under faults/",
-    fields={},
-    include=(TRIGGER,),
-)
-
-EXPECT = Table(
-    "What every run must show.",
-    fields={
-        "invariants": Either(
-            "The invariants checked after every step and at the end of each run.",
-            alternatives=(
-                Choice(values=("all",)),
-                ListOf(item=Registered(source="invariants", noun="an invariant"), plural="invariant names"),
-            ),
-            default="all", example='["single_live_head"]',
-        ),
-        "outcome": Choice(
-            '"pass": every run keeps every invariant; "violation": some run must break one.',
-            values=("pass", "violation"), default="pass", example='"violation"',
-        ),
-        "must_fail_under": ListOf(
-            "Mutants (each reverts one fix) under which this scenario must report a violation: the proof that it "
-            "detects its race.",
-            item=Registered(source="mutants", noun="a mutant"), plural="mutant names", default=[],
-            example='["hard-cancel-rollback"]',
-        ),
-        "coverage": ListOf(
-            "Coverage marks that exploration must reach at least once.",
-            item=Registered(source="coverage_marks", noun="a coverage mark"), plural="coverage marks", default=[],
-            example='["summary_interrupted"]',
-        ),
-    },
-    default={},
-)
-
-EXPLORE = Table(
-    "How much to explore.",
-    fields={
-        "runs": Int("Runs, one per root seed from `seed` on.", min=1, default=50, example="200"),
-        "seed": Int("The first root seed.", min=0, default=0, example="7"),
-        "strategy": Registered(
-            "The strategy that picks the next task.", source="strategies", noun="a strategy", default="portfolio",
-            example='"pct"',
-        ),
-        "max_steps": Int("Scheduler steps allowed per run.", min=1, default=200_000, example="1000000"),
-        "max_time": Duration("Virtual time allowed per run.", default="6h", example='"30m"'),
-    },
-    default={},
-)
-
-SCENARIO = Table(
-    "A scenario file.",
-    title="Top level",
-    fields={
-        "name": Str(
-            "The scenario's name in reports, verdict tables and repro commands; unique among loaded scenarios.",
-            pattern=NAME_PATTERN.pattern, pattern_text=NAME_TEXT,
-            default=Derived("the file name without .toml"), example='"ctrl_c_during_summary_blocks_next_turn"',
-        ),
-        "race": Str(
-            "The catalogue race this scenario reproduces.",
-            pattern=r"R([1-9]|1[0-9]|2[0-6])", pattern_text='a race id from "R1" to "R26"',
-            default=None, example='"R1"',
-        ),
-        "reported": Str(
-            "What the user saw when the race struck.", default=None, example='"session storage could not be written"'
-        ),
-        "description": Str(
-            "What the scenario does and why.", default=None, example='"Ctrl+C while the summary stalls."'
-        ),
-        "world": WORLD,
-        "drive": ListOf(DRIVE.description, item=DRIVE, plural="drives", default=[]),
-        "fault": ListOf(FAULT.description, item=FAULT, plural="faults", default=[]),
-        "expect": EXPECT,
-        "explore": EXPLORE,
-    },
-)
-
 _TOML_POSITION = re.compile(r"(?s)(.*) \(at (?:line (\d+), column (\d+)|end of document)\)")
 _OS_PROBLEMS = {errno.ENOENT: "no such file", errno.EISDIR: "a directory", errno.EACCES: "a file it may not read"}
 
@@ -282,7 +66,11 @@ def load_scenario(path: str | Path, registry: ScenarioRegistry) -> Scenario:
     root = Location(file)
     checked = SCENARIO.check(document, root, ctx)
     ctx.check_references()
-    return _scenario(checked, Path(path), root)
+    scenario = _scenario(checked, Path(path), root)
+    if not scenario.drives:
+        # An empty file validates key by key; a run where the user does nothing would pass and prove nothing.
+        raise root.key("drive").error("at least one [[drive]] (a turn or a command): a scenario where nothing is driven proves nothing", "none")
+    return scenario
 
 
 def load_paths(paths: Iterable[str | Path], registry: ScenarioRegistry) -> list[Scenario]:
@@ -371,17 +159,15 @@ def _syntax_position(message: str, text: str) -> tuple[str, int | None, int | No
 
 def _scenario(checked: dict[str, Any], path: Path, root: Location) -> Scenario:
     world = _world(checked["world"], root.key("world"))
-    return Scenario(
+    return build(
+        Scenario, checked,
         path=str(path),
         name=_name(checked["name"], path, root.key("name")),
-        race=checked["race"],
-        reported=checked["reported"],
-        description=checked["description"],
         world=world,
         drives=tuple(_drive(drive, world, root.key("drive").index(i)) for i, drive in enumerate(checked["drive"])),
         faults=tuple(_fault(fault) for fault in checked["fault"]),
-        expect=ExpectSpec(**checked["expect"]),
-        explore=ExploreSpec(**checked["explore"]),
+        expect=build(ExpectSpec, checked["expect"]),
+        explore=build(ExploreSpec, checked["explore"]),
     )
 
 
@@ -395,14 +181,11 @@ def _name(written: str | None, path: Path, where: Location) -> str:
 
 
 def _world(checked: dict[str, Any], where: Location) -> WorldSpec:
-    sessions = tuple(SessionSpec(**session) for session in checked["sessions"])
+    sessions = tuple(build(SessionSpec, session) for session in checked["sessions"])
     _check_lineage(sessions, where.key("sessions"))
     first_session = sessions[0].id
-    agents = tuple(
-        AgentSpec(name=agent["name"], process=agent["process"], session=agent["session"] or first_session)
-        for agent in checked["agents"]
-    )
-    return WorldSpec(sessions=sessions, config=checked["config"], agents=agents)
+    agents = tuple(build(AgentSpec, agent, session=agent["session"] or first_session) for agent in checked["agents"])
+    return build(WorldSpec, checked, sessions=sessions, agents=agents)
 
 
 def _check_lineage(sessions: tuple[SessionSpec, ...], where: Location) -> None:
@@ -416,26 +199,20 @@ def _check_lineage(sessions: tuple[SessionSpec, ...], where: Location) -> None:
         earlier.add(session.id)
 
 
-def _trigger(checked: dict[str, Any]) -> TriggerSpec:
-    return TriggerSpec(**{key: checked[key] for key in TRIGGER.all_fields()})
-
-
 def _drive(checked: dict[str, Any], world: WorldSpec, where: Location) -> DriveSpec:
-    action = "turn" if checked["turn"] is not None else checked["command"]
-    if checked["end_reason"] is not None and action != END_SESSION:
-        shown = "a turn" if action == "turn" else f"command = {quote(action)}"
-        raise where.key("end_reason").error(f'end_reason only with command = "{END_SESSION}"', f"it with {shown}")
-    return DriveSpec(
-        trigger=_trigger(checked),
-        agent=checked["agent"] or world.agents[0].name,
-        action=action,
-        text=checked["turn"],
-        session=checked["session"],
-        end_reason=checked["end_reason"],
-    )
+    command = None if checked["command"] is None else DriveAction(checked["command"])
+    drive = build(DriveSpec, checked, command=command, agent=checked["agent"] or world.agents[0].name)
+    if drive.end_reason is not None and drive.action is not DriveAction.END_SESSION:
+        shown = f"command = {quote(command)}" if command is not None else f"a {drive.action}"
+        raise where.key("end_reason").error(f'end_reason only with command = "{DriveAction.END_SESSION}"', f"it with {shown}")
+    frontend = next(spec.frontend for spec in world.agents if spec.name == drive.agent)
+    if drive.action in (DriveAction.TURN, DriveAction.MESSAGE) and (drive.action is DriveAction.MESSAGE) != (frontend == "gateway"):
+        wanted = 'a gateway agent (frontend = "gateway")' if drive.action is DriveAction.MESSAGE else "a cli agent (a gateway agent takes `message`)"
+        raise where.key("agent").error(wanted, f"{quote(drive.agent)}, a {frontend} agent")
+    return drive
 
 
 def _fault(checked: dict[str, Any]) -> FaultSpec:
     trigger_keys = TRIGGER.all_fields()
     params = {key: value for key, value in checked.items() if key != FAULT.tag and key not in trigger_keys}
-    return FaultSpec(kind=checked[FAULT.tag], trigger=_trigger(checked), params=params)
+    return build(FaultSpec, checked, params=params)

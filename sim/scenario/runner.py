@@ -8,10 +8,9 @@ reached. A catalogue scenario that passes because its fault never fired protects
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from sim.invariants import Violation
 from sim.scenario.model import Scenario
@@ -24,7 +23,7 @@ from sim.strategies.replay import ReplayStrategy
 from sim.timefreeze import frozen_time
 from sim.world import RunOutcome, RunResult, World
 
-FORCE_FAIL_ENV = "COMPACTION_SIM_FORCE_FAIL"
+FORCED_FAIL = "forced_fail"
 RUN_COMPLETES = "run_completes"
 
 
@@ -48,7 +47,7 @@ class Verdict:
     runs: int = 0
     steps: int = 0
     virtual_s: float = 0.0
-    seconds: float = 0.0
+    cpu_s: float = 0.0  # this process's CPU time for the exploration
     failing: RunReport | None = None
     violating_runs: int = 0
     fired: list[int] = field(default_factory=list)
@@ -69,9 +68,9 @@ class Verdict:
         problems = []
         if self.failing is not None:
             problems.append(f"{self.failing.violations[0].invariant} violated (seed {self.failing.seed})")
-        for spec, count in zip(self.scenario.faults, self.fired):
+        for index, (spec, count) in enumerate(zip(self.scenario.faults, self.fired)):
             if count == 0:
-                problems.append(f"fault {spec.kind} never fired in {self.runs} runs")
+                problems.append(f"fault[{index}] ({spec.kind}) never fired in {self.runs} runs")
         problems += [f"coverage mark {mark} never reached" for mark in expect.coverage if mark not in self.coverage]
         return problems
 
@@ -81,16 +80,20 @@ class Verdict:
 
 
 def run_once(scenario: Scenario, seed: int, decisions: Sequence[Recorded] | None = None, *,
-             strategy: Strategy | None = None) -> RunReport:
-    """One run of `scenario`: from its seed, replaying a recorded decision list, or under a given strategy."""
+             strategy: Strategy | None = None, force_fail: bool = False) -> RunReport:
+    """One run of `scenario`: from its seed, replaying a recorded decision list, or under a given strategy.
+
+    `force_fail` makes the run fail whatever happens: the mutation sanity pass proves with it that a failure
+    travels from a subprocess to the verdict.
+    """
     if strategy is None:
         strategy = ReplayStrategy(decisions) if decisions is not None else strategy_for(scenario.explore.strategy)
-    world = World(seed, strategy, max_steps=scenario.explore.max_steps, max_time_s=scenario.explore.max_time)
+    world = World(seed, strategy, max_steps=scenario.explore.max_steps, max_time_s=scenario.explore.max_time_s)
     system = ScenarioSystem(world, scenario)
     system.install()
     result = world.run(system.main)
-    if os.environ.get(FORCE_FAIL_ENV):
-        system.violations.append(Violation("forced_fail", f"every run fails while {FORCE_FAIL_ENV} is set (the mutation sanity pass)", (), 0.0))
+    if force_fail:
+        system.violations.append(Violation(FORCED_FAIL, "every run fails when forced to (the mutation sanity pass)", (), 0.0))
     if result.outcome is RunOutcome.OK:
         system.finish()
     else:
@@ -103,29 +106,34 @@ def _first_line(error: BaseException | None) -> str:
     return str(error).splitlines()[0] if error is not None and str(error) else repr(error)
 
 
-def check(scenario: Scenario, runs: int | None = None, seed: int | None = None, *, stop_at_first: bool = True) -> Verdict:
+def check(scenario: Scenario, runs: int | None = None, seed: int | None = None, *, stop_at_first: bool = True,
+          force_fail: bool = False, on_run: Callable[[RunReport], None] | None = None) -> Verdict:
     """Explore `scenario` over consecutive seeds and judge it."""
     runs = scenario.explore.runs if runs is None else runs
     first = scenario.explore.seed if seed is None else seed
-    return explore_seeds(scenario, range(first, first + runs), strategy_for(scenario.explore.strategy), stop_at_first=stop_at_first)
+    return explore_seeds(scenario, range(first, first + runs), strategy_for(scenario.explore.strategy),
+                         stop_at_first=stop_at_first, force_fail=force_fail, on_run=on_run)
 
 
-def explore_seeds(scenario: Scenario, seeds: Iterable[int], strategy: Strategy, *, stop_at_first: bool = True) -> Verdict:
+def explore_seeds(scenario: Scenario, seeds: Iterable[int], strategy: Strategy, *, stop_at_first: bool = True,
+                  force_fail: bool = False, on_run: Callable[[RunReport], None] | None = None) -> Verdict:
     """One run per seed, all under one strategy object, and the verdict over them.
 
     One object for every run, so a strategy that learns across runs keeps what it learnt: PCT's horizon,
     the portfolio's rotation, the exhaustive search's tree. A search that has covered its whole space
-    (`exhausted`) ends the exploration early.
+    (`exhausted`) ends the exploration early. `on_run` hears of each finished run (progress lines).
     """
     verdict = Verdict(scenario, fired=[0] * len(scenario.faults))
     started = time.process_time()
     with frozen_time():
         for seed in until_exhausted(seeds, strategy):
-            report = run_once(scenario, seed, strategy=strategy)
+            report = run_once(scenario, seed, strategy=strategy, force_fail=force_fail)
             _tally(verdict, report)
+            if on_run is not None:
+                on_run(report)
             if report.failed and stop_at_first:
                 break
-    verdict.seconds = time.process_time() - started
+    verdict.cpu_s = time.process_time() - started
     return verdict
 
 

@@ -22,6 +22,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, NamedTuple
 
+from contract.params import REQUIRED, Param, ParamType
 from sim.scenario.errors import ScenarioError
 
 if TYPE_CHECKING:
@@ -31,6 +32,9 @@ INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 JSON_MAX_DEPTH = 32
 _LISTED_NAMES_MAX = 12
+# Registry sources and the `python -m sim list` subject that prints each in full.
+_LIST_SUBJECTS = {"fault_kinds": "faults", "invariants": "invariants", "points": "points", "events": "events",
+                  "config_fields": "config", "mutants": "mutants", "coverage_marks": "marks"}
 _SHOWN_CHARS_MAX = 60
 _SHOWN_INT_LIMIT = 10**_SHOWN_CHARS_MAX
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -40,14 +44,6 @@ _DURATION_EXAMPLES = 'a duration like "250ms", "1.5s" or "10m"'
 ID_PATTERN = r"[A-Za-z0-9_.-]+"
 
 
-class _Required:
-    """The default of a key that must be written; a singleton so `default is REQUIRED` reads plainly."""
-
-    def __repr__(self) -> str:
-        return "REQUIRED"
-
-
-REQUIRED = _Required()
 
 
 @dataclass(frozen=True)
@@ -116,16 +112,21 @@ def quoted(names: Iterable[str]) -> str:
     return ", ".join(map(quote, names))
 
 
-def listing(names: Collection[str], near: Any = None) -> str:
-    """The allowed names for a message; long lists put the closest matches first and are cut short."""
+def listing(names: Collection[str], near: Any = None, see: str | None = None) -> str:
+    """The allowed names for a message; long lists put the closest matches first and are cut short.
+
+    A list cut short names the command that prints all of them (`see`: what `python -m sim list` shows).
+    """
     ordered = sorted(names)
     if not ordered:
         return "none are defined"
-    if len(ordered) > _LISTED_NAMES_MAX and isinstance(near, str):
+    if len(ordered) <= _LISTED_NAMES_MAX:
+        return f"one of {quoted(ordered)}"
+    if isinstance(near, str):
         close = difflib.get_close_matches(near, ordered, n=3)
         ordered = close + [name for name in ordered if name not in close]
-    more = len(ordered) - _LISTED_NAMES_MAX
-    return f"one of {quoted(ordered[:_LISTED_NAMES_MAX])}" + (f" and {more} more" if more > 0 else "")
+    rest = f"all {len(ordered)}: python -m sim list {see}" if see else f"and {len(ordered) - _LISTED_NAMES_MAX} more"
+    return f"one of {quoted(ordered[:_LISTED_NAMES_MAX])}, ... ({rest})"
 
 
 def suggestion(value: Any, names: Collection[str]) -> str:
@@ -136,10 +137,10 @@ def suggestion(value: Any, names: Collection[str]) -> str:
     return f" (did you mean {quote(close[0])}?)" if close else ""
 
 
-def unknown_key(where: Location, allowed: Collection[str], owner: str) -> ScenarioError:
+def unknown_key(where: Location, allowed: Collection[str], owner: str, see: str | None = None) -> ScenarioError:
     """The error for a key the table does not know, listing the keys it does, with a typo hint."""
     key = where.keys[-1]
-    return where.error(f"{owner} ({listing(allowed, key)})", "an unknown key" + suggestion(key, allowed))
+    return where.error(f"{owner} ({listing(allowed, key, see)})", "an unknown key" + suggestion(key, allowed))
 
 
 def missing(spec: Spec, where: Location, ctx: Context) -> ScenarioError:
@@ -319,13 +320,14 @@ class _Names(Spec):
     """A string that must be one of a set of names; subclasses say where the names come from."""
 
     noun = ""
+    see: str | None = None  # what `python -m sim list` prints them all with
 
     @abstractmethod
     def names(self, ctx: Context) -> Collection[str]:
         """The allowed names, for this file's registry."""
 
     def expected(self, ctx: Context, value: Any) -> str:
-        allowed = listing(self.names(ctx), value)
+        allowed = listing(self.names(ctx), value, self.see)
         return f"{self.noun} ({allowed})" if self.noun else allowed
 
     def reject(self, value: Any, where: Location, ctx: Context) -> ScenarioError:
@@ -363,6 +365,7 @@ class Registered(_Names):
         self.source = source
         self.noun = noun
         self.glob = glob
+        self.see = _LIST_SUBJECTS.get(source)
         self.type_name = f"{noun}, or a prefix ending in *" if glob else noun
 
     def names(self, ctx: Context) -> Collection[str]:
@@ -475,6 +478,7 @@ class Table(Spec):
         one_of: tuple[ExactlyOne, ...] = (),
         requires: Mapping[str, tuple[str, ...]] | None = None,
         title: str = "",
+        model: type | None = None,
         **kw: Any,
     ) -> None:
         super().__init__(description, **kw)
@@ -483,6 +487,7 @@ class Table(Spec):
         self.one_of = one_of
         self.requires = dict(requires or {})
         self.title = title
+        self.model = model  # the dataclass whose fields declare these keys (`sim.scenario.declare`)
 
     def all_fields(self) -> dict[str, Spec]:
         merged = dict(self.fields)
@@ -613,6 +618,20 @@ class ConfigOverrides(Spec):
         overrides = {}
         for key, entry in value.items():
             if key not in fields:
-                raise unknown_key(where.key(key), fields, "a config field of the reference")
+                raise unknown_key(where.key(key), fields, "a config field of the reference", see="config")
             overrides[key] = _CONFIG_VALUE_SPECS[fields[key]].check(entry, where.key(key), ctx)
         return overrides
+
+
+def spec_for(param: Param) -> Spec:
+    """The check a fault kind's parameter declaration stands for."""
+    common: dict[str, Any] = {"default": param.default, "example": param.example}
+    if param.type is ParamType.TEXT:
+        return Str(param.description, **common)
+    if param.type is ParamType.INTEGER:
+        return Int(param.description, min=INT64_MIN if param.minimum is None else param.minimum, **common)
+    if param.type is ParamType.DURATION:
+        return Duration(param.description, **common)
+    if param.type is ParamType.CHOICE:
+        return Choice(param.description, values=param.values, **common)
+    return Reference(param.description, namespace=param.namespace, **common)

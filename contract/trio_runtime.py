@@ -1,32 +1,44 @@
 """The real runtime: the `Runtime` API on trio (real clock, or trio's MockClock for tests).
 
 Used by `python -m reference` and by the conformance suite, which runs the same programs here and on the
-simulator and compares what they observe.
+simulator and compares what they observe. It lives beside the protocol it implements because it needs
+nothing but trio and the contract: the reference runs on it without the simulator, and the simulator's
+benchmarks and conformance tests compare against it without importing the reference.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+import time
 from typing import Any, Awaitable, Callable, ContextManager, TypeVar
 
 import trio
 import trio.testing
 
-from sim.rng import derive_seed
+from contract.events.base import Event
+from contract.events.runtime import IsolatedAbandoned, IsolatedDiscarded
+from contract.history import HistoryEvent
+from contract.streams import derive_seed
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class RecordedEvent:
-    """One `emit` on trio: the same fields the simulator's history keeps."""
+class WallClock(trio.abc.Clock):
+    """trio's clock read from the wall (`time.time()`), so several processes on one store agree on `now`.
 
-    time: float
-    task: str
-    kind: str
-    fields: dict[str, Any] = field(default_factory=dict)
+    A lease row's expiry is written by one process and judged by another; trio's default clock starts at a
+    random offset per process, which would make those comparisons meaningless.
+    """
+
+    def start_clock(self) -> None:
+        pass
+
+    def current_time(self) -> float:
+        return time.time()
+
+    def deadline_to_sleep_time(self, deadline: float) -> float:
+        return max(0.0, deadline - time.time())
 
 
 class _TrioLock:
@@ -156,9 +168,9 @@ class TrioRuntime:
     TooSlowError = trio.TooSlowError
     EndOfChannel = trio.EndOfChannel
 
-    def __init__(self, seed: int = 0, on_event: Callable[[RecordedEvent], None] | None = None) -> None:
+    def __init__(self, seed: int = 0, on_event: Callable[[HistoryEvent], None] | None = None) -> None:
         self.seed = seed
-        self.events: list[RecordedEvent] = []
+        self.events: list[HistoryEvent] = []
         self._on_event = on_event
         self._workers: trio.Nursery | None = None
         self._streams: dict[str, random.Random] = {}
@@ -170,16 +182,18 @@ class TrioRuntime:
         *args: Any,
         mock_clock: bool = False,
         seed: int = 0,
-        on_event: Callable[[RecordedEvent], None] | None = None,
+        on_event: Callable[[HistoryEvent], None] | None = None,
         wait_for_workers: bool = True,
+        wall_clock: bool = False,
     ) -> tuple[T, "TrioRuntime"]:
         """Run `main(rt, *args)`; return its result and the runtime.
 
         Late workers are waited for, as the simulator does, unless `wait_for_workers` is False: a real
-        process exits without waiting for the abandoned calls it left behind.
+        process exits without waiting for the abandoned calls it left behind. `wall_clock` makes `now()`
+        the wall time, for processes that share a store.
         """
         rt = cls(seed=seed, on_event=on_event)
-        clock = trio.testing.MockClock(autojump_threshold=0) if mock_clock else None
+        clock = trio.testing.MockClock(autojump_threshold=0) if mock_clock else WallClock() if wall_clock else None
         result = trio.run(rt._root, main, args, wait_for_workers, clock=clock, strict_exception_groups=True)
         return result, rt
 
@@ -253,14 +267,14 @@ class TrioRuntime:
             finally:
                 done.set()
                 if outcome.get("abandoned"):
-                    self.emit("isolated.discarded", call=label, failed="error" in outcome)
+                    self.emit(IsolatedDiscarded(call=label, failed="error" in outcome))
 
         self._workers.start_soon(worker, name=label)
         try:
             await done.wait()
         except trio.Cancelled:
             outcome["abandoned"] = True
-            self.emit("isolated.abandoned", call=label)
+            self.emit(IsolatedAbandoned(call=label))
             raise
         if "error" in outcome:
             raise outcome["error"]
@@ -269,11 +283,11 @@ class TrioRuntime:
     async def run_sync_in_worker(self, fn: Callable[..., T], *args: Any) -> T:
         return await trio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
 
-    def emit(self, kind: str, **fields: Any) -> None:
-        event = RecordedEvent(self.now(), self.current_task_name(), kind, fields)
-        self.events.append(event)
+    def emit(self, event: Event) -> None:
+        recorded = HistoryEvent(len(self.events), self.now(), self.current_task_name(), event)
+        self.events.append(recorded)
         if self._on_event is not None:
-            self._on_event(event)
+            self._on_event(recorded)
 
     def current_task_name(self) -> str:
         return trio.lowlevel.current_task().name

@@ -1,0 +1,184 @@
+"""The one API that code under test is written against.
+
+The reference agent, compactor and store facade receive a `Runtime` object and use only what is declared
+here, so the same code runs on the deterministic simulator (`sim.runtime.simulated.SimRuntime`) and for real
+on trio (`contract.trio_runtime.TrioRuntime`). The semantics are trio's: structured task groups,
+cancel scopes delivered at await points, shielded cleanup, owned locks.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, AsyncContextManager, Awaitable, Callable, ContextManager, Protocol, TypeVar
+
+from contract.events.base import Event
+
+T = TypeVar("T")
+
+
+class CancelScopeLike(Protocol):
+    """What both runtimes' cancel scopes offer (trio's `CancelScope` surface)."""
+
+    deadline: float
+    shield: bool
+
+    def cancel(self) -> None: ...
+
+    @property
+    def cancel_called(self) -> bool: ...
+
+    @property
+    def cancelled_caught(self) -> bool: ...
+
+    def __enter__(self) -> "CancelScopeLike": ...
+
+    def __exit__(self, *exc: object) -> bool | None: ...
+
+
+class NurseryLike(Protocol):
+    """A task group: children inherit its cancel scope; an error in one cancels the others."""
+
+    cancel_scope: CancelScopeLike
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None: ...
+
+
+class EventLike(Protocol):
+    def set(self) -> None: ...
+
+    def is_set(self) -> bool: ...
+
+    async def wait(self) -> None: ...
+
+
+class ResettableEventLike(EventLike, Protocol):
+    def clear(self) -> None: ...
+
+
+class LockLike(Protocol):
+    """An owned lock: releasing it from a task that does not hold it raises RuntimeError."""
+
+    async def acquire(self) -> None: ...
+
+    def try_acquire(self) -> bool: ...
+
+    def release(self) -> None: ...
+
+    def locked(self) -> bool: ...
+
+    async def __aenter__(self) -> None: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
+
+class ConditionLike(Protocol):
+    """trio's Condition: `wait` (lock held) releases the lock until notified and returns holding it again."""
+
+    async def __aenter__(self) -> None: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
+    async def wait(self) -> None: ...
+
+    def notify(self, n: int = 1) -> None: ...
+
+    def notify_all(self) -> None: ...
+
+    def locked(self) -> bool: ...
+
+
+class BarrierLike(Protocol):
+    """`parties` tasks wait until all have arrived, then all go on; it resets for the next round."""
+
+    async def wait(self) -> None: ...
+
+
+class SemaphoreLike(Protocol):
+    """A counting limiter (capacity N); tokens are not owned."""
+
+    async def acquire(self) -> None: ...
+
+    def try_acquire(self) -> bool: ...
+
+    def release(self) -> None: ...
+
+    @property
+    def available(self) -> int: ...
+
+
+class SendChannelLike(Protocol):
+    async def send(self, value: Any) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class ReceiveChannelLike(Protocol):
+    async def receive(self) -> Any: ...
+
+
+class Runtime(Protocol):
+    """Clock, tasks, cancellation, synchronisation and observation for code under test."""
+
+    Cancelled: type[BaseException]
+    TooSlowError: type[Exception]
+    EndOfChannel: type[Exception]
+
+    def now(self) -> float:
+        """Seconds on this runtime's clock (virtual under the simulator)."""
+
+    async def sleep(self, seconds: float) -> None: ...
+
+    async def sleep_until(self, deadline: float) -> None: ...
+
+    async def checkpoint(self, label: str = "") -> None:
+        """A scheduling and cancellation point; the simulator may switch tasks here and records the label."""
+
+    def open_nursery(self) -> AsyncContextManager[NurseryLike]: ...
+
+    def cancel_scope(self, *, deadline: float = math.inf, shield: bool = False) -> CancelScopeLike: ...
+
+    def move_on_after(self, seconds: float) -> CancelScopeLike: ...
+
+    def fail_after(self, seconds: float) -> ContextManager[CancelScopeLike]: ...
+
+    # Names are optional; the simulator's deadlock reports show them.
+
+    def event(self, name: str | None = None) -> EventLike:
+        """A one-shot event."""
+
+    def resettable_event(self, name: str | None = None) -> ResettableEventLike: ...
+
+    def lock(self, name: str | None = None) -> LockLike: ...
+
+    def condition(self, lock: Any = None, name: str | None = None) -> ConditionLike:
+        """A condition variable over `lock` (one of this runtime's locks), or over a new lock."""
+
+    def barrier(self, parties: int, name: str | None = None) -> BarrierLike: ...
+
+    def semaphore(self, capacity: int, name: str | None = None) -> SemaphoreLike: ...
+
+    def open_channel(self, capacity: int) -> tuple[SendChannelLike, ReceiveChannelLike]: ...
+
+    async def run_isolated(self, fn: Callable[..., Awaitable[T]], *args: Any, name: str | None = None) -> T:
+        """Run `fn` as a worker the caller can abandon.
+
+        If the caller is cancelled it unwinds at once while the worker runs on (a late worker); whatever
+        the worker later returns or raises is discarded (and recorded as `isolated.discarded`).
+        """
+
+    async def run_sync_in_worker(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a blocking function off the scheduler (a thread on trio, inline under the simulator)."""
+
+    def emit(self, event: Event) -> None:
+        """Record an event (`contract.events`): the invariant checkers read these."""
+
+    def current_task_name(self) -> str: ...
+
+    def rng(self, stream: str) -> "RandomLike":
+        """A named random stream, derived from the run's seed (recorded under the simulator)."""
+
+
+class RandomLike(Protocol):
+    def random(self) -> float: ...
+
+    def randrange(self, n: int) -> int: ...

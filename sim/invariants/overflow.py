@@ -1,0 +1,78 @@
+"""Invariants of context-overflow recovery: a transient block is never taken for exhaustion (R23).
+
+The classes of refusal are spelled out here rather than imported, so the checker does not trust the
+reference's own taxonomy: a breaker (`ineffective`), a candidate that changed nothing (`no_progress`) or
+would grow (`would_grow`) prove compression cannot shrink the context; anything else is transient.
+"""
+
+from __future__ import annotations
+
+from contract.events import (
+    CompactionBlocked,
+    CompactionFinished,
+    CompactionRefused,
+    HostReturned,
+    SessionAutoReset,
+    TurnContextOverflow,
+)
+from contract.history import HistoryEvent
+from contract.ids import AttemptId, SessionId
+from sim.invariants.base import Invariant, Violation, handles
+
+EXHAUSTED = frozenset({"ineffective", "no_progress", "would_grow"})
+
+
+class NoFalseAutoReset(Invariant):
+    name = "no_false_auto_reset"
+    races = ("R23",)
+    description = "A session is auto-reset for an overflow only when the last compression attempt on it proved compression exhausted, never after a transient block."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._last: dict[SessionId, tuple[CompactionFinished, HistoryEvent]] = {}  # session -> its last finished attempt
+
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+        self._last[event.session] = (event, record)
+
+    @handles(SessionAutoReset)
+    def auto_reset(self, event: SessionAutoReset, record: HistoryEvent) -> Violation | None:
+        last, finished = self._last.get(event.from_session, (None, None))
+        if last is None or last.reason not in EXHAUSTED:
+            why = "no attempt" if last is None else f"{last.status} ({last.reason})"
+            return self.violation(f"{event.from_session} was auto-reset though its last compression was {why}, not exhausted",
+                                  finished, record)
+        return None
+
+
+class OverflowRecoveryIgnoresCooldown(Invariant):
+    name = "overflow_recovery_ignores_cooldown"
+    races = ("R23",)
+    description = "The compression a provider-proven context overflow triggers is never blocked by a failure cooldown."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._overflow: dict[str, tuple[TurnContextOverflow, HistoryEvent]] = {}  # task -> its overflow, until its recovery returns
+        self._blocked: dict[AttemptId, HistoryEvent] = {}  # attempt -> its cooldown block
+
+    @handles(TurnContextOverflow)
+    def overflow(self, event: TurnContextOverflow, record: HistoryEvent) -> None:
+        self._overflow[record.task] = (event, record)
+
+    @handles(CompactionBlocked, CompactionRefused)
+    def blocked(self, event: CompactionBlocked | CompactionRefused, record: HistoryEvent) -> None:
+        if event.reason == "cooldown":
+            self._blocked[event.attempt] = record
+
+    @handles(HostReturned)
+    def host_returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+        if record.task not in self._overflow:
+            return None
+        overflow, overflowed = self._overflow.pop(record.task)
+        blocked = self._blocked.get(event.attempt)
+        if blocked is not None:
+            return self.violation(
+                f"the recovery of {overflow.session}'s context overflow (attempt {event.attempt}) "
+                "was blocked by a failure cooldown", overflowed, blocked,
+            )
+        return None

@@ -1,0 +1,66 @@
+"""Scenario keys declared once, on the dataclasses that hold them once loaded.
+
+A field of a loaded-scenario dataclass says which key of the file it comes from and the spec that checks it
+(`key(Duration(...))`), or that it holds the keys of another table written inline (`inline(TRIGGER)`: the
+trigger keys sit in each drive and fault). The tables the loader checks and the docs render are derived
+from the dataclass (`table_of`), and a checked table becomes its dataclass with `build`, so a key cannot be
+declared in one place and read in another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+from sim.scenario.schema import Spec, Table, TaggedTable
+
+T = TypeVar("T")
+SPEC = "scenario_spec"
+KEY = "scenario_key"
+INLINE = "scenario_inline"
+
+
+def key(spec: Spec, *, name: str | None = None) -> Any:
+    """A field read from the file's key `name` (default: the field's own name), checked by `spec`."""
+    return dataclasses.field(metadata={SPEC: spec, KEY: name})
+
+
+def inline(table: Table) -> Any:
+    """A field built from `table`'s keys, which are written in this table rather than nested in their own."""
+    return dataclasses.field(metadata={INLINE: table})
+
+
+def _keys(model: type) -> dict[str, Spec]:
+    return {f.metadata[KEY] or f.name: f.metadata[SPEC] for f in dataclasses.fields(model) if SPEC in f.metadata}
+
+
+def _inlined(model: type) -> tuple[Table, ...]:
+    return tuple(f.metadata[INLINE] for f in dataclasses.fields(model) if INLINE in f.metadata)
+
+
+def table_of(model: type, description: str, **options: Any) -> Table:
+    """The table whose keys `model`'s fields declare."""
+    return Table(description, fields=_keys(model), include=_inlined(model), model=model, **options)
+
+
+def tagged_table_of(model: type, description: str, *, tag: str, variants_text: str, **options: Any) -> TaggedTable:
+    """Like `table_of`, for a table whose `tag` key picks further keys from the registry (a fault's kind)."""
+    keys = _keys(model)
+    tag_spec = keys.pop(tag)
+    return TaggedTable(description, tag=tag, tag_spec=tag_spec, variants_text=variants_text, fields=keys,  # type: ignore[arg-type]
+                       include=_inlined(model), model=model, **options)
+
+
+def build(model: type[T], checked: dict[str, Any], **computed: Any) -> T:
+    """A checked table as its dataclass; fields that are not keys (or need more than their key) are `computed`."""
+    values = {}
+    for f in dataclasses.fields(model):  # type: ignore[arg-type]
+        if f.name in computed:
+            values[f.name] = computed[f.name]
+        elif SPEC in f.metadata:
+            values[f.name] = checked[f.metadata[KEY] or f.name]
+        elif INLINE in f.metadata:
+            values[f.name] = build(f.metadata[INLINE].model, checked)
+        else:
+            raise TypeError(f"{model.__name__}.{f.name} is no key of the file: the loader must compute it")
+    return model(**values)

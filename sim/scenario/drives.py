@@ -1,0 +1,92 @@
+"""The user's side of a scenario: each drive waits for its trigger, then its action is carried out.
+
+A drive sends a turn to an agent's terminal, a platform message to its gateway, a title to its session, or a
+command: a forced compaction, Ctrl+C, a frontend's end stamp on a session, or a restart of the agent's process.
+Each action has one handler, chosen by its `DriveAction`; it runs in the incarnation of the process the agent
+was opened in, so a drive to an agent whose process died dies with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable
+
+from contract.events import FrontendSessionEnded, FrontendTitleFailed, SessionTitled
+from faults.plan import Moments
+from faults.triggers import Trigger
+from reference.store import TitleInUseError
+from sim.scenario.builder import AgentSlot, SystemBuilder
+from sim.scenario.crash import SimProcess
+from sim.scenario.fault_context import SystemFaultContext
+from sim.scenario.model import DriveAction, DriveSpec
+
+DEFAULT_END_REASON = "tui_shutdown"  # what a terminal stamps when it closes a session without saying why
+
+
+class Drives:
+    """The scenario's drives in one run. Their triggers are made (and draw) when the run is installed."""
+
+    def __init__(self, built: SystemBuilder, actions: SystemFaultContext, draw: Callable[[str, int], int]) -> None:
+        self._built = built
+        self._actions = actions
+        self._triggers = [Trigger(drive.trigger, f"drive.{drive.agent}", draw) for drive in built.scenario.drives]
+        self._platform_messages = 0
+        self._handlers: dict[DriveAction, Callable[[DriveSpec, AgentSlot], Awaitable[None]]] = {
+            DriveAction.TURN: self._turn,
+            DriveAction.MESSAGE: self._message,
+            DriveAction.TITLE: self._title,
+            DriveAction.COMPRESS: self._compress,
+            DriveAction.CTRL_C: self._ctrl_c,
+            DriveAction.END_SESSION: self._end_session,
+            DriveAction.RESTART: self._restart,
+        }
+
+    def track(self, moments: Moments) -> None:
+        """Watch every drive's trigger from the start of the run (an early event still arms it)."""
+        for trigger in self._triggers:
+            moments.track(trigger)
+
+    def start(self, nursery: Any, moments: Moments) -> None:
+        for index, (drive, trigger) in enumerate(zip(self._built.scenario.drives, self._triggers)):
+            nursery.start_soon(self._drive, drive, trigger, moments, name=f"drive.{index}.{drive.action}")
+
+    async def _drive(self, drive: DriveSpec, trigger: Trigger, moments: Moments) -> None:
+        if await moments.wait(trigger):
+            await self._handlers[drive.action](drive, self._built.agents[drive.agent])
+
+    async def _turn(self, drive: DriveSpec, slot: AgentSlot) -> None:
+        await slot.proc.run(slot.frontend.submit(drive.turn or ""))
+
+    async def _message(self, drive: DriveSpec, slot: AgentSlot) -> None:
+        """A platform message waits in the gateway agent's queue; its id is `<platform>:<n>`."""
+        self._platform_messages += 1
+        message_id = f"{drive.platform}:{self._platform_messages}"
+        await slot.proc.gateway.deliver(slot.spec.name, drive.message or "", platform_message_id=message_id)
+
+    async def _title(self, drive: DriveSpec, slot: AgentSlot) -> None:
+        await slot.proc.run(self._set_title(slot.proc, drive.session or slot.agent.session_id, drive))
+
+    async def _set_title(self, proc: SimProcess, session: str, drive: DriveSpec) -> None:
+        """A /title (or the auto-titler): what was stored is what the user sees."""
+        title = drive.title or ""
+        try:
+            stored = await proc.db.call("set_session_title", session, title, source=drive.title_source)
+        except TitleInUseError as error:
+            proc.rt.emit(FrontendTitleFailed(session=session, title=title, error=str(error)))
+            return
+        proc.rt.emit(SessionTitled(session=session, title=title, source=drive.title_source, stored=stored))
+
+    async def _compress(self, drive: DriveSpec, slot: AgentSlot) -> None:
+        await slot.proc.run(slot.agent.compress(force=True))
+
+    async def _ctrl_c(self, drive: DriveSpec, slot: AgentSlot) -> None:
+        await self._actions.ctrl_c(drive.agent)
+
+    async def _end_session(self, drive: DriveSpec, slot: AgentSlot) -> None:
+        session = drive.session or slot.agent.session_id
+        rt = self._actions.rt
+        if self._built.store.end_session(session, now=rt.now(), reason=drive.end_reason or DEFAULT_END_REASON):
+            rt.emit(FrontendSessionEnded(session=session, reason=drive.end_reason))
+
+    async def _restart(self, drive: DriveSpec, slot: AgentSlot) -> None:
+        self._actions.crash(slot.spec.process)
+        await self._actions.restart(slot.spec.process)

@@ -1,0 +1,34 @@
+"""What invariants may read of the running system besides the history (`sim.invariants.SystemView`).
+
+The store, the reference's configuration, the agents (each with its live transcript and its process), and
+whether a lease holder's process is dead. Invariants judge what the system observably did; this is the part
+of it they may look at directly.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from reference.config import CompactionConfig
+from reference.store import SessionStore
+from sim.scenario.builder import AgentSlot, SystemBuilder
+
+
+class ScenarioView:
+    def __init__(self, built: SystemBuilder) -> None:
+        self._built = built
+
+    @property
+    def store(self) -> SessionStore:
+        return self._built.store
+
+    @property
+    def config(self) -> CompactionConfig:
+        return self._built.config
+
+    @property
+    def agents(self) -> Mapping[str, AgentSlot]:
+        return self._built.agents
+
+    def holder_is_dead(self, holder: str) -> bool:
+        return self._built.process_table.holder_is_dead(holder)

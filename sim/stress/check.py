@@ -1,0 +1,114 @@
+"""The simulator's invariants over a real run: the merged history and the database the processes left.
+
+Not every invariant can judge a real run. Those that can are listed in `REAL_INVARIANTS`, split by what
+they read: the history alone (merged logs in commit order), or the final database (checked once, at the
+end). `NOT_APPLICABLE` names every other invariant with the reason it cannot, so the choice is visible
+and a new invariant is placed on purpose (a test keeps the three sets a partition of INVARIANTS).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contract.ids import HolderId
+from reference.config import CompactionConfig
+from reference.store import SessionStore
+from sim.invariants import INVARIANTS, Violation
+from sim.stress.log import DEATHS, MergedHistory
+
+# Judged event by event over the merged history (plus, for some, the final database at the end).
+HISTORY_INVARIANTS = (
+    "no_commit_after_cancel", "lease_held_across_commit", "cancel_never_beats_admitted_commit",
+    "lease_mutual_exclusion", "refresh_extends_own_row", "summary_starts_under_lease",
+    "cancelled_attempt_never_acquires", "appends_never_refused_by_lease", "lease_released_within_ttl",
+    "caller_session_follows_rotation", "caller_transcript_only_through_commit", "no_progress_after_give_up",
+    "refresher_tolerates_blips", "turn_fails_only_expectedly", "worker_raises_only_after_fault",
+    "acknowledged_appends_survive", "completed_turn_persists_user_message", "would_grow_latches_breaker",
+    "retry_never_overlaps_live_worker", "aborted_attempt_leaves_parent_unchanged", "no_false_auto_reset",
+    "overflow_recovery_ignores_cooldown", "timeout_backs_off",
+)
+# Properties of the final database: checked once, at the end (their per-event checks read the store, which
+# after a real run holds only its final state).
+FINAL_STATE_INVARIANTS = (
+    "single_live_head", "one_continuation_per_parent", "no_orphan_parent", "no_duplicate_persisted_turn",
+    "message_count_matches_active_rows", "deliberate_end_is_final",
+)
+REAL_INVARIANTS = HISTORY_INVARIANTS + FINAL_STATE_INVARIANTS
+
+_STORE_AT_EVENT = "reads the store as it was at an event; a real run leaves only the final database"
+_VIRTUAL_TIME = "needs virtual-time precision; real scheduling delays make its time bounds meaningless"
+NOT_APPLICABLE = {
+    "commit_holds_lease": _STORE_AT_EVENT,
+    "dead_holder_reclaimable": _STORE_AT_EVENT,
+    "late_contender_adopts": _STORE_AT_EVENT,
+    "rewind_slots_stay_under_watermark": _STORE_AT_EVENT,
+    "hard_cancel_restores_cooldown": _STORE_AT_EVENT,
+    "cooldown_never_shortened": _STORE_AT_EVENT,
+    "commit_below_threshold_clears_strikes": _STORE_AT_EVENT,
+    "closed_write_adopts_live_tip": _STORE_AT_EVENT,
+    "title_follows_conversation": _STORE_AT_EVENT,
+    "no_summary_inside_cooldown": _STORE_AT_EVENT,
+    "abandoned_attempt_frees_lease": _STORE_AT_EVENT,
+    "archived_rows_were_in_input": _STORE_AT_EVENT,
+    "durable_messages_match_rows": "reads the agents' in-memory transcripts, which die with their processes",
+    "stale_job_never_runs": "follows the simulator kernel's task.spawn events, which trio does not record",
+    "pool_admission_bounded": "follows the simulator kernel's task.spawn events, which trio does not record",
+    "idle_timeout_within_bounds": _VIRTUAL_TIME,
+    "hung_commit_reported": _VIRTUAL_TIME,
+    "next_turn_persists_after_ctrl_c": _VIRTUAL_TIME,
+    "hard_cancel_frees_lease": _VIRTUAL_TIME,
+    "stale_attempt_writes_no_state": "keys compressor generations by process; a stress process runs two agents, each with its own compressor",
+    "current_attempt_owns_compressor": "keys compressor generations by process; a stress process runs two agents, each with its own compressor",
+}
+
+
+@dataclass
+class RealSystem:
+    """What an invariant may read of a real run (the simulator's SystemView): the final database, the
+    workers' config, and which processes had died by the moment (commit-order key) of the event judged."""
+
+    store: SessionStore
+    config: CompactionConfig
+    deaths: dict[str, float]
+    now: float = 0.0
+    agents: dict[str, Any] = field(default_factory=dict)
+
+    def holder_is_dead(self, holder: str) -> bool:
+        died = self.deaths.get(HolderId(holder).fields.get("proc", ""))
+        return died is not None and died <= self.now
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    violations: list[Violation]
+    integrity: list[str]
+    invariants: tuple[str, ...]
+
+
+def deaths_of(merged: MergedHistory) -> dict[str, float]:
+    """When each process died (SIGKILL, or an exit), from the parent's records, on the commit-order clock."""
+    return {record.event.process: key for key, record in zip(merged.keys, merged.events) if isinstance(record.event, DEATHS)}
+
+
+def check(db: Path, merged: MergedHistory, config: CompactionConfig) -> CheckResult:
+    """Run every invariant that applies to a real run; the first violation of each is kept."""
+    store = SessionStore(str(db))
+    history = merged.events
+    try:
+        system = RealSystem(store, config, deaths_of(merged))
+        violations: dict[str, Violation] = {}
+        history_checks = [INVARIANTS[name](system) for name in HISTORY_INVARIANTS]
+        for key, event in zip(merged.keys, history):
+            system.now = key
+            for invariant in history_checks:
+                if invariant.name not in violations and (found := invariant.on_event(event)) is not None:
+                    violations[invariant.name] = found
+        system.now = merged.keys[-1] if merged.keys else 0.0
+        for invariant in history_checks + [INVARIANTS[name](system) for name in FINAL_STATE_INVARIANTS]:
+            if invariant.name not in violations and (found := invariant.at_end(history)) is not None:
+                violations[invariant.name] = found
+        return CheckResult(sorted(violations.values(), key=lambda v: v.time), store.integrity(), REAL_INVARIANTS)
+    finally:
+        store.close()

@@ -1,0 +1,29 @@
+"""The wheel holds what the commands need outside a checkout: the scenario catalogue, the curated mutants,
+the reference's tables that `list` reads, and the `compaction-sim` console script."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from sim.catalogue import MUTANTS_DIR, SCENARIOS_DIR
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_wheel_ships_the_catalogue_the_mutants_and_the_console_script(tmp_path):
+    source = tmp_path / "source"  # built from a copy, so the build leaves nothing in the checkout
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", "out", "build", "__pycache__", "*.egg-info", "*.db*", ".hypothesis"))
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(source)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {f"scenarios/{path.name}" for path in SCENARIOS_DIR.glob("*.toml")} <= names
+    assert {f"mutants/{path.name}" for path in MUTANTS_DIR.glob("*.toml")} <= names
+    assert {"reference/EVENTS.md", "reference/POINTS.md", "reference/CONFIG.md"} <= names
+    (entry_points,) = [name for name in names if name.endswith(".dist-info/entry_points.txt")]
+    assert "compaction-sim = sim.cli:entry" in zipfile.ZipFile(wheel).read(entry_points).decode()
