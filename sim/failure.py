@@ -75,7 +75,7 @@ class Failure:
 
     def headline(self) -> str:
         if isinstance(self.error, SimulationError):
-            return f"{self.outcome}: {self.error.summary}"
+            return self.error.summary  # it names the outcome already: "deadlock: ...", "step budget of ..."
         where = f" in task {self.task!r}" if self.task else ""
         return f"{self.outcome}{where}: {type(self.error).__name__}: {self.error}"
 

@@ -101,6 +101,7 @@ def test_a_failure_is_unwrapped_from_its_exception_groups_and_names_the_task_tha
 def test_a_deadlock_is_a_failure_with_its_wait_for_cycle():
     failure = sim.explore(lock_order, runs=5, repro_dir=None).failure
     assert failure.outcome == sim.RunOutcome.DEADLOCK and failure.task is None
+    assert failure.headline() == "deadlock: no task can run and no timer is pending"
     cycle = {(entry.task, entry.waits_on, entry.held_by) for entry in failure.deadlock.cycle}
     assert cycle == {("left", "lock 'accounts'", ("right",)), ("right", "lock 'ledger'", ("left",))}
     assert "wait-for cycle: 'left' waits on lock 'accounts' held by 'right', which waits on lock 'ledger' held by 'left'" in str(failure)

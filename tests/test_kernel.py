@@ -55,7 +55,7 @@ def test_deadlock_ends_the_run_naming_every_blocked_task_its_wait_and_who_holds_
     assert "task 'holder' waits on event 'never' at test_kernel.py" in report
     assert "task 'contender' waits on lock 'shared' (held by 'holder') at test_kernel.py" in report
     assert "task 'main' waits on nursery children to finish (held by 'holder', 'contender')" in report
-    assert "no wait-for cycle: nothing left can wake 'holder' waits on event 'never'" in report
+    assert "no wait-for cycle: nothing left can wake 'holder', which waits on event 'never'" in report
     assert result.error.cycle == ()
     assert result.history[-1].kind == "run.stopped"
 

@@ -72,6 +72,6 @@ def describe(blocked: tuple[BlockedTask, ...], cycle: tuple[BlockedTask, ...]) -
         hops = [f"waits on {entry.waits_on} held by {cycle[(i + 1) % len(cycle)].task!r}" for i, entry in enumerate(cycle)]
         lines.append(f"  wait-for cycle: {cycle[0].task!r} " + ", which ".join(hops))
     else:
-        stuck = [f"{entry.task!r} waits on {entry.waits_on}" for entry in blocked if not entry.held_by]
+        stuck = [f"{entry.task!r}, which waits on {entry.waits_on}" for entry in blocked if not entry.held_by]
         lines.append("  no wait-for cycle: nothing left can wake " + "; ".join(stuck))
     return lines
