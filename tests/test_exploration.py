@@ -4,7 +4,6 @@ files, the `@pytest.mark.sim` marker, and the README's example, executed as writ
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
@@ -16,8 +15,8 @@ import pytest
 
 import sim
 from sim.kernel.errors import DivergenceError
+from support import ROOT, checkout_env
 
-ROOT = Path(__file__).resolve().parent.parent
 README_SECTION = "## Any async program under the simulator"
 
 
@@ -186,6 +185,5 @@ def test_a_marked_test_that_holds_passes_and_rt_needs_the_marker(tmp_path):
 
 
 def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
-                          capture_output=True, text=True, cwd=folder, env=env)
+                          capture_output=True, text=True, cwd=folder, env=checkout_env())
