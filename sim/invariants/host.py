@@ -13,6 +13,7 @@ from contract.events import (
     CompactionSummaryStarted,
     CooldownCleared,
     CooldownPersistFailed,
+    CooldownSet,
     FaultFired,
     FenceBeginOk,
     FenceCancelWon,
@@ -235,17 +236,21 @@ class TimeoutBacksOff(Invariant):
     races = ("R2",)
     description = (
         "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
-        "timeout), no automatic compaction of that session starts a summary within the first step of the timeout "
-        "ladder, unless a forced attempt or a commit lifted the backoff meanwhile."
+        "timeout), the timed-out attempt frees its lease only once the backoff is durable, and no automatic "
+        "compaction of that session starts a summary within the first step of the timeout ladder, unless a forced "
+        "attempt or a commit lifted the backoff meanwhile. Its own process is bound from the timeout on; other "
+        "processes from the durable record on, since only the record can tell them."
     )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
-        # session -> (its timeout, that event's record, whether the durable record failed)
+        # session -> (its timeout, that event's record, whether its durable record landed)
         self._backoff: dict[SessionId, tuple[HostTimeout, HistoryEvent, bool]] = {}
+        self._unrecorded: dict[AttemptId, HistoryEvent] = {}  # timed out, backoff not yet durable (or failed)
         self._cleared_by: set[AttemptId] = set()  # attempts that cleared the cooldown (forced) before their summary
         self._stopped: set[AttemptId] = set()  # attempts the user hard-cancelled
+        self._admitted: set[AttemptId] = set()  # attempts whose commit began: a timeout on them records nothing
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
@@ -256,17 +261,48 @@ class TimeoutBacksOff(Invariant):
         if event.hard:
             self._stopped.add(event.attempt)
 
+    @handles(FenceBeginOk)
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
+        self._admitted.add(event.attempt)
+
+    @handles(HardCancelRequested)
+    def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent) -> None:
+        """A Ctrl+C after the timeout: the host records nothing for an attempt the user stopped (R1)."""
+        for attempt in [a for a in self._unrecorded if self._session_of.get(a) == event.session]:
+            del self._unrecorded[attempt]
+
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
         if event.attempt in self._session_of and event.attempt not in self._stopped:
             self._backoff[self._session_of[event.attempt]] = (event, record, False)
+            if event.attempt not in self._admitted:  # an admitted commit is waited for, and lifts the backoff
+                self._unrecorded[event.attempt] = record
+
+    @handles(CooldownSet)
+    def recorded(self, event: CooldownSet, record: HistoryEvent) -> None:
+        self._settle(event.session, event.attempt, failed=False)
 
     @handles(CooldownPersistFailed)
     def persist_failed(self, event: CooldownPersistFailed, record: HistoryEvent) -> None:
-        if event.session in self._backoff:
-            timeout, timed_out, _ = self._backoff[event.session]
-            if timeout.attempt == event.attempt:  # only this process still knows of the backoff
-                self._backoff[event.session] = (timeout, timed_out, True)
+        self._settle(event.session, event.attempt, failed=True)
+
+    def _settle(self, session: SessionId, attempt: AttemptId, *, failed: bool) -> None:
+        """The timed-out attempt's record landed (or failed: then only its own process still knows)."""
+        self._unrecorded.pop(attempt, None)
+        if session in self._backoff:
+            timeout, timed_out, _ = self._backoff[session]
+            if timeout.attempt == attempt:
+                self._backoff[session] = (timeout, timed_out, not failed)
+
+    @handles(LeaseReleased)
+    def released(self, event: LeaseReleased, record: HistoryEvent) -> Violation | None:
+        timed_out = self._unrecorded.get(event.holder.attempt)
+        if event.held and timed_out is not None:
+            return self.violation(
+                f"{event.holder} freed {event.session}'s lease after its host timed out and before the backoff was "
+                f"recorded: another process may re-enter the stalled route unwarned", timed_out, record,
+            )
+        return None
 
     @handles(CooldownCleared)
     def cleared(self, event: CooldownCleared, record: HistoryEvent) -> None:
@@ -284,8 +320,8 @@ class TimeoutBacksOff(Invariant):
         session = self._session_of.get(event.attempt)
         if session not in self._backoff:
             return None
-        timeout, timed_out, local_only = self._backoff[session]
-        if local_only and event.attempt.process != timeout.attempt.process:
+        timeout, timed_out, durable = self._backoff[session]
+        if not durable and event.attempt.process != timeout.attempt.process:
             return None
         step = self.system.config.timeout_cooldown_s(1)
         if record.time < timed_out.time + step - 1e-9:
