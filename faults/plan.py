@@ -7,7 +7,7 @@ fault that waits for its moment. Faults fire in the order they are declared.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from faults import FAULT_KINDS
 from faults.base import Fault, FaultContext, Placement
@@ -21,6 +21,7 @@ class FaultPlan:
         self._points = [f for f in self.faults if f.point is not None and f.where != Placement.STORE]
         self._store = [f for f in self.faults if f.where == Placement.STORE]
         self._actions = [f for f in self.faults if f.where == Placement.ACTION and f.point is None]
+        self._awaiting = by_awaited_event(f.trigger for f in self._points + self._store)
         self._nursery: Any = None
 
     # ---- hooks ---------------------------------------------------------------------------------
@@ -41,8 +42,8 @@ class FaultPlan:
 
     def observe(self, kind: str, time: float) -> None:
         """Arm event-triggered point and store faults (action faults are armed by `Moments`)."""
-        for fault in self._points + self._store:
-            fault.trigger.observe(kind, time)
+        for trigger in self._awaiting.get(kind, ()):
+            trigger.observe(kind, time)
 
     # ---- actions -------------------------------------------------------------------------------
 
@@ -76,17 +77,18 @@ class Moments:
     def __init__(self, rt: Any) -> None:
         self._rt = rt
         self._armed: dict[int, Any] = {}
-        self._tracked: list[Trigger] = []
+        self._tracked: dict[str, list[Trigger]] = {}  # by the event kind each awaits
         self._pending: list[Any] = []
 
     def track(self, trigger: Trigger) -> None:
         """Watch a trigger's event from now on, before any task waits for it: an event recorded before its
         waiter gets to run still arms it (tracking only at `wait` would miss it, depending on the schedule)."""
-        self._tracked.append(trigger)
+        if trigger.spec.after_event is not None:
+            self._tracked.setdefault(trigger.spec.after_event, []).append(trigger)
         self._armed[id(trigger)] = self._rt.event()
 
     def observe(self, kind: str, time: float) -> None:
-        for trigger in self._tracked:
+        for trigger in self._tracked.get(kind, ()):
             if trigger.observe(kind, time):
                 self._armed[id(trigger)].set()
 
@@ -111,3 +113,13 @@ class Moments:
         for scope in pending:
             scope.cancel()
         return bool(pending)
+
+
+def by_awaited_event(triggers: Iterable[Trigger]) -> dict[str, list[Trigger]]:
+    """Triggers by the event kind they wait for, in their order: every recorded event is offered only to the
+    triggers it can arm, not to every fault of the run (a trigger with no `after_event` ignores them all)."""
+    awaiting: dict[str, list[Trigger]] = {}
+    for trigger in triggers:
+        if trigger.spec.after_event is not None:
+            awaiting.setdefault(trigger.spec.after_event, []).append(trigger)
+    return awaiting

@@ -50,9 +50,10 @@ class ScenarioSystem:
         self.drives.track(self.moments)
 
     def _on_event(self, record: HistoryEvent) -> None:
-        self.plan.observe(record.kind, record.time)
-        self.moments.observe(record.kind, record.time)
-        self.coverage.add(record.kind)
+        kind = record.event.kind
+        self.plan.observe(kind, record.time)
+        self.moments.observe(kind, record.time)
+        self.coverage.add(kind)
         self.violations.extend(self.invariants.on_event(record))
 
     def _on_idle(self) -> bool:
