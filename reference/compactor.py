@@ -15,6 +15,7 @@ from contract.events import (
     CommitArchived,
     CommitPublished,
     CompactionBlocked,
+    CompactionCarriedUnread,
     CompactionCommitFailed,
     CompactionCommitted,
     CompactionError,
@@ -399,8 +400,10 @@ class Attempt:
             tail_count=d.config.tail_count,
         )
         d.rt.emit(CommitArchived(session=self.session, attempt=self.attempt, rows=len(row_ids)))
+        carried = row_ids[len(messages):]
         # FIX stamp-compacted-markers (R12): the compacted dicts are durable now; unmarked, the next flush re-inserts them all
         stamp(messages, row_ids)
+        messages += await self._carried_rows(self.session, carried)
         return Outcome("committed", "in_place", messages, self.session)
 
     async def _commit_rotation(self, messages: list[Message], before: list[Message]) -> Outcome:
@@ -421,10 +424,27 @@ class Attempt:
             ttl_s=d.config.lease_ttl_s, require_refresh=True, own_rows=own_rows,
         )
         d.rt.emit(CommitPublished(parent=parent, child=child, attempt=self.attempt))
+        carried = row_ids[len(messages):]
         # FIX stamp-handoff-markers (R10): the handoff rows (the user turn's anchor copy included) are durable in the child
         stamp(messages, row_ids)
         d.bind_session(child)
+        messages += await self._carried_rows(child, carried)
         return Outcome("rotated", "rotation", messages, child)
+
+    async def _carried_rows(self, session: SessionId, carried: list[int]) -> list[Message]:
+        """The rows the commit cloned after the candidate (another writer's appends during the summary), as live
+        dicts: the caller answers its next turn from them, and the next attempt summarizes them."""
+        d = self._d
+        # FIX take-in-carried-rows (R14): without them the agent answers as if the other device's message was never sent
+        if not carried:
+            return []
+        try:
+            rows = await d.db.call("active_messages", session)
+        except Exception as exc:  # the commit stands; the next attempt's re-read under the lease takes the rows in
+            d.rt.emit(CompactionCarriedUnread(session=session, attempt=self.attempt, error=repr(exc)))
+            return []
+        wanted = set(carried)
+        return [from_row(row) for row in rows if row.id in wanted]
 
     async def _accept(self, summary: str, messages: list[Message], cooldown_row: CooldownRow, tokens_before: int) -> None:
         """Post-commit bookkeeping, written only by the attempt that still owns the compressor."""

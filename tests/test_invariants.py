@@ -67,6 +67,7 @@ from contract.events import (
     TurnContextOverflow,
     TurnPersisted,
 )
+from contract.events.turns import transcript_fingerprint
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from reference.config import CompactionConfig
@@ -572,6 +573,21 @@ CASES.update({
          archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5)],
         [E(CompactionWatermark(session=S, attempt=A1, watermark=3), 1), E(CompactionInput(session=S, attempt=A1, rows=[1, 2, 3]), 1),
          archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5)],
+        three_rows_leased, three_rows_leased),
+})
+
+
+def commit_returned(transcript_after: str) -> HostReturned:
+    return HostReturned(attempt=A1, status="committed", session=S, caller_session=S, transcript_before="",
+                        transcript_after=transcript_after)
+
+
+SUMMARY_ONLY = transcript_fingerprint([("user", "summary", 5.0)])
+
+CASES.update({
+    "commit_reaches_caller": (
+        [archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5), E(commit_returned("not-what-was-left"), 5)],
+        [archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5), E(commit_returned(SUMMARY_ONLY), 5)],
         three_rows_leased, three_rows_leased),
 })
 

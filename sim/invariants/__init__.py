@@ -52,6 +52,7 @@ from sim.invariants.transcript import (
     AcknowledgedAppendsSurvive,
     ArchivedRowsWereInInput,
     CallerTranscriptOnlyThroughCommit,
+    CommitReachesCaller,
     DurableMessagesMatchRows,
     NoDuplicatePersistedTurn,
     RewindSlotsStayUnderWatermark,
@@ -77,7 +78,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         CancelNeverBeatsAdmittedCommit, SummaryStartsUnderLease, MessageCountMatchesActiveRows,
         CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
         AbandonedAttemptFreesLease, TimeoutBacksOff, ArchivedRowsWereInInput,
-        TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown,
+        TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown, CommitReachesCaller,
     )
 }
 

@@ -16,11 +16,13 @@ from contract.events import (
     CompactionWatermarkFailed,
     FrontendTurnSubmitted,
     HostReturned,
+    ProcessCrashed,
     TurnPersisted,
 )
+from contract.events.turns import transcript_fingerprint
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
-from sim.invariants.base import Invariant, Violation, handles
+from sim.invariants.base import Invariant, Violation, forget_process, handles
 from sim.invariants.lineage import lineage_roots
 
 NOT_COMMITTED = ("failed", "error", "unchanged")
@@ -361,3 +363,45 @@ class ArchivedRowsWereInInput(Invariant):
                 f"at or below the watermark {watermark} but was not in the attempt's input", seen, commit,
             )
         return None
+
+
+class CommitReachesCaller(Invariant):
+    name = "commit_reaches_caller"
+    races = ("R14", "R4")
+    description = (
+        "A committed compaction hands its caller exactly the live transcript its commit left in the session: a "
+        "message another writer appended during the summary, which the commit carried after it, is in the agent's "
+        "context from the next reply on."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._left: dict[AttemptId, tuple[str, SessionId, HistoryEvent]] = {}  # attempt -> what its commit left
+
+    @handles(CommitArchived)
+    def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
+        self._remember(event.attempt, event.session, record)
+
+    @handles(CommitPublished)
+    def published(self, event: CommitPublished, record: HistoryEvent) -> None:
+        self._remember(event.attempt, event.child, record)
+
+    def _remember(self, attempt: AttemptId, session: SessionId, record: HistoryEvent) -> None:
+        """The session's active rows as the commit transaction left them (read in the commit's own step)."""
+        rows = self.system.store.active_messages(session)
+        self._left[attempt] = (transcript_fingerprint(payload(row) for row in rows), session, record)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._left = forget_process(self._left, event.process)
+
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+        left = self._left.pop(event.attempt, None)
+        if left is None or event.status not in ("committed", "rotated") or left[0] == event.transcript_after:
+            return None
+        return self.violation(
+            f"attempt {event.attempt} committed to {left[1]} but handed its caller a transcript that differs from the "
+            "session's live rows after the commit (a row the commit carried is missing from the agent's context)",
+            left[2], record,
+        )
