@@ -40,6 +40,7 @@ from contract.events import (
     FenceCancelWon,
     FenceFinish,
     FenceRevoked,
+    FrontendCtrlC,
     FrontendCtrlCGraceExpired,
     FrontendSessionEnded,
     FrontendTurnFailed,
@@ -342,9 +343,10 @@ CASES: dict[str, tuple[list[Any], list[Any], Callable | None, Callable | None]] 
         [E(grace_expired()), E(FrontendTurnSubmitted(agent="main", text="hi")), E(persisted(1))],
         None, None),
     "hard_cancel_frees_lease": (
-        [E(LeaseAcquired(session=S, holder=H1), 0), E(HardCancelRequested(session=S), 1), E(grace_expired(), 3)],
-        [E(LeaseAcquired(session=S, holder=H1), 0), E(HardCancelRequested(session=S), 1), E(LeaseReleased(session=S, holder=H1, held=True), 1),
-         E(grace_expired(), 3)],
+        [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(LeaseAcquired(session=S, holder=H1), 0),
+         E(HardCancelRequested(session=S), 1), E(grace_expired(), 3)],
+        [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(LeaseAcquired(session=S, holder=H1), 0),
+         E(HardCancelRequested(session=S), 1), E(LeaseReleased(session=S, holder=H1, held=True), 1), E(grace_expired(), 3)],
         None, None),
     "deliberate_end_is_final": (
         [E(FrontendSessionEnded(session=S, reason="session_reset")), E(CommitPublished(parent=S, child=CHILD, attempt=A1))],
@@ -590,6 +592,19 @@ CASES.update({
         [archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5), E(commit_returned(SUMMARY_ONLY), 5)],
         three_rows_leased, three_rows_leased),
 })
+
+
+def test_a_lease_another_process_took_after_the_ctrl_c_is_not_the_stopped_attempts():
+    """The Ctrl+C stopped main's attempt, which released; a second process's /compress then took the lease in the
+    same instant, before the grace ran out: that lease is lawfully held."""
+    other = HolderId.of("extra1", 101, 1)
+    history = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(LeaseAcquired(session=S, holder=H1), 0),
+               E(FrontendCtrlC(agent="main", turn_running=True), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c"),
+               E(LeaseReleased(session=S, holder=H1, held=True), 1),
+               E(HostStarted(attempt=AttemptId.of("extra1", 1), session=S, mode="forced"), 1), E(LeaseAcquired(session=S, holder=other), 1),
+               E(grace_expired(), 1)]
+    assert check("hard_cancel_frees_lease", history) == []
+    assert check("hard_cancel_frees_lease", [event for event in history if not isinstance(event[0], LeaseReleased)])
 
 
 def test_the_current_attempt_is_never_refused_its_own_clear():
