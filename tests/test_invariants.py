@@ -607,6 +607,15 @@ def test_a_lease_another_process_took_after_the_ctrl_c_is_not_the_stopped_attemp
     assert check("hard_cancel_frees_lease", [event for event in history if not isinstance(event[0], LeaseReleased)])
 
 
+def test_a_refresher_is_judged_by_the_refreshes_it_missed_not_by_its_own_count():
+    """The refresher's count says the budget (2) was spent, but the history shows one missed refresh."""
+    claims_budget = [E(LeaseRefreshFailed(session=S, holder=H1, failures=2)), E(LeaseExpiredGiveup(session=S, holder=H1))]
+    recovered_between = [E(LeaseRefreshFailed(session=S, holder=H1, failures=1)), E(LeaseRefreshed(session=S, holder=H1)),
+                         E(LeaseRefreshFailed(session=S, holder=H1, failures=2)), E(LeaseExpiredGiveup(session=S, holder=H1))]
+    assert check("refresher_tolerates_blips", claims_budget)
+    assert check("refresher_tolerates_blips", recovered_between)
+
+
 def test_the_current_attempt_is_never_refused_its_own_clear():
     own_check_removed = [E(AttemptClaimed(attempt=A2, generation=2)), E(CompactionSummaryStarted(attempt=A2, generation=2)),
                          E(CooldownClearSkipped(session=S, attempt=A2))]
