@@ -321,7 +321,7 @@ class Attempt:
         messages[:] = candidate
         try:
             commit = self._commit_in_place(messages) if d.config.in_place else self._commit_rotation(messages, before)
-            outcome = await commit
+            outcome, carried = await commit
         except Exception as exc:
             d.rt.emit(CompactionCommitFailed(session=self.session, attempt=self.attempt, error=repr(exc)))
             # FIX restore-snapshot-on-failed-commit (R12): the compacted list never became durable; handing it back would double the rows
@@ -330,6 +330,7 @@ class Attempt:
             await d.cooldowns.record_failure(self.session, seconds, f"session_split_failed: {exc}", self.attempt)
             return Outcome("failed", type(exc).__name__, messages)
         await self._accept(summary, messages, cooldown_row, estimate_tokens(before))
+        messages += await self._carried_rows(outcome.session_id or self.session, carried)
         return outcome
 
     async def _summarize(self, messages: list[Message], before: list[Message]) -> tuple[str, list[Message]]:
@@ -393,20 +394,20 @@ class Attempt:
         d.rt.emit(CompactionStrike(session=self.session, attempt=self.attempt, strikes=strikes))
         return self._refused("would_grow")
 
-    async def _commit_in_place(self, messages: list[Message]) -> Outcome:
+    async def _commit_in_place(self, messages: list[Message]) -> tuple[Outcome, list[int]]:
+        """Archive and compact; also the rows it cloned after the candidate (another writer's appends)."""
         d = self._d
         row_ids = await d.db.call(
             "archive_and_compact", self.session, messages, holder=self.holder, watermark=self.watermark,
             tail_count=d.config.tail_count,
         )
         d.rt.emit(CommitArchived(session=self.session, attempt=self.attempt, rows=len(row_ids)))
-        carried = row_ids[len(messages):]
         # FIX stamp-compacted-markers (R12): the compacted dicts are durable now; unmarked, the next flush re-inserts them all
         stamp(messages, row_ids)
-        messages += await self._carried_rows(self.session, carried)
-        return Outcome("committed", "in_place", messages, self.session)
+        return Outcome("committed", "in_place", messages, self.session), row_ids[len(messages):]
 
-    async def _commit_rotation(self, messages: list[Message], before: list[Message]) -> Outcome:
+    async def _commit_rotation(self, messages: list[Message], before: list[Message]) -> tuple[Outcome, list[int]]:
+        """Flush, publish the child and bind to it; also the rows it cloned into the child after the handoff."""
         d = self._d
         parent = self.session
         row = await d.db.call("get_session", parent)
@@ -424,12 +425,10 @@ class Attempt:
             ttl_s=d.config.lease_ttl_s, require_refresh=True, own_rows=own_rows,
         )
         d.rt.emit(CommitPublished(parent=parent, child=child, attempt=self.attempt))
-        carried = row_ids[len(messages):]
         # FIX stamp-handoff-markers (R10): the handoff rows (the user turn's anchor copy included) are durable in the child
         stamp(messages, row_ids)
         d.bind_session(child)
-        messages += await self._carried_rows(child, carried)
-        return Outcome("rotated", "rotation", messages, child)
+        return Outcome("rotated", "rotation", messages, child), row_ids[len(messages):]
 
     async def _carried_rows(self, session: SessionId, carried: list[int]) -> list[Message]:
         """The rows the commit cloned after the candidate (another writer's appends during the summary), as live
