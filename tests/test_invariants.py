@@ -326,8 +326,10 @@ CASES: dict[str, tuple[list[Any], list[Any], Callable | None, Callable | None]] 
          E(CompactionRefused(session=S, attempt=A3, reason="would_grow")), E(CompactionRefused(session=S, attempt=A4, reason="would_grow"))],
         None, None),
     "idle_timeout_within_bounds": (
-        [E(timed_out(A1, "idle", 19.0))],
-        [E(timed_out(A1, "idle", 10.0))],
+        [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(CompactionSummaryProgress(attempt=A1), 1),
+         E(timed_out(A1, "idle", 19.0), 20)],
+        [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(CompactionSummaryProgress(attempt=A1), 1),
+         E(timed_out(A1, "idle", 10.0), 11)],
         None, None),
     "hung_commit_reported": (
         [E(FenceBeginOk(attempt=A1), 0), E(timed_out(A1), 1), E(FenceFinish(attempt=A1), 20)],
@@ -614,6 +616,30 @@ def test_a_refresher_is_judged_by_the_refreshes_it_missed_not_by_its_own_count()
                          E(LeaseRefreshFailed(session=S, holder=H1, failures=2)), E(LeaseExpiredGiveup(session=S, holder=H1))]
     assert check("refresher_tolerates_blips", claims_budget)
     assert check("refresher_tolerates_blips", recovered_between)
+
+
+def test_an_idle_timeout_is_timed_from_the_history_not_from_the_hosts_own_count():
+    """The host says 10s of silence, but the summary ticked 3s before the timeout."""
+    history = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(CompactionSummaryProgress(attempt=A1), 8),
+               E(timed_out(A1, "idle", 10.0), 11)]
+    assert check("idle_timeout_within_bounds", history)
+
+
+def ended_automatically(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+    store.end_session("s", reason="tui_shutdown", now=1)
+
+
+def ended_on_purpose(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+    store.end_session("s", reason="session_reset", now=1)
+
+
+REFUSED_AS_ENDED = CompactionCommitFailed(session=S, attempt=A1, error="ParentEndedError(\"parent 's' already ended\")")
+
+CASES.update({
+    "automatic_end_never_refuses_rotation": ([E(REFUSED_AS_ENDED, 2)], [E(REFUSED_AS_ENDED, 2)], ended_automatically, ended_on_purpose),
+})
 
 
 def test_the_current_attempt_is_never_refused_its_own_clear():

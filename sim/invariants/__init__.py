@@ -37,6 +37,7 @@ from sim.invariants.lease import (
     SummaryStartsUnderLease,
 )
 from sim.invariants.lineage import (
+    AutomaticEndNeverRefusesRotation,
     CallerSessionFollowsRotation,
     ClosedWriteAdoptsLiveTip,
     DeliberateEndIsFinal,
@@ -79,6 +80,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
         AbandonedAttemptFreesLease, TimeoutBacksOff, ArchivedRowsWereInInput,
         TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown, CommitReachesCaller,
+        AutomaticEndNeverRefusesRotation,
     )
 }
 

@@ -41,13 +41,34 @@ from sim.invariants.base import Invariant, Violation, forget_process, handles
 class IdleTimeoutWithinBounds(Invariant):
     name = "idle_timeout_within_bounds"
     races = ("R9",)
-    description = "An idle timeout fires between idle and 1.5 x idle after the last progress."
+    description = (
+        "An idle timeout fires between idle and 1.5 x idle after the attempt's last sign of life (its start or its "
+        "last summary progress), timed from the history: a summary never silent for idle is never timed out as idle."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._last_sign: dict[AttemptId, float] = {}  # attempt -> when its host started it, or its last progress tick
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._last_sign[event.attempt] = record.time
+
+    @handles(CompactionSummaryProgress)
+    def progressed(self, event: CompactionSummaryProgress, record: HistoryEvent) -> None:
+        self._last_sign[event.attempt] = record.time
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._last_sign = forget_process(self._last_sign, event.process)
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> Violation | None:
+        if event.budget != "idle" or event.attempt not in self._last_sign:
+            return None
         idle = self.system.config.idle_timeout_s
-        silence = event.since_progress_s
-        if event.budget == "idle" and not idle - 1e-9 <= silence < 1.5 * idle:
+        silence = record.time - self._last_sign[event.attempt]
+        if not idle - 1e-9 <= silence < 1.5 * idle:
             return self.violation(f"the idle timeout fired after {silence:g}s of silence (idle is {idle:g}s)", record)
         return None
 
