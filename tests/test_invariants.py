@@ -642,6 +642,29 @@ CASES.update({
 })
 
 
+def conversation(*messages: tuple[str, str]) -> Callable[[SessionStore], None]:
+    """A session holding these (role, text) messages, in this order."""
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": role, "content": text, "timestamp": 1.0} for role, text in messages], now=1)
+    return arrange
+
+
+TOLD_TURN = [E(FrontendTurnSubmitted(agent="main", text="hi")), E(persisted(2, "assistant"))]
+
+CASES.update({
+    "told_messages_kept_once_in_order": (
+        TOLD_TURN, TOLD_TURN, conversation(("assistant", "earlier"), ("assistant", "ack: hi")),
+        conversation(("user", "hi"), ("assistant", "ack: hi"))),
+})
+
+
+def test_a_told_message_is_kept_once_and_in_the_order_it_was_typed():
+    assert check("told_messages_kept_once_in_order", TOLD_TURN, conversation(("user", "hi"), ("assistant", "ack: hi"), ("user", "hi")))
+    assert check("told_messages_kept_once_in_order", TOLD_TURN[:1] + [E(persisted(1, "assistant"))],
+                 conversation(("assistant", "ack: hi"), ("user", "hi")))
+
+
 def test_the_current_attempt_is_never_refused_its_own_clear():
     own_check_removed = [E(AttemptClaimed(attempt=A2, generation=2)), E(CompactionSummaryStarted(attempt=A2, generation=2)),
                          E(CooldownClearSkipped(session=S, attempt=A2))]

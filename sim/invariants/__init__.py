@@ -57,6 +57,7 @@ from sim.invariants.transcript import (
     DurableMessagesMatchRows,
     NoDuplicatePersistedTurn,
     RewindSlotsStayUnderWatermark,
+    ToldMessagesKeptOnceInOrder,
     MessageCountMatchesActiveRows,
     CompletedTurnPersistsUserMessage,
 )
@@ -80,7 +81,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
         AbandonedAttemptFreesLease, TimeoutBacksOff, ArchivedRowsWereInInput,
         TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown, CommitReachesCaller,
-        AutomaticEndNeverRefusesRotation,
+        AutomaticEndNeverRefusesRotation, ToldMessagesKeptOnceInOrder,
     )
 }
 

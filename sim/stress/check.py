@@ -54,6 +54,7 @@ NOT_APPLICABLE = {
     "archived_rows_were_in_input": _STORE_AT_EVENT,
     "commit_reaches_caller": _STORE_AT_EVENT,
     "automatic_end_never_refuses_rotation": _STORE_AT_EVENT,
+    "told_messages_kept_once_in_order": _STORE_AT_EVENT,
     "durable_messages_match_rows": "reads the agents' in-memory transcripts, which die with their processes",
     "stale_job_never_runs": "follows the simulator kernel's task.spawn events, which trio does not record",
     "pool_admission_bounded": "follows the simulator kernel's task.spawn events, which trio does not record",
