@@ -581,6 +581,16 @@ CASES.update({
 })
 
 
+def test_a_row_above_the_watermark_marked_summarized_was_not_seen_by_the_summary():
+    """The commit marks row 3, above the attempt's watermark and outside its input, as summarized."""
+    def archive_everything(store: SessionStore) -> None:
+        store.archive_and_compact("s", [{"role": "user", "content": "summary", "timestamp": 5.0}], holder=H1, watermark=None, now=5)
+
+    history = [E(CompactionWatermark(session=S, attempt=A1, watermark=2), 1), E(CompactionInput(session=S, attempt=A1, rows=[1, 2]), 1),
+               archive_everything, E(CommitArchived(session=S, attempt=A1, rows=1), 5)]
+    assert check("archived_rows_were_in_input", history, three_rows_leased)
+
+
 def commit_returned(transcript_after: str) -> HostReturned:
     return HostReturned(attempt=A1, status="committed", session=S, caller_session=S, transcript_before="",
                         transcript_after=transcript_after)

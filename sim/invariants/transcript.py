@@ -318,9 +318,9 @@ class ArchivedRowsWereInInput(Invariant):
     name = "archived_rows_were_in_input"
     races = ("R14",)
     description = (
-        "A commit retires only rows its attempt worked from: a row at or below the attempt's watermark that was "
-        "not in its input is neither summarized nor carried, so the commit loses it (in place: archived; by "
-        "rotation: left behind in the closed parent)."
+        "A commit retires only rows its attempt worked from: in place, every row it marks summarized was in the "
+        "attempt's input, whatever its watermark; by rotation, no row at or below the watermark that was not in the "
+        "input is left behind in the closed parent."
     )
 
     def __init__(self, system) -> None:
@@ -353,15 +353,17 @@ class ArchivedRowsWereInInput(Invariant):
         rows, retired_before, seen = self._input[attempt]
         store, watermark = self.system.store, self._watermark[attempt]
         if in_place:
-            retired = [row for row in store.all_messages(session) if not row.active and row.id not in retired_before]
+            # every row this commit marked summarized, whatever the watermark says: the summary must have seen it
+            lost = [row for row in store.all_messages(session) if row.compacted and row.id not in retired_before]
         else:
-            retired = store.active_messages(session)
-        unseen = [row for row in retired if row.id <= watermark and row.id not in rows]
+            # rows left behind in the closed parent; those above the watermark are the rotator's own flush
+            lost = [row for row in store.active_messages(session) if row.id <= watermark]
+        unseen = [row for row in lost if row.id not in rows]
         if unseen:
             row = unseen[0]
             return self.violation(
-                f"attempt {attempt}'s commit dropped {row.role} row {row.id} ({row.content[:40]!r}) of {session}: it is "
-                f"at or below the watermark {watermark} but was not in the attempt's input", seen, commit,
+                f"attempt {attempt}'s commit dropped {row.role} row {row.id} ({row.content[:40]!r}) of {session} (its "
+                f"watermark {watermark}): the row was not in the attempt's input", seen, commit,
             )
         return None
 
