@@ -246,10 +246,10 @@ class Attempt:
             blocked = self._blocked_under_lease(cooldown_row)
             if blocked is not None:
                 return self._refused(blocked)
-        messages = await self._with_rows_committed_before_lease(messages)
+        received, messages = messages, await self._with_rows_committed_before_lease(messages)
         d.rt.emit(CompactionInput(session=self.session, attempt=self.attempt, rows=input_rows(messages)))
         try:
-            return await self._summarize_and_commit(messages, cooldown_row)
+            return await self._summarize_and_commit(messages, cooldown_row, received)
         finally:
             if self._fence.hard_requested and not self._admitted:
                 # FIX hard-cancel-full-rollback (R1): a hard stop leaves the cooldown row and compressor exactly as before the attempt
@@ -298,9 +298,12 @@ class Attempt:
         self._d.rt.emit(SessionAdopted(from_session=self.session, to_session=tip, attempt=self.attempt))
         return Outcome("adopted", "parent_rotated", [from_row(row) for row in rows], tip)
 
-    async def _summarize_and_commit(self, messages: list[Message], cooldown_row: CooldownRow) -> Outcome:
+    async def _summarize_and_commit(self, messages: list[Message], cooldown_row: CooldownRow, received: list[Message]) -> Outcome:
+        """`received` is the caller's transcript as the worker copied it; `messages` may be its re-read under the lease."""
         d = self._d
-        before = copy.deepcopy(messages)  # what a failed commit restores, whatever the engine does to its input
+        before = copy.deepcopy(messages)  # what the candidate is built from, whatever the engine does to its input
+        # what a failed commit hands back: the caller's own transcript, not a re-read it never adopted
+        handed_back = before if received is messages else copy.deepcopy(received)
         try:
             summary, candidate = await self._summarize(messages, before)
         except AttemptAborted as aborted:
@@ -325,7 +328,7 @@ class Attempt:
         except Exception as exc:
             d.rt.emit(CompactionCommitFailed(session=self.session, attempt=self.attempt, error=repr(exc)))
             # FIX restore-snapshot-on-failed-commit (R12): the compacted list never became durable; handing it back would double the rows
-            messages[:] = before
+            messages[:] = handed_back
             seconds = d.config.split_failure_cooldown_s
             await d.cooldowns.record_failure(self.session, seconds, f"session_split_failed: {exc}", self.attempt)
             return Outcome("failed", type(exc).__name__, messages)
