@@ -21,6 +21,7 @@ from contract.events import (
     CommitArchived,
     CommitPublished,
     CompactionBlocked,
+    CompactionCarriedUnread,
     CompactionCommitFailed,
     CompactionCommitted,
     CompactionError,
@@ -673,6 +674,13 @@ def test_a_told_message_is_kept_once_and_in_the_order_it_was_typed():
     assert check("told_messages_kept_once_in_order", TOLD_TURN, conversation(("user", "hi"), ("assistant", "ack: hi"), ("user", "hi")))
     assert check("told_messages_kept_once_in_order", TOLD_TURN[:1] + [E(persisted(1, "assistant"))],
                  conversation(("assistant", "ack: hi"), ("user", "hi")))
+
+
+def test_a_failed_read_of_the_carried_rows_leaves_them_to_the_next_attempt():
+    unread = [archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5),
+              E(CompactionCarriedUnread(session=S, attempt=A1, error="OperationalError('disk I/O error')"), 5),
+              E(commit_returned("without-the-carried-rows"), 5)]
+    assert check("commit_reaches_caller", unread, three_rows_leased) == []
 
 
 def test_the_current_attempt_is_never_refused_its_own_clear():

@@ -11,6 +11,7 @@ from contract.events import (
     AttemptClaimed,
     CommitArchived,
     CommitPublished,
+    CompactionCarriedUnread,
     CompactionFinished,
     CompactionInput,
     CompactionWatermark,
@@ -374,7 +375,8 @@ class CommitReachesCaller(Invariant):
     description = (
         "A committed compaction hands its caller exactly the live transcript its commit left in the session: a "
         "message another writer appended during the summary, which the commit carried after it, is in the agent's "
-        "context from the next reply on."
+        "context from the next reply on (unless reading the carried rows back failed: then the next attempt's "
+        "re-read takes them in)."
     )
 
     def __init__(self, system) -> None:
@@ -393,6 +395,11 @@ class CommitReachesCaller(Invariant):
         """The session's active rows as the commit transaction left them (read in the commit's own step)."""
         rows = self.system.store.active_messages(session)
         self._left[attempt] = (transcript_fingerprint(payload(row) for row in rows), session, record)
+
+    @handles(CompactionCarriedUnread)
+    def carried_unread(self, event: CompactionCarriedUnread, record: HistoryEvent) -> None:
+        # a failed store read (an injected fault) leaves the carried rows to the next attempt's re-read
+        self._left.pop(event.attempt, None)
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
