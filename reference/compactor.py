@@ -15,6 +15,7 @@ from contract.events import (
     CommitArchived,
     CommitPublished,
     CompactionBlocked,
+    CompactionCarriedUnread,
     CompactionCommitFailed,
     CompactionCommitted,
     CompactionError,
@@ -245,10 +246,10 @@ class Attempt:
             blocked = self._blocked_under_lease(cooldown_row)
             if blocked is not None:
                 return self._refused(blocked)
-        messages = await self._with_rows_committed_before_lease(messages)
+        received, messages = messages, await self._with_rows_committed_before_lease(messages)
         d.rt.emit(CompactionInput(session=self.session, attempt=self.attempt, rows=input_rows(messages)))
         try:
-            return await self._summarize_and_commit(messages, cooldown_row)
+            return await self._summarize_and_commit(messages, cooldown_row, received)
         finally:
             if self._fence.hard_requested and not self._admitted:
                 # FIX hard-cancel-full-rollback (R1): a hard stop leaves the cooldown row and compressor exactly as before the attempt
@@ -297,9 +298,12 @@ class Attempt:
         self._d.rt.emit(SessionAdopted(from_session=self.session, to_session=tip, attempt=self.attempt))
         return Outcome("adopted", "parent_rotated", [from_row(row) for row in rows], tip)
 
-    async def _summarize_and_commit(self, messages: list[Message], cooldown_row: CooldownRow) -> Outcome:
+    async def _summarize_and_commit(self, messages: list[Message], cooldown_row: CooldownRow, received: list[Message]) -> Outcome:
+        """`received` is the caller's transcript as the worker copied it; `messages` may be its re-read under the lease."""
         d = self._d
-        before = copy.deepcopy(messages)  # what a failed commit restores, whatever the engine does to its input
+        before = copy.deepcopy(messages)  # what the candidate is built from, whatever the engine does to its input
+        # what a failed commit hands back: the caller's own transcript, not a re-read it never adopted
+        handed_back = before if received is messages else copy.deepcopy(received)
         try:
             summary, candidate = await self._summarize(messages, before)
         except AttemptAborted as aborted:
@@ -320,15 +324,16 @@ class Attempt:
         messages[:] = candidate
         try:
             commit = self._commit_in_place(messages) if d.config.in_place else self._commit_rotation(messages, before)
-            outcome = await commit
+            outcome, carried = await commit
         except Exception as exc:
             d.rt.emit(CompactionCommitFailed(session=self.session, attempt=self.attempt, error=repr(exc)))
             # FIX restore-snapshot-on-failed-commit (R12): the compacted list never became durable; handing it back would double the rows
-            messages[:] = before
+            messages[:] = handed_back
             seconds = d.config.split_failure_cooldown_s
             await d.cooldowns.record_failure(self.session, seconds, f"session_split_failed: {exc}", self.attempt)
             return Outcome("failed", type(exc).__name__, messages)
         await self._accept(summary, messages, cooldown_row, estimate_tokens(before))
+        messages += await self._carried_rows(outcome.session_id or self.session, carried)
         return outcome
 
     async def _summarize(self, messages: list[Message], before: list[Message]) -> tuple[str, list[Message]]:
@@ -392,7 +397,8 @@ class Attempt:
         d.rt.emit(CompactionStrike(session=self.session, attempt=self.attempt, strikes=strikes))
         return self._refused("would_grow")
 
-    async def _commit_in_place(self, messages: list[Message]) -> Outcome:
+    async def _commit_in_place(self, messages: list[Message]) -> tuple[Outcome, list[int]]:
+        """Archive and compact; also the rows it cloned after the candidate (another writer's appends)."""
         d = self._d
         row_ids = await d.db.call(
             "archive_and_compact", self.session, messages, holder=self.holder, watermark=self.watermark,
@@ -401,9 +407,10 @@ class Attempt:
         d.rt.emit(CommitArchived(session=self.session, attempt=self.attempt, rows=len(row_ids)))
         # FIX stamp-compacted-markers (R12): the compacted dicts are durable now; unmarked, the next flush re-inserts them all
         stamp(messages, row_ids)
-        return Outcome("committed", "in_place", messages, self.session)
+        return Outcome("committed", "in_place", messages, self.session), row_ids[len(messages):]
 
-    async def _commit_rotation(self, messages: list[Message], before: list[Message]) -> Outcome:
+    async def _commit_rotation(self, messages: list[Message], before: list[Message]) -> tuple[Outcome, list[int]]:
+        """Flush, publish the child and bind to it; also the rows it cloned into the child after the handoff."""
         d = self._d
         parent = self.session
         row = await d.db.call("get_session", parent)
@@ -424,7 +431,22 @@ class Attempt:
         # FIX stamp-handoff-markers (R10): the handoff rows (the user turn's anchor copy included) are durable in the child
         stamp(messages, row_ids)
         d.bind_session(child)
-        return Outcome("rotated", "rotation", messages, child)
+        return Outcome("rotated", "rotation", messages, child), row_ids[len(messages):]
+
+    async def _carried_rows(self, session: SessionId, carried: list[int]) -> list[Message]:
+        """The rows the commit cloned after the candidate (another writer's appends during the summary), as live
+        dicts: the caller answers its next turn from them, and the next attempt summarizes them."""
+        d = self._d
+        # FIX take-in-carried-rows (R14): without them the agent answers as if the other device's message was never sent
+        if not carried:
+            return []
+        try:
+            rows = await d.db.call("active_messages", session)
+        except Exception as exc:  # the commit stands; the next attempt's re-read under the lease takes the rows in
+            d.rt.emit(CompactionCarriedUnread(session=session, attempt=self.attempt, error=repr(exc)))
+            return []
+        wanted = set(carried)
+        return [from_row(row) for row in rows if row.id in wanted]
 
     async def _accept(self, summary: str, messages: list[Message], cooldown_row: CooldownRow, tokens_before: int) -> None:
         """Post-commit bookkeeping, written only by the attempt that still owns the compressor."""

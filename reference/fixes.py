@@ -135,6 +135,10 @@ FIXES: tuple[Fix, ...] = (
             "under the lease the attempt works from the durable rows up to its watermark when its snapshot lacks some",
         ),
         (
+            "take-in-carried-rows", "R14",
+            "a commit's carried rows (another writer's appends during the summary) join the caller's transcript",
+        ),
+        (
             "adopt-rotated-parent-after-acquire", "R19",
             "an attempt whose session was rotated meanwhile adopts the tip and sits out",
         ),

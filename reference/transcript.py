@@ -8,11 +8,10 @@ committer has to re-stamp what it actually wrote.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any, Iterable, Sequence
 
 from contract.events import AppendFailed, AppendOk
+from contract.events.turns import transcript_fingerprint
 from contract.ids import SessionId
 from contract.runtime import Runtime
 from reference.db import Database
@@ -56,8 +55,7 @@ def same_content(left: Sequence[Message], right: Sequence[Message]) -> bool:
 
 def fingerprint(messages: Iterable[Message]) -> str:
     """A short digest of a transcript's content and order, so an observer can tell whether it changed."""
-    content = json.dumps([(m.get("role"), m.get("content"), m.get("timestamp")) for m in messages])
-    return hashlib.sha256(content.encode()).hexdigest()[:16]
+    return transcript_fingerprint((m.get("role"), m.get("content"), m.get("timestamp")) for m in messages)
 
 
 def estimate_tokens(messages: Iterable[Message]) -> int:

@@ -21,6 +21,7 @@ from contract.events import (
     CommitArchived,
     CommitPublished,
     CompactionBlocked,
+    CompactionCarriedUnread,
     CompactionCommitFailed,
     CompactionCommitted,
     CompactionError,
@@ -40,6 +41,7 @@ from contract.events import (
     FenceCancelWon,
     FenceFinish,
     FenceRevoked,
+    FrontendCtrlC,
     FrontendCtrlCGraceExpired,
     FrontendSessionEnded,
     FrontendTurnFailed,
@@ -67,6 +69,7 @@ from contract.events import (
     TurnContextOverflow,
     TurnPersisted,
 )
+from contract.events.turns import transcript_fingerprint
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from reference.config import CompactionConfig
@@ -324,8 +327,10 @@ CASES: dict[str, tuple[list[Any], list[Any], Callable | None, Callable | None]] 
          E(CompactionRefused(session=S, attempt=A3, reason="would_grow")), E(CompactionRefused(session=S, attempt=A4, reason="would_grow"))],
         None, None),
     "idle_timeout_within_bounds": (
-        [E(timed_out(A1, "idle", 19.0))],
-        [E(timed_out(A1, "idle", 10.0))],
+        [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(CompactionSummaryProgress(attempt=A1), 1),
+         E(timed_out(A1, "idle", 19.0), 20)],
+        [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(CompactionSummaryProgress(attempt=A1), 1),
+         E(timed_out(A1, "idle", 10.0), 11)],
         None, None),
     "hung_commit_reported": (
         [E(FenceBeginOk(attempt=A1), 0), E(timed_out(A1), 1), E(FenceFinish(attempt=A1), 20)],
@@ -341,9 +346,10 @@ CASES: dict[str, tuple[list[Any], list[Any], Callable | None, Callable | None]] 
         [E(grace_expired()), E(FrontendTurnSubmitted(agent="main", text="hi")), E(persisted(1))],
         None, None),
     "hard_cancel_frees_lease": (
-        [E(LeaseAcquired(session=S, holder=H1), 0), E(HardCancelRequested(session=S), 1), E(grace_expired(), 3)],
-        [E(LeaseAcquired(session=S, holder=H1), 0), E(HardCancelRequested(session=S), 1), E(LeaseReleased(session=S, holder=H1, held=True), 1),
-         E(grace_expired(), 3)],
+        [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(LeaseAcquired(session=S, holder=H1), 0),
+         E(HardCancelRequested(session=S), 1), E(grace_expired(), 3)],
+        [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(LeaseAcquired(session=S, holder=H1), 0),
+         E(HardCancelRequested(session=S), 1), E(LeaseReleased(session=S, holder=H1, held=True), 1), E(grace_expired(), 3)],
         None, None),
     "deliberate_end_is_final": (
         [E(FrontendSessionEnded(session=S, reason="session_reset")), E(CommitPublished(parent=S, child=CHILD, attempt=A1))],
@@ -574,6 +580,107 @@ CASES.update({
          archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5)],
         three_rows_leased, three_rows_leased),
 })
+
+
+def test_a_row_above_the_watermark_marked_summarized_was_not_seen_by_the_summary():
+    """The commit marks row 3, above the attempt's watermark and outside its input, as summarized."""
+    def archive_everything(store: SessionStore) -> None:
+        store.archive_and_compact("s", [{"role": "user", "content": "summary", "timestamp": 5.0}], holder=H1, watermark=None, now=5)
+
+    history = [E(CompactionWatermark(session=S, attempt=A1, watermark=2), 1), E(CompactionInput(session=S, attempt=A1, rows=[1, 2]), 1),
+               archive_everything, E(CommitArchived(session=S, attempt=A1, rows=1), 5)]
+    assert check("archived_rows_were_in_input", history, three_rows_leased)
+
+
+def commit_returned(transcript_after: str) -> HostReturned:
+    return HostReturned(attempt=A1, status="committed", session=S, caller_session=S, transcript_before="",
+                        transcript_after=transcript_after)
+
+
+SUMMARY_ONLY = transcript_fingerprint([("user", "summary", 5.0)])
+
+CASES.update({
+    "commit_reaches_caller": (
+        [archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5), E(commit_returned("not-what-was-left"), 5)],
+        [archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5), E(commit_returned(SUMMARY_ONLY), 5)],
+        three_rows_leased, three_rows_leased),
+})
+
+
+def test_a_lease_another_process_took_after_the_ctrl_c_is_not_the_stopped_attempts():
+    """The Ctrl+C stopped main's attempt, which released; a second process's /compress then took the lease in the
+    same instant, before the grace ran out: that lease is lawfully held."""
+    other = HolderId.of("extra1", 101, 1)
+    history = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(LeaseAcquired(session=S, holder=H1), 0),
+               E(FrontendCtrlC(agent="main", turn_running=True), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c"),
+               E(LeaseReleased(session=S, holder=H1, held=True), 1),
+               E(HostStarted(attempt=AttemptId.of("extra1", 1), session=S, mode="forced"), 1), E(LeaseAcquired(session=S, holder=other), 1),
+               E(grace_expired(), 1)]
+    assert check("hard_cancel_frees_lease", history) == []
+    assert check("hard_cancel_frees_lease", [event for event in history if not isinstance(event[0], LeaseReleased)])
+
+
+def test_a_refresher_is_judged_by_the_refreshes_it_missed_not_by_its_own_count():
+    """The refresher's count says the budget (2) was spent, but the history shows one missed refresh."""
+    claims_budget = [E(LeaseRefreshFailed(session=S, holder=H1, failures=2)), E(LeaseExpiredGiveup(session=S, holder=H1))]
+    recovered_between = [E(LeaseRefreshFailed(session=S, holder=H1, failures=1)), E(LeaseRefreshed(session=S, holder=H1)),
+                         E(LeaseRefreshFailed(session=S, holder=H1, failures=2)), E(LeaseExpiredGiveup(session=S, holder=H1))]
+    assert check("refresher_tolerates_blips", claims_budget)
+    assert check("refresher_tolerates_blips", recovered_between)
+
+
+def test_an_idle_timeout_is_timed_from_the_history_not_from_the_hosts_own_count():
+    """The host says 10s of silence, but the summary ticked 3s before the timeout."""
+    history = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(CompactionSummaryProgress(attempt=A1), 8),
+               E(timed_out(A1, "idle", 10.0), 11)]
+    assert check("idle_timeout_within_bounds", history)
+
+
+def ended_automatically(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+    store.end_session("s", reason="tui_shutdown", now=1)
+
+
+def ended_on_purpose(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+    store.end_session("s", reason="session_reset", now=1)
+
+
+REFUSED_AS_ENDED = CompactionCommitFailed(session=S, attempt=A1, error="ParentEndedError(\"parent 's' already ended\")")
+
+CASES.update({
+    "automatic_end_never_refuses_rotation": ([E(REFUSED_AS_ENDED, 2)], [E(REFUSED_AS_ENDED, 2)], ended_automatically, ended_on_purpose),
+})
+
+
+def conversation(*messages: tuple[str, str]) -> Callable[[SessionStore], None]:
+    """A session holding these (role, text) messages, in this order."""
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": role, "content": text, "timestamp": 1.0} for role, text in messages], now=1)
+    return arrange
+
+
+TOLD_TURN = [E(FrontendTurnSubmitted(agent="main", text="hi")), E(persisted(2, "assistant"))]
+
+CASES.update({
+    "told_messages_kept_once_in_order": (
+        TOLD_TURN, TOLD_TURN, conversation(("assistant", "earlier"), ("assistant", "ack: hi")),
+        conversation(("user", "hi"), ("assistant", "ack: hi"))),
+})
+
+
+def test_a_told_message_is_kept_once_and_in_the_order_it_was_typed():
+    assert check("told_messages_kept_once_in_order", TOLD_TURN, conversation(("user", "hi"), ("assistant", "ack: hi"), ("user", "hi")))
+    assert check("told_messages_kept_once_in_order", TOLD_TURN[:1] + [E(persisted(1, "assistant"))],
+                 conversation(("assistant", "ack: hi"), ("user", "hi")))
+
+
+def test_a_failed_read_of_the_carried_rows_leaves_them_to_the_next_attempt():
+    unread = [archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5),
+              E(CompactionCarriedUnread(session=S, attempt=A1, error="OperationalError('disk I/O error')"), 5),
+              E(commit_returned("without-the-carried-rows"), 5)]
+    assert check("commit_reaches_caller", unread, three_rows_leased) == []
 
 
 def test_the_current_attempt_is_never_refused_its_own_clear():

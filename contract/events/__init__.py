@@ -28,6 +28,7 @@ from contract.events.compaction import (
     CompactionInputReread,
     CompactionRefused,
     CompactionStrike,
+    CompactionCarriedUnread,
     CompactionStrikeResetFailed,
     CompactionSummaryDone,
     CompactionSummaryProgress,

@@ -215,6 +215,18 @@ class CompactionCommitted(Event):
 
 
 @event
+class CompactionCarriedUnread(Event):
+    """Reading back the rows a commit carried after the summary (another writer's appends) failed: the commit
+    stands, and the caller's transcript lacks those rows until the next attempt re-reads the session."""
+
+    kind = "compaction.carried_unread"
+    feeds = ("R14",)
+    session: SessionId
+    attempt: AttemptId
+    error: str = trace(note="the exception's repr")
+
+
+@event
 class CompactionStrikeResetFailed(Event):
     """Clearing the breaker after a commit failed (the commit stands)."""
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from typing import Any, Iterable
+
 from contract.events.base import Event, event, trace
 from contract.ids import AttemptId, SessionId
 
@@ -83,6 +87,13 @@ class HostStarted(Event):
     attempt: AttemptId
     session: SessionId
     mode: str = trace(note="`automatic`, `forced` or `overflow`")
+
+
+def transcript_fingerprint(entries: Iterable[tuple[Any, Any, Any]]) -> str:
+    """A short digest of a transcript's (role, content, timestamp) entries in order: the reference digests its
+    live list with it and an invariant the rows of a session, so the two can be compared."""
+    content = json.dumps([list(entry) for entry in entries])
+    return hashlib.sha256(content.encode()).hexdigest()[:16]
 
 
 @event

@@ -37,6 +37,7 @@ from sim.invariants.lease import (
     SummaryStartsUnderLease,
 )
 from sim.invariants.lineage import (
+    AutomaticEndNeverRefusesRotation,
     CallerSessionFollowsRotation,
     ClosedWriteAdoptsLiveTip,
     DeliberateEndIsFinal,
@@ -52,9 +53,11 @@ from sim.invariants.transcript import (
     AcknowledgedAppendsSurvive,
     ArchivedRowsWereInInput,
     CallerTranscriptOnlyThroughCommit,
+    CommitReachesCaller,
     DurableMessagesMatchRows,
     NoDuplicatePersistedTurn,
     RewindSlotsStayUnderWatermark,
+    ToldMessagesKeptOnceInOrder,
     MessageCountMatchesActiveRows,
     CompletedTurnPersistsUserMessage,
 )
@@ -77,7 +80,8 @@ INVARIANTS: dict[str, type[Invariant]] = {
         CancelNeverBeatsAdmittedCommit, SummaryStartsUnderLease, MessageCountMatchesActiveRows,
         CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
         AbandonedAttemptFreesLease, TimeoutBacksOff, ArchivedRowsWereInInput,
-        TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown,
+        TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown, CommitReachesCaller,
+        AutomaticEndNeverRefusesRotation, ToldMessagesKeptOnceInOrder,
     )
 }
 

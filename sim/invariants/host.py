@@ -19,11 +19,14 @@ from contract.events import (
     FenceCancelWon,
     FenceFinish,
     FenceRevoked,
+    FrontendCtrlC,
     FrontendCtrlCGraceExpired,
     FrontendTurnFailed,
     FrontendTurnSubmitted,
     HardCancelRequested,
     HostCommitOverrun,
+    HostReturned,
+    HostStarted,
     HostTimeout,
     HostUnwind,
     LeaseAcquired,
@@ -39,13 +42,34 @@ from sim.invariants.base import Invariant, Violation, forget_process, handles
 class IdleTimeoutWithinBounds(Invariant):
     name = "idle_timeout_within_bounds"
     races = ("R9",)
-    description = "An idle timeout fires between idle and 1.5 x idle after the last progress."
+    description = (
+        "An idle timeout fires between idle and 1.5 x idle after the attempt's last sign of life (its start or its "
+        "last summary progress), timed from the history: a summary never silent for idle is never timed out as idle."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._last_sign: dict[AttemptId, float] = {}  # attempt -> when its host started it, or its last progress tick
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._last_sign[event.attempt] = record.time
+
+    @handles(CompactionSummaryProgress)
+    def progressed(self, event: CompactionSummaryProgress, record: HistoryEvent) -> None:
+        self._last_sign[event.attempt] = record.time
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._last_sign = forget_process(self._last_sign, event.process)
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> Violation | None:
+        if event.budget != "idle" or event.attempt not in self._last_sign:
+            return None
         idle = self.system.config.idle_timeout_s
-        silence = event.since_progress_s
-        if event.budget == "idle" and not idle - 1e-9 <= silence < 1.5 * idle:
+        silence = record.time - self._last_sign[event.attempt]
+        if not idle - 1e-9 <= silence < 1.5 * idle:
             return self.violation(f"the idle timeout fired after {silence:g}s of silence (idle is {idle:g}s)", record)
         return None
 
@@ -197,37 +221,73 @@ class NextTurnPersistsAfterCtrlC(Invariant):
 class HardCancelFreesLease(Invariant):
     name = "hard_cancel_frees_lease"
     races = ("R1",)
-    description = "By the end of the Ctrl+C grace period, an attempt on that session that was not yet committing has released its lease."
+    description = (
+        "By the end of the Ctrl+C grace period, the compaction the Ctrl+C stopped (its agent's attempt in flight on "
+        "that session, not yet committing) has released its own lease; another process may hold the lease by then."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._holding: dict[SessionId, dict[HolderId, HistoryEvent]] = {}
+        self._pressed_by: dict[str, str] = {}  # the task that pressed Ctrl+C -> its agent
+        self._in_flight: dict[AttemptId, SessionId] = {}  # attempts whose host has started and not returned
+        self._holding: dict[AttemptId, tuple[HolderId, HistoryEvent]] = {}  # each attempt's own lease, while held
         self._admitted: set[AttemptId] = set()
-        self._cancelled: dict[SessionId, HistoryEvent] = {}
+        self._stopped: dict[AttemptId, HistoryEvent] = {}  # attempts a Ctrl+C stopped -> that request
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._in_flight[event.attempt] = event.session
+
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> None:
+        self._in_flight.pop(event.attempt, None)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
-        self._holding.setdefault(event.session, {})[event.holder] = record
+        if event.holder.attempt is not None:
+            self._holding[event.holder.attempt] = (event.holder, record)
 
     @handles(LeaseReleased)
     def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
-        self._holding.get(event.session, {}).pop(event.holder, None)
+        held = self._holding.get(event.holder.attempt) if event.holder.attempt is not None else None
+        if held is not None and held[0] == event.holder:
+            del self._holding[event.holder.attempt]
 
     @handles(FenceBeginOk)
     def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
         self._admitted.add(event.attempt)
 
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        # a dead process's leases lapse by TTL, and its restart numbers its attempts from 1 again
+        self._in_flight = forget_process(self._in_flight, event.process)
+        self._holding = forget_process(self._holding, event.process)
+
+    @handles(FrontendCtrlC)
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
+        self._pressed_by[record.task] = event.agent
+
     @handles(HardCancelRequested)
     def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent) -> None:
-        self._cancelled[event.session] = record
+        process = self._process_of(self._pressed_by.pop(record.task, None))
+        for attempt, session in self._in_flight.items():
+            if session == event.session and process in (None, attempt.process):
+                self._stopped[attempt] = record
+
+    def _process_of(self, agent: str | None) -> str | None:
+        """The process of the agent whose terminal pressed Ctrl+C; None if unknown (then any attempt on the session)."""
+        slot = self.system.agents.get(agent) if agent is not None else None
+        return None if slot is None else slot.spec.process
 
     @handles(FrontendCtrlCGraceExpired)
     def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> Violation | None:
-        for session, requested in self._cancelled.items():
-            for holder, acquired in self._holding.get(session, {}).items():
-                if acquired.time <= requested.time and holder.attempt not in self._admitted:
-                    return self.violation(f"{holder} still holds {session}'s lease after Ctrl+C and the grace period", requested, acquired, record)
-        self._cancelled.clear()
+        for attempt, requested in self._stopped.items():
+            held = self._holding.get(attempt)
+            if held is not None and attempt not in self._admitted:
+                holder, acquired = held
+                return self.violation(f"{holder} still holds its lease after Ctrl+C stopped {attempt} and the grace period",
+                                      requested, acquired, record)
+        self._stopped.clear()
         return None
 
 

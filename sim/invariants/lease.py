@@ -182,25 +182,26 @@ class RefresherToleratesBlips(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._failures: dict[HolderId, HistoryEvent] = {}  # holder -> its latest refresh_failed (the consecutive count)
+        # holder -> the refreshes it missed since its last one that landed, counted here from the history (the
+        # refresher's own count is what is on trial)
+        self._missed: dict[HolderId, list[HistoryEvent]] = {}
 
     @handles(LeaseRefreshFailed)
     def refresh_failed(self, event: LeaseRefreshFailed, record: HistoryEvent) -> None:
-        self._failures[event.holder] = record
+        self._missed.setdefault(event.holder, []).append(record)
 
     @handles(LeaseRefreshed)
     def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> None:
-        self._failures.pop(event.holder, None)
+        self._missed.pop(event.holder, None)
 
     @handles(LeaseExpiredGiveup)
     def gave_up(self, event: LeaseExpiredGiveup, record: HistoryEvent) -> Violation | None:
         budget = self.system.config.refresh_failure_budget
-        failed = self._failures.get(event.holder)
-        count = 0 if failed is None else failed.event.failures  # type: ignore[attr-defined]
-        if count < budget:
+        missed = self._missed.get(event.holder, [])
+        if len(missed) < budget:
             return self.violation(
-                f"{event.holder}'s refresher gave up after {count} consecutive missed refresh(es); its budget is {budget}",
-                failed, record,
+                f"{event.holder}'s refresher gave up after {len(missed)} consecutive missed refresh(es); its budget is {budget}",
+                *missed, record,
             )
         return None
 

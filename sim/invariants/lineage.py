@@ -8,6 +8,7 @@ from contract.events import (
     AppendFailed,
     AppendOk,
     CommitPublished,
+    CompactionCommitFailed,
     CompactionSummaryStarted,
     Event,
     ExternalRotated,
@@ -179,6 +180,27 @@ class DeliberateEndIsFinal(_LineageCheck):
                 now = "live again" if row.ended_at is None else f"ended as {row.end_reason}"
                 return self.violation(f"{sid} was ended on purpose ({reason}) but is now {now}", ended, record)
         return None
+
+
+class AutomaticEndNeverRefusesRotation(Invariant):
+    name = "automatic_end_never_refuses_rotation"
+    races = ("R11",)
+    description = (
+        "A rotation is refused as 'parent already ended' only for a deliberate end (a reset, a switch, ...); a "
+        "parent that only carries an automatic stamp (tui_shutdown, ...) while its agent works on is still rotated."
+    )
+
+    @handles(CompactionCommitFailed)
+    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> Violation | None:
+        if not event.error.startswith("ParentEndedError"):
+            return None
+        row = self.system.store.get_session(event.session)
+        if row is None or row.end_reason in DELIBERATE_END_REASONS:
+            return None
+        return self.violation(
+            f"attempt {event.attempt}'s rotation of {event.session} was refused as already ended, but its end stamp "
+            f"({row.end_reason}) is automatic: every later compaction is wedged the same way", record,
+        )
 
 
 class ClosedWriteAdoptsLiveTip(Invariant):

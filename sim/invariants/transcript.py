@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from contract.events import (
@@ -10,17 +11,20 @@ from contract.events import (
     AttemptClaimed,
     CommitArchived,
     CommitPublished,
+    CompactionCarriedUnread,
     CompactionFinished,
     CompactionInput,
     CompactionWatermark,
     CompactionWatermarkFailed,
     FrontendTurnSubmitted,
     HostReturned,
+    ProcessCrashed,
     TurnPersisted,
 )
+from contract.events.turns import transcript_fingerprint
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
-from sim.invariants.base import Invariant, Violation, handles
+from sim.invariants.base import Invariant, Violation, forget_process, handles
 from sim.invariants.lineage import lineage_roots
 
 NOT_COMMITTED = ("failed", "error", "unchanged")
@@ -315,9 +319,9 @@ class ArchivedRowsWereInInput(Invariant):
     name = "archived_rows_were_in_input"
     races = ("R14",)
     description = (
-        "A commit retires only rows its attempt worked from: a row at or below the attempt's watermark that was "
-        "not in its input is neither summarized nor carried, so the commit loses it (in place: archived; by "
-        "rotation: left behind in the closed parent)."
+        "A commit retires only rows its attempt worked from: in place, every row it marks summarized was in the "
+        "attempt's input, whatever its watermark; by rotation, no row at or below the watermark that was not in the "
+        "input is left behind in the closed parent."
     )
 
     def __init__(self, system) -> None:
@@ -350,14 +354,153 @@ class ArchivedRowsWereInInput(Invariant):
         rows, retired_before, seen = self._input[attempt]
         store, watermark = self.system.store, self._watermark[attempt]
         if in_place:
-            retired = [row for row in store.all_messages(session) if not row.active and row.id not in retired_before]
+            # every row this commit marked summarized, whatever the watermark says: the summary must have seen it
+            lost = [row for row in store.all_messages(session) if row.compacted and row.id not in retired_before]
         else:
-            retired = store.active_messages(session)
-        unseen = [row for row in retired if row.id <= watermark and row.id not in rows]
+            # rows left behind in the closed parent; those above the watermark are the rotator's own flush
+            lost = [row for row in store.active_messages(session) if row.id <= watermark]
+        unseen = [row for row in lost if row.id not in rows]
         if unseen:
             row = unseen[0]
             return self.violation(
-                f"attempt {attempt}'s commit dropped {row.role} row {row.id} ({row.content[:40]!r}) of {session}: it is "
-                f"at or below the watermark {watermark} but was not in the attempt's input", seen, commit,
+                f"attempt {attempt}'s commit dropped {row.role} row {row.id} ({row.content[:40]!r}) of {session} (its "
+                f"watermark {watermark}): the row was not in the attempt's input", seen, commit,
             )
         return None
+
+
+class CommitReachesCaller(Invariant):
+    name = "commit_reaches_caller"
+    races = ("R14", "R4")
+    description = (
+        "A committed compaction hands its caller exactly the live transcript its commit left in the session: a "
+        "message another writer appended during the summary, which the commit carried after it, is in the agent's "
+        "context from the next reply on (unless reading the carried rows back failed: then the next attempt's "
+        "re-read takes them in)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._left: dict[AttemptId, tuple[str, SessionId, HistoryEvent]] = {}  # attempt -> what its commit left
+
+    @handles(CommitArchived)
+    def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
+        self._remember(event.attempt, event.session, record)
+
+    @handles(CommitPublished)
+    def published(self, event: CommitPublished, record: HistoryEvent) -> None:
+        self._remember(event.attempt, event.child, record)
+
+    def _remember(self, attempt: AttemptId, session: SessionId, record: HistoryEvent) -> None:
+        """The session's active rows as the commit transaction left them (read in the commit's own step)."""
+        rows = self.system.store.active_messages(session)
+        self._left[attempt] = (transcript_fingerprint(payload(row) for row in rows), session, record)
+
+    @handles(CompactionCarriedUnread)
+    def carried_unread(self, event: CompactionCarriedUnread, record: HistoryEvent) -> None:
+        # a failed store read (an injected fault) leaves the carried rows to the next attempt's re-read
+        self._left.pop(event.attempt, None)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._left = forget_process(self._left, event.process)
+
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+        left = self._left.pop(event.attempt, None)
+        if left is None or event.status not in ("committed", "rotated") or left[0] == event.transcript_after:
+            return None
+        return self.violation(
+            f"attempt {event.attempt} committed to {left[1]} but handed its caller a transcript that differs from the "
+            "session's live rows after the commit (a row the commit carried is missing from the agent's context)",
+            left[2], record,
+        )
+
+
+Key = tuple[str, str]  # a message as the user knows it: its role and its text
+
+
+@dataclass(frozen=True)
+class Told:
+    """A message the user was told was saved: a completed turn's user message or reply, or another writer's
+    acknowledged append; `agent` is the terminal it was typed in (None for another writer)."""
+
+    agent: str | None
+    key: Key | None  # None: the message is the row's own
+    row: int  # the acknowledged row that places it in a lineage (a user message goes with its reply's row)
+    record: HistoryEvent
+
+
+class ToldMessagesKeptOnceInOrder(Invariant):
+    name = "told_messages_kept_once_in_order"
+    races = ("R10", "R12", "R14")
+    description = (
+        "The user's model of the conversation holds: every message the user was told was saved (a completed turn's "
+        "user message and reply, another writer's acknowledged append) is at the end live exactly once in its "
+        "lineage's head, or was in the input of a committed compaction; and the live ones of a terminal keep the "
+        "order they were typed in."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._open: dict[str, tuple[str, str]] = {}  # task -> the agent and text of its running turn
+        self._told: list[Told] = []
+        self._inputs: dict[AttemptId, set[Key]] = {}
+        self._summarized: set[Key] = set()  # what committed compactions had in their input
+
+    @handles(FrontendTurnSubmitted)
+    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+        self._open[record.task] = (event.agent, event.text)
+
+    @handles(TurnPersisted)
+    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
+        if event.writer is not None:
+            self._told.append(Told(None, None, event.row, record))
+        elif event.role == "assistant" and record.task in self._open:
+            agent, text = self._open.pop(record.task)
+            self._told += [Told(agent, ("user", text), event.row, record), Told(agent, None, event.row, record)]
+
+    @handles(CompactionInput)
+    def input(self, event: CompactionInput, record: HistoryEvent) -> None:
+        rows = set(event.rows)
+        self._inputs[event.attempt] = {key(row) for row in self.system.store.all_messages(event.session) if row.id in rows}
+
+    @handles(CommitArchived, CommitPublished)
+    def committed(self, event: CommitArchived | CommitPublished, record: HistoryEvent) -> None:
+        self._summarized |= self._inputs.pop(event.attempt, set())
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._inputs = forget_process(self._inputs, event.process)
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        store = self.system.store
+        roots = lineage_roots(store)
+        rows = {row.id: row for sid in roots for row in store.all_messages(sid)}
+        live = {root: [key(m) for sid in sids for m in store.active_messages(sid)] for root, sids in live_sessions_by_root(store).items()}
+        placed = [(told, told.key or key(rows[told.row]), roots[rows[told.row].session_id]) for told in self._told if told.row in rows]
+        told_twice = {k for k, count in Counter(k for _, k, _ in placed).items() if count > 1}  # the same text sent twice: ambiguous
+        last_position: dict[tuple[str, str], tuple[int, Told, Key]] = {}  # (agent, lineage) -> its last live message's place
+        for told, k, root in placed:
+            if k in told_twice:
+                continue
+            head = live.get(root, [])
+            copies = head.count(k)
+            if copies > 1 or (copies == 0 and k not in self._summarized):
+                found = f"live {copies} times" if copies else "neither live nor in any committed compaction's input"
+                return self.violation(f"the user was told the {k[0]} message {k[1][:40]!r} was saved, but it is {found}", told.record)
+            if copies == 0 or told.agent is None:
+                continue
+            position = head.index(k)
+            before = last_position.get((told.agent, root))
+            if before is not None and before[0] > position:
+                return self.violation(
+                    f"{told.agent}'s {k[0]} message {k[1][:40]!r} now sits before {before[2][1][:40]!r}, which was sent "
+                    "before it", before[1].record, told.record,
+                )
+            last_position[(told.agent, root)] = (position, told, k)
+        return None
+
+
+def key(row: Any) -> Key:
+    return (row.role, row.content)
