@@ -253,7 +253,9 @@ class Attempt:
             if self._fence.hard_requested and not self._admitted:
                 # FIX hard-cancel-full-rollback (R1): a hard stop leaves the cooldown row and compressor exactly as before the attempt
                 durable = (self._restore_cooldown_row, cooldown_row)
-                await d.compressor.restore(self.attempt, self.generation, snapshot, durable)
+                # FIX host-timeout-record-kept (R2): a stop after the host's timeout must not erase the timeout cooldown the host owns
+                keep_cooldown = self._fence.timeout_recorded
+                await d.compressor.restore(self.attempt, self.generation, snapshot, durable, keep_cooldown=keep_cooldown)
 
     async def _with_rows_committed_before_lease(self, messages: list[Message]) -> list[Message]:
         """The snapshot, or the durable transcript up to the watermark if another writer added rows meanwhile.
@@ -360,6 +362,11 @@ class Attempt:
                 summary = await d.rt.run_isolated(
                     d.provider.summarize, messages, self._on_progress, name=f"summary:{self.attempt}"
                 )
+            except ProviderError:
+                raise
+            except Exception as exc:  # a plugin's or the OS's InterruptedError is no Ctrl+C: only the fence stops an attempt
+                # FIX provider-exception-is-a-failure (R1): unclassified, a provider's own exception arms no cooldown and the next turn retries at once
+                raise ProviderError(f"{type(exc).__name__}: {exc}") from exc
             finally:
                 self._fence.clear_interrupt_scope()
         if scope.cancelled_caught:

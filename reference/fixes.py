@@ -161,6 +161,14 @@ FIXES: tuple[Fix, ...] = (
             "the clone ceiling is the parent's watermark before our own pre-publish flush",
         ),
         ("stamp-handoff-markers", "R10", "after publication every handoff dict is stamped with its child row"),
+        (
+            "host-timeout-record-kept", "R2",
+            "a hard stop after the host recorded the attempt's timeout rolls back all but that timeout cooldown",
+        ),
+        (
+            "provider-exception-is-a-failure", "R1",
+            "any exception the provider call raises (a generic InterruptedError too) is a summary failure with a cooldown",
+        ),
     ),
     *_fixes(
         "reference.attempt",

@@ -91,6 +91,7 @@ class HostWait:
         # FIX user-stop-is-not-a-timeout (R1): the user stopped this attempt first; a timeout record would block the next turns
         if fence.hard_requested:
             return Outcome("unchanged", "hard_cancelled")
+        fence.claim_timeout_record()  # same step as the check: a later stop finds the record claimed
         if not release_now:
             await self._release_after_grace()
         # FIX timeout-arms-backoff (R2): without a recorded cooldown the next turn re-enters the route that just stalled

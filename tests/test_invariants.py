@@ -13,6 +13,7 @@ from typing import Any, Callable
 import pytest
 
 from contract.events import (
+    TaskExit,
     AppendFailed,
     AppendOk,
     AttemptClaimed,
@@ -505,6 +506,23 @@ CASES.update({
         struck, struck),
 })
 
+
+PROVIDER_FAILED = [E(LeaseAcquired(session=S, holder=H1), 0), E(TaskExit(error="InterruptedError"), 1, "summary:p1.1")]
+NEXT_SUMMARY = [E(LeaseAcquired(session=S, holder=H2), 20), E(CompactionSummaryStarted(attempt=A2, generation=2), 20)]
+
+CASES.update({
+    "failed_summary_backs_off": (
+        PROVIDER_FAILED + NEXT_SUMMARY,
+        PROVIDER_FAILED + [E(FenceCancelWon(attempt=A1, hard=True), 2)] + NEXT_SUMMARY,  # the user's stop rolled it back
+        None, None),
+})
+
+
+def test_a_users_stop_after_the_host_timeout_keeps_the_timeout_backoff():
+    """hermes A: the host's timeout record wins over the same attempt's later rollback (row 7)."""
+    timed_out_then_stopped = [E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "idle"), 10),
+                              E(FenceCancelWon(attempt=A1, hard=True), 11)]
+    assert check("timeout_backs_off", timed_out_then_stopped + NEXT_SUMMARY)
 
 def test_a_newer_claim_alone_does_not_excuse_a_skipped_rollback():
     """#198 F1: the owner's rollback was skipped because a lock loser claimed later; only a newer writer excuses it."""

@@ -12,6 +12,7 @@ from sim.invariants.compressor import (
 )
 from sim.invariants.fence import CancelNeverBeatsAdmittedCommit, LeaseHeldAcrossCommit, NoCommitAfterCancel
 from sim.invariants.host import (
+    FailedSummaryBacksOff,
     HardCancelFreesLease,
     HungCommitReported,
     IdleTimeoutWithinBounds,
@@ -77,7 +78,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         CancelNeverBeatsAdmittedCommit, SummaryStartsUnderLease, MessageCountMatchesActiveRows,
         CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
         AbandonedAttemptFreesLease, TimeoutBacksOff, ArchivedRowsWereInInput,
-        TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown,
+        TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown, FailedSummaryBacksOff,
     )
 }
 

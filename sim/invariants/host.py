@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from contract.events import (
     AttemptClaimed,
@@ -23,11 +23,13 @@ from contract.events import (
     FrontendTurnSubmitted,
     HardCancelRequested,
     HostCommitOverrun,
+    HostStarted,
     HostTimeout,
     HostUnwind,
     LeaseAcquired,
     LeaseReleased,
     ProcessCrashed,
+    TaskExit,
     TaskSpawn,
 )
 from contract.history import HistoryEvent
@@ -230,22 +232,34 @@ class HardCancelFreesLease(Invariant):
         return None
 
 
-class TimeoutBacksOff(Invariant):
-    name = "timeout_backs_off"
-    races = ("R2",)
-    description = (
-        "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
-        "timeout), no automatic compaction of that session starts a summary within the first step of the timeout "
-        "ladder, unless a forced attempt or a commit lifted the backoff meanwhile."
-    )
+# Ways a host stops waiting for an attempt: from then on the attempt is a zombie to the host.
+HOST_GAVE_UP = (HostTimeout, FenceCancelWon, FenceRevoked, HostUnwind)
+
+
+class _BacksOffAfterFailure(Invariant):
+    """After a failure of a session's compaction that arms a cooldown, no automatic compaction of that session
+    starts a summary within `step_s`, unless a forced attempt or a commit lifted the backoff meanwhile.
+
+    A subclass says which failure arms it (`failed`) and how long the backoff is at least (`step_s`).
+    """
+
+    failure: ClassVar[str]  # how the explanation names the failure
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
-        # session -> (its timeout, that event's record, whether the durable record failed)
-        self._backoff: dict[SessionId, tuple[HostTimeout, HistoryEvent, bool]] = {}
+        # session -> (the failed attempt, the failure's record, whether the durable record failed)
+        self._backoff: dict[SessionId, tuple[AttemptId, HistoryEvent, bool]] = {}
         self._cleared_by: set[AttemptId] = set()  # attempts that cleared the cooldown (forced) before their summary
         self._stopped: set[AttemptId] = set()  # attempts the user hard-cancelled
+
+    def step_s(self) -> float:
+        raise NotImplementedError
+
+    def failed(self, attempt: AttemptId, record: HistoryEvent) -> None:
+        """`attempt` failed in a way that must back off: arm its session's backoff."""
+        if attempt in self._session_of and attempt not in self._stopped:
+            self._backoff[self._session_of[attempt]] = (attempt, record, False)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
@@ -256,17 +270,12 @@ class TimeoutBacksOff(Invariant):
         if event.hard:
             self._stopped.add(event.attempt)
 
-    @handles(HostTimeout)
-    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
-        if event.attempt in self._session_of and event.attempt not in self._stopped:
-            self._backoff[self._session_of[event.attempt]] = (event, record, False)
-
     @handles(CooldownPersistFailed)
     def persist_failed(self, event: CooldownPersistFailed, record: HistoryEvent) -> None:
         if event.session in self._backoff:
-            timeout, timed_out, _ = self._backoff[event.session]
-            if timeout.attempt == event.attempt:  # only this process still knows of the backoff
-                self._backoff[event.session] = (timeout, timed_out, True)
+            attempt, failed, _ = self._backoff[event.session]
+            if attempt == event.attempt:  # only this process still knows of the backoff
+                self._backoff[event.session] = (attempt, failed, True)
 
     @handles(CooldownCleared)
     def cleared(self, event: CooldownCleared, record: HistoryEvent) -> None:
@@ -284,20 +293,85 @@ class TimeoutBacksOff(Invariant):
         session = self._session_of.get(event.attempt)
         if session not in self._backoff:
             return None
-        timeout, timed_out, local_only = self._backoff[session]
-        if local_only and event.attempt.process != timeout.attempt.process:
+        attempt, failed, local_only = self._backoff[session]
+        if local_only and event.attempt.process != attempt.process:
             return None
-        step = self.system.config.timeout_cooldown_s(1)
-        if record.time < timed_out.time + step - 1e-9:
+        step = self.step_s()
+        if record.time < failed.time + step - 1e-9:
             return self.violation(
-                f"attempt {event.attempt} started a summary of {session} {record.time - timed_out.time:g}s after the host "
-                f"timed out on {timeout.attempt}, inside the {step:g}s backoff", timed_out, record,
+                f"attempt {event.attempt} started a summary of {session} {record.time - failed.time:g}s after "
+                f"{self.failure} {attempt}, inside the {step:g}s backoff", failed, record,
             )
         return None
 
 
-# Ways a host stops waiting for an attempt: from then on the attempt is a zombie to the host.
-HOST_GAVE_UP = (HostTimeout, FenceCancelWon, FenceRevoked, HostUnwind)
+class TimeoutBacksOff(_BacksOffAfterFailure):
+    name = "timeout_backs_off"
+    races = ("R2",)
+    description = (
+        "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
+        "timeout), no automatic compaction of that session starts a summary within the first step of the timeout "
+        "ladder, unless a forced attempt or a commit lifted the backoff meanwhile."
+    )
+    failure = "the host timed out on"
+
+    def step_s(self) -> float:
+        return self.system.config.timeout_cooldown_s(1)
+
+    @handles(HostTimeout)
+    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+        self.failed(event.attempt, record)
+
+
+SUMMARY_TASK = "summary:"  # an attempt's provider call runs in a task named after the attempt
+
+
+class FailedSummaryBacksOff(_BacksOffAfterFailure):
+    name = "failed_summary_backs_off"
+    races = ("R1", "R2")
+    description = (
+        "After an attempt's provider call raised (whatever it raised: a plain InterruptedError is no user stop) "
+        "while its host and its user still waited for it, no automatic compaction of that session starts a "
+        "summary inside the summary-failure cooldown, unless the user stopped that attempt before it ended (its "
+        "rollback lifts the cooldown) or a forced attempt or a commit lifted it meanwhile; the recovery of a "
+        "provider-proven overflow may (R23)."
+    )
+    failure = "the provider call failed for"
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._given_up: set[AttemptId] = set()
+        self._overflow_recoveries: set[AttemptId] = set()
+
+    def step_s(self) -> float:
+        return self.system.config.summary_failure_cooldown_s
+
+    @handles(HostStarted)
+    def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
+        if event.mode == "overflow":
+            self._overflow_recoveries.add(event.attempt)
+
+    @handles(*HOST_GAVE_UP)
+    def given_up(self, event: HostTimeout | FenceCancelWon | FenceRevoked | HostUnwind, record: HistoryEvent) -> None:
+        self._given_up.add(event.attempt)
+        if isinstance(event, FenceCancelWon) and event.hard:
+            # a stop before the attempt ended rolls its failure cooldown back: the user's stop arms nothing
+            self._stopped.add(event.attempt)
+            self._backoff = {session: armed for session, armed in self._backoff.items() if armed[0] != event.attempt}
+
+    @handles(TaskExit)
+    def task_exited(self, event: TaskExit, record: HistoryEvent) -> None:
+        if event.error is None or not record.task.startswith(SUMMARY_TASK):
+            return
+        attempt = AttemptId(record.task[len(SUMMARY_TASK):])
+        if attempt not in self._given_up:
+            self.failed(attempt, record)
+
+    @handles(CompactionSummaryStarted)
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+        if event.attempt in self._overflow_recoveries:
+            return None
+        return super().summary_started(event, record)
 
 
 class NoProgressAfterGiveUp(Invariant):
