@@ -135,6 +135,8 @@ STORE_POINTS: tuple[Point, ...] = (
            "the title is not set (`frontend.title_failed` for a taken title)"),
     _store("compression_tip", "adoption (flush, turn start, R19)", "slow lineage walk", "turn or attempt fails"),
     _store("reopen_orphaned", "turn start", "slow", "the turn fails"),
+    _store("reopen_if_explicitly_closed", "turn start, on a session carrying an explicit close (#106459)", "slow",
+           "the turn fails; the close stays"),
     _store("cooldown_row", "automatic gate; capture under the lease", "slow", "attempt fails before any summary"),
     _store("record_cooldown", "timeout, summary failure, split failure", "slow",
            "`cooldown.persist_failed`; the local deadline still blocks"),

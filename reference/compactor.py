@@ -45,7 +45,7 @@ from reference.fence import CommitFence
 from reference.lease import Lease, Process, ProcessProbe
 from reference.pool import CompressionPool
 from reference.provider import ProgressCallback, ProviderError
-from reference.store import DELIBERATE_END_REASONS, CooldownRow, ParentEndedError
+from reference.store import UNPUBLISHABLE_END_REASONS, CooldownRow, ParentEndedError
 from reference.transcript import (
     ROW_ID,
     Message,
@@ -415,7 +415,7 @@ class Attempt:
         parent = self.session
         row = await d.db.call("get_session", parent)
         # FIX deliberate-end-preflush-guard (R11): refuse before the flush, or every failed rotation grows the parent
-        if row is not None and row.end_reason in DELIBERATE_END_REASONS:
+        if row is not None and row.end_reason in UNPUBLISHABLE_END_REASONS:
             raise ParentEndedError(f"parent {parent!r} already ended ({row.end_reason})")
         # FIX rotation-ceiling-before-flush (R14): rows above it are our own flush, already in the handoff; cloning them duplicates
         ceiling = await d.db.call("active_watermark", parent)

@@ -55,6 +55,10 @@ FIXES: tuple[Fix, ...] = (
         ),
         ("rebind-caller-session", "R18", "after every attempt the host's own session binding follows the agent's"),
         (
+            "routing-host-clears-explicit-close", "R11",
+            "turn start clears a stale explicit close (tui_close, ...) on the session the agent still routes (#106459)",
+        ),
+        (
             "overflow-bypasses-cooldown", "R23",
             "the recovery of a provider-proven overflow compresses past the failure cooldown",
         ),
@@ -154,7 +158,7 @@ FIXES: tuple[Fix, ...] = (
         ("stamp-compacted-markers", "R12", "after an in-place commit every compacted dict is stamped with its row"),
         (
             "deliberate-end-preflush-guard", "R11",
-            "a rotation refuses a deliberately ended parent before flushing into it",
+            "a rotation refuses a parent publication refuses (a boundary, an explicit close) before flushing into it",
         ),
         (
             "rotation-ceiling-before-flush", "R14",

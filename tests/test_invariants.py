@@ -518,6 +518,39 @@ CASES.update({
 })
 
 
+def routed_after(reason: str) -> Callable[[SessionStore], dict[str, Any]]:
+    """Session `s`, ended with `reason` before the run's turn, still routed by the agent `main`."""
+    def arrange(store: SessionStore) -> dict[str, Any]:
+        ended_as(reason)(store)
+        return {"main": SimpleNamespace(agent=SimpleNamespace(session_id="s"))}
+    return arrange
+
+
+def reopen(store: SessionStore) -> None:
+    store.reopen_if_explicitly_closed("s")
+
+
+TURN_STARTS = E(FrontendTurnSubmitted(agent="main", text="hi"), 2)
+
+CASES.update({
+    "explicit_close_cleared_at_turn_start": (
+        [TURN_STARTS, E(persisted(1), 2)],
+        [TURN_STARTS, reopen, E(persisted(1), 2)],
+        routed_after("tui_close"), routed_after("tui_close")),
+})
+
+
+def test_a_close_made_during_the_turn_must_outlive_the_turn():
+    """hermes O: a close that lands mid-turn fails that turn's rotation; nothing but the next turn's start clears it."""
+    closed_mid_turn = [reopen, TURN_STARTS, lambda store: store.end_session("s", now=3, reason="webhook_complete"),
+                       E(FrontendSessionEnded(session=S, reason="webhook_complete"), 3)]
+    assert check("explicit_close_cleared_at_turn_start", closed_mid_turn + [reopen, E(persisted(1), 4)], routed_after("tui_close"))
+    assert check("explicit_close_cleared_at_turn_start", closed_mid_turn + [E(persisted(1), 4)], routed_after("tui_close")) == []
+
+
+def test_a_boundary_is_no_explicit_close():
+    assert check("explicit_close_cleared_at_turn_start", [TURN_STARTS, E(persisted(1), 2)], routed_after("session_switch")) == []
+
 def test_a_users_stop_after_the_host_timeout_keeps_the_timeout_backoff():
     """hermes A: the host's timeout record wins over the same attempt's later rollback (row 7)."""
     timed_out_then_stopped = [E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "idle"), 10),

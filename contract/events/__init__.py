@@ -109,6 +109,7 @@ from contract.events.turns import (
     HostStarted,
     SessionAdopted,
     SessionAutoReset,
+    SessionCloseCleared,
     SessionReopened,
     TurnContextOverflow,
     TurnOverflowDeferred,

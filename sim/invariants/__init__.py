@@ -41,6 +41,7 @@ from sim.invariants.lineage import (
     CallerSessionFollowsRotation,
     ClosedWriteAdoptsLiveTip,
     DeliberateEndIsFinal,
+    ExplicitCloseClearedAtTurnStart,
     LateContenderAdopts,
     NoOrphanParent,
     OneContinuationPerParent,
@@ -79,6 +80,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
         AbandonedAttemptFreesLease, TimeoutBacksOff, ArchivedRowsWereInInput,
         TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown, FailedSummaryBacksOff,
+        ExplicitCloseClearedAtTurnStart,
     )
 }
 
