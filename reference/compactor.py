@@ -37,6 +37,7 @@ from contract.events import (
 from contract.ids import SessionId
 from contract.points import COMPACTOR_AFTER_SUMMARY, COMPACTOR_BEFORE_BEGIN_COMMIT, COMPACTOR_BEFORE_PARENT_FLUSH
 from contract.runtime import EventLike, Runtime
+from reference.activity import ActivityLabel, Heartbeat
 from reference.attempt import Compressor, CompressorState
 from reference.config import CompactionConfig
 from reference.cooldown import Cooldowns
@@ -92,6 +93,7 @@ class CompactorDeps:
     process: Process
     processes: ProcessProbe | None
     bind_session: Callable[[SessionId], None]
+    activity: ActivityLabel
 
 
 class AttemptAborted(Exception):
@@ -174,12 +176,16 @@ class Attempt:
         if sat_out is not None:
             await lease.release()
             return await self._sit_out(self._refused(sat_out))
+        heartbeat = Heartbeat(d.rt, d.activity, self._fence, self.session, interval_s=d.config.heartbeat_interval_s)
+        heartbeat.start()
         try:
             async with d.rt.open_nursery() as nursery:
                 nursery.start_soon(lease.run_refresher, name=f"refresher:{self.attempt}")
+                nursery.start_soon(heartbeat.run, name=f"heartbeat:{self.attempt}")
                 try:
                     return await self._under_lease(messages, snapshot)
                 finally:
+                    heartbeat.stop()
                     await lease.release()
         finally:
             if self._admitted:

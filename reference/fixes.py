@@ -175,6 +175,13 @@ FIXES: tuple[Fix, ...] = (
         ),
     ),
     *_fixes(
+        "reference.activity",
+        (
+            "heartbeat-silent-after-give-up", "R26",
+            "an attempt's heartbeat writes no label once its fence is cancelled: the host's timeout label stays",
+        ),
+    ),
+    *_fixes(
         "reference.attempt",
         (
             "claim-waits-for-rollback", "R21",

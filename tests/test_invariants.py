@@ -13,6 +13,7 @@ from typing import Any, Callable
 import pytest
 
 from contract.events import (
+    ActivityLabeled,
     TaskExit,
     AppendFailed,
     AppendOk,
@@ -539,6 +540,17 @@ CASES.update({
         routed_after("tui_close"), routed_after("tui_close")),
 })
 
+
+def labeled(attempt: AttemptId, label: str, *, terminal: bool = False) -> ActivityLabeled:
+    return ActivityLabeled(session=S, attempt=attempt, label=label, terminal=terminal)
+
+
+CASES.update({
+    "no_relabel_after_terminal": (
+        [E(labeled(A1, "started"), 0), E(labeled(A1, "timed_out", terminal=True), 5), E(labeled(A1, "in_progress"), 6)],
+        [E(labeled(A1, "started"), 0), E(labeled(A1, "timed_out", terminal=True), 5), E(labeled(A2, "started"), 70)],
+        None, None),
+})
 
 def test_a_close_made_during_the_turn_must_outlive_the_turn():
     """hermes O: a close that lands mid-turn fails that turn's rotation; nothing but the next turn's start clears it."""

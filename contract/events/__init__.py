@@ -81,6 +81,7 @@ from contract.events.harness import (
     ProcessStarted,
 )
 from contract.events.host import (
+    ActivityLabeled,
     HostCommitOverrun,
     HostLeaseRetained,
     HostTimeout,

@@ -12,6 +12,7 @@ from sim.invariants.compressor import (
 )
 from sim.invariants.fence import CancelNeverBeatsAdmittedCommit, LeaseHeldAcrossCommit, NoCommitAfterCancel
 from sim.invariants.host import (
+    NoRelabelAfterTerminal,
     FailedSummaryBacksOff,
     HardCancelFreesLease,
     HungCommitReported,
@@ -80,7 +81,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
         AbandonedAttemptFreesLease, TimeoutBacksOff, ArchivedRowsWereInInput,
         TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown, FailedSummaryBacksOff,
-        ExplicitCloseClearedAtTurnStart,
+        ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal,
     )
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar, Sequence
 
 from contract.events import (
+    ActivityLabeled,
     AttemptClaimed,
     CompactionCommitted,
     CompactionError,
@@ -397,6 +398,32 @@ class NoProgressAfterGiveUp(Invariant):
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         self._given_up = forget_process(self._given_up, event.process)
+
+
+class NoRelabelAfterTerminal(Invariant):
+    name = "no_relabel_after_terminal"
+    races = ("R26",)
+    description = (
+        "Once the agent's activity label shows an attempt's terminal state (its host timed it out), that attempt "
+        "writes no further label: a late worker's heartbeat never shows the agent compressing again."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._terminal: dict[AttemptId, HistoryEvent] = {}
+
+    @handles(ActivityLabeled)
+    def labeled(self, event: ActivityLabeled, record: HistoryEvent) -> Violation | None:
+        ended = self._terminal.get(event.attempt)
+        if ended is not None:
+            return self.violation(f"attempt {event.attempt} relabelled the agent {event.label} after it was labelled {ended.event.label}", ended, record)  # type: ignore[attr-defined]
+        if event.terminal:
+            self._terminal[event.attempt] = record
+        return None
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._terminal = forget_process(self._terminal, event.process)
 
 
 # Errors that are never an injected fault's doing, however a run was disturbed: a bug in the system.
