@@ -19,28 +19,16 @@ COMPLETED = "completed"
 TIMED_OUT = "timed_out"
 
 
-class ActivityLabel:
-    """One agent's label: which attempt wrote it last, what it says, and whether it is that attempt's end."""
-
-    def __init__(self, rt: Runtime) -> None:
-        self._rt = rt
-        self.attempt: AttemptId | None = None
-        self.label: str | None = None
-        self.terminal = False
-
-    def write(self, session: SessionId, attempt: AttemptId, label: str, *, terminal: bool = False) -> None:
-        self.attempt, self.label, self.terminal = attempt, label, terminal
-        self._rt.emit(ActivityLabeled(session=session, attempt=attempt, label=label, terminal=terminal))
+def write_label(rt: Runtime, session: SessionId, attempt: AttemptId, label: str, *, terminal: bool = False) -> None:
+    """Show `label` on the agent's status line (the `activity.labeled` event is what the user sees)."""
+    rt.emit(ActivityLabeled(session=session, attempt=attempt, label=label, terminal=terminal))
 
 
 class Heartbeat:
     """An attempt's heartbeat: a child task of the attempt, stopped (with its final label) as the attempt ends."""
 
-    def __init__(
-        self, rt: Runtime, label: ActivityLabel, fence: CommitFence, session: SessionId, *, interval_s: float,
-    ) -> None:
+    def __init__(self, rt: Runtime, fence: CommitFence, session: SessionId, *, interval_s: float) -> None:
         self._rt = rt
-        self._label = label
         self._fence = fence
         self._session = session
         self._interval_s = interval_s
@@ -62,6 +50,7 @@ class Heartbeat:
                 self._touch(IN_PROGRESS)
 
     def stop(self) -> None:
+        """End the ticks and label the attempt completed (silent, like every touch, once it was stopped)."""
         self._stopped = True
         if self._scope is not None:
             self._scope.cancel()
@@ -71,4 +60,4 @@ class Heartbeat:
         # FIX heartbeat-silent-after-give-up (R26): the host gave up and labelled the attempt timed out; a late tick would show it running again
         if self._fence.is_cancelled:
             return
-        self._label.write(self._session, self._fence.attempt, label)
+        write_label(self._rt, self._session, self._fence.attempt, label)

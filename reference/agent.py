@@ -25,7 +25,6 @@ from contract.events import (
 from contract.ids import AttemptId, SessionId
 from contract.points import TURN_FLUSH, TURN_MODEL
 from contract.runtime import Runtime
-from reference.activity import ActivityLabel
 from reference.attempt import Compressor
 from reference.compactor import CompactionJob, CompactorDeps, Outcome, Summarizer
 from reference.config import CompactionConfig
@@ -99,10 +98,9 @@ class Agent:
         self.fences = FenceStack()
         self.compressor = Compressor(rt)
         self.cooldowns = Cooldowns(rt, db, self.compressor, self.config)
-        self.activity = ActivityLabel(rt)
         self._deps = CompactorDeps(
             rt, db, provider, self.config, self.compressor, self.cooldowns, self.pool, self.process, processes,
-            self._bind_session, self.activity,
+            self._bind_session,
         )
         self._reply = reply
         self._hard_event = rt.event()
@@ -249,7 +247,7 @@ class Agent:
                     self._deps, fence, number=number, session=self.session_id, source=self.messages, force=force,
                     bypass_cooldown=bypass_cooldown,
                 )
-                outcome = await HostWait(self._rt, self.config, self.cooldowns, self.activity, job, fence, self.session_id).run()
+                outcome = await HostWait(self._rt, self.config, self.cooldowns, job, fence, self.session_id).run()
         finally:
             self.fences.remove(fence)
         self._apply(outcome)

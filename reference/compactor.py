@@ -37,7 +37,7 @@ from contract.events import (
 from contract.ids import SessionId
 from contract.points import COMPACTOR_AFTER_SUMMARY, COMPACTOR_BEFORE_BEGIN_COMMIT, COMPACTOR_BEFORE_PARENT_FLUSH
 from contract.runtime import EventLike, Runtime
-from reference.activity import ActivityLabel, Heartbeat
+from reference.activity import Heartbeat
 from reference.attempt import Compressor, CompressorState
 from reference.config import CompactionConfig
 from reference.cooldown import Cooldowns
@@ -93,7 +93,6 @@ class CompactorDeps:
     process: Process
     processes: ProcessProbe | None
     bind_session: Callable[[SessionId], None]
-    activity: ActivityLabel
 
 
 class AttemptAborted(Exception):
@@ -176,7 +175,7 @@ class Attempt:
         if sat_out is not None:
             await lease.release()
             return await self._sit_out(self._refused(sat_out))
-        heartbeat = Heartbeat(d.rt, d.activity, self._fence, self.session, interval_s=d.config.heartbeat_interval_s)
+        heartbeat = Heartbeat(d.rt, self._fence, self.session, interval_s=d.config.heartbeat_interval_s)
         heartbeat.start()
         try:
             async with d.rt.open_nursery() as nursery:

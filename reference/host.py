@@ -7,7 +7,7 @@ commit, the host waits for that commit (loudly) instead of abandoning it. Any ot
 
 from __future__ import annotations
 
-from reference.activity import TIMED_OUT, ActivityLabel
+from reference.activity import TIMED_OUT, write_label
 from reference.compactor import CompactionJob, Outcome
 from reference.config import CompactionConfig
 from reference.cooldown import Cooldowns
@@ -23,13 +23,12 @@ CEILING = "ceiling"
 
 class HostWait:
     def __init__(
-        self, rt: Runtime, config: CompactionConfig, cooldowns: Cooldowns, activity: ActivityLabel, job: CompactionJob,
-        fence: CommitFence, session: SessionId,
+        self, rt: Runtime, config: CompactionConfig, cooldowns: Cooldowns, job: CompactionJob, fence: CommitFence,
+        session: SessionId,
     ) -> None:
         self._rt = rt
         self._config = config
         self._cooldowns = cooldowns
-        self._activity = activity
         self._job = job
         self._fence = fence
         self._session = session
@@ -94,7 +93,7 @@ class HostWait:
         if fence.hard_requested:
             return Outcome("unchanged", "hard_cancelled")
         fence.claim_timeout_record()  # same step as the check: a later stop finds the record claimed
-        self._activity.write(self._session, fence.attempt, TIMED_OUT, terminal=True)
+        write_label(self._rt, self._session, fence.attempt, TIMED_OUT, terminal=True)
         if not release_now:
             await self._release_after_grace()
         # FIX timeout-arms-backoff (R2): without a recorded cooldown the next turn re-enters the route that just stalled
