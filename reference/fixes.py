@@ -79,6 +79,10 @@ FIXES: tuple[Fix, ...] = (
             "at the total ceiling the lease is freed only once the cancelled worker has exited",
         ),
         (
+            "timeout-recorded-before-release", "R2",
+            "a timed-out attempt's lease is freed only after the host recorded the timeout backoff",
+        ),
+        (
             "user-stop-is-not-a-timeout", "R1",
             "a host whose attempt the user already stopped records no timeout cooldown when its wait runs out",
         ),

@@ -86,28 +86,33 @@ class HostWait:
         self._rt.emit(HostTimeout(attempt=fence.attempt, budget=kind, since_progress_s=fence.seconds_since_progress()))
         # FIX ceiling-keeps-lease-for-live-worker (R25): at the ceiling the worker may still run; freeing its lease lets a retry overlap it
         release_now = kind != CEILING
-        won = await self._cancel_or_join(release_now)
+        # FIX timeout-recorded-before-release (R2): a lease freed before the record lets another process re-enter the stalled route unwarned
+        won = await self._cancel_or_join(release=False)
         if not won:
             return None
         # FIX user-stop-is-not-a-timeout (R1): the user stopped this attempt first; a timeout record would block the next turns
         if fence.hard_requested:
+            if release_now:
+                await fence.release_cancelled()
             return Outcome("unchanged", "hard_cancelled")
         fence.claim_timeout_record()  # same step as the check: a later stop finds the record claimed
         write_label(self._rt, self._session, fence.attempt, TIMED_OUT, terminal=True)
-        if not release_now:
-            await self._release_after_grace()
         # FIX timeout-arms-backoff (R2): without a recorded cooldown the next turn re-enters the route that just stalled
         await self._cooldowns.record_timeout(self._session, fence.attempt, kind)
+        if release_now:
+            await fence.release_cancelled()
+        else:
+            await self._release_after_grace()
         return Outcome("timeout", kind)
 
-    async def _cancel_or_join(self, release_now: bool) -> bool:
+    async def _cancel_or_join(self, *, release: bool) -> bool:
         """True once the cancel won; False after an admitted commit finished (waited for, never abandoned)."""
         while True:
             # FIX commit-overrun-visible (R7): spinning on the fence lock behind a hung commit is silent; wait on the commit, loudly
             if self._fence.commit_in_flight:
                 await self._await_in_flight_commit()
                 return False
-            won = await self._fence.try_cancel_before_commit(release=release_now)
+            won = await self._fence.try_cancel_before_commit(release=release)
             if won is not None:
                 if not won:
                     await self._job.done.wait()

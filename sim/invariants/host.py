@@ -14,6 +14,7 @@ from contract.events import (
     CompactionSummaryStarted,
     CooldownCleared,
     CooldownPersistFailed,
+    CooldownSet,
     FaultFired,
     FenceBeginOk,
     FenceCancelWon,
@@ -239,9 +240,10 @@ HOST_GAVE_UP = (HostTimeout, FenceCancelWon, FenceRevoked, HostUnwind)
 
 class _BacksOffAfterFailure(Invariant):
     """After a failure of a session's compaction that arms a cooldown, no automatic compaction of that session
-    starts a summary within `step_s`, unless a forced attempt or a commit lifted the backoff meanwhile.
+    starts a summary within `step_s`, unless a forced attempt or a commit lifted the backoff meanwhile. The
+    failed attempt's own process is bound from the failure on; other processes from the durable record on.
 
-    A subclass says which failure arms it (`failed`) and how long the backoff is at least (`step_s`).
+    A subclass says which failure arms it (calling `failed`) and how long the backoff is at least (`step_s`).
     """
 
     failure: ClassVar[str]  # how the explanation names the failure
@@ -249,7 +251,7 @@ class _BacksOffAfterFailure(Invariant):
     def __init__(self, system) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
-        # session -> (the failed attempt, the failure's record, whether the durable record failed)
+        # session -> (the failed attempt, the failure's record, whether its durable record landed)
         self._backoff: dict[SessionId, tuple[AttemptId, HistoryEvent, bool]] = {}
         self._cleared_by: set[AttemptId] = set()  # attempts that cleared the cooldown (forced) before their summary
         self._stopped: set[AttemptId] = set()  # attempts the user hard-cancelled
@@ -257,10 +259,12 @@ class _BacksOffAfterFailure(Invariant):
     def step_s(self) -> float:
         raise NotImplementedError
 
-    def failed(self, attempt: AttemptId, record: HistoryEvent) -> None:
-        """`attempt` failed in a way that must back off: arm its session's backoff."""
-        if attempt in self._session_of and attempt not in self._stopped:
-            self._backoff[self._session_of[attempt]] = (attempt, record, False)
+    def failed(self, attempt: AttemptId, record: HistoryEvent) -> bool:
+        """`attempt` failed in a way that must back off: arm its session's backoff (False: not judged)."""
+        if attempt not in self._session_of or attempt in self._stopped:
+            return False
+        self._backoff[self._session_of[attempt]] = (attempt, record, False)
+        return True
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
@@ -271,12 +275,20 @@ class _BacksOffAfterFailure(Invariant):
         if event.hard:
             self._stopped.add(event.attempt)
 
+    @handles(CooldownSet)
+    def recorded(self, event: CooldownSet, record: HistoryEvent) -> None:
+        self._settle(event.session, event.attempt, failed=False)
+
     @handles(CooldownPersistFailed)
     def persist_failed(self, event: CooldownPersistFailed, record: HistoryEvent) -> None:
-        if event.session in self._backoff:
-            attempt, failed, _ = self._backoff[event.session]
-            if attempt == event.attempt:  # only this process still knows of the backoff
-                self._backoff[event.session] = (attempt, failed, True)
+        self._settle(event.session, event.attempt, failed=True)
+
+    def _settle(self, session: SessionId, attempt: AttemptId, *, failed: bool) -> None:
+        """The failed attempt's record landed (or failed: then only its own process still knows)."""
+        if session in self._backoff:
+            armed_by, armed, _ = self._backoff[session]
+            if armed_by == attempt:
+                self._backoff[session] = (armed_by, armed, not failed)
 
     @handles(CooldownCleared)
     def cleared(self, event: CooldownCleared, record: HistoryEvent) -> None:
@@ -294,8 +306,8 @@ class _BacksOffAfterFailure(Invariant):
         session = self._session_of.get(event.attempt)
         if session not in self._backoff:
             return None
-        attempt, failed, local_only = self._backoff[session]
-        if local_only and event.attempt.process != attempt.process:
+        attempt, failed, durable = self._backoff[session]
+        if not durable and event.attempt.process != attempt.process:
             return None
         step = self.step_s()
         if record.time < failed.time + step - 1e-9:
@@ -311,17 +323,50 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
     races = ("R2",)
     description = (
         "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
-        "timeout), no automatic compaction of that session starts a summary within the first step of the timeout "
-        "ladder, unless a forced attempt or a commit lifted the backoff meanwhile."
+        "timeout), the timed-out attempt frees its lease only once the backoff is durable, and no automatic "
+        "compaction of that session starts a summary within the first step of the timeout ladder, unless a forced "
+        "attempt or a commit lifted the backoff meanwhile. Its own process is bound from the timeout on; other "
+        "processes from the durable record on, since only the record can tell them."
     )
     failure = "the host timed out on"
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._unrecorded: dict[AttemptId, HistoryEvent] = {}  # timed out, backoff not yet durable (or failed)
+        self._admitted: set[AttemptId] = set()  # attempts whose commit began: a timeout on them records nothing
 
     def step_s(self) -> float:
         return self.system.config.timeout_cooldown_s(1)
 
+    @handles(FenceBeginOk)
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
+        self._admitted.add(event.attempt)
+
+    @handles(HardCancelRequested)
+    def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent) -> None:
+        """A Ctrl+C after the timeout: the host records nothing for an attempt the user stopped (R1)."""
+        for attempt in [a for a in self._unrecorded if self._session_of.get(a) == event.session]:
+            del self._unrecorded[attempt]
+
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
-        self.failed(event.attempt, record)
+        # an admitted commit is waited for, and lifts the backoff
+        if self.failed(event.attempt, record) and event.attempt not in self._admitted:
+            self._unrecorded[event.attempt] = record
+
+    def _settle(self, session: SessionId, attempt: AttemptId, *, failed: bool) -> None:
+        self._unrecorded.pop(attempt, None)
+        super()._settle(session, attempt, failed=failed)
+
+    @handles(LeaseReleased)
+    def released(self, event: LeaseReleased, record: HistoryEvent) -> Violation | None:
+        timed_out = self._unrecorded.get(event.holder.attempt)
+        if event.held and timed_out is not None:
+            return self.violation(
+                f"{event.holder} freed {event.session}'s lease after its host timed out and before the backoff was "
+                f"recorded: another process may re-enter the stalled route unwarned", timed_out, record,
+            )
+        return None
 
 
 SUMMARY_TASK = "summary:"  # an attempt's provider call runs in a task named after the attempt
