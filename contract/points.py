@@ -50,7 +50,7 @@ PROVIDER_SUMMARY = Point(
     "provider.summary",
     where="`ScriptedProvider.summarize`, before the call (runs in the isolated summary task)",
     stall="a provider slow to start: no progress, the idle budget runs",
-    error="the summary call raises: a `ProviderError` gives `summary_failed` and a cooldown, anything else ends the attempt as `error`",
+    error="the summary call raises: `summary_failed` and a cooldown, whatever it raised (a plain `InterruptedError` is no Ctrl+C)",
 )
 PROVIDER_PROGRESS = Point(
     "provider.progress",
@@ -88,6 +88,12 @@ COMPACTOR_BEFORE_PARENT_FLUSH = Point(
     stall="a window for foreign appends between ceiling and flush (R14)",
     error="rotation fails before any write (R11)",
 )
+ATTEMPT_RESTORE_BODY = Point(
+    "attempt.restore_body",
+    where="hard-cancel rollback, under the compressor's serial lock, after the ownership check and before the durable write",
+    stall="a slow rollback: a newer claim that arrives meanwhile waits for it to be whole (R21)",
+    error="the rollback fails before writing anything; the lease is still released",
+)
 TURN_MODEL = Point(
     "turn.model",
     where="turn loop, where the main model would answer",
@@ -103,7 +109,7 @@ TURN_FLUSH = Point(
 
 REFERENCE_POINTS: tuple[Point, ...] = (
     PROVIDER_SUMMARY, PROVIDER_PROGRESS, LEASE_REFRESH, HOST_WAIT, COMPACTOR_AFTER_SUMMARY,
-    COMPACTOR_BEFORE_BEGIN_COMMIT, COMPACTOR_BEFORE_PARENT_FLUSH, TURN_MODEL, TURN_FLUSH,
+    COMPACTOR_BEFORE_BEGIN_COMMIT, COMPACTOR_BEFORE_PARENT_FLUSH, ATTEMPT_RESTORE_BODY, TURN_MODEL, TURN_FLUSH,
 )
 
 # ---- the store operations the reference calls ----------------------------------------------------
@@ -129,6 +135,8 @@ STORE_POINTS: tuple[Point, ...] = (
            "the title is not set (`frontend.title_failed` for a taken title)"),
     _store("compression_tip", "adoption (flush, turn start, R19)", "slow lineage walk", "turn or attempt fails"),
     _store("reopen_orphaned", "turn start", "slow", "the turn fails"),
+    _store("reopen_if_explicitly_closed", "turn start, on a session carrying an explicit close (#106459)", "slow",
+           "the turn fails; the close stays"),
     _store("cooldown_row", "automatic gate; capture under the lease", "slow", "attempt fails before any summary"),
     _store("record_cooldown", "timeout, summary failure, split failure", "slow",
            "`cooldown.persist_failed`; the local deadline still blocks"),

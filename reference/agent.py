@@ -16,6 +16,7 @@ from contract.events import (
     HostStarted,
     SessionAdopted,
     SessionAutoReset,
+    SessionCloseCleared,
     SessionReopened,
     TurnContextOverflow,
     TurnOverflowDeferred,
@@ -33,7 +34,7 @@ from reference.fence import CommitFence, FenceStack
 from reference.host import HostWait
 from reference.lease import Process, ProcessProbe
 from reference.pool import CompressionPool
-from reference.store import SessionClosedByCompression
+from reference.store import EXPLICIT_CLOSE_REASONS, SessionClosedByCompression
 from reference.transcript import Message, estimate_tokens, fingerprint, from_row, new_message, persist, unpersisted
 
 
@@ -118,7 +119,7 @@ class Agent:
         """Recover the session, take the user turn, compress if over threshold, reply, persist once."""
         self._turns += 1
         self._hard_event = self._rt.event()
-        await self._recover_rotated_session()
+        await self._recover_session()
         extra = {} if platform_message_id is None else {"platform_message_id": platform_message_id}
         self.messages.append(new_message("user", text, self._rt.now(), **extra))
         compaction = None
@@ -159,14 +160,28 @@ class Agent:
                     raise PersistenceFailed(self.session_id) from closed
                 adopted = True
 
-    async def _recover_rotated_session(self) -> None:
-        """Turn start: a rotated session continues in its tip; a rotation that left no child is reopened."""
+    async def _recover_session(self) -> None:
+        """Turn start: a stale explicit close is cleared; a rotated session continues in its tip; a rotation
+        that left no child is reopened."""
         row = await self._db.call("get_session", self.session_id)
+        if row is not None and row.end_reason in EXPLICIT_CLOSE_REASONS:
+            await self._clear_explicit_close()
         if row is None or not row.rotated or await self._adopt_tip():
             return
         # FIX reopen-orphan-at-turn-start (R20): a parent closed without a published child refuses every write forever
         if await self._db.call("reopen_orphaned", self.session_id):
             self._rt.emit(SessionReopened(session=self.session_id))
+
+    async def _clear_explicit_close(self) -> None:
+        """This agent is starting a turn on its session, so an explicit close on it missed a live conversation.
+
+        Only the routing host knows that: publication refuses every explicit close, and a close made during
+        this turn stays until the next turn starts (that turn's rotation fails closed).
+        """
+        # FIX routing-host-clears-explicit-close (R11): publication refuses an explicit close forever; left on a routed session it wedges every rotation
+        cleared = await self._db.call("reopen_if_explicitly_closed", self.session_id)
+        if cleared is not None:
+            self._rt.emit(SessionCloseCleared(session=self.session_id, reason=cleared))
 
     async def _adopt_tip(self) -> bool:
         found = await self._db.call("compression_tip", self.session_id)

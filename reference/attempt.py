@@ -15,6 +15,7 @@ from typing import Awaitable, Callable
 
 from contract.events import AttemptClaimed, AttemptRestored, AttemptRestoreSkippedStale, AttemptRetired
 from contract.ids import AttemptId
+from contract.points import ATTEMPT_RESTORE_BODY
 from contract.runtime import Runtime
 from reference.store import CooldownRow
 
@@ -32,6 +33,14 @@ class CompressorState:
     last_error: str | None = None
     consecutive_timeouts: int = 0
     structural_backoff_until: float = 0.0
+
+
+def with_cooldown_of(current: CompressorState, snapshot: CompressorState) -> CompressorState:
+    """`snapshot`, but with the failure-cooldown fields of `current` (a host's timeout record written since)."""
+    return dataclasses.replace(
+        snapshot, cooldown_until=current.cooldown_until, last_error=current.last_error,
+        consecutive_timeouts=current.consecutive_timeouts,
+    )
 
 
 class Compressor:
@@ -77,10 +86,14 @@ class Compressor:
         generation: int,
         snapshot: CompressorState,
         durable: tuple[DurableRestore, CooldownRow] | None = None,
+        *,
+        keep_cooldown: bool = False,
     ) -> bool:
         """Put back `snapshot` (and first the durable cooldown row) unless a newer attempt has claimed.
 
-        Holds the serial lock across the check and both writes, so no claim can slip in between them.
+        `keep_cooldown`: the host recorded this attempt's timeout, so the cooldown (row and local fields) is
+        the host's and stays as it is; everything else is rolled back. Holds the serial lock across the check
+        and both writes, so no claim can slip in between them.
         """
         async with self._serial:
             # FIX stale-restore-noop (R21): an older attempt's late rollback must not undo what a newer claim wrote
@@ -88,10 +101,11 @@ class Compressor:
             if generation != current:
                 self._rt.emit(AttemptRestoreSkippedStale(attempt=attempt, generation=generation, current=current))
                 return False
-            if durable is not None:
+            await self._rt.checkpoint(ATTEMPT_RESTORE_BODY)
+            if durable is not None and not keep_cooldown:
                 write_row, row = durable
                 await write_row(row)
-            self.state = dataclasses.replace(snapshot)
+            self.state = with_cooldown_of(self.state, snapshot) if keep_cooldown else dataclasses.replace(snapshot)
         self._rt.emit(AttemptRestored(attempt=attempt, generation=generation))
         return True
 

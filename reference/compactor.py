@@ -38,6 +38,7 @@ from contract.events import (
 from contract.ids import SessionId
 from contract.points import COMPACTOR_AFTER_SUMMARY, COMPACTOR_BEFORE_BEGIN_COMMIT, COMPACTOR_BEFORE_PARENT_FLUSH
 from contract.runtime import EventLike, Runtime
+from reference.activity import Heartbeat
 from reference.attempt import Compressor, CompressorState
 from reference.config import CompactionConfig
 from reference.cooldown import Cooldowns
@@ -46,7 +47,7 @@ from reference.fence import CommitFence
 from reference.lease import Lease, Process, ProcessProbe
 from reference.pool import CompressionPool
 from reference.provider import ProgressCallback, ProviderError
-from reference.store import DELIBERATE_END_REASONS, CooldownRow, ParentEndedError
+from reference.store import UNPUBLISHABLE_END_REASONS, CooldownRow, ParentEndedError
 from reference.transcript import (
     ROW_ID,
     Message,
@@ -175,12 +176,16 @@ class Attempt:
         if sat_out is not None:
             await lease.release()
             return await self._sit_out(self._refused(sat_out))
+        heartbeat = Heartbeat(d.rt, self._fence, self.session, interval_s=d.config.heartbeat_interval_s)
+        heartbeat.start()
         try:
             async with d.rt.open_nursery() as nursery:
                 nursery.start_soon(lease.run_refresher, name=f"refresher:{self.attempt}")
+                nursery.start_soon(heartbeat.run, name=f"heartbeat:{self.attempt}")
                 try:
                     return await self._under_lease(messages, snapshot)
                 finally:
+                    heartbeat.stop()
                     await lease.release()
         finally:
             if self._admitted:
@@ -254,7 +259,9 @@ class Attempt:
             if self._fence.hard_requested and not self._admitted:
                 # FIX hard-cancel-full-rollback (R1): a hard stop leaves the cooldown row and compressor exactly as before the attempt
                 durable = (self._restore_cooldown_row, cooldown_row)
-                await d.compressor.restore(self.attempt, self.generation, snapshot, durable)
+                # FIX host-timeout-record-kept (R2): a stop after the host's timeout must not erase the timeout cooldown the host owns
+                keep_cooldown = self._fence.timeout_recorded
+                await d.compressor.restore(self.attempt, self.generation, snapshot, durable, keep_cooldown=keep_cooldown)
 
     async def _with_rows_committed_before_lease(self, messages: list[Message]) -> list[Message]:
         """The snapshot, or the durable transcript up to the watermark if another writer added rows meanwhile.
@@ -365,6 +372,11 @@ class Attempt:
                 summary = await d.rt.run_isolated(
                     d.provider.summarize, messages, self._on_progress, name=f"summary:{self.attempt}"
                 )
+            except ProviderError:
+                raise
+            except Exception as exc:  # a plugin's or the OS's InterruptedError is no Ctrl+C: only the fence stops an attempt
+                # FIX provider-exception-is-a-failure (R1): unclassified, a provider's own exception arms no cooldown and the next turn retries at once
+                raise ProviderError(f"{type(exc).__name__}: {exc}") from exc
             finally:
                 self._fence.clear_interrupt_scope()
         if scope.cancelled_caught:
@@ -415,7 +427,7 @@ class Attempt:
         parent = self.session
         row = await d.db.call("get_session", parent)
         # FIX deliberate-end-preflush-guard (R11): refuse before the flush, or every failed rotation grows the parent
-        if row is not None and row.end_reason in DELIBERATE_END_REASONS:
+        if row is not None and row.end_reason in UNPUBLISHABLE_END_REASONS:
             raise ParentEndedError(f"parent {parent!r} already ended ({row.end_reason})")
         # FIX rotation-ceiling-before-flush (R14): rows above it are our own flush, already in the handoff; cloning them duplicates
         ceiling = await d.db.call("active_watermark", parent)

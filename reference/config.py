@@ -27,12 +27,13 @@ class CompactionConfig:
     cancelled_worker_grace_s: float = 5.0
     cancel_spin_s: float = 0.025
     min_wait_slice_s: float = 0.005
+    heartbeat_interval_s: float = 60.0
 
     def __post_init__(self) -> None:
         if self.ceiling_timeout_s < self.idle_timeout_s:
             raise ValueError("the total ceiling must be at least the idle timeout")
-        if self.lease_ttl_s <= 0 or self.pool_cap < 1 or not self.cooldown_ladder_s:
-            raise ValueError("lease TTL, pool cap and cooldown ladder must be positive / non-empty")
+        if self.lease_ttl_s <= 0 or self.pool_cap < 1 or not self.cooldown_ladder_s or self.heartbeat_interval_s <= 0:
+            raise ValueError("lease TTL, pool cap, heartbeat interval and cooldown ladder must be positive / non-empty")
 
     @property
     def refresh_interval_s(self) -> float:

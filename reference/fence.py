@@ -33,6 +33,7 @@ class CommitFence:
         self._commit_in_flight = False
         self._release_hook: ReleaseHook | None = None
         self._release_wanted = False
+        self._timeout_recorded = False
         self._interrupt: CancelScopeLike | None = None
         self._last_progress = rt.now()
         self.worker_done = rt.event()  # set by the attempt's worker as its last act, whatever happened
@@ -52,6 +53,15 @@ class CommitFence:
     def commit_in_flight(self) -> bool:
         """Set under the lock by `begin_commit`; readable lock-free so a waiting host can tell a hung commit."""
         return self._commit_in_flight
+
+    @property
+    def timeout_recorded(self) -> bool:
+        """The host claimed this attempt's timeout record: its cooldown is the host's, not the attempt's to roll back."""
+        return self._timeout_recorded
+
+    def claim_timeout_record(self) -> None:
+        """The host's once-per-attempt claim, made in the step its cancel is known not to be a user's stop."""
+        self._timeout_recorded = True
 
     def deadline_exceeded(self) -> bool:
         return self._rt.now() >= self.deadline

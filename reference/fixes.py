@@ -55,6 +55,10 @@ FIXES: tuple[Fix, ...] = (
         ),
         ("rebind-caller-session", "R18", "after every attempt the host's own session binding follows the agent's"),
         (
+            "routing-host-clears-explicit-close", "R11",
+            "turn start clears a stale explicit close (tui_close, ...) on the session the agent still routes (#106459)",
+        ),
+        (
             "overflow-bypasses-cooldown", "R23",
             "the recovery of a provider-proven overflow compresses past the failure cooldown",
         ),
@@ -162,13 +166,28 @@ FIXES: tuple[Fix, ...] = (
         ("stamp-compacted-markers", "R12", "after an in-place commit every compacted dict is stamped with its row"),
         (
             "deliberate-end-preflush-guard", "R11",
-            "a rotation refuses a deliberately ended parent before flushing into it",
+            "a rotation refuses a parent publication refuses (a boundary, an explicit close) before flushing into it",
         ),
         (
             "rotation-ceiling-before-flush", "R14",
             "the clone ceiling is the parent's watermark before our own pre-publish flush",
         ),
         ("stamp-handoff-markers", "R10", "after publication every handoff dict is stamped with its child row"),
+        (
+            "host-timeout-record-kept", "R2",
+            "a hard stop after the host recorded the attempt's timeout rolls back all but that timeout cooldown",
+        ),
+        (
+            "provider-exception-is-a-failure", "R1",
+            "any exception the provider call raises (a generic InterruptedError too) is a summary failure with a cooldown",
+        ),
+    ),
+    *_fixes(
+        "reference.activity",
+        (
+            "heartbeat-silent-after-give-up", "R26",
+            "an attempt's heartbeat writes no label once its fence is cancelled: the host's timeout label stays",
+        ),
     ),
     *_fixes(
         "reference.attempt",

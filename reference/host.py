@@ -7,6 +7,7 @@ commit, the host waits for that commit (loudly) instead of abandoning it. Any ot
 
 from __future__ import annotations
 
+from reference.activity import TIMED_OUT, write_label
 from reference.compactor import CompactionJob, Outcome
 from reference.config import CompactionConfig
 from reference.cooldown import Cooldowns
@@ -94,6 +95,8 @@ class HostWait:
             if release_now:
                 await fence.release_cancelled()
             return Outcome("unchanged", "hard_cancelled")
+        fence.claim_timeout_record()  # same step as the check: a later stop finds the record claimed
+        write_label(self._rt, self._session, fence.attempt, TIMED_OUT, terminal=True)
         # FIX timeout-arms-backoff (R2): without a recorded cooldown the next turn re-enters the route that just stalled
         await self._cooldowns.record_timeout(self._session, fence.attempt, kind)
         if release_now:

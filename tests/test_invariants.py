@@ -13,6 +13,8 @@ from typing import Any, Callable
 import pytest
 
 from contract.events import (
+    ActivityLabeled,
+    TaskExit,
     AppendFailed,
     AppendOk,
     AttemptClaimed,
@@ -511,6 +513,67 @@ CASES.update({
         struck, struck),
 })
 
+
+PROVIDER_FAILED = [E(LeaseAcquired(session=S, holder=H1), 0), E(TaskExit(error="InterruptedError"), 1, "summary:p1.1")]
+NEXT_SUMMARY = [E(LeaseAcquired(session=S, holder=H2), 20), E(CompactionSummaryStarted(attempt=A2, generation=2), 20)]
+
+CASES.update({
+    "failed_summary_backs_off": (
+        PROVIDER_FAILED + NEXT_SUMMARY,
+        PROVIDER_FAILED + [E(FenceCancelWon(attempt=A1, hard=True), 2)] + NEXT_SUMMARY,  # the user's stop rolled it back
+        None, None),
+})
+
+
+def routed_after(reason: str) -> Callable[[SessionStore], dict[str, Any]]:
+    """Session `s`, ended with `reason` before the run's turn, still routed by the agent `main`."""
+    def arrange(store: SessionStore) -> dict[str, Any]:
+        ended_as(reason)(store)
+        return {"main": SimpleNamespace(agent=SimpleNamespace(session_id="s"))}
+    return arrange
+
+
+def reopen(store: SessionStore) -> None:
+    store.reopen_if_explicitly_closed("s")
+
+
+TURN_STARTS = E(FrontendTurnSubmitted(agent="main", text="hi"), 2)
+
+CASES.update({
+    "explicit_close_cleared_at_turn_start": (
+        [TURN_STARTS, E(persisted(1), 2)],
+        [TURN_STARTS, reopen, E(persisted(1), 2)],
+        routed_after("tui_close"), routed_after("tui_close")),
+})
+
+
+def labeled(attempt: AttemptId, label: str, *, terminal: bool = False) -> ActivityLabeled:
+    return ActivityLabeled(session=S, attempt=attempt, label=label, terminal=terminal)
+
+
+CASES.update({
+    "no_relabel_after_terminal": (
+        [E(labeled(A1, "started"), 0), E(labeled(A1, "timed_out", terminal=True), 5), E(labeled(A1, "in_progress"), 6)],
+        [E(labeled(A1, "started"), 0), E(labeled(A1, "timed_out", terminal=True), 5), E(labeled(A2, "started"), 70)],
+        None, None),
+})
+
+def test_a_close_made_during_the_turn_must_outlive_the_turn():
+    """hermes O: a close that lands mid-turn fails that turn's rotation; nothing but the next turn's start clears it."""
+    closed_mid_turn = [reopen, TURN_STARTS, lambda store: store.end_session("s", now=3, reason="webhook_complete"),
+                       E(FrontendSessionEnded(session=S, reason="webhook_complete"), 3)]
+    assert check("explicit_close_cleared_at_turn_start", closed_mid_turn + [reopen, E(persisted(1), 4)], routed_after("tui_close"))
+    assert check("explicit_close_cleared_at_turn_start", closed_mid_turn + [E(persisted(1), 4)], routed_after("tui_close")) == []
+
+
+def test_a_boundary_is_no_explicit_close():
+    assert check("explicit_close_cleared_at_turn_start", [TURN_STARTS, E(persisted(1), 2)], routed_after("session_switch")) == []
+
+def test_a_users_stop_after_the_host_timeout_keeps_the_timeout_backoff():
+    """hermes A: the host's timeout record wins over the same attempt's later rollback (row 7)."""
+    timed_out_then_stopped = [E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "idle"), 10),
+                              E(FenceCancelWon(attempt=A1, hard=True), 11)]
+    assert check("timeout_backs_off", timed_out_then_stopped + NEXT_SUMMARY)
 
 def test_a_newer_claim_alone_does_not_excuse_a_skipped_rollback():
     """#198 F1: the owner's rollback was skipped because a lock loser claimed later; only a newer writer excuses it."""

@@ -12,6 +12,7 @@ from reference.store import (
     AUTOMATIC_END_REASONS,
     COMPRESSION_END,
     DELIBERATE_END_REASONS,
+    EXPLICIT_CLOSE_REASONS,
     FORK_MARKERS,
     CooldownRestoreMismatch,
     CooldownRow,
@@ -77,9 +78,11 @@ def test_end_reason_taxonomy_is_disjoint_and_complete() -> None:
     assert DELIBERATE_END_REASONS == {
         "session_reset", "session_switch", "idle", "daily", "suspended", "resume_pending_expired", "new_session",
     }
+    assert EXPLICIT_CLOSE_REASONS == {"tui_close", "cli_close", "webhook_complete"}
     assert not AUTOMATIC_END_REASONS & DELIBERATE_END_REASONS
+    assert not (AUTOMATIC_END_REASONS | DELIBERATE_END_REASONS) & EXPLICIT_CLOSE_REASONS
     assert COMPRESSION_END == "compression"
-    assert COMPRESSION_END not in AUTOMATIC_END_REASONS | DELIBERATE_END_REASONS
+    assert COMPRESSION_END not in AUTOMATIC_END_REASONS | DELIBERATE_END_REASONS | EXPLICIT_CLOSE_REASONS
     assert FORK_MARKERS == ("_branched_from", "_delegate_from", "_reset_from")
 
 
@@ -663,6 +666,38 @@ def test_reopen_allowed_when_the_only_child_is_a_real_fork_r16(store: SessionSto
     store.create_session("d", now=2.0, parent="s", model_config={"_delegate_from": "s"})
     assert store.reopen_orphaned("s", now=3.0) is True
 
+
+
+@pytest.mark.parametrize("reason", sorted(EXPLICIT_CLOSE_REASONS))
+def test_the_routing_host_clears_an_explicit_close_106459(store: SessionStore, reason: str) -> None:
+    store.end_session("s", now=1.0, reason=reason)
+    assert store.reopen_if_explicitly_closed("s") == reason
+    row = store.get_session("s")
+    assert (row.ended_at, row.end_reason) == (None, None)
+
+
+@pytest.mark.parametrize("reason", sorted(AUTOMATIC_END_REASONS | DELIBERATE_END_REASONS | {COMPRESSION_END}))
+def test_the_routing_host_leaves_every_other_stamp_106459(store: SessionStore, reason: str) -> None:
+    store.end_session("s", now=1.0, reason=reason)
+    assert store.reopen_if_explicitly_closed("s") is None
+    assert store.get_session("s").end_reason == reason
+
+
+def test_an_explicit_close_with_a_continuation_stays_106459(store: SessionStore) -> None:
+    store.create_session("t", now=0.0)
+    store.end_session("t", now=1.0, reason="tui_close")
+    store.create_session("u", now=2.0, parent="t")  # an explicit close whose session a continuation already took over
+    assert store.reopen_if_explicitly_closed("t") is None
+    assert store.get_session("t").end_reason == "tui_close"
+
+
+def test_publication_refuses_an_explicit_close_106459(store: SessionStore) -> None:
+    seed(store, "s", "a")
+    store.end_session("s", now=1.0, reason="webhook_complete")
+    store.try_acquire_lease("s", "h", now=1.0, ttl_s=60.0)
+    with pytest.raises(ParentEndedError):
+        store.publish_child("s", "c", [summary()], holder="h", watermark=1, ceiling=None, now=2.0, ttl_s=TTL)
+    assert store.get_session("c") is None and store.get_session("s").end_reason == "webhook_complete"
 
 def test_reopen_refused_when_the_child_only_inherited_a_marker_r16() -> None:
     store = SessionStore()

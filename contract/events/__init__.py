@@ -82,6 +82,7 @@ from contract.events.harness import (
     ProcessStarted,
 )
 from contract.events.host import (
+    ActivityLabeled,
     HostCommitOverrun,
     HostLeaseRetained,
     HostTimeout,
@@ -110,6 +111,7 @@ from contract.events.turns import (
     HostStarted,
     SessionAdopted,
     SessionAutoReset,
+    SessionCloseCleared,
     SessionReopened,
     TurnContextOverflow,
     TurnOverflowDeferred,

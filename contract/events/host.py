@@ -1,9 +1,9 @@
-"""Pool and host wait (`pool.py`, `host.py`)."""
+"""Pool, host wait and the activity label (`pool.py`, `host.py`, `activity.py`)."""
 
 from __future__ import annotations
 
 from contract.events.base import Event, event, trace
-from contract.ids import AttemptId
+from contract.ids import AttemptId, SessionId
 
 
 @event
@@ -62,3 +62,16 @@ class HostUnwind(Event):
     kind = "host.unwind"
     feeds = ("R5",)
     attempt: AttemptId
+
+
+@event
+class ActivityLabeled(Event):
+    """The agent's activity label (what its status line shows) was written: by an attempt's heartbeat
+    (`started`, `in_progress`, `completed`) or by its host (`timed_out`, terminal)."""
+
+    kind = "activity.labeled"
+    feeds = ("R26",)
+    session: SessionId
+    attempt: AttemptId
+    label: str = trace(note="`started`, `in_progress`, `completed` (the heartbeat) or `timed_out` (the host)")
+    terminal: bool = trace(note="the attempt's final state: nothing of that attempt may relabel it afterwards")

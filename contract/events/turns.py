@@ -69,6 +69,16 @@ class SessionReopened(Event):
 
 
 @event
+class SessionCloseCleared(Event):
+    """Turn start cleared a stale explicit close (`tui_close`, ...): this agent still routes the session (#106459)."""
+
+    kind = "session.close_cleared"
+    feeds = ("R11",)
+    session: SessionId
+    reason: str = trace(note="the end reason cleared")
+
+
+@event
 class HardCancelRequested(Event):
     """`Agent.hard_interrupt()` was called (Ctrl+C)."""
 

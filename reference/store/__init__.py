@@ -15,7 +15,13 @@ from .errors import (
     UnknownSessionError,
 )
 from .lineage import FORK_MARKERS
-from .reasons import AUTOMATIC_END_REASONS, COMPRESSION_END, DELIBERATE_END_REASONS
+from .reasons import (
+    AUTOMATIC_END_REASONS,
+    COMPRESSION_END,
+    DELIBERATE_END_REASONS,
+    EXPLICIT_CLOSE_REASONS,
+    UNPUBLISHABLE_END_REASONS,
+)
 from .rows import CooldownRow, LeaseRow, MessageRow, SessionRow
 from .session_store import SessionStore
 
@@ -23,6 +29,7 @@ __all__ = [
     "AUTOMATIC_END_REASONS",
     "COMPRESSION_END",
     "DELIBERATE_END_REASONS",
+    "EXPLICIT_CLOSE_REASONS",
     "FORK_MARKERS",
     "CooldownRestoreMismatch",
     "CooldownRow",
@@ -37,5 +44,6 @@ __all__ = [
     "SessionStore",
     "StoreError",
     "TitleInUseError",
+    "UNPUBLISHABLE_END_REASONS",
     "UnknownSessionError",
 ]

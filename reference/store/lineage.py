@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from . import lease, sessions
+from .reasons import EXPLICIT_CLOSE_REASONS
 from .rows import SessionRow
 
 FORK_MARKERS = ("_branched_from", "_delegate_from", "_reset_from")
@@ -53,3 +54,20 @@ def reopen_orphaned(db: sqlite3.Connection, sid: str, *, now: float) -> bool:
         return False
     db.execute("UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ?", (sid,))
     return True
+
+
+def reopen_if_explicitly_closed(db: sqlite3.Connection, sid: str) -> str | None:
+    """Clear an explicit close for the host that still routes `sid` (#106459); the reason cleared, or None.
+
+    Never an automatic, boundary or `compression` stamp, nor a close whose session already has a
+    continuation (lineage owns it). The UPDATE is keyed on the exact stamp read, so a close that lands
+    between the read and the write is not cleared.
+    """
+    row = sessions.get(db, sid)
+    if row is None or row.end_reason not in EXPLICIT_CLOSE_REASONS or continuation_children(db, sid):
+        return None
+    db.execute(
+        "UPDATE sessions SET ended_at = NULL, end_reason = NULL WHERE id = ? AND ended_at = ? AND end_reason = ?",
+        (sid, row.ended_at, row.end_reason),
+    )
+    return row.end_reason

@@ -27,5 +27,12 @@ DELIBERATE_END_REASONS = frozenset({
     "new_session",
 })
 
+# Explicit closes (a terminal's or a hook's): the store cannot tell a stale one from the user's, so publication
+# refuses them; only the host that still routes the session clears one, as it starts a turn there (#106459).
+EXPLICIT_CLOSE_REASONS = frozenset({"tui_close", "cli_close", "webhook_complete"})
+
+# Every stamp a rotation must not publish over (its pre-flush guard and publication agree on this set).
+UNPUBLISHABLE_END_REASONS = DELIBERATE_END_REASONS | EXPLICIT_CLOSE_REASONS
+
 # `compression` is accepted from end_session only to reproduce the legacy non-atomic rotation (R20).
-KNOWN_END_REASONS = AUTOMATIC_END_REASONS | DELIBERATE_END_REASONS | {COMPRESSION_END}
+KNOWN_END_REASONS = AUTOMATIC_END_REASONS | UNPUBLISHABLE_END_REASONS | {COMPRESSION_END}

@@ -239,6 +239,10 @@ class SessionStore:
         with self._write("reopen_orphaned") as db:
             return lineage.reopen_orphaned(db, sid, now=now)
 
+    def reopen_if_explicitly_closed(self, sid: str) -> str | None:
+        with self._write("reopen_if_explicitly_closed") as db:
+            return lineage.reopen_if_explicitly_closed(db, sid)
+
     # -- cooldown and breaker -------------------------------------------------------------------
 
     def record_cooldown(self, sid: str, until: float, error: str) -> None:

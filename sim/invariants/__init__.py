@@ -12,6 +12,8 @@ from sim.invariants.compressor import (
 )
 from sim.invariants.fence import CancelNeverBeatsAdmittedCommit, LeaseHeldAcrossCommit, NoCommitAfterCancel
 from sim.invariants.host import (
+    NoRelabelAfterTerminal,
+    FailedSummaryBacksOff,
     HardCancelFreesLease,
     HungCommitReported,
     IdleTimeoutWithinBounds,
@@ -41,6 +43,7 @@ from sim.invariants.lineage import (
     CallerSessionFollowsRotation,
     ClosedWriteAdoptsLiveTip,
     DeliberateEndIsFinal,
+    ExplicitCloseClearedAtTurnStart,
     LateContenderAdopts,
     NoOrphanParent,
     OneContinuationPerParent,
@@ -82,6 +85,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         AbandonedAttemptFreesLease, TimeoutBacksOff, ArchivedRowsWereInInput,
         TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown, CommitReachesCaller,
         AutomaticEndNeverRefusesRotation, ToldMessagesKeptOnceInOrder,
+        FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal,
     )
 }
 

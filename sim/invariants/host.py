@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from contract.events import (
+    ActivityLabeled,
     AttemptClaimed,
     CompactionCommitted,
     CompactionError,
@@ -32,6 +33,7 @@ from contract.events import (
     LeaseAcquired,
     LeaseReleased,
     ProcessCrashed,
+    TaskExit,
     TaskSpawn,
 )
 from contract.history import HistoryEvent
@@ -291,26 +293,37 @@ class HardCancelFreesLease(Invariant):
         return None
 
 
-class TimeoutBacksOff(Invariant):
-    name = "timeout_backs_off"
-    races = ("R2",)
-    description = (
-        "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
-        "timeout), the timed-out attempt frees its lease only once the backoff is durable, and no automatic "
-        "compaction of that session starts a summary within the first step of the timeout ladder, unless a forced "
-        "attempt or a commit lifted the backoff meanwhile. Its own process is bound from the timeout on; other "
-        "processes from the durable record on, since only the record can tell them."
-    )
+# Ways a host stops waiting for an attempt: from then on the attempt is a zombie to the host.
+HOST_GAVE_UP = (HostTimeout, FenceCancelWon, FenceRevoked, HostUnwind)
+
+
+class _BacksOffAfterFailure(Invariant):
+    """After a failure of a session's compaction that arms a cooldown, no automatic compaction of that session
+    starts a summary within `step_s`, unless a forced attempt or a commit lifted the backoff meanwhile. The
+    failed attempt's own process is bound from the failure on; other processes from the durable record on.
+
+    A subclass says which failure arms it (calling `failed`) and how long the backoff is at least (`step_s`).
+    """
+
+    failure: ClassVar[str]  # how the explanation names the failure
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
-        # session -> (its timeout, that event's record, whether its durable record landed)
-        self._backoff: dict[SessionId, tuple[HostTimeout, HistoryEvent, bool]] = {}
-        self._unrecorded: dict[AttemptId, HistoryEvent] = {}  # timed out, backoff not yet durable (or failed)
+        # session -> (the failed attempt, the failure's record, whether its durable record landed)
+        self._backoff: dict[SessionId, tuple[AttemptId, HistoryEvent, bool]] = {}
         self._cleared_by: set[AttemptId] = set()  # attempts that cleared the cooldown (forced) before their summary
         self._stopped: set[AttemptId] = set()  # attempts the user hard-cancelled
-        self._admitted: set[AttemptId] = set()  # attempts whose commit began: a timeout on them records nothing
+
+    def step_s(self) -> float:
+        raise NotImplementedError
+
+    def failed(self, attempt: AttemptId, record: HistoryEvent) -> bool:
+        """`attempt` failed in a way that must back off: arm its session's backoff (False: not judged)."""
+        if attempt not in self._session_of or attempt in self._stopped:
+            return False
+        self._backoff[self._session_of[attempt]] = (attempt, record, False)
+        return True
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
@@ -321,23 +334,6 @@ class TimeoutBacksOff(Invariant):
         if event.hard:
             self._stopped.add(event.attempt)
 
-    @handles(FenceBeginOk)
-    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
-        self._admitted.add(event.attempt)
-
-    @handles(HardCancelRequested)
-    def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent) -> None:
-        """A Ctrl+C after the timeout: the host records nothing for an attempt the user stopped (R1)."""
-        for attempt in [a for a in self._unrecorded if self._session_of.get(a) == event.session]:
-            del self._unrecorded[attempt]
-
-    @handles(HostTimeout)
-    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
-        if event.attempt in self._session_of and event.attempt not in self._stopped:
-            self._backoff[self._session_of[event.attempt]] = (event, record, False)
-            if event.attempt not in self._admitted:  # an admitted commit is waited for, and lifts the backoff
-                self._unrecorded[event.attempt] = record
-
     @handles(CooldownSet)
     def recorded(self, event: CooldownSet, record: HistoryEvent) -> None:
         self._settle(event.session, event.attempt, failed=False)
@@ -347,22 +343,11 @@ class TimeoutBacksOff(Invariant):
         self._settle(event.session, event.attempt, failed=True)
 
     def _settle(self, session: SessionId, attempt: AttemptId, *, failed: bool) -> None:
-        """The timed-out attempt's record landed (or failed: then only its own process still knows)."""
-        self._unrecorded.pop(attempt, None)
+        """The failed attempt's record landed (or failed: then only its own process still knows)."""
         if session in self._backoff:
-            timeout, timed_out, _ = self._backoff[session]
-            if timeout.attempt == attempt:
-                self._backoff[session] = (timeout, timed_out, not failed)
-
-    @handles(LeaseReleased)
-    def released(self, event: LeaseReleased, record: HistoryEvent) -> Violation | None:
-        timed_out = self._unrecorded.get(event.holder.attempt)
-        if event.held and timed_out is not None:
-            return self.violation(
-                f"{event.holder} freed {event.session}'s lease after its host timed out and before the backoff was "
-                f"recorded: another process may re-enter the stalled route unwarned", timed_out, record,
-            )
-        return None
+            armed_by, armed, _ = self._backoff[session]
+            if armed_by == attempt:
+                self._backoff[session] = (armed_by, armed, not failed)
 
     @handles(CooldownCleared)
     def cleared(self, event: CooldownCleared, record: HistoryEvent) -> None:
@@ -380,20 +365,118 @@ class TimeoutBacksOff(Invariant):
         session = self._session_of.get(event.attempt)
         if session not in self._backoff:
             return None
-        timeout, timed_out, durable = self._backoff[session]
-        if not durable and event.attempt.process != timeout.attempt.process:
+        attempt, failed, durable = self._backoff[session]
+        if not durable and event.attempt.process != attempt.process:
             return None
-        step = self.system.config.timeout_cooldown_s(1)
-        if record.time < timed_out.time + step - 1e-9:
+        step = self.step_s()
+        if record.time < failed.time + step - 1e-9:
             return self.violation(
-                f"attempt {event.attempt} started a summary of {session} {record.time - timed_out.time:g}s after the host "
-                f"timed out on {timeout.attempt}, inside the {step:g}s backoff", timed_out, record,
+                f"attempt {event.attempt} started a summary of {session} {record.time - failed.time:g}s after "
+                f"{self.failure} {attempt}, inside the {step:g}s backoff", failed, record,
             )
         return None
 
 
-# Ways a host stops waiting for an attempt: from then on the attempt is a zombie to the host.
-HOST_GAVE_UP = (HostTimeout, FenceCancelWon, FenceRevoked, HostUnwind)
+class TimeoutBacksOff(_BacksOffAfterFailure):
+    name = "timeout_backs_off"
+    races = ("R2",)
+    description = (
+        "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
+        "timeout), the timed-out attempt frees its lease only once the backoff is durable, and no automatic "
+        "compaction of that session starts a summary within the first step of the timeout ladder, unless a forced "
+        "attempt or a commit lifted the backoff meanwhile. Its own process is bound from the timeout on; other "
+        "processes from the durable record on, since only the record can tell them."
+    )
+    failure = "the host timed out on"
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._unrecorded: dict[AttemptId, HistoryEvent] = {}  # timed out, backoff not yet durable (or failed)
+        self._admitted: set[AttemptId] = set()  # attempts whose commit began: a timeout on them records nothing
+
+    def step_s(self) -> float:
+        return self.system.config.timeout_cooldown_s(1)
+
+    @handles(FenceBeginOk)
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
+        self._admitted.add(event.attempt)
+
+    @handles(HardCancelRequested)
+    def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent) -> None:
+        """A Ctrl+C after the timeout: the host records nothing for an attempt the user stopped (R1)."""
+        for attempt in [a for a in self._unrecorded if self._session_of.get(a) == event.session]:
+            del self._unrecorded[attempt]
+
+    @handles(HostTimeout)
+    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+        # an admitted commit is waited for, and lifts the backoff
+        if self.failed(event.attempt, record) and event.attempt not in self._admitted:
+            self._unrecorded[event.attempt] = record
+
+    def _settle(self, session: SessionId, attempt: AttemptId, *, failed: bool) -> None:
+        self._unrecorded.pop(attempt, None)
+        super()._settle(session, attempt, failed=failed)
+
+    @handles(LeaseReleased)
+    def released(self, event: LeaseReleased, record: HistoryEvent) -> Violation | None:
+        timed_out = self._unrecorded.get(event.holder.attempt)
+        if event.held and timed_out is not None:
+            return self.violation(
+                f"{event.holder} freed {event.session}'s lease after its host timed out and before the backoff was "
+                f"recorded: another process may re-enter the stalled route unwarned", timed_out, record,
+            )
+        return None
+
+
+SUMMARY_TASK = "summary:"  # an attempt's provider call runs in a task named after the attempt
+
+
+class FailedSummaryBacksOff(_BacksOffAfterFailure):
+    name = "failed_summary_backs_off"
+    races = ("R1", "R2")
+    description = (
+        "After an attempt's provider call raised (whatever it raised: a plain InterruptedError is no user stop) "
+        "while its host and its user still waited for it, no automatic compaction of that session starts a "
+        "summary inside the summary-failure cooldown, unless the user stopped that attempt before it ended (its "
+        "rollback lifts the cooldown) or a forced attempt or a commit lifted it meanwhile; the recovery of a "
+        "provider-proven overflow may (R23)."
+    )
+    failure = "the provider call failed for"
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._given_up: set[AttemptId] = set()
+        self._overflow_recoveries: set[AttemptId] = set()
+
+    def step_s(self) -> float:
+        return self.system.config.summary_failure_cooldown_s
+
+    @handles(HostStarted)
+    def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
+        if event.mode == "overflow":
+            self._overflow_recoveries.add(event.attempt)
+
+    @handles(*HOST_GAVE_UP)
+    def given_up(self, event: HostTimeout | FenceCancelWon | FenceRevoked | HostUnwind, record: HistoryEvent) -> None:
+        self._given_up.add(event.attempt)
+        if isinstance(event, FenceCancelWon) and event.hard:
+            # a stop before the attempt ended rolls its failure cooldown back: the user's stop arms nothing
+            self._stopped.add(event.attempt)
+            self._backoff = {session: armed for session, armed in self._backoff.items() if armed[0] != event.attempt}
+
+    @handles(TaskExit)
+    def task_exited(self, event: TaskExit, record: HistoryEvent) -> None:
+        if event.error is None or not record.task.startswith(SUMMARY_TASK):
+            return
+        attempt = AttemptId(record.task[len(SUMMARY_TASK):])
+        if attempt not in self._given_up:
+            self.failed(attempt, record)
+
+    @handles(CompactionSummaryStarted)
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+        if event.attempt in self._overflow_recoveries:
+            return None
+        return super().summary_started(event, record)
 
 
 class NoProgressAfterGiveUp(Invariant):
@@ -419,6 +502,32 @@ class NoProgressAfterGiveUp(Invariant):
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         self._given_up = forget_process(self._given_up, event.process)
+
+
+class NoRelabelAfterTerminal(Invariant):
+    name = "no_relabel_after_terminal"
+    races = ("R26",)
+    description = (
+        "Once the agent's activity label shows an attempt's terminal state (its host timed it out), that attempt "
+        "writes no further label: a late worker's heartbeat never shows the agent compressing again."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._terminal: dict[AttemptId, HistoryEvent] = {}
+
+    @handles(ActivityLabeled)
+    def labeled(self, event: ActivityLabeled, record: HistoryEvent) -> Violation | None:
+        ended = self._terminal.get(event.attempt)
+        if ended is not None:
+            return self.violation(f"attempt {event.attempt} relabelled the agent {event.label} after it was labelled {ended.event.label}", ended, record)  # type: ignore[attr-defined]
+        if event.terminal:
+            self._terminal[event.attempt] = record
+        return None
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._terminal = forget_process(self._terminal, event.process)
 
 
 # Errors that are never an injected fault's doing, however a run was disturbed: a bug in the system.

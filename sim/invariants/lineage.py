@@ -14,15 +14,21 @@ from contract.events import (
     ExternalRotated,
     FrontendSessionEnded,
     FrontendTurnFailed,
+    FrontendTurnSubmitted,
+    GatewayTurnStarted,
     HostReturned,
     LeaseAcquired,
     ProcessCrashed,
     SessionAdopted,
     SessionReopened,
+    TurnPersisted,
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from sim.invariants.base import Invariant, Violation, forget_process, handles
+
+# Closes a terminal or a hook makes explicitly (#106459), named here rather than read from the store's taxonomy.
+EXPLICIT_CLOSES = frozenset({"tui_close", "cli_close", "webhook_complete"})
 
 # Events after which the lineage in the store may have changed.
 LINEAGE_EVENTS = (CommitPublished, SessionReopened, SessionAdopted, ProcessCrashed, FrontendSessionEnded, ExternalRotated)
@@ -272,3 +278,67 @@ class LateContenderAdopts(Invariant):
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         self._on_closed = forget_process(self._on_closed, event.process)
+
+
+Stamp = tuple[str, float]  # an explicit close as the row carries it: (end reason, ended at)
+
+
+class ExplicitCloseClearedAtTurnStart(Invariant):
+    name = "explicit_close_cleared_at_turn_start"
+    races = ("R11",)
+    description = (
+        "An explicit close (tui_close, cli_close, webhook_complete) that a turn finds on its session when it starts, "
+        "with no continuation, is gone before that turn persists there: the host that routes the session clears it "
+        "(#106459). A close made during a turn stays until the next turn starts on that session."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._stale: dict[str, tuple[Stamp, HistoryEvent]] = {}  # session -> the close a turn found, that turn's start
+        self._fresh: dict[str, tuple[Stamp, HistoryEvent]] = {}  # session -> a close made since its last turn start
+
+    def _stamp(self, sid: str) -> Stamp | None:
+        row = self.system.store.get_session(sid)
+        return None if row is None or row.end_reason not in EXPLICIT_CLOSES else (row.end_reason, row.ended_at)
+
+    @handles(FrontendTurnSubmitted, GatewayTurnStarted)
+    def turn_started(self, event: FrontendTurnSubmitted | GatewayTurnStarted, record: HistoryEvent) -> None:
+        slot = self.system.agents.get(event.agent)
+        if slot is None:
+            return
+        sid = slot.agent.session_id
+        self._fresh.pop(sid, None)
+        stamp = self._stamp(sid)
+        if stamp is not None and not continuations(self.system.store, sid):
+            self._stale[sid] = (stamp, record)
+
+    @handles(FrontendSessionEnded)
+    def session_ended(self, event: FrontendSessionEnded, record: HistoryEvent) -> Violation | None:
+        self._stale.pop(event.session, None)  # closed again during the turn: now the close is the user's
+        stamp = self._stamp(event.session)
+        if stamp is not None:
+            self._fresh.setdefault(event.session, (stamp, record))
+        return None
+
+    @handles(TurnPersisted)
+    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> Violation | None:
+        found = self._stale.pop(event.session, None)
+        if event.writer is None and found is not None and self._stamp(event.session) == found[0]:
+            return self.violation(
+                f"a turn persisted to {event.session}, which still carries the {found[0][0]} close it found when it "
+                "started: no one cleared the stale close, so no rotation can ever publish there", found[1], record,
+            )
+        return self.check(record)
+
+    @handles(CommitPublished)
+    def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
+        return self.check(record)
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        return self.check(None)
+
+    def check(self, record: HistoryEvent | None) -> Violation | None:
+        for sid, (stamp, closed) in sorted(self._fresh.items()):
+            if self._stamp(sid) != stamp:
+                return self.violation(f"{sid}'s {stamp[0]} close, made during a turn, was undone before its next turn started", closed, record)
+        return None

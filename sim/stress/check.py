@@ -27,7 +27,7 @@ HISTORY_INVARIANTS = (
     "refresher_tolerates_blips", "turn_fails_only_expectedly", "worker_raises_only_after_fault",
     "acknowledged_appends_survive", "completed_turn_persists_user_message", "would_grow_latches_breaker",
     "retry_never_overlaps_live_worker", "aborted_attempt_leaves_parent_unchanged", "no_false_auto_reset",
-    "overflow_recovery_ignores_cooldown", "timeout_backs_off",
+    "overflow_recovery_ignores_cooldown", "timeout_backs_off", "no_relabel_after_terminal",
 )
 # Properties of the final database: checked once, at the end (their per-event checks read the store, which
 # after a real run holds only its final state).
@@ -55,9 +55,11 @@ NOT_APPLICABLE = {
     "commit_reaches_caller": _STORE_AT_EVENT,
     "automatic_end_never_refuses_rotation": _STORE_AT_EVENT,
     "told_messages_kept_once_in_order": _STORE_AT_EVENT,
+    "explicit_close_cleared_at_turn_start": _STORE_AT_EVENT,
     "durable_messages_match_rows": "reads the agents' in-memory transcripts, which die with their processes",
     "stale_job_never_runs": "follows the simulator kernel's task.spawn events, which trio does not record",
     "pool_admission_bounded": "follows the simulator kernel's task.spawn events, which trio does not record",
+    "failed_summary_backs_off": "follows the simulator kernel's task.exit events, which trio does not record",
     "idle_timeout_within_bounds": _VIRTUAL_TIME,
     "hung_commit_reported": _VIRTUAL_TIME,
     "next_turn_persists_after_ctrl_c": _VIRTUAL_TIME,
