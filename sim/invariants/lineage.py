@@ -136,6 +136,8 @@ class CallerSessionFollowsRotation(Invariant):
 DELIBERATE_END_REASONS = frozenset({
     "session_reset", "session_switch", "idle", "daily", "suspended", "resume_pending_expired", "new_session",
 })
+# Explicit closes (hermes #106459): refused by publication, cleared only by a turn on the session.
+EXPLICIT_CLOSE_REASONS = frozenset({"tui_close", "cli_close", "webhook_complete"})
 
 
 class DeliberateEndIsFinal(_LineageCheck):
@@ -192,8 +194,9 @@ class AutomaticEndNeverRefusesRotation(Invariant):
     name = "automatic_end_never_refuses_rotation"
     races = ("R11",)
     description = (
-        "A rotation is refused as 'parent already ended' only for a deliberate end (a reset, a switch, ...); a "
-        "parent that only carries an automatic stamp (tui_shutdown, ...) while its agent works on is still rotated."
+        "A rotation is refused as 'parent already ended' only for a deliberate end (a reset, a switch, ...) or an "
+        "explicit close (tui_close, ...: final until a turn on the session clears it, reference/FIXES.md); a parent "
+        "that only carries an automatic stamp (tui_shutdown, ...) while its agent works on is still rotated."
     )
 
     @handles(CompactionCommitFailed)
@@ -201,7 +204,7 @@ class AutomaticEndNeverRefusesRotation(Invariant):
         if not event.error.startswith("ParentEndedError"):
             return None
         row = self.system.store.get_session(event.session)
-        if row is None or row.end_reason in DELIBERATE_END_REASONS:
+        if row is None or row.end_reason in DELIBERATE_END_REASONS | EXPLICIT_CLOSE_REASONS:
             return None
         return self.violation(
             f"attempt {event.attempt}'s rotation of {event.session} was refused as already ended, but its end stamp "
