@@ -83,3 +83,27 @@ def test_run_over_the_catalogue_leaves_the_swarm_folder_to_swarm(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     refused = sim("run", str(folder / "swarm" / "single_agent.toml"), cwd=tmp_path)
     assert refused.returncode == 2 and "python -m sim swarm" in refused.stderr
+
+
+def pytest_run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], capture_output=True, text=True,
+                          cwd=cwd, env=checkout_env())
+
+
+def test_the_pytest_plugin_runs_a_workload_as_batches_of_runs(tmp_path):
+    folder = tmp_path / "scenarios" / "swarm"
+    folder.mkdir(parents=True)
+    (folder / "quiet.toml").write_text(QUIET)
+    done = pytest_run(str(tmp_path / "scenarios"), "--sim-swarm-runs", "15", "-v", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "quiet.toml::runs0-9 PASSED" in done.stdout and "quiet.toml::runs10-14 PASSED" in done.stdout
+
+
+def test_a_failing_batch_names_each_failure_class_with_its_scenario_and_replay(tmp_path):
+    folder = tmp_path / "scenarios" / "swarm"
+    folder.mkdir(parents=True)
+    shutil.copy(SINGLE, folder)
+    done = pytest_run(str(tmp_path / "scenarios"), "--sim-swarm-runs", "10", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "generated runs failed" in done.stdout and "python -m sim replay" in done.stdout
+    assert (tmp_path / "out" / "swarm").is_dir()
