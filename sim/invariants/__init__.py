@@ -45,6 +45,7 @@ from sim.invariants.lineage import (
     OneContinuationPerParent,
     SingleLiveHead,
 )
+from sim.invariants.liveness import TurnAfterQuietPersists
 from sim.invariants.overflow import NoFalseAutoReset, OverflowRecoveryIgnoresCooldown
 from sim.invariants.titles import TitleFollowsConversation
 from sim.invariants.transcript import (
@@ -77,7 +78,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         CancelNeverBeatsAdmittedCommit, SummaryStartsUnderLease, MessageCountMatchesActiveRows,
         CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
         AbandonedAttemptFreesLease, TimeoutBacksOff, ArchivedRowsWereInInput,
-        TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown,
+        TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown, TurnAfterQuietPersists,
     )
 }
 
