@@ -167,3 +167,73 @@ def test_merging_a_shard_twice_is_refused():
     shard = document(campaign(workloads, 0, shard=Shard(0, 2), runs=2), ["w"], {}, mutant=None)
     with pytest.raises(ValueError, match="appears in two results"):
         merge([shard, shard])
+
+
+COMMAND_FAILS = """\
+[world]
+sessions = [{ id = "s1", messages = 12 }]
+config = { threshold_tokens = 400 }
+
+[[drive]]
+at = "1s"
+command = "compress"
+
+[[drive]]
+at = "2s"
+title = "a title"
+
+[[fault]]
+kind = "host_interrupt"
+point = "host.wait"
+nth = 1
+
+[[fault]]
+kind = "db_busy"
+point = "db.set_session_title"
+nth = 1
+"""
+
+
+def test_a_command_that_fails_is_shown_to_the_user_and_the_run_goes_on(tmp_path):
+    """Generated runs found it: a /compress or /title whose store call failed ended the whole run."""
+    path = tmp_path / "command_fails.toml"
+    path.write_text(COMMAND_FAILS)
+    scenario = load_scenario(path, registry())
+    with frozen_time():
+        report = run_once(scenario, 0)
+    assert report.result.error is None and report.violations == []
+    failed = [record.fields for record in report.result.history if record.kind == "frontend.command_failed"]
+    assert [(fields["command"], fields["error"].split(":")[0]) for fields in failed] == [
+        ("compress", "HostInterrupted"), ("title", "OperationalError")]
+
+
+UNTIL = """\
+[world]
+sessions = [{ id = "s1", messages = 12 }]
+config = { threshold_tokens = 400 }
+
+[[drive]]
+at = "0s"
+turn = "before"
+
+[[drive]]
+at = "10m"
+turn = "after"
+
+[[fault]]
+kind = "provider_error"
+point = "provider.summary"
+probability = 1.0
+times = 5
+until = "5m"
+"""
+
+
+def test_a_trigger_acts_only_until_its_deadline(tmp_path):
+    path = tmp_path / "until.toml"
+    path.write_text(UNTIL)
+    scenario = load_scenario(path, registry())
+    with frozen_time():
+        report = run_once(scenario, 0)
+    assert report.fired == [1]
+    assert [r.time for r in report.result.history if r.kind == "fault.fired"] == [0.0]

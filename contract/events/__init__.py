@@ -75,6 +75,7 @@ from contract.events.frontends import (
 from contract.events.harness import (
     ExternalRotated,
     ExternalRotationSkipped,
+    FrontendCommandFailed,
     FrontendSessionEnded,
     ProcessCrashed,
     ProcessRestarted,

@@ -173,7 +173,7 @@ def _faults(draw: FaultDraw, world: dict[str, Any], active_s: float, stream: Str
         return []
     faults = []
     for _ in range(int(stream.span(draw.count))):
-        fault = {"kind": draw.kind, **_trigger(draw, active_s, stream)}
+        fault = {"kind": draw.kind, **_trigger(draw, active_s, stream), "until": active_s}
         for name, namespace in draw.world_params.items():
             fault[name] = stream.pick(_names(world, namespace, draw.kind))
         fault.update({name: _rounded(stream.value(value)) for name, value in draw.params.items()})
