@@ -237,3 +237,21 @@ def test_a_trigger_acts_only_until_its_deadline(tmp_path):
         report = run_once(scenario, 0)
     assert report.fired == [1]
     assert [r.time for r in report.result.history if r.kind == "fault.fired"] == [0.0]
+
+
+def test_every_workload_key_is_documented_in_the_guide():
+    from sim.swarm.model import ACTIONS, FAULT_KEYS, SWARM, WORLD_RANGES
+
+    guide = (ROOT / "scenarios" / "README.md").read_text(encoding="utf-8")
+    section = guide[guide.index("## Generated workloads"):guide.index("## Key reference")]
+    keys = [*WORLD_RANGES.fields, *ACTIONS.fields, "per_minute", "probability", *FAULT_KEYS]
+    keys += [key for key in SWARM.fields if f"`[swarm.{key}" not in section]  # a table is documented by its header
+    assert [key for key in keys if f"`{key}`" not in section] == []
+
+
+def test_the_guides_workload_example_loads(tmp_path):
+    guide = (ROOT / "scenarios" / "README.md").read_text(encoding="utf-8")
+    section = guide[guide.index("## Generated workloads"):guide.index("## Key reference")]
+    example = section.split("```text\n")[1].split("```")[0]
+    loaded = workload(tmp_path, example, "one_terminal.toml")
+    assert loaded.swarm.faults["stall"].triggers == ("nth", "per_hit")
