@@ -172,11 +172,14 @@ def _faults(draw: FaultDraw, world: dict[str, Any], active_s: float, stream: Str
     if not enabled:
         return []
     faults = []
-    for _ in range(int(stream.span(draw.count))):
+    for number in range(1, int(stream.span(draw.count)) + 1):
         fault = {"kind": draw.kind, **_trigger(draw, active_s, stream), "until": active_s}
         for name, namespace in draw.world_params.items():
             fault[name] = stream.pick(_names(world, namespace, draw.kind))
         fault.update({name: _rounded(stream.value(value)) for name, value in draw.params.items()})
+        # Texts are how invariants tell messages apart: two faults writing one default text would be a
+        # duplicate turn that nobody sent twice.
+        fault.update({name: f"{draw.kind} {number}: {name}" for name in draw.texts})
         faults.append(fault)
     return [fault for fault in faults if all(value is not None for value in fault.values())]
 

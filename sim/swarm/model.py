@@ -130,6 +130,7 @@ class FaultDraw:
     per_hit: Span
     params: dict[str, Span | Pick]  # the kind's parameters the workload draws; the rest take their defaults
     world_params: dict[str, str]  # parameters naming something of the world -> its namespace (drawn from the world)
+    texts: tuple[str, ...]  # text parameters the workload leaves to the generator (each fault gets its own text)
     at_point: bool  # the kind acts at a point, so it needs one
 
 
@@ -162,9 +163,10 @@ def _fault_draw(kind: str, value: Any, where: Location, ctx: Context) -> FaultDr
         if params[name].default is REQUIRED and checked[name] is None:
             raise where.key(name).error(f"a value or range for {kind}'s {name} (it has no default)", "none")
     points = None if checked["points"] is None else _expand(checked["points"], ctx)
+    given = {name: checked[name] for name in drawn if checked[name] is not None}
+    texts = tuple(name for name, spec in params.items() if type(spec) is Str and name not in given)
     return FaultDraw(kind, checked["probability"], checked["count"], points, checked["triggers"].values, checked["nth"],
-                     checked["per_hit"],
-                     {name: checked[name] for name in drawn if checked[name] is not None}, world_params, at_point)
+                     checked["per_hit"], given, world_params, texts, at_point)
 
 
 def _drawn(spec: Spec) -> Spec:
