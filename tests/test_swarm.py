@@ -255,3 +255,37 @@ def test_the_guides_workload_example_loads(tmp_path):
     example = section.split("```text\n")[1].split("```")[0]
     loaded = workload(tmp_path, example, "one_terminal.toml")
     assert loaded.swarm.faults["stall"].triggers == ("nth", "per_hit")
+
+
+OUTSIDE_WRITE_FAILS_AT_TIP = """\
+[world]
+sessions = [{ id = "s1", messages = 4, end_reason = "compression" }, { id = "s2", parent = "s1", messages = 4 }]
+agents = [{ name = "main", session = "s2" }]
+
+[[drive]]
+at = "0s"
+turn = "a turn on the live head"
+
+[[fault]]
+kind = "message_mid_compression"
+at = "1s"
+session = "s1"
+
+[[fault]]
+kind = "db_busy"
+point = "db.append_messages"
+nth = 2
+"""
+
+
+def test_an_outside_write_that_fails_at_the_live_tip_is_recorded_and_the_run_goes_on(tmp_path):
+    """Generated runs found it: the outside writer's second try (at the tip of a rotated session) let an injected
+    store error escape, ending the whole run."""
+    path = tmp_path / "outside.toml"
+    path.write_text(OUTSIDE_WRITE_FAILS_AT_TIP)
+    scenario = load_scenario(path, registry())
+    with frozen_time():
+        report = run_once(scenario, 0)
+    assert report.result.error is None, report.violations
+    failed = [record.fields for record in report.result.history if record.kind == "append.failed"]
+    assert failed == [{"session": "s2", "error": "OperationalError", "writer": "external"}]
