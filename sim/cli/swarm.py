@@ -72,7 +72,7 @@ def _results(done: Any, workloads: Sequence[Any], args: argparse.Namespace, line
         lines.say(f"exporting run {first.index} ({key[0]})")
         exported[key] = _export(workload_of(workloads, first.index), args, first.index, key[0])
     expected = {mark for workload in workloads for mark in workload.expect.coverage}
-    return results.document(done, [workload.path for workload in workloads], exported, mutant=args.under_mutant,
+    return results.document(done, [workload.name for workload in workloads], exported, mutant=args.under_mutant,
                             coverage_expected=expected)
 
 

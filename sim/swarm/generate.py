@@ -35,8 +35,8 @@ GRACE_S = 60.0  # after the quiet phase, before the probes, beyond everything th
 
 def generate(workload: Workload, root_seed: int, run_index: int) -> Scenario:
     """The scenario of run `run_index` of the campaign with `root_seed`, checked by the scenario loader."""
-    return scenario_from_document(scenario_document(workload, root_seed, run_index), generated_path(workload, root_seed, run_index),
-                                  registry())
+    document = scenario_document(workload, root_seed, run_index)
+    return scenario_from_document(document, generated_path(workload, root_seed, run_index), registry())
 
 
 def generated_name(workload: Workload, root_seed: int, run_index: int) -> str:
@@ -53,15 +53,17 @@ def scenario_document(workload: Workload, root_seed: int, run_index: int) -> dic
     streams = Streams(root_seed, run_index)
     swarm = workload.swarm
     world = _world(workload, streams)
-    faults = [fault for kind, draw in swarm.faults.items() for fault in _faults(draw, world, swarm.active_s, streams(f"fault.{kind}"),
-                                                                               _enabled(draw.probability, swarm.enable, streams(f"enable.{kind}")))]
+    faults: list[dict[str, Any]] = []
+    for kind, draw in swarm.faults.items():
+        if _enabled(draw.probability, swarm.enable, streams(f"enable.{kind}")):
+            faults += _faults(draw, world, swarm.active_s, streams(f"fault.{kind}"))
     drives = [drive for kind in ActionKind for drive in _actions(workload, kind, world, streams)]
     drives.sort(key=lambda drive: drive["at"])
     probe_at = _probe_time(swarm.active_s + swarm.quiet_s, world["config"], faults)
     drives += _probes(world, probe_at)
     return {
         "name": generated_name(workload, root_seed, run_index),
-        "description": f"Generated from the workload {workload.name} ({workload.path}): root seed {root_seed}, run {run_index}.",
+        "description": f"Generated from the workload {workload.name}: root seed {root_seed}, run {run_index}.",
         "world": world,
         "drive": drives,
         "fault": faults,
@@ -168,9 +170,7 @@ def _action(kind: ActionKind, agent: str, at: float, number: int, stream: Stream
 # ---- faults ---------------------------------------------------------------------------------------
 
 
-def _faults(draw: FaultDraw, world: dict[str, Any], active_s: float, stream: Stream, enabled: bool) -> list[dict[str, Any]]:
-    if not enabled:
-        return []
+def _faults(draw: FaultDraw, world: dict[str, Any], active_s: float, stream: Stream) -> list[dict[str, Any]]:
     faults = []
     for number in range(1, int(stream.span(draw.count)) + 1):
         fault = {"kind": draw.kind, **_trigger(draw, active_s, stream), "until": active_s}
