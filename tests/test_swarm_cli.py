@@ -107,3 +107,17 @@ def test_a_failing_batch_names_each_failure_class_with_its_scenario_and_replay(t
     assert done.returncode == 1, done.stdout + done.stderr
     assert "generated runs failed" in done.stdout and "python -m sim replay" in done.stdout
     assert (tmp_path / "out" / "swarm").is_dir()
+
+
+def test_failure_classes_of_a_baseline_are_known_and_only_new_ones_fail(tmp_path):
+    first = sim("swarm", str(SINGLE), "--runs", "12", "--out", "base", cwd=tmp_path)
+    assert first.returncode == 1, first.stdout + first.stderr
+    again = sim("swarm", str(SINGLE), "--runs", "12", "--baseline", "base/swarm-seed0-shard1of1.json", "--json", "--out", "again",
+                cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    results = json.loads(again.stdout)
+    assert results["failures"] and all(failure["known"] for failure in results["failures"]) and results["new_failures"] == 0
+    wider = sim("swarm", str(SINGLE), "--runs", "40", "--baseline", "base/swarm-seed0-shard1of1.json", "--json", "--out", "wider",
+                cwd=tmp_path)
+    found = json.loads(wider.stdout)
+    assert wider.returncode == (1 if found["new_failures"] else 0)

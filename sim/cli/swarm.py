@@ -72,8 +72,9 @@ def _results(done: Any, workloads: Sequence[Any], args: argparse.Namespace, line
         lines.say(f"exporting run {first.index} ({key[0]})")
         exported[key] = _export(workload_of(workloads, first.index), args, first.index, key[0])
     expected = {mark for workload in workloads for mark in workload.expect.coverage}
+    known = set() if args.baseline is None else results.known_classes(_read_results(args.baseline))
     return results.document(done, [workload.name for workload in workloads], exported, mutant=args.under_mutant,
-                            coverage_expected=expected)
+                            coverage_expected=expected, known=known)
 
 
 def _export(workload: Any, args: argparse.Namespace, index: int, invariant: str) -> dict[str, Any]:
@@ -110,11 +111,12 @@ def _text(result: dict[str, Any]) -> str:
     shards = ", ".join(result["shards"])
     lines = [f"swarm: root seed {result['root_seed']}, shard {shards}: {result['runs']} runs, {result['steps']} steps, "
              f"{result['events']} events, {result['virtual_s']:.0f}s virtual, {result['cpu_s']:.2f}s CPU; "
-             f"{result['failing_runs']} failing runs in {len(result['failures'])} classes; "
+             f"{result['failing_runs']} failing runs in {len(result['failures'])} classes ({result['new_failures']} new); "
              f"{len(result['coverage'])} coverage marks reached"]
     for failure in result["failures"]:
         witnesses = ", ".join(failure["witnesses"]) or "no witnesses"
-        lines += ["", f"FAIL {failure['invariant']} ({witnesses}): {failure['runs']} runs, first run {failure['first_run']} "
+        verdict = "known" if failure["known"] else "FAIL"
+        lines += ["", f"{verdict} {failure['invariant']} ({witnesses}): {failure['runs']} runs, first run {failure['first_run']} "
                       f"({failure['workload']})"]
         if "explanation" in failure:
             lines += [f"  {failure['explanation']}", f"  scenario: {failure['scenario']}", f"  replay: {failure['replay']}"]
@@ -163,6 +165,8 @@ def add_swarm(commands: Any) -> None:
     swarm.add_argument("--seed", type=seed_int, default=0, help="root seed of the campaign (default 0)")
     swarm.add_argument("--shard", default="1/1", metavar="I/N", help="run indices I-1, I-1+N, ...: shards 1/N..N/N never repeat a run")
     swarm.add_argument("-j", "--jobs", type=positive_int, default=1, help="worker processes (default 1)")
+    swarm.add_argument("--baseline", type=Path, metavar="RESULT.json",
+                       help="failure classes these results reported are known: reported, but only new ones fail (exit 1)")
     swarm.add_argument("--shrink", action="store_true", help=f"shrink each failure class's first run (up to {SHRINK_LIMIT_S:g}s each)")
     add_json_options(swarm)
     swarm.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",

@@ -27,9 +27,15 @@ def failure_classes(runs: Sequence[RunSummary]) -> dict[tuple[str, ...], list[Ru
 
 
 def document(done: Campaign, workloads: Sequence[str], exported: Mapping[tuple[str, ...], Mapping[str, Any]],
-             *, mutant: str | None, coverage_expected: Iterable[str] = ()) -> dict[str, Any]:
-    """The results of a campaign or shard; `exported` gives each failure class's files and replay command."""
-    failures = [{**_failure(key, runs), **exported.get(key, {})} for key, runs in failure_classes(done.runs).items()]
+             *, mutant: str | None, coverage_expected: Iterable[str] = (), known: Iterable[tuple[str, ...]] = ()) -> dict[str, Any]:
+    """The results of a campaign or shard; `exported` gives each failure class's files and replay command.
+
+    A class in `known` (a baseline's, see `known_classes`) is reported but does not fail the verdict: a
+    campaign under a mutant then fails only on what the mutant added, and CI only on new finds.
+    """
+    known = set(known)
+    failures = [{**_failure(key, runs), "known": key in known, **exported.get(key, {})}
+                for key, runs in failure_classes(done.runs).items()]
     return _finish({
         "format": FORMAT,
         "root_seed": done.root_seed,
@@ -61,9 +67,15 @@ def _finish(document: dict[str, Any]) -> dict[str, Any]:
         virtual_s=round(sum(run["virtual_s"] for run in runs), 6),
         failing_runs=sum(run["failure"] is not None for run in runs),
         coverage_missing=missing,
-        passed=not document["failures"] and not missing,
+        new_failures=sum(not failure["known"] for failure in document["failures"]),
     )
+    document["passed"] = not document["new_failures"] and not missing
     return document
+
+
+def known_classes(baseline: Mapping[str, Any]) -> set[tuple[str, ...]]:
+    """The failure classes a results document reported: what a later campaign may call known."""
+    return {(failure["invariant"], *failure["witnesses"]) for failure in baseline["failures"]}
 
 
 def merge(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
