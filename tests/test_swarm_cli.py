@@ -121,3 +121,13 @@ def test_failure_classes_of_a_baseline_are_known_and_only_new_ones_fail(tmp_path
                 cwd=tmp_path)
     found = json.loads(wider.stdout)
     assert wider.returncode == (1 if found["new_failures"] else 0)
+
+
+def test_a_generated_scenario_is_the_same_under_any_hash_seed(tmp_path):
+    program = ("import json, sys; from sim.registry import registry; from sim.swarm import load_workloads; "
+               "from sim.swarm.generate import scenario_document; "
+               f"ws = load_workloads([{str(SINGLE.parent)!r}], registry()); "
+               "print(json.dumps([scenario_document(w, 3, i) for w in ws for i in range(3)], sort_keys=True))")
+    outputs = {subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=tmp_path,
+                              env=checkout_env({"PYTHONHASHSEED": seed}), check=True).stdout for seed in ("1", "2")}
+    assert len(outputs) == 1
