@@ -12,9 +12,9 @@ as a program: `rt` is each run's simulated Runtime (other fixtures are shared by
 shows the exception (out of its exception groups) or the deadlock report, and the command that replays it:
 `--sim-replay REPRO` runs the recorded schedule once, byte for byte.
 
-A workload in `scenarios/swarm/` (generated runs, `sim.swarm`) becomes one item per batch of ten run indices,
-`--sim-swarm-runs N` runs in all (default: the workload's `swarm.runs`), from the root seed `--sim-seed`; a
-failing batch names each failure class once, with its run written out as a scenario file and its replay.
+With `--sim-swarm-runs N`, a workload in `scenarios/swarm/` (generated runs, `sim.swarm`) becomes one item per
+batch of ten run indices, N runs in all, from the root seed `--sim-seed`; a failing batch names each failure
+class once, with its run written out as a scenario file and its replay. Without it workloads are not collected.
 
 Options: `--sim-seed`, `--sim-runs` (for scenarios and marked tests), `--sim-swarm-runs`, `--sim-must-fail-under`,
 `--sim-replay`.
@@ -45,7 +45,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--sim-runs", type=int, default=None,
                     help="runs per scenario and @pytest.mark.sim test (default: the scenario's or marker's)")
     group.addoption("--sim-swarm-runs", type=int, default=None,
-                    help=f"runs per workload in scenarios/swarm/, as items of {SWARM_BATCH} (default: the workload's swarm.runs)")
+                    help=f"run each workload in scenarios/swarm/ this many times, as items of {SWARM_BATCH} runs (default: workloads are not collected)")
     group.addoption("--sim-must-fail-under", action="store_true", default=False,
                     help="also check must_fail_under: under each mutant it names, the scenario must report a violation")
     group.addoption("--sim-replay", type=Path, default=None, metavar="REPRO",
@@ -62,7 +62,9 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
         return None
     if file_path.parent.name == SCENARIO_FOLDER:
         return ScenarioFile.from_parent(parent, path=file_path)
-    if file_path.parent.name == SWARM_FOLDER and file_path.parent.parent.name == SCENARIO_FOLDER:
+    # Workloads only on request, like `run` leaves them to `swarm`: a campaign is not a catalogue check.
+    swarm_runs = parent.config.getoption("--sim-swarm-runs")
+    if swarm_runs and file_path.parent.name == SWARM_FOLDER and file_path.parent.parent.name == SCENARIO_FOLDER:
         return SwarmFile.from_parent(parent, path=file_path)
     return None
 
@@ -124,7 +126,8 @@ class SwarmFile(pytest.File):
         from sim.registry import registry
         from sim.swarm.loader import load_workload
 
-        runs = self.config.getoption("--sim-swarm-runs") or load_workload(self.path, registry()).swarm.runs
+        load_workload(self.path, registry())  # a bad workload is one collection error, not one per batch
+        runs = self.config.getoption("--sim-swarm-runs")
         for start in range(0, runs, SWARM_BATCH):
             end = min(start + SWARM_BATCH, runs)
             yield SwarmBatch.from_parent(self, name=f"runs{start}-{end - 1}", indices=range(start, end))

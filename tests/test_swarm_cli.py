@@ -131,3 +131,13 @@ def test_a_generated_scenario_is_the_same_under_any_hash_seed(tmp_path):
     outputs = {subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=tmp_path,
                               env=checkout_env({"PYTHONHASHSEED": seed}), check=True).stdout for seed in ("1", "2")}
     assert len(outputs) == 1
+
+
+def test_the_pytest_plugin_leaves_workloads_alone_unless_asked(tmp_path):
+    folder = tmp_path / "scenarios" / "swarm"
+    folder.mkdir(parents=True)
+    (folder / "quiet.toml").write_text(QUIET)
+    shutil.copy(ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml", tmp_path / "scenarios")
+    done = pytest_run(str(tmp_path / "scenarios"), "--sim-runs", "2", "-v", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout and "quiet.toml" not in done.stdout
