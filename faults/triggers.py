@@ -23,6 +23,7 @@ class TriggerSpecLike(Protocol):
     probability: float | None
     per_hit: float | None
     delay: float
+    until: float | None
 
 
 class Trigger:
@@ -48,10 +49,16 @@ class Trigger:
             return True
         return False
 
+    def expired(self, now: float) -> bool:
+        """Past its `until`: the trigger no longer acts."""
+        return self.spec.until is not None and now > self.spec.until
+
     def fires_at_hit(self, now: float) -> bool:
         """Called at each hit of the fault's point; whether the fault fires at this one."""
         self.hits += 1
         spec = self.spec
+        if self.expired(now):
+            return False
         if spec.nth is not None:
             return self.hits == spec.nth
         if spec.probability is not None:

@@ -12,7 +12,12 @@ as a program: `rt` is each run's simulated Runtime (other fixtures are shared by
 shows the exception (out of its exception groups) or the deadlock report, and the command that replays it:
 `--sim-replay REPRO` runs the recorded schedule once, byte for byte.
 
-Options: `--sim-seed`, `--sim-runs` (for scenarios and marked tests), `--sim-must-fail-under`, `--sim-replay`.
+With `--sim-swarm-runs N`, a workload in `scenarios/swarm/` (generated runs, `sim.swarm`) becomes one item per
+batch of ten run indices, N runs in all, from the root seed `--sim-seed`; a failing batch names each failure
+class once, with its run written out as a scenario file and its replay. Without it workloads are not collected.
+
+Options: `--sim-seed`, `--sim-runs` (for scenarios and marked tests), `--sim-swarm-runs`, `--sim-must-fail-under`,
+`--sim-replay`.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from typing import Any, Iterator
 import pytest
 
 SCENARIO_FOLDER = "scenarios"
+SWARM_FOLDER = "swarm"  # scenarios/swarm/: generated workloads
+SWARM_BATCH = 10  # generated runs per item, so a long campaign spreads over xdist workers
 REPRO_FOLDER = "out"
 MARKER = "sim"
 MARKER_OPTIONS = ("runs", "time_budget_s", "strategy", "seed", "max_steps", "max_time_s")
@@ -37,6 +44,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="first seed for every scenario and @pytest.mark.sim test (default: the scenario's or marker's)")
     group.addoption("--sim-runs", type=int, default=None,
                     help="runs per scenario and @pytest.mark.sim test (default: the scenario's or marker's)")
+    group.addoption("--sim-swarm-runs", type=int, default=None,
+                    help=f"run each workload in scenarios/swarm/ this many times, as items of {SWARM_BATCH} runs (default: workloads are not collected)")
     group.addoption("--sim-must-fail-under", action="store_true", default=False,
                     help="also check must_fail_under: under each mutant it names, the scenario must report a violation")
     group.addoption("--sim-replay", type=Path, default=None, metavar="REPRO",
@@ -49,8 +58,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
-    if file_path.suffix == ".toml" and file_path.parent.name == SCENARIO_FOLDER:
+    if file_path.suffix != ".toml":
+        return None
+    if file_path.parent.name == SCENARIO_FOLDER:
         return ScenarioFile.from_parent(parent, path=file_path)
+    # Workloads only on request, like `run` leaves them to `swarm`: a campaign is not a catalogue check.
+    swarm_runs = parent.config.getoption("--sim-swarm-runs")
+    if swarm_runs and file_path.parent.name == SWARM_FOLDER and file_path.parent.parent.name == SCENARIO_FOLDER:
+        return SwarmFile.from_parent(parent, path=file_path)
     return None
 
 
@@ -99,6 +114,58 @@ class ScenarioItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"scenario {self.name}"
+
+
+# ---- generated workloads (scenarios/swarm/) ----------------------------------------------------------
+
+
+class SwarmFile(pytest.File):
+    """A workload: its campaign's runs as items of SWARM_BATCH consecutive run indices."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from sim.registry import registry
+        from sim.swarm.loader import load_workload
+
+        load_workload(self.path, registry())  # a bad workload is one collection error, not one per batch
+        runs = self.config.getoption("--sim-swarm-runs")
+        for start in range(0, runs, SWARM_BATCH):
+            end = min(start + SWARM_BATCH, runs)
+            yield SwarmBatch.from_parent(self, name=f"runs{start}-{end - 1}", indices=range(start, end))
+
+
+class SwarmBatch(pytest.Item):
+    def __init__(self, *, indices: range, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.indices = indices
+
+    def runtest(self) -> None:
+        from sim.registry import registry
+        from sim.swarm.campaign import run_indices
+        from sim.swarm.export import export_run
+        from sim.swarm.loader import load_workload
+        from sim.swarm.results import failure_classes
+
+        workload = load_workload(self.path, registry())
+        root_seed = self.config.getoption("--sim-seed") or 0
+        classes = failure_classes(run_indices([workload], root_seed, self.indices))
+        if not classes:
+            return
+        out = Path(str(self.config.rootpath)) / REPRO_FOLDER / SWARM_FOLDER
+        lines = [f"{workload.name}: {sum(map(len, classes.values()))} of {len(self.indices)} generated runs failed"]
+        for key, runs in classes.items():
+            exported = export_run(workload, root_seed, runs[0].index, key[0], out)
+            lines += ["", f"{key[0]} ({', '.join(key[1:]) or 'no witnesses'}): runs {', '.join(str(run.index) for run in runs)}",
+                      f"  {exported.report.violations[0].explanation}", f"  scenario: {exported.scenario}",
+                      f"  replay: {exported.replay(None)}"]
+        raise ScenarioFailed("\n".join(lines))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, ScenarioFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"workload {self.path.stem} {self.name}"
 
 
 # ---- @pytest.mark.sim tests -------------------------------------------------------------------------

@@ -130,7 +130,8 @@ def test_bench_scenarios_reports_rates(scenario_dir, tmp_path):
 def test_help_lists_only_the_commands_a_user_runs(tmp_path):
     shown = sim("--help", cwd=tmp_path).stdout
     commands = {line.split()[0] for line in shown.split("commands:")[1].splitlines() if line.startswith("    ") and not line.startswith("     ")}
-    assert commands == {"run", "replay", "shrink", "explore", "mutate", "list", "check-determinism", "bench", "stress"}
+    assert commands == {"run", "replay", "shrink", "explore", "mutate", "list", "check-determinism", "bench", "stress", "swarm",
+                        "merge"}
     assert "SUPPRESS" not in shown
     wrong = sim("lst", cwd=tmp_path)
     assert wrong.returncode == 2

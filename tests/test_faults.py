@@ -22,10 +22,16 @@ class Spec:
     probability: float | None = None
     per_hit: float | None = None
     delay: float = 0.0
+    until: float | None = None
 
 
 def never_drawn(stream: str, bound: int) -> int:
     raise AssertionError("a deterministic trigger must not draw")
+
+
+def test_a_trigger_past_its_until_never_fires():
+    trigger = Trigger(Spec(at=1.0, point="p", until=5.0), "s", never_drawn)
+    assert [trigger.fires_at_hit(now) for now in (0.5, 3.0, 5.0, 5.5)] == [False, True, True, False]
 
 
 def test_nth_hit_fires_exactly_once_at_that_hit():

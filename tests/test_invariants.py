@@ -754,6 +754,17 @@ def test_the_current_attempt_is_never_refused_its_own_clear():
     assert check("current_attempt_owns_compressor", own_check_removed)
     assert check("current_attempt_owns_compressor", stopped) == []
 
+# A probe turn after more than ceiling + TTL (100s + 60s) of quiet: it must end with its reply persisted.
+QUIET_TURN = E(FrontendTurnSubmitted(agent="main", text="probe"), 300, "probe")
+CASES.update({
+    "turn_after_quiet_persists": (
+        [E(persisted(1), 10), QUIET_TURN, E(FrontendTurnFailed(agent="main", error="PersistenceFailed: closed"), 300, "probe")],
+        [E(persisted(1), 10), QUIET_TURN, E(persisted(2), 300, "probe"), E(persisted(3, "assistant"), 300, "probe"),
+         E(FrontendTurnSubmitted(agent="main", text="soon after"), 301, "next"), E(FrontendTurnFailed(agent="main", error="x"), 301, "next")],
+        None, None),
+})
+
+
 @pytest.mark.parametrize("name", sorted(INVARIANTS))
 def test_every_invariant_has_a_case_here(name):
     assert name in CASES, f"add a violating and a lawful history for {name}"

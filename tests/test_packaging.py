@@ -1,5 +1,5 @@
-"""The wheel holds what the commands need outside a checkout: the scenario catalogue, the curated mutants,
-the reference's tables that `list` reads, and the `compaction-sim` console script."""
+"""The wheel holds what the commands need outside a checkout: the scenario catalogue and its workloads, the
+curated mutants, the reference's tables that `list` reads, and the `compaction-sim` console script."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def test_the_wheel_ships_the_catalogue_the_mutants_and_the_console_script(tmp_pa
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {f"scenarios/{path.name}" for path in SCENARIOS_DIR.glob("*.toml")} <= names
+    assert {f"scenarios/swarm/{path.name}" for path in (SCENARIOS_DIR / "swarm").glob("*.toml")} <= names
     assert {f"mutants/{path.name}" for path in MUTANTS_DIR.glob("*.toml")} <= names
     assert {"reference/EVENTS.md", "reference/POINTS.md", "reference/CONFIG.md"} <= names
     (entry_points,) = [name for name in names if name.endswith(".dist-info/entry_points.txt")]

@@ -152,7 +152,7 @@ max_time = "2h"
 
 
 def trigger(**fields: Any) -> TriggerSpec:
-    values: dict[str, Any] = dict.fromkeys(["at", "after_event", "nth", "point", "probability", "per_hit"])
+    values: dict[str, Any] = dict.fromkeys(["at", "after_event", "nth", "point", "probability", "per_hit", "until"])
     return TriggerSpec(**{**values, "delay": 0.0, **fields})
 
 

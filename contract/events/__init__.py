@@ -76,6 +76,7 @@ from contract.events.frontends import (
 from contract.events.harness import (
     ExternalRotated,
     ExternalRotationSkipped,
+    FrontendCommandFailed,
     FrontendSessionEnded,
     ProcessCrashed,
     ProcessRestarted,

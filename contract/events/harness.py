@@ -54,6 +54,16 @@ class FrontendSessionEnded(Event):
 
 
 @event
+class FrontendCommandFailed(Event):
+    """A command the user gave (/compress, /title, ending a session) failed, and the frontend showed its error."""
+
+    kind = "frontend.command_failed"
+    agent: str
+    command: str
+    error: str = trace(note="`<exception type>: <message>`")
+
+
+@event
 class ExternalRotated(Event):
     """A writer that takes no lease rotated the live head of a lineage (the `unleased_rotation` fault)."""
 

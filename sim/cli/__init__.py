@@ -28,6 +28,7 @@ from sim.cli.replay import add_replay, recorded_mutant
 from sim.cli.run import add_run
 from sim.cli.shrink import add_shrink
 from sim.cli.stress import add_stress
+from sim.cli.swarm import add_merge, add_swarm
 
 __all__ = ["STRATEGY_CHOICES", "build_parser", "entry", "main"]
 
@@ -39,7 +40,8 @@ INTERNAL = {"digests": add_digests, "detect": add_detect}
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Deterministic simulation of context-compaction races.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
-    for add in (add_run, add_replay, add_shrink, add_explore, add_mutate, add_list, add_determinism, add_bench, add_stress):
+    for add in (add_run, add_replay, add_shrink, add_explore, add_mutate, add_list, add_determinism, add_bench, add_stress, add_swarm,
+                add_merge):
         add(commands)
     return parser
 

@@ -49,6 +49,7 @@ from sim.invariants.lineage import (
     OneContinuationPerParent,
     SingleLiveHead,
 )
+from sim.invariants.liveness import TurnAfterQuietPersists
 from sim.invariants.overflow import NoFalseAutoReset, OverflowRecoveryIgnoresCooldown
 from sim.invariants.titles import TitleFollowsConversation
 from sim.invariants.transcript import (
@@ -85,7 +86,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         AbandonedAttemptFreesLease, TimeoutBacksOff, ArchivedRowsWereInInput,
         TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown, CommitReachesCaller,
         AutomaticEndNeverRefusesRotation, ToldMessagesKeptOnceInOrder,
-        FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal,
+        FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
     )
 }
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable
 
-from contract.events import FrontendSessionEnded, FrontendTitleFailed, SessionTitled
+from contract.events import FrontendCommandFailed, FrontendSessionEnded, FrontendTitleFailed, SessionTitled
 from faults.plan import Moments
 from faults.triggers import Trigger
 from reference.store import TitleInUseError
+from sim.failure import unwrap
 from sim.scenario.builder import AgentSlot, SystemBuilder
 from sim.scenario.crash import SimProcess
 from sim.scenario.fault_context import SystemFaultContext
@@ -50,7 +51,7 @@ class Drives:
             nursery.start_soon(self._drive, drive, trigger, moments, name=f"drive.{index}.{drive.action}")
 
     async def _drive(self, drive: DriveSpec, trigger: Trigger, moments: Moments) -> None:
-        if await moments.wait(trigger):
+        if await moments.wait(trigger) and not trigger.expired(self._actions.rt.now()):
             await self._handlers[drive.action](drive, self._built.agents[drive.agent])
 
     async def _turn(self, drive: DriveSpec, slot: AgentSlot) -> None:
@@ -63,7 +64,7 @@ class Drives:
         await slot.proc.gateway.deliver(slot.spec.name, drive.message or "", platform_message_id=message_id)
 
     async def _title(self, drive: DriveSpec, slot: AgentSlot) -> None:
-        await slot.proc.run(self._set_title(slot.proc, drive.session or slot.agent.session_id, drive))
+        await slot.proc.run(self._shown(slot, drive, self._set_title(slot.proc, drive.session or slot.agent.session_id, drive)))
 
     async def _set_title(self, proc: SimProcess, session: str, drive: DriveSpec) -> None:
         """A /title (or the auto-titler): what was stored is what the user sees."""
@@ -76,7 +77,17 @@ class Drives:
         proc.rt.emit(SessionTitled(session=session, title=title, source=drive.title_source, stored=stored))
 
     async def _compress(self, drive: DriveSpec, slot: AgentSlot) -> None:
-        await slot.proc.run(slot.agent.compress(force=True))
+        await slot.proc.run(self._shown(slot, drive, slot.agent.compress(force=True)))
+
+    @staticmethod
+    async def _shown(slot: AgentSlot, drive: DriveSpec, command: Awaitable[Any]) -> None:
+        """A command the user typed: like a failed turn, its failure is shown to them and the prompt returns."""
+        try:
+            await command
+        except Exception as error:
+            shown = unwrap(error)  # what the user reads is the error, not the task groups it came through
+            slot.proc.rt.emit(FrontendCommandFailed(agent=slot.spec.name, command=str(drive.action),
+                                                    error=f"{type(shown).__name__}: {shown}"))
 
     async def _ctrl_c(self, drive: DriveSpec, slot: AgentSlot) -> None:
         await self._actions.ctrl_c(drive.agent)

@@ -78,14 +78,15 @@ class SystemFaultContext:
         message = new_message("user", text, self.rt.now())
         db = Database(self.rt, self._built.store)
         try:
-            ids = await db.call("append_messages", target, [message])
-        except SessionClosedByCompression:
-            target = await db.call("compression_tip", target)
-            if target is None:
-                self.rt.emit(AppendFailed(session=session, error="SessionClosedByCompression", writer=EXTERNAL))
-                return
-            ids = await db.call("append_messages", target, [message])
-        except Exception as error:  # an injected DB failure: the write was refused, and that is recorded
+            try:
+                ids = await db.call("append_messages", target, [message])
+            except SessionClosedByCompression:
+                target = await db.call("compression_tip", target)
+                if target is None:
+                    self.rt.emit(AppendFailed(session=session, error="SessionClosedByCompression", writer=EXTERNAL))
+                    return
+                ids = await db.call("append_messages", target, [message])
+        except Exception as error:  # an injected DB failure, on the first write or the one at the tip: recorded
             self.rt.emit(AppendFailed(session=target, error=type(error).__name__, writer=EXTERNAL))
             return
         self.rt.emit(AppendOk(session=target, ids=ids, writer=EXTERNAL))

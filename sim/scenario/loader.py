@@ -14,7 +14,7 @@ import errno
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Collection, Iterable, Iterator, Mapping, Protocol
+from typing import Any, Callable, Collection, Iterable, Iterator, Mapping, Protocol
 
 from sim.scenario.declare import build
 from sim.scenario.errors import ScenarioError
@@ -58,10 +58,27 @@ _TOML_POSITION = re.compile(r"(?s)(.*) \(at (?:line (\d+), column (\d+)|end of d
 _OS_PROBLEMS = {errno.ENOENT: "no such file", errno.EISDIR: "a directory", errno.EACCES: "a file it may not read"}
 
 
+SWARM_TABLE = "swarm"
+
+
 def load_scenario(path: str | Path, registry: ScenarioRegistry) -> Scenario:
     """Read, parse and validate one scenario file; any problem with it raises ScenarioError."""
+    document = read_document(path)
+    if SWARM_TABLE in document:
+        raise Location(str(path)).key(SWARM_TABLE).error(
+            "a scripted scenario (a file with a [swarm] table is a generated workload: python -m sim swarm PATH)",
+            "a [swarm] table")
+    return scenario_from_document(document, path, registry)
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    """A TOML file as its document; an unreadable file or a syntax error raises ScenarioError."""
+    return _parse_toml(_read_text(Path(path), str(path)), str(path))
+
+
+def scenario_from_document(document: dict[str, Any], path: str | Path, registry: ScenarioRegistry) -> Scenario:
+    """Validate a scenario document as if read from `path` (a generated scenario is checked like a written one)."""
     file = str(path)
-    document = _parse_toml(_read_text(Path(path), file), file)
     ctx = Context(registry)
     root = Location(file)
     checked = SCENARIO.check(document, root, ctx)
@@ -73,13 +90,15 @@ def load_scenario(path: str | Path, registry: ScenarioRegistry) -> Scenario:
     return scenario
 
 
-def load_paths(paths: Iterable[str | Path], registry: ScenarioRegistry) -> list[Scenario]:
+def load_paths(paths: Iterable[str | Path], registry: ScenarioRegistry,
+               load: Callable[[Path, ScenarioRegistry], Any] = load_scenario) -> list[Any]:
     """Load scenario files and folders (each folder's `*.toml`, sorted, not recursive), in the order given.
 
     A file named twice is loaded once; two scenarios with the same name are an error, since the name is
-    how reports and repro commands refer to a scenario.
+    how reports and repro commands refer to a scenario. `load` reads one file (a workload loader reads
+    the files of `scenarios/swarm/` this way).
     """
-    scenarios: list[Scenario] = []
+    scenarios: list[Any] = []
     seen_files: set[Path] = set()
     files_by_name: dict[str, str] = {}
     for file in _scenario_files(paths):
@@ -87,7 +106,7 @@ def load_paths(paths: Iterable[str | Path], registry: ScenarioRegistry) -> list[
         if resolved in seen_files:
             continue
         seen_files.add(resolved)
-        scenario = load_scenario(file, registry)
+        scenario = load(file, registry)
         if scenario.name in files_by_name:
             raise Location(scenario.path).key("name").error(
                 "a name no other loaded scenario uses",

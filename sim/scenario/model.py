@@ -45,7 +45,7 @@ class TriggerSpec:
     `at` arms at a virtual time; `after_event` at the first event of that kind; `nth` at the nth hit of
     `point`; `probability` arms the trigger for the whole run with that chance (one draw), after which it
     fires at hits of `point`, each with chance `per_hit` (None: every hit). `point` also says where a
-    point fault acts. `delay` is added after the trigger arms.
+    point fault acts. `delay` is added after the trigger arms; past `until`, the trigger never fires.
     """
 
     at: float | None = key(Duration("Arm at this virtual time after the run starts.", default=None, example='"0s"'))
@@ -68,6 +68,9 @@ class TriggerSpec:
         default=None, example="0.5",
     ))
     delay: float = key(Duration("Wait this long after the trigger arms before acting.", default="0s", example='"1s"'))
+    until: float | None = key(Duration(
+        "Act only up to this virtual time: a hit, moment or event after it does nothing (a generated run's quiet "
+        "phase).", default=None, example='"5m"'))
 
 
 TRIGGER = table_of(

@@ -63,6 +63,7 @@ NOT_APPLICABLE = {
     "idle_timeout_within_bounds": _VIRTUAL_TIME,
     "hung_commit_reported": _VIRTUAL_TIME,
     "next_turn_persists_after_ctrl_c": _VIRTUAL_TIME,
+    "turn_after_quiet_persists": _VIRTUAL_TIME,
     "hard_cancel_frees_lease": _VIRTUAL_TIME,
     "stale_attempt_writes_no_state": "keys compressor generations by process; a stress process runs two agents, each with its own compressor",
     "current_attempt_owns_compressor": "keys compressor generations by process; a stress process runs two agents, each with its own compressor",

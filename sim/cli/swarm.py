@@ -1,0 +1,182 @@
+"""`swarm`: generated workloads run as a campaign (sharded, in parallel, under a mutant), with one results
+document; and `merge`, which folds the results of a campaign's shards into one verdict."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from sim.cli.common import (
+    DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, add_mutant_option, positive_int, seed_int,
+)
+from sim.cli.explore import parse_shard
+from sim.cli.progress import Progress, Throttled
+
+SHRINK_LIMIT_S = 10.0
+
+
+def default_workloads() -> str:
+    from sim.catalogue import SCENARIOS_DIR
+
+    return str(Path(SCENARIOS_DIR) / "swarm")
+
+
+def _swarm(args: argparse.Namespace) -> int:
+    """Run the campaign's shard; exit 1 if a run broke an invariant or an expected coverage mark was missed."""
+    from sim.registry import registry
+    from sim.swarm.campaign import campaign
+    from sim.swarm.loader import load_workloads
+
+    paths = args.paths or [default_workloads()]
+    missing = [path for path in paths if not Path(path).exists()]
+    if missing:
+        raise UsageError(f"{missing[0]}: no such workload file or folder (the default is {default_workloads()})")
+    if args.time_budget is not None and args.time_budget <= 0:
+        raise UsageError(f"--time-budget: expected a positive number, got {args.time_budget:g}")
+    workloads = load_workloads([Path(path) for path in paths], registry())
+    runs = args.runs if args.runs is not None or args.time_budget is not None else workloads[0].swarm.runs
+    lines = _progress(args, runs)
+    done = campaign(workloads, args.seed, shard=parse_shard(args.shard), runs=runs, time_budget_s=args.time_budget,
+                    jobs=args.jobs, on_run=lambda run: lines.done(_run_line(run)))
+    result = _results(done, workloads, args, lines)
+    _write_results(result, args)
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    else:
+        print(_text(result))
+    return EXIT_OK if result["passed"] else EXIT_VIOLATION
+
+
+def _progress(args: argparse.Namespace, runs: int | None) -> Progress:
+    enabled = not args.json or args.progress
+    command = f"python -m sim {args.command}"
+    return Progress(command, runs, enabled=enabled) if runs is not None else Throttled(command, enabled=enabled)
+
+
+def _run_line(run: Any) -> str:
+    verdict = "ok" if run.failure is None else "FAIL " + run.failure[0]
+    return f"run {run.index} ({run.workload}, {run.strategy}): {verdict}, {run.steps} steps, {run.virtual_s:.0f}s virtual"
+
+
+def _results(done: Any, workloads: Sequence[Any], args: argparse.Namespace, lines: Progress) -> dict[str, Any]:
+    """The results document, with each failure class's first run exported as a scenario file (and shrunk)."""
+    from sim.swarm import results
+    from sim.swarm.campaign import workload_of
+
+    exported = {}
+    for key, runs in results.failure_classes(done.runs).items():
+        first = runs[0]
+        lines.say(f"exporting run {first.index} ({key[0]})")
+        exported[key] = _export(workload_of(workloads, first.index), args, first.index, key[0])
+    expected = {mark for workload in workloads for mark in workload.expect.coverage}
+    known = set() if args.baseline is None else results.known_classes(_read_results(args.baseline))
+    return results.document(done, [workload.name for workload in workloads], exported, mutant=args.under_mutant,
+                            coverage_expected=expected, known=known)
+
+
+def _export(workload: Any, args: argparse.Namespace, index: int, invariant: str) -> dict[str, Any]:
+    from sim.swarm.export import export_run
+
+    out = args.out / "swarm"
+    exported = export_run(workload, args.seed, index, invariant, out, mutant=args.under_mutant)
+    found = {"scenario": str(exported.scenario), "repro": str(exported.repro), "replay": exported.replay(args.under_mutant),
+             "explanation": exported.report.violations[0].explanation}
+    if args.shrink:
+        found["shrunk"] = _shrunk(exported, invariant, out, args.under_mutant)
+    return found
+
+
+def _shrunk(exported: Any, invariant: str, out: Path, mutant: str | None) -> dict[str, Any]:
+    from sim.shrink import shrink
+
+    report = exported.report
+    result = shrink(report.scenario, report.seed, report.result.decisions, invariant, source=exported.repro, out_dir=out,
+                    time_limit=SHRINK_LIMIT_S, mutant=mutant)
+    return result.as_dict()
+
+
+def _write_results(result: dict[str, Any], args: argparse.Namespace) -> None:
+    """The results file CI keeps per shard and `merge` reads."""
+    args.out.mkdir(parents=True, exist_ok=True)
+    shard = args.shard.replace("/", "of")
+    path = args.out / f"swarm-seed{args.seed}-shard{shard}.json"
+    path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"results: {path}", file=sys.stderr)
+
+
+def _text(result: dict[str, Any]) -> str:
+    shards = ", ".join(result["shards"])
+    lines = [f"swarm: root seed {result['root_seed']}, shard {shards}: {result['runs']} runs, {result['steps']} steps, "
+             f"{result['events']} events, {result['virtual_s']:.0f}s virtual, {result['cpu_s']:.2f}s CPU; "
+             f"{result['failing_runs']} failing runs in {len(result['failures'])} classes ({result['new_failures']} new); "
+             f"{len(result['coverage'])} coverage marks reached"]
+    for failure in result["failures"]:
+        witnesses = ", ".join(failure["witnesses"]) or "no witnesses"
+        verdict = "known" if failure["known"] else "FAIL"
+        lines += ["", f"{verdict} {failure['invariant']} ({witnesses}): {failure['runs']} runs, first run {failure['first_run']} "
+                      f"({failure['workload']})"]
+        if "explanation" in failure:
+            lines += [f"  {failure['explanation']}", f"  scenario: {failure['scenario']}", f"  replay: {failure['replay']}"]
+        if "shrunk" in failure:
+            shrunk = failure["shrunk"]
+            lines.append(f"  shrunk: {shrunk['after']['faults']} faults, {shrunk['after']['drives']} drives: {shrunk['scenario']}")
+    lines += [f"  note: coverage mark {mark} never reached" for mark in result["coverage_missing"]]
+    lines.append("\npass" if result["passed"] else "\nFAIL")
+    return "\n".join(lines)
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """Fold shard results into one verdict: exit 0 if the whole campaign passed, 1 if not."""
+    from sim.swarm.results import merge
+
+    documents = [_read_results(Path(path)) for path in args.results]
+    try:
+        result = merge(documents)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    print(json.dumps(result, sort_keys=True) if args.json else _text(result))
+    return EXIT_OK if result["passed"] else EXIT_VIOLATION
+
+
+def _read_results(path: Path) -> dict[str, Any]:
+    from sim.swarm.results import FORMAT
+
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read it ({error.strerror})") from None
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{path}: expected a swarm results file (JSON), got invalid JSON: {error.msg}") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT or "per_run" not in document:
+        raise UsageError(f"{path}: expected a swarm results file (format {FORMAT}) written by python -m sim swarm")
+    return document
+
+
+def add_swarm(commands: Any) -> None:
+    swarm = commands.add_parser("swarm", help="run generated workloads with random faults, sharded, and report failures")
+    swarm.add_argument("paths", nargs="*", default=[], metavar="PATH",
+                       help="workload files or folders (default: the catalogue's scenarios/swarm/)")
+    budget = swarm.add_mutually_exclusive_group()
+    budget.add_argument("--runs", type=positive_int, help="runs in this shard (default: the first workload's swarm.runs)")
+    budget.add_argument("--time-budget", type=float, metavar="SECONDS", help="run for this many CPU seconds")
+    swarm.add_argument("--seed", type=seed_int, default=0, help="root seed of the campaign (default 0)")
+    swarm.add_argument("--shard", default="1/1", metavar="I/N", help="run indices I-1, I-1+N, ...: shards 1/N..N/N never repeat a run")
+    swarm.add_argument("-j", "--jobs", type=positive_int, default=1, help="worker processes (default 1)")
+    swarm.add_argument("--baseline", type=Path, metavar="RESULT.json",
+                       help="failure classes these results reported are known: reported, but only new ones fail (exit 1)")
+    swarm.add_argument("--shrink", action="store_true", help=f"shrink each failure class's first run (up to {SHRINK_LIMIT_S:g}s each)")
+    add_json_options(swarm)
+    swarm.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
+                       help="where the results file and the failures' scenario and repro files go (default: out/)")
+    add_mutant_option(swarm)
+    swarm.set_defaults(handler=_swarm)
+
+
+def add_merge(commands: Any) -> None:
+    merge = commands.add_parser("merge", help="fold the results of swarm shards into one verdict")
+    merge.add_argument("results", nargs="+", metavar="RESULT.json", help="results files written by python -m sim swarm")
+    merge.add_argument("--json", action="store_true", help="print the merged results as one JSON document")
+    merge.set_defaults(handler=_merge)

@@ -1,0 +1,75 @@
+"""Liveness after quiet: once nothing has happened for longer than any attempt or lease can last, the system
+must serve a user again.
+
+Every attempt ends within the host's total ceiling and every lease within one TTL after its holder stops
+refreshing it, so a turn that begins after a silence of at least `ceiling_timeout_s + lease_ttl_s` meets a
+system with nothing left in flight. Whatever happened before (stalls, crashes, Ctrl+C, failed writes), that
+turn must be persisted: its reply made durable, and no error shown for it, unless the user pressed Ctrl+C. Generated workloads end with
+such a probe turn per agent (`sim.swarm`); a scripted scenario whose drives leave such a gap is held to the
+same rule.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from contract.events import (
+    FrontendCtrlC, FrontendTurnAbandoned, FrontendTurnFailed, FrontendTurnSubmitted, GatewayTurnStarted, TurnPersisted,
+)
+from contract.history import HistoryEvent
+from sim.invariants.base import Invariant, Violation
+
+_TURN_STARTS = (FrontendTurnSubmitted, GatewayTurnStarted)
+_TURN_ENDS = (FrontendTurnFailed, FrontendTurnAbandoned)
+
+
+class TurnAfterQuietPersists(Invariant):
+    name = "turn_after_quiet_persists"
+    races = ("R1", "R15", "R20", "R24")
+    description = ("A turn that starts after a silence longer than the host's ceiling plus one lease TTL persists its "
+                   "reply, and the user sees no error for it (unless they press Ctrl+C).")
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        config = self.system.config
+        quiet_s = config.ceiling_timeout_s + config.lease_ttl_s
+        for index, silence_s in _after_silence(history, quiet_s):
+            record = history[index]
+            outcome = _outcome(history, index)
+            if outcome is not None and isinstance(outcome.event, FrontendCtrlC):
+                continue  # the user stopped it: a reply is not owed
+            if outcome is None or not isinstance(outcome.event, TurnPersisted):
+                shown = "it never finished" if outcome is None else f"{outcome.kind} {outcome.fields}"
+                return self.violation(f"a turn of {record.event.agent} started after {silence_s:g}s of quiet and was not "
+                                      f"persisted: {shown}", record, outcome)
+        return None
+
+
+def _after_silence(history: Sequence[HistoryEvent], quiet_s: float) -> list[tuple[int, float]]:
+    """The turns that start at an instant preceded by at least `quiet_s` without any event, with that silence.
+
+    Events at the turn's own instant (a gateway's delivery, another agent's probe) do not break the silence.
+    """
+    found = []
+    current = earlier = None  # the latest instant with events, and the one before it
+    for index, record in enumerate(history):
+        if record.time != current:
+            current, earlier = record.time, current
+        if isinstance(record.event, _TURN_STARTS) and earlier is not None and record.time - earlier >= quiet_s:
+            found.append((index, record.time - earlier))
+    return found
+
+
+def _outcome(history: Sequence[HistoryEvent], start: int) -> HistoryEvent | None:
+    """How the turn at `start` ended: its persisted reply or its error (on its own task), the user's Ctrl+C, or nothing."""
+    task, agent = history[start].task, history[start].event.agent  # type: ignore[attr-defined]
+    for record in history[start + 1:]:
+        event = record.event
+        if isinstance(event, FrontendCtrlC) and event.agent == agent:
+            return record
+        if record.task != task:
+            continue
+        if isinstance(event, TurnPersisted) and event.role == "assistant":
+            return record
+        if isinstance(event, _TURN_ENDS) or isinstance(event, _TURN_STARTS):
+            return record
+    return None

@@ -1,0 +1,141 @@
+"""A campaign: generated runs of one or more workloads from a root seed, sharded, with a summary of each run.
+
+Run `i` of a campaign uses workload `i mod W` (W workloads, in the order given) and is generated from
+(root seed, i) alone, so any machine can run any run and shards never coordinate: shard I of N takes the
+run indices I, I+N, I+2N, ... (`sim.search.Shard`). A run is summarised by what a reader of the results
+needs: its size (steps, events, virtual seconds), the coverage marks it reached, and its failure class,
+the violated invariant with the kinds of its witnessing events (for a run that did not complete, the
+exception that ended it), so a thousand runs that hit the same bug read as one failure.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from sim.failure import unwrap
+from sim.registry import registry
+from sim.scenario.runner import RunReport, run_once
+from sim.search import Shard, within_budget
+from sim.swarm.generate import generate
+from sim.swarm.loader import load_workloads
+from sim.swarm.model import Workload
+from sim.timefreeze import frozen_time
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One generated run, as the results file records it."""
+
+    index: int
+    workload: str
+    scenario: str
+    seed: int
+    strategy: str
+    steps: int
+    events: int
+    virtual_s: float
+    coverage: tuple[str, ...]
+    failure: tuple[str, ...] | None  # (invariant, witness kinds...), None if every invariant held
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run": self.index, "workload": self.workload, "scenario": self.scenario, "seed": self.seed,
+                "strategy": self.strategy, "steps": self.steps, "events": self.events,
+                "virtual_s": round(self.virtual_s, 6), "failure": None if self.failure is None else list(self.failure)}
+
+
+@dataclass
+class Campaign:
+    """What a campaign (or one shard of it) ran."""
+
+    root_seed: int
+    shard: Shard
+    runs: list[RunSummary] = field(default_factory=list)
+    cpu_s: float = 0.0
+
+
+def failure_class(report: RunReport) -> tuple[str, ...] | None:
+    """The invariant a failing run broke, then the kinds of the events that witness it (or the error's type)."""
+    if not report.violations:
+        return None
+    violation = report.violations[0]
+    if not violation.witnesses and report.result.error is not None:
+        return (violation.invariant, type(unwrap(report.result.error)).__name__)
+    history = report.result.history
+    return (violation.invariant, *(history[seq].kind for seq in violation.witnesses if 0 <= seq < len(history)))
+
+
+def workload_of(workloads: Sequence[Workload], index: int) -> Workload:
+    return workloads[index % len(workloads)]
+
+
+def run_generated(workloads: Sequence[Workload], root_seed: int, index: int) -> RunReport:
+    """Run `index` of the campaign: generate its scenario and run it once from the scenario's own seed."""
+    scenario = generate(workload_of(workloads, index), root_seed, index)
+    return run_once(scenario, scenario.explore.seed)
+
+
+def summarise(workloads: Sequence[Workload], index: int, report: RunReport) -> RunSummary:
+    result = report.result
+    return RunSummary(index, workload_of(workloads, index).name, report.scenario.name, report.seed, result.strategy,
+                      result.steps, len(result.history), result.virtual_s, tuple(sorted(report.coverage)),
+                      failure_class(report))
+
+
+def run_indices(workloads: Sequence[Workload], root_seed: int, indices: Iterable[int],
+                on_run: Callable[[RunSummary], None] | None = None) -> list[RunSummary]:
+    """The summaries of the given runs, in order, inside one wall-clock freeze."""
+    summaries = []
+    with frozen_time():
+        for index in indices:
+            summary = summarise(workloads, index, run_generated(workloads, root_seed, index))
+            summaries.append(summary)
+            if on_run is not None:
+                on_run(summary)
+    return summaries
+
+
+def campaign(workloads: Sequence[Workload], root_seed: int, *, shard: Shard = Shard(), runs: int | None = None,
+             time_budget_s: float | None = None, jobs: int = 1,
+             on_run: Callable[[RunSummary], None] | None = None) -> Campaign:
+    """Run the shard's share of the campaign: `runs` runs, or as many as `time_budget_s` CPU seconds allow.
+
+    With `jobs` > 1 the shard is split again among worker processes (each takes every jobs-th of the
+    shard's runs); the summaries come back in run order, so the result does not depend on `jobs`.
+    """
+    started = time.process_time()
+    done = Campaign(root_seed, shard)
+    if jobs == 1:
+        done.runs = run_indices(workloads, root_seed, within_budget(shard.seeds(0), runs, time_budget_s), on_run)
+    else:
+        done.runs, done.cpu_s = _in_workers(workloads, root_seed, shard, runs, time_budget_s, jobs, on_run)
+    done.cpu_s += time.process_time() - started
+    return done
+
+
+def _in_workers(workloads: Sequence[Workload], root_seed: int, shard: Shard, runs: int | None, time_budget_s: float | None,
+                jobs: int, on_run: Callable[[RunSummary], None] | None) -> tuple[list[RunSummary], float]:
+    paths = [workload.path for workload in workloads]
+    parts = [(paths, root_seed, Shard(shard.index + shard.count * job, shard.count * jobs),
+              None if runs is None else len(range(job, runs, jobs)), time_budget_s) for job in range(jobs)]
+    summaries: list[RunSummary] = []
+    cpu_s = 0.0
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for part, part_cpu_s in pool.map(_worker, parts):
+            cpu_s += part_cpu_s
+            for summary in part:
+                summaries.append(summary)
+                if on_run is not None:
+                    on_run(summary)
+    return sorted(summaries, key=lambda summary: summary.index), cpu_s
+
+
+def _worker(part: tuple[list[str], int, Shard, int | None, float | None]) -> tuple[list[RunSummary], float]:
+    """One worker process's runs: the workloads loaded again from their files, the runs of its sub-shard."""
+    paths, root_seed, shard, runs, time_budget_s = part
+    started = time.process_time()
+    workloads = load_workloads([Path(path) for path in paths], registry())
+    return run_indices(workloads, root_seed, within_budget(shard.seeds(0), runs, time_budget_s)), time.process_time() - started

@@ -1,0 +1,113 @@
+"""A campaign's results document, and the merge of shard results into one verdict.
+
+The document is what CI keeps from each shard: runs, CPU seconds, each run's size and failure class, the
+coverage marks reached (with how many runs reached each), and the failures deduplicated by class, each with
+the exported scenario, its repro and the command that replays it. `merge` folds shard documents into the
+document one unsharded campaign would have written (CPU seconds summed; each failure class keeps the
+example from its lowest run index).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Iterable, Mapping, Sequence
+
+from sim.swarm.campaign import Campaign, RunSummary
+
+FORMAT = 1
+
+
+def failure_classes(runs: Sequence[RunSummary]) -> dict[tuple[str, ...], list[RunSummary]]:
+    """Failing runs grouped by class, classes in order of their first run."""
+    classes: dict[tuple[str, ...], list[RunSummary]] = {}
+    for run in sorted(runs, key=lambda run: run.index):
+        if run.failure is not None:
+            classes.setdefault(run.failure, []).append(run)
+    return classes
+
+
+def document(done: Campaign, workloads: Sequence[str], exported: Mapping[tuple[str, ...], Mapping[str, Any]],
+             *, mutant: str | None, coverage_expected: Iterable[str] = (), known: Iterable[tuple[str, ...]] = ()) -> dict[str, Any]:
+    """The results of a campaign or shard; `exported` gives each failure class's files and replay command.
+
+    A class in `known` (a baseline's, see `known_classes`) is reported but does not fail the verdict: a
+    campaign under a mutant then fails only on what the mutant added, and CI only on new finds.
+    """
+    known = set(known)
+    failures = [{**_failure(key, runs), "known": key in known, **exported.get(key, {})}
+                for key, runs in failure_classes(done.runs).items()]
+    return _finish({
+        "format": FORMAT,
+        "root_seed": done.root_seed,
+        "shards": [f"{done.shard.index + 1}/{done.shard.count}"],
+        "workloads": list(workloads),
+        "mutant": mutant,
+        "cpu_s": round(done.cpu_s, 3),
+        "per_run": [run.as_dict() for run in done.runs],
+        "coverage": dict(sorted(Counter(mark for run in done.runs for mark in run.coverage).items())),
+        "coverage_expected": sorted(set(coverage_expected)),
+        "failures": failures,
+    })
+
+
+def _failure(key: tuple[str, ...], runs: Sequence[RunSummary]) -> dict[str, Any]:
+    first = runs[0]
+    return {"invariant": key[0], "witnesses": list(key[1:]), "runs": len(runs), "first_run": first.index,
+            "workload": first.workload, "scenario_name": first.scenario, "seed": first.seed}
+
+
+def _finish(document: dict[str, Any]) -> dict[str, Any]:
+    """The totals and the verdict, derived from the per-run records (the same for a merge)."""
+    runs = document["per_run"]
+    missing = [mark for mark in document["coverage_expected"] if mark not in document["coverage"]]
+    document.update(
+        runs=len(runs),
+        steps=sum(run["steps"] for run in runs),
+        events=sum(run["events"] for run in runs),
+        virtual_s=round(sum(run["virtual_s"] for run in runs), 6),
+        failing_runs=sum(run["failure"] is not None for run in runs),
+        coverage_missing=missing,
+        new_failures=sum(not failure["known"] for failure in document["failures"]),
+    )
+    document["passed"] = not document["new_failures"] and not missing
+    return document
+
+
+def known_classes(baseline: Mapping[str, Any]) -> set[tuple[str, ...]]:
+    """The failure classes a results document reported: what a later campaign may call known."""
+    return {(failure["invariant"], *failure["witnesses"]) for failure in baseline["failures"]}
+
+
+def merge(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Shard documents of one campaign (same root seed, workloads and mutant) as one document."""
+    first = documents[0]
+    for other in documents[1:]:
+        for key in ("format", "root_seed", "workloads", "mutant"):
+            if other[key] != first[key]:
+                raise ValueError(f"the results disagree on {key}: {first[key]!r} and {other[key]!r} (not shards of one campaign)")
+    runs = sorted((run for doc in documents for run in doc["per_run"]), key=lambda run: run["run"])
+    repeated = [a["run"] for a, b in zip(runs, runs[1:]) if a["run"] == b["run"]]
+    if repeated:
+        raise ValueError(f"run {repeated[0]} appears in two results (a shard merged twice?)")
+    failures: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for failure in sorted((f for doc in documents for f in doc["failures"]), key=lambda f: f["first_run"]):
+        key = (failure["invariant"], *failure["witnesses"])
+        if key in failures:
+            failures[key]["runs"] += failure["runs"]
+        else:
+            failures[key] = dict(failure)
+    coverage: Counter[str] = Counter()
+    for doc in documents:
+        coverage.update(doc["coverage"])
+    return _finish({
+        "format": first["format"],
+        "root_seed": first["root_seed"],
+        "shards": sorted(shard for doc in documents for shard in doc["shards"]),
+        "workloads": first["workloads"],
+        "mutant": first["mutant"],
+        "cpu_s": round(sum(doc["cpu_s"] for doc in documents), 3),
+        "per_run": runs,
+        "coverage": dict(sorted(coverage.items())),
+        "coverage_expected": first["coverage_expected"],
+        "failures": list(failures.values()),
+    })
