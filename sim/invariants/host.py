@@ -175,6 +175,12 @@ class PoolAdmissionBounded(Invariant):
 
 
 class NextTurnPersistsAfterCtrlC(Invariant):
+    """Judges the one turn that follows the grace period: its own failure, never a later turn's.
+
+    A later turn of the same agent may fail for reasons Ctrl+C has no part in (an injected busy store on its
+    own write, say); charging that to the turn after Ctrl+C blamed R1 for what the user saw turns later.
+    """
+
     name = "next_turn_persists_after_ctrl_c"
     races = ("R1",)
     description = "After Ctrl+C and the grace period, the next turn the frontend accepts is persisted."
@@ -187,10 +193,25 @@ class NextTurnPersistsAfterCtrlC(Invariant):
             submitted = next((r for r in history[index + 1:] if isinstance(r.event, FrontendTurnSubmitted) and r.event.agent == agent), None)
             if submitted is None:
                 continue
-            failed = next((r for r in history[submitted.seq + 1:] if isinstance(r.event, FrontendTurnFailed) and r.event.agent == agent), None)
+            failed = _failure_of_turn(history, submitted)
             if failed is not None:
                 return self.violation(f"the turn after Ctrl+C was not persisted: {failed.event.error}", expired, submitted, failed)  # type: ignore[attr-defined]
         return None
+
+
+def _failure_of_turn(history: Sequence[HistoryEvent], submitted: HistoryEvent) -> HistoryEvent | None:
+    """The failure of the turn `submitted` opened, if it failed.
+
+    A frontend runs its turns one at a time, so that turn's failure, if any, comes before the agent's next
+    submission; a failure after that belongs to a later turn, which Ctrl+C did not precede.
+    """
+    agent = submitted.event.agent  # type: ignore[attr-defined]
+    for record in history[submitted.seq + 1:]:
+        if isinstance(record.event, FrontendTurnSubmitted) and record.event.agent == agent:
+            return None
+        if isinstance(record.event, FrontendTurnFailed) and record.event.agent == agent:
+            return record
+    return None
 
 
 class HardCancelFreesLease(Invariant):
