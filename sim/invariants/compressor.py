@@ -318,8 +318,14 @@ class CurrentAttemptOwnsCompressor(Invariant):
         return working[1] if working[0] > self._generation[attempt] else None
 
     def _single_agent(self, attempt: AttemptId) -> bool:
-        """Generations count per agent, attempts per process: judge only processes that run one agent."""
-        return sum(1 for slot in self.system.agents.values() if slot.spec.process == attempt.process) <= 1
+        """Generations count per agent, attempts per process: judge only processes that run one agent.
+
+        An attempt id names the process incarnation (`p2r1` once `p2` restarted), while an agent's spec names
+        the process; comparing the two unmapped counted no agent for a restarted process, so two agents'
+        generations in it were compared as one compressor's.
+        """
+        process = self.system.process_of(attempt.process)
+        return sum(1 for slot in self.system.agents.values() if slot.spec.process == process) <= 1
 
 
 class CommitBelowThresholdClearsStrikes(Invariant):
