@@ -50,13 +50,20 @@ class IdleTimeoutWithinBounds(Invariant):
 
 
 class HungCommitReported(Invariant):
+    """At the end of the run only a commit still running can be hanging unreported.
+
+    A commit that finished within one overrun slice of its host's timeout owes no report; judging it again at
+    the end, against the end of the run, charged it with every second after it had finished. A commit whose
+    process crashed has no host left to report it.
+    """
+
     name = "hung_commit_reported"
     races = ("R7",)
     description = "A commit still running an overrun slice after its host timed out is reported exactly once, while it hangs."
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._admitted: set[AttemptId] = set()
+        self._admitted: set[AttemptId] = set()  # admitted commits not yet finished
         self._timed_out: dict[AttemptId, HistoryEvent] = {}
         self._reported: dict[AttemptId, HistoryEvent] = {}
 
@@ -77,7 +84,13 @@ class HungCommitReported(Invariant):
 
     @handles(FenceFinish)
     def finished(self, event: FenceFinish, record: HistoryEvent) -> Violation | None:
-        return self._check(event.attempt, record.time, record)
+        violation = self._check(event.attempt, record.time, record)
+        self._admitted.discard(event.attempt)
+        return violation
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._admitted = {attempt for attempt in self._admitted if self.system.process_of(attempt.process) != event.process}
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         end = history[-1].time if history else 0.0
