@@ -81,7 +81,7 @@ from sim.invariants import INVARIANTS
 H1 = HolderId.of("p1", 100, 1)
 H2 = HolderId.of("p1", 100, 2)
 DEAD = HolderId.of("p9", 999, 1)
-A1, A2, A3, A4 = (AttemptId.of("p1", n) for n in range(1, 5))
+A1, A2, A3, A4, A5 = (AttemptId.of("p1", n) for n in range(1, 6))
 S, CHILD, T = SessionId("s"), SessionId("s/c"), SessionId("t")
 P2_H1, P2_H2 = HolderId.of("p2", 101, 1), HolderId.of("p2", 101, 2)
 P2_A1 = AttemptId.of("p2", 1)
@@ -95,6 +95,10 @@ class FakeSystem:
     config: CompactionConfig = field(default_factory=lambda: CompactionConfig(lease_ttl_s=60, idle_timeout_s=10, ceiling_timeout_s=100, commit_overrun_slice_s=5, tail_count=1))
     dead: set[str] = field(default_factory=lambda: {DEAD})
     agents: dict[str, Any] = field(default_factory=dict)
+    restarted: dict[str, str] = field(default_factory=dict)  # incarnation -> its process, once restarted
+
+    def process_of(self, incarnation: str) -> str:
+        return self.restarted.get(incarnation, incarnation)
 
     def holder_is_dead(self, holder: str) -> bool:
         return holder in self.dead
@@ -326,7 +330,8 @@ CASES: dict[str, tuple[list[Any], list[Any], Callable | None, Callable | None]] 
         [E(CompactionRefused(session=S, attempt=AttemptId.of("p1", i), reason="would_grow")) for i in range(3)],
         [E(CompactionRefused(session=S, attempt=A1, reason="would_grow")),
          E(CompactionCommitted(session=S, attempt=A2, tokens=5, tokens_before=9)),
-         E(CompactionRefused(session=S, attempt=A3, reason="would_grow")), E(CompactionRefused(session=S, attempt=A4, reason="would_grow"))],
+         E(CompactionRefused(session=S, attempt=A3, reason="would_grow")), E(CompactionRefused(session=S, attempt=A4, reason="would_grow")),
+         E(HostStarted(attempt=A5, session=S, mode="forced")), E(CompactionRefused(session=S, attempt=A5, reason="would_grow"))],
         None, None),
     "idle_timeout_within_bounds": (
         [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(CompactionSummaryProgress(attempt=A1), 1),
@@ -337,7 +342,8 @@ CASES: dict[str, tuple[list[Any], list[Any], Callable | None, Callable | None]] 
     "hung_commit_reported": (
         [E(FenceBeginOk(attempt=A1), 0), E(timed_out(A1), 1), E(FenceFinish(attempt=A1), 20)],
         [E(FenceBeginOk(attempt=A1), 0), E(timed_out(A1), 1), E(HostCommitOverrun(attempt=A1, waited_s=5.0), 6),
-         E(FenceFinish(attempt=A1), 20)],
+         E(FenceFinish(attempt=A1), 20), E(FenceBeginOk(attempt=A2), 30), E(timed_out(A2), 31), E(FenceFinish(attempt=A2), 33),
+         E(persisted(1), 500)],
         None, None),
     "stale_job_never_runs": (
         [E(timed_out(A1)), E(CompactionSummaryStarted(attempt=A1, generation=1))],
@@ -345,7 +351,8 @@ CASES: dict[str, tuple[list[Any], list[Any], Callable | None, Callable | None]] 
         None, None),
     "next_turn_persists_after_ctrl_c": (
         [E(grace_expired()), E(FrontendTurnSubmitted(agent="main", text="hi")), E(FrontendTurnFailed(agent="main", error="x"))],
-        [E(grace_expired()), E(FrontendTurnSubmitted(agent="main", text="hi")), E(persisted(1))],
+        [E(grace_expired()), E(FrontendTurnSubmitted(agent="main", text="hi")), E(persisted(1)),
+         E(FrontendTurnSubmitted(agent="main", text="later")), E(FrontendTurnFailed(agent="main", error="x"))],
         None, None),
     "hard_cancel_frees_lease": (
         [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(LeaseAcquired(session=S, holder=H1), 0),
@@ -753,6 +760,17 @@ def test_the_current_attempt_is_never_refused_its_own_clear():
                E(timed_out(A2)), E(CooldownClearSkipped(session=S, attempt=A2))]
     assert check("current_attempt_owns_compressor", own_check_removed)
     assert check("current_attempt_owns_compressor", stopped) == []
+
+def test_two_agents_of_a_restarted_process_keep_their_own_generations():
+    """`p1r1` is `p1` restarted; it runs two agents, so a1's generation 2 says nothing about a2's generation 1."""
+    agents = {name: SimpleNamespace(spec=SimpleNamespace(process="p1")) for name in ("a1", "a2")}
+    system = FakeSystem(agents=agents, restarted={"p1r1": "p1"})
+    invariant = INVARIANTS["current_attempt_owns_compressor"](system)
+    a1_second, a2_first = AttemptId.of("p1r1", 2), AttemptId.of("p1r1", 3)
+    events = [AttemptClaimed(attempt=a1_second, generation=2), CompactionSummaryStarted(attempt=a1_second, generation=2),
+              AttemptClaimed(attempt=a2_first, generation=1), FenceBeginOk(attempt=a2_first)]
+    assert [invariant.on_event(HistoryEvent(seq, 0.0, "t", event)) for seq, event in enumerate(events)] == [None] * 4
+
 
 # A probe turn after more than ceiling + TTL (100s + 60s) of quiet: it must end with its reply persisted.
 QUIET_TURN = E(FrontendTurnSubmitted(agent="main", text="probe"), 300, "probe")

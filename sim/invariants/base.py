@@ -41,6 +41,8 @@ class SystemView(Protocol):
     config: Any
     agents: Mapping[str, Any]  # by name; each has `.agent` (its live transcript) and `.spec.process`
 
+    def process_of(self, incarnation: str) -> str: ...  # the process (as `.spec.process` names it) an incarnation is
+
     def holder_is_dead(self, holder: str) -> bool: ...
 
 

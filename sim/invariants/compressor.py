@@ -81,13 +81,28 @@ class StaleAttemptWritesNoState(Invariant):
 
 
 class WouldGrowLatchesBreaker(Invariant):
+    """The breaker blocks automatic attempts only: a /compress is the user's explicit request and runs past it.
+
+    Every would-grow refusal counts toward the streak (a forced one strikes too), but only an attempt the
+    breaker gates can show it failed to latch; a third refusal of a /compress only shows the user asked again.
+    """
+
     name = "would_grow_latches_breaker"
     races = ("R13",)
-    description = "A committed compaction never grows the transcript, and at most two would-grow refusals happen in a row before the breaker blocks."
+    description = (
+        "A committed compaction never grows the transcript, and at most two would-grow refusals happen in a row "
+        "before the breaker blocks the next automatic attempt."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._streak: dict[SessionId, list[HistoryEvent]] = {}
+        self._forced: set[AttemptId] = set()
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        if event.mode == "forced":
+            self._forced.add(event.attempt)
 
     @handles(CompactionCommitted)
     def committed(self, event: CompactionCommitted, record: HistoryEvent) -> Violation | None:
@@ -102,7 +117,7 @@ class WouldGrowLatchesBreaker(Invariant):
             return None
         streak = self._streak.setdefault(event.session, [])
         streak.append(record)
-        if len(streak) > 2:
+        if len(streak) > 2 and event.attempt not in self._forced:
             return self.violation(f"{len(streak)} would-grow refusals in a row on {event.session}: the breaker never latched", *streak)
         return None
 
@@ -318,8 +333,14 @@ class CurrentAttemptOwnsCompressor(Invariant):
         return working[1] if working[0] > self._generation[attempt] else None
 
     def _single_agent(self, attempt: AttemptId) -> bool:
-        """Generations count per agent, attempts per process: judge only processes that run one agent."""
-        return sum(1 for slot in self.system.agents.values() if slot.spec.process == attempt.process) <= 1
+        """Generations count per agent, attempts per process: judge only processes that run one agent.
+
+        An attempt id names the process incarnation (`p2r1` once `p2` restarted), while an agent's spec names
+        the process; comparing the two unmapped counted no agent for a restarted process, so two agents'
+        generations in it were compared as one compressor's.
+        """
+        process = self.system.process_of(attempt.process)
+        return sum(1 for slot in self.system.agents.values() if slot.spec.process == process) <= 1
 
 
 class CommitBelowThresholdClearsStrikes(Invariant):

@@ -77,13 +77,20 @@ class IdleTimeoutWithinBounds(Invariant):
 
 
 class HungCommitReported(Invariant):
+    """At the end of the run only a commit still running can be hanging unreported.
+
+    A commit that finished within one overrun slice of its host's timeout owes no report; judging it again at
+    the end, against the end of the run, charged it with every second after it had finished. A commit whose
+    process crashed has no host left to report it.
+    """
+
     name = "hung_commit_reported"
     races = ("R7",)
     description = "A commit still running an overrun slice after its host timed out is reported exactly once, while it hangs."
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._admitted: set[AttemptId] = set()
+        self._admitted: set[AttemptId] = set()  # admitted commits not yet finished
         self._timed_out: dict[AttemptId, HistoryEvent] = {}
         self._reported: dict[AttemptId, HistoryEvent] = {}
 
@@ -104,7 +111,13 @@ class HungCommitReported(Invariant):
 
     @handles(FenceFinish)
     def finished(self, event: FenceFinish, record: HistoryEvent) -> Violation | None:
-        return self._check(event.attempt, record.time, record)
+        violation = self._check(event.attempt, record.time, record)
+        self._admitted.discard(event.attempt)
+        return violation
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._admitted = {attempt for attempt in self._admitted if self.system.process_of(attempt.process) != event.process}
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         end = history[-1].time if history else 0.0
@@ -202,6 +215,12 @@ class PoolAdmissionBounded(Invariant):
 
 
 class NextTurnPersistsAfterCtrlC(Invariant):
+    """Judges the one turn that follows the grace period: its own failure, never a later turn's.
+
+    A later turn of the same agent may fail for reasons Ctrl+C has no part in (an injected busy store on its
+    own write, say); charging that to the turn after Ctrl+C blamed R1 for what the user saw turns later.
+    """
+
     name = "next_turn_persists_after_ctrl_c"
     races = ("R1",)
     description = "After Ctrl+C and the grace period, the next turn the frontend accepts is persisted."
@@ -214,10 +233,25 @@ class NextTurnPersistsAfterCtrlC(Invariant):
             submitted = next((r for r in history[index + 1:] if isinstance(r.event, FrontendTurnSubmitted) and r.event.agent == agent), None)
             if submitted is None:
                 continue
-            failed = next((r for r in history[submitted.seq + 1:] if isinstance(r.event, FrontendTurnFailed) and r.event.agent == agent), None)
+            failed = _failure_of_turn(history, submitted)
             if failed is not None:
                 return self.violation(f"the turn after Ctrl+C was not persisted: {failed.event.error}", expired, submitted, failed)  # type: ignore[attr-defined]
         return None
+
+
+def _failure_of_turn(history: Sequence[HistoryEvent], submitted: HistoryEvent) -> HistoryEvent | None:
+    """The failure of the turn `submitted` opened, if it failed.
+
+    A frontend runs its turns one at a time, so that turn's failure, if any, comes before the agent's next
+    submission; a failure after that belongs to a later turn, which Ctrl+C did not precede.
+    """
+    agent = submitted.event.agent  # type: ignore[attr-defined]
+    for record in history[submitted.seq + 1:]:
+        if isinstance(record.event, FrontendTurnSubmitted) and record.event.agent == agent:
+            return None
+        if isinstance(record.event, FrontendTurnFailed) and record.event.agent == agent:
+            return record
+    return None
 
 
 class HardCancelFreesLease(Invariant):

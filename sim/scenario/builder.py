@@ -79,6 +79,7 @@ class SystemBuilder:
         self.agents: dict[str, AgentSlot] = {}
         self.gateways = Gateways()
         self._incarnations: dict[str, int] = {}
+        self.process_of_incarnation: dict[str, str] = {}  # e.g. "p2r1" -> "p2": attempt ids name the incarnation
 
     def build_sessions(self) -> None:
         """The sessions the world starts with, with their seed messages, written before anything runs."""
@@ -106,6 +107,7 @@ class SystemBuilder:
         rt = ProcessRuntime(self.world)
         self._incarnations[name] = self._incarnations.get(name, -1) + 1
         incarnation = f"{name}r{self._incarnations[name]}" if self._incarnations[name] else name
+        self.process_of_incarnation[incarnation] = name
         process = SimProcess(name, self.process_table.spawn(incarnation), rt, Database(rt, self.store),
                              CompressionPool(rt, self.config.pool_cap), GatewayFrontend(rt))
         self.processes[name] = process

@@ -60,5 +60,9 @@ class ScenarioView:
     def agents(self) -> Mapping[str, AgentSlot]:
         return self._built.agents
 
+    def process_of(self, incarnation: str) -> str:
+        """The scenario's process an incarnation (an attempt id's process) belongs to: `p2r1` is `p2` restarted."""
+        return self._built.process_of_incarnation[incarnation]
+
     def holder_is_dead(self, holder: str) -> bool:
         return self._built.process_table.holder_is_dead(holder)

@@ -81,6 +81,10 @@ class RealSystem:
     now: float = 0.0
     agents: dict[str, Any] = field(default_factory=dict)
 
+    def process_of(self, incarnation: str) -> str:
+        """A real worker is never restarted under its name: each start is a process of its own."""
+        return incarnation
+
     def holder_is_dead(self, holder: str) -> bool:
         died = self.deaths.get(HolderId(holder).fields.get("proc", ""))
         return died is not None and died <= self.now
