@@ -7,6 +7,7 @@ A connection can be closed, as the connection of a process that died is: every l
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any, Callable
 
@@ -23,7 +24,6 @@ class Database:
     def __init__(self, rt: Runtime, store: SessionStore) -> None:
         self._rt = rt
         self.store = store
-        self._takes_now: dict[str, bool] = {}
         self._refusal: Refusal | None = None
 
     def close(self, refusal: Refusal) -> None:
@@ -47,13 +47,13 @@ class Database:
     def _invoke(self, op: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
         if self._refusal is not None:
             raise self._refusal(op)
-        method = getattr(self.store, op)
-        if self._needs_now(op, method):
+        if takes_now(type(self.store), op):
             kw.setdefault("now", self._rt.now())
-        return method(*args, **kw)
+        return getattr(self.store, op)(*args, **kw)
 
-    def _needs_now(self, op: str, method: Any) -> bool:
-        known = self._takes_now.get(op)
-        if known is None:
-            known = self._takes_now[op] = "now" in inspect.signature(method).parameters
-        return known
+
+@functools.cache
+def takes_now(store_class: type, op: str) -> bool:
+    """Whether a store operation takes `now`: read from its signature once per process, not once per connection
+    (a simulated run opens a connection per process, and a signature costs more than the transaction)."""
+    return "now" in inspect.signature(getattr(store_class, op)).parameters

@@ -27,7 +27,7 @@ from contract.events import FrontendTurnFailed, ProcessStarted, ProcessStopping,
 from contract.trio_runtime import TrioRuntime
 from reference.agent import Agent
 from reference.config import CompactionConfig
-from reference.db import Database
+from reference.db import Database, takes_now
 from reference.eventlog import EventLog
 from reference.frontends import CliFrontend, GatewayFrontend
 from reference.identity import HostProcesses
@@ -61,7 +61,7 @@ class RealDatabase(Database):
         self._log = log
 
     def _invoke(self, op: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
-        if self._needs_now(op, getattr(self.store, op)):
+        if takes_now(type(self.store), op):
             kw.setdefault("now", self._rt.now())
         self._log.note_now(kw.get("now"))
         try:

@@ -124,6 +124,7 @@ def test_bench_scenarios_reports_rates(scenario_dir, tmp_path):
     done = sim("bench", "scenarios", str(scenario_dir), "--runs", "3", "--json", cwd=tmp_path)
     report = json.loads(done.stdout)
     assert report["median_runs_per_s"] > 0 and report["virtual_s_per_wall_s"] > 0
+    assert report["median_run_cost_raw_steps"] > 0 and set(report["run_cost_raw_steps"]) == set(report["runs_per_s"])
 
 
 def test_help_lists_only_the_commands_a_user_runs(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from typing import Any
@@ -63,6 +64,18 @@ def connect(path: str, busy_timeout_s: float = 5.0) -> sqlite3.Connection:
     if path != ":memory:":
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA foreign_keys = ON")
+    if path == ":memory:":
+        _empty_in_memory().backup(conn)
+    else:
+        conn.executescript(DDL)
+    return conn
+
+
+@functools.cache
+def _empty_in_memory() -> sqlite3.Connection:
+    """The empty store's pages, made once per process: copying them costs a tenth of running the DDL, and a
+    simulated run opens a fresh in-memory store (threads only read it, so any may copy it)."""
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     conn.executescript(DDL)
     return conn
 

@@ -28,6 +28,12 @@ class SessionStore:
     def close(self) -> None:
         self._db.close()
 
+    @property
+    def changes(self) -> int:
+        """Rows written since the store opened, rolled-back writes included: it moves whenever the data may
+        have, so a reader can keep an answer until it does."""
+        return self._db.total_changes
+
     # -- transactions ---------------------------------------------------------------------------
 
     @contextmanager

@@ -10,23 +10,14 @@ simulator runs as it does in a batch: inside one wall-clock freeze, started once
 from __future__ import annotations
 
 import platform
-import time
-from typing import Any, Callable
+from typing import Any
 
 from sim.bench.raw_loop import RawLoop
 from sim.bench.workload import PAIRS, ROUNDS, workload
+from sim.bench.yardstick import best_cpu_s
 from contract.trio_runtime import TrioRuntime
 from sim.timefreeze import frozen_time
 from sim.world import World
-
-
-def _best_time(run: Callable[[], Any], repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.process_time()
-        run()
-        best = min(best, time.process_time() - started)
-    return best
 
 
 def bench_kernel(repeats: int = 5, pairs: int = PAIRS, rounds: int = ROUNDS) -> dict[str, Any]:
@@ -37,9 +28,9 @@ def bench_kernel(repeats: int = 5, pairs: int = PAIRS, rounds: int = ROUNDS) -> 
     raw = RawLoop()
     raw.run(workload, pairs, rounds)
     with frozen_time():
-        sim_s = _best_time(lambda: World(seed=1).run(workload, pairs, rounds), repeats)
-    raw_s = _best_time(lambda: RawLoop().run(workload, pairs, rounds), repeats)
-    trio_s = _best_time(lambda: TrioRuntime.run(workload, pairs, rounds, mock_clock=True), repeats)
+        sim_s = best_cpu_s(lambda: World(seed=1).run(workload, pairs, rounds), repeats)
+    raw_s = best_cpu_s(lambda: RawLoop().run(workload, pairs, rounds), repeats)
+    trio_s = best_cpu_s(lambda: TrioRuntime.run(workload, pairs, rounds, mock_clock=True), repeats)
     return {
         "benchmark": "kernel",
         "workload": {"pairs": pairs, "rounds": rounds, "sim_steps": steps, "raw_steps": raw.steps},

@@ -7,20 +7,50 @@ of it they may look at directly.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 from reference.config import CompactionConfig
 from reference.store import SessionStore
 from sim.scenario.builder import AgentSlot, SystemBuilder
 
 
+class StoreReads:
+    """The store as invariants read it: each read runs once per state of the data, however many ask.
+
+    After most events several invariants read the same sessions and rows, while writes are far rarer; the
+    store's `changes` count moves on every write (a rolled-back one too), so an answer is kept until it
+    does. A list is handed out as a copy, so no reader can change what the next one is told.
+    """
+
+    def __init__(self, store: SessionStore) -> None:
+        self._store = store
+        self._changes = -1
+        self._answers: dict[tuple[Any, ...], Any] = {}
+
+    def __getattr__(self, op: str) -> Callable[..., Any]:
+        """The store's `op`, answering from what it read since the last write (kept on the instance, so this
+        runs once per operation)."""
+        read = getattr(self._store, op)
+
+        def answer(*args: Any, **kw: Any) -> Any:
+            changes = self._store.changes
+            if changes != self._changes:
+                self._answers.clear()
+                self._changes = changes
+            key = (op, args, *kw.items())
+            found = self._answers.get(key, self)
+            if found is self:
+                found = self._answers[key] = read(*args, **kw)
+            return found[:] if type(found) is list else found
+
+        setattr(self, op, answer)
+        return answer
+
+
 class ScenarioView:
     def __init__(self, built: SystemBuilder) -> None:
         self._built = built
-
-    @property
-    def store(self) -> SessionStore:
-        return self._built.store
+        self.store = StoreReads(built.store)
 
     @property
     def config(self) -> CompactionConfig:
