@@ -356,32 +356,69 @@ def catalogue_verdict(code: int, stdout: str, stderr: str) -> tuple[str | None, 
     return "vacuity", f"{failed[0]['scenario']}: {failed[0]['problems'][0]}"
 
 
-def catalogue_run(folder: Path, scenarios: Sequence[str], timeout: float) -> tuple[str | None, str]:
-    """The catalogue over the overlay in `folder`; its repro files stay in the overlay, which is discarded."""
-    command, env = overlay_process(folder, ["run", *scenarios, "--json", "--out", str(folder / "out")])
+def swarm_verdict(code: int, stdout: str, stderr: str) -> tuple[str | None, str]:
+    """How a `swarm --json` result kills (None: it does not): its first failure class, or a crash."""
+    try:
+        document = json.loads(stdout)
+    except json.JSONDecodeError:
+        document = None
+    if document is None or code not in (0, 1):
+        lines = stderr.strip().splitlines()
+        return "crash", lines[-1] if lines else f"exit {code}"
+    failures = document["failures"]
+    if code == 0 or not failures:
+        return None, "every generated run held"
+    named = [failure for failure in failures if failure["invariant"] != RUN_COMPLETES]
+    first = (named or failures)[0]
+    return ("invariant" if named else "crash"), f"swarm {first['scenario_name']}: {first['invariant']}"
+
+
+@dataclass(frozen=True)
+class Killers:
+    """What judges a mutant: catalogue scenarios, generated swarm runs of workloads, or both (in that order)."""
+
+    scenarios: tuple[str, ...] = ()
+    workloads: tuple[str, ...] | None = None  # None: no swarm; empty: the default workloads
+    swarm_runs: int = 500
+
+    def judge(self, folder: Path, timeout: float) -> tuple[str | None, str]:
+        """The first killer's verdict that kills, over the overlay in `folder` (its outputs stay there)."""
+        how, detail = None, "nothing judged"
+        if self.scenarios:
+            how, detail = _overlay_run(folder, ["run", *self.scenarios, "--json", "--out", str(folder / "out")],
+                                       timeout, catalogue_verdict)
+        if how is None and self.workloads is not None:
+            argv = ["swarm", *self.workloads, "--runs", str(self.swarm_runs), "--json", "--out", str(folder / "out")]
+            how, detail = _overlay_run(folder, argv, timeout, swarm_verdict)
+        return how, detail
+
+
+def _overlay_run(folder: Path, argv: Sequence[str], timeout: float,
+                 verdict: Callable[[int, str, str], tuple[str | None, str]]) -> tuple[str | None, str]:
+    command, env = overlay_process(folder, argv)
     try:
         done = children.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return "timeout", f"the catalogue ran over {timeout:g}s"
-    return catalogue_verdict(done.returncode, done.stdout, done.stderr)
+        return "timeout", f"python -m sim {argv[0]} ran over {timeout:g}s"
+    return verdict(done.returncode, done.stdout, done.stderr)
 
 
-def baseline_problem(scenarios: Sequence[str], timeout: float, file: str = "reference/__init__.py") -> str | None:
-    """None if the catalogue passes over an unmutated overlay; a failing baseline would make every mutant look killed."""
+def baseline_problem(killers: Killers, timeout: float, file: str = "reference/__init__.py") -> str | None:
+    """None if the killers pass over an unmutated overlay; a failing baseline would make every mutant look killed."""
     with overlay_with(file, (ROOT / file).read_text(encoding="utf-8"), label="baseline") as folder:
-        how, detail = catalogue_run(folder, scenarios, timeout)
-    return None if how is None else f"the catalogue fails on the unmutated reference ({how}: {detail})"
+        how, detail = killers.judge(folder, timeout)
+    return None if how is None else f"the killers fail on the unmutated reference ({how}: {detail})"
 
 
-def run_candidate(candidate: Candidate, source: str, scenarios: Sequence[str], timeout: float) -> MutantRun:
+def run_candidate(candidate: Candidate, source: str, killers: Killers, timeout: float) -> MutantRun:
     started = time.monotonic()
     with overlay_with(candidate.file, candidate.apply(source), label=candidate.operator) as folder:
-        how, detail = catalogue_run(folder, scenarios, timeout)
+        how, detail = killers.judge(folder, timeout)
     return MutantRun(candidate, how, detail, time.monotonic() - started)
 
 
 def run_sample(
-    launch: Sequence[Candidate], sources: dict[str, str], scenarios: Sequence[str], *, jobs: int, timeout: float,
+    launch: Sequence[Candidate], sources: dict[str, str], killers: Killers, *, jobs: int, timeout: float,
     budget: float | None, on_done: Callable[[MutantRun], None] | None = None,
 ) -> list[MutantRun]:
     """Run mutants `jobs` at a time in launch order; none is launched once the budget has run out.
@@ -399,7 +436,7 @@ def run_sample(
                 candidate = next(pending, None) if time.monotonic() < deadline else None
             if candidate is None:
                 return
-            run = run_candidate(candidate, sources[candidate.file], scenarios, timeout)
+            run = run_candidate(candidate, sources[candidate.file], killers, timeout)
             with lock:
                 runs.append(run)
             if on_done is not None:
@@ -455,7 +492,7 @@ class OperatorReport:
 
 
 def mutate_operators(
-    scenarios: Sequence[str], *, seed: int, limit: int | None, budget: float | None, timeout: float, jobs: int,
+    killers: Killers, *, seed: int, limit: int | None, budget: float | None, timeout: float, jobs: int,
     equivalents_path: Path = EQUIVALENTS, on_done: Callable[[MutantRun], None] | None = None,
 ) -> OperatorReport:
     """Enumerate, sample, run; the report says what was killed, how, and what survived."""
@@ -464,7 +501,7 @@ def mutate_operators(
     equivalents = load_equivalents(equivalents_path)
     launch = sample(candidates, seed, limit)
     started = time.monotonic()
-    runs = run_sample(launch, sources, scenarios, jobs=jobs, timeout=timeout, budget=budget, on_done=on_done)
+    runs = run_sample(launch, sources, killers, jobs=jobs, timeout=timeout, budget=budget, on_done=on_done)
     return OperatorReport(candidates, launch, runs, equivalents, sources, seed, jobs, time.monotonic() - started,
                           stale_equivalents(equivalents, candidates))
 

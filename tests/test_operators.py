@@ -19,6 +19,7 @@ from sim.operators import (
     SKIPPED,
     Candidate,
     Equivalent,
+    Killers,
     MutantRun,
     OperatorReport,
     all_candidates,
@@ -29,6 +30,7 @@ from sim.operators import (
     run_sample,
     sample,
     stale_equivalents,
+    swarm_verdict,
 )
 from support import checkout_env
 
@@ -136,9 +138,9 @@ def test_sampling_is_deterministic_for_a_seed():
 def test_no_mutant_is_launched_once_the_budget_has_run_out(monkeypatch):
     launch = module_candidates(FILE, SYNTHETIC)
     monkeypatch.setattr(operators, "run_candidate", lambda candidate, *_: MutantRun(candidate, None, "", 0.0))
-    everything = run_sample(launch, {FILE: SYNTHETIC}, ["scenarios"], jobs=3, timeout=1.0, budget=None)
+    everything = run_sample(launch, {FILE: SYNTHETIC}, Killers(("scenarios",)), jobs=3, timeout=1.0, budget=None)
     assert [run.candidate for run in everything] == launch, "results come back in launch order"
-    assert run_sample(launch, {FILE: SYNTHETIC}, ["scenarios"], jobs=3, timeout=1.0, budget=0.0) == []
+    assert run_sample(launch, {FILE: SYNTHETIC}, Killers(("scenarios",)), jobs=3, timeout=1.0, budget=0.0) == []
 
 
 def _verdict(name: str, invariant: str | None = None, problems: tuple[str, ...] = ()) -> dict:
@@ -156,6 +158,27 @@ def _verdict(name: str, invariant: str | None = None, problems: tuple[str, ...] 
 def test_a_catalogue_run_is_classified_by_how_it_kills(code, scenarios, stderr, how):
     stdout = "" if scenarios is None else json.dumps({"scenarios": scenarios, "passed": code == 0})
     assert catalogue_verdict(code, stdout, stderr)[0] == how
+
+
+def _failure(invariant: str) -> dict:
+    return {"invariant": invariant, "scenario_name": "single_agent_seed0_run3"}
+
+
+@pytest.mark.parametrize("code, failures, stderr, how", [
+    (0, [], "", None),
+    (1, [_failure("run_completes"), _failure("lease_mutual_exclusion")], "", "invariant"),
+    (1, [_failure("run_completes")], "", "crash"),
+    (2, None, "ImportError: cannot import name 'x'", "crash"),
+])
+def test_a_swarm_run_is_classified_by_how_it_kills(code, failures, stderr, how):
+    stdout = "" if failures is None else json.dumps({"failures": failures, "passed": code == 0})
+    assert swarm_verdict(code, stdout, stderr)[0] == how
+
+
+def test_swarm_options_need_a_swarm_killer(tmp_path: Path):
+    done = subprocess.run([sys.executable, "-m", "sim", "mutate", "--operators", "--swarm-runs", "5"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60, env=checkout_env())
+    assert done.returncode == 2 and "--killers swarm or both" in done.stderr, done.stderr
 
 
 def test_the_overlay_never_modifies_the_working_tree():

@@ -6,9 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from pathlib import Path
 from typing import Any
 
-from sim.cli.common import CATALOGUE, EXIT_OK, UsageError, add_json_options, load_scenarios, positive_int, progress
+from sim.cli.common import (
+    CATALOGUE, DEFAULT_OUT, EXIT_OK, UsageError, add_json_options, add_mutant_option, load_scenarios, positive_int, progress,
+)
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -16,6 +19,8 @@ def _bench(args: argparse.Namespace) -> int:
         return _bench_detection(args)
     if args.target == "classic":
         return _bench_classic(args)
+    if args.target == "swarm":
+        return _bench_swarm(args)
     if args.target == "kernel":
         from sim.bench.kernel import bench_kernel
 
@@ -54,7 +59,7 @@ def _bench_detection(args: argparse.Namespace) -> int:
     if not claimed:
         raise UsageError("no given scenario names a curated mutant in must_fail_under, so there is nothing to detect")
     lines = progress(args, len(claimed) + len(DETECTION_STRATEGIES))  # each claimed mutant, then coverage per strategy
-    result = bench_detection(scenarios, mutants, root_seeds=args.seeds, max_runs=args.max_runs, coverage_runs=args.runs or 20,
+    result = bench_detection(scenarios, mutants, root_seeds=args.seeds or 20, max_runs=args.max_runs or 200, coverage_runs=args.runs or 20,
                              jobs=args.jobs, on_done=lines.done)
     print(json.dumps(result, sort_keys=True) if args.json else render(result))
     return EXIT_OK
@@ -64,20 +69,70 @@ def _bench_classic(args: argparse.Namespace) -> int:
     from sim.bench.classic import bench_classic, render
     from sim.bench.classic_bugs import BUGS
 
-    result = bench_classic(root_seeds=args.seeds, cap=args.cap, on_done=progress(args, len(BUGS)).done)
+    result = bench_classic(root_seeds=args.seeds or 20, cap=args.cap, on_done=progress(args, len(BUGS)).done)
     print(json.dumps(result, sort_keys=True) if args.json else render(result))
     return EXIT_OK
 
 
+def _swarm_workloads(paths: list[str]) -> list[Any]:
+    from sim.cli.swarm import default_workloads
+    from sim.registry import registry
+    from sim.swarm.loader import load_workloads
+
+    return load_workloads([Path(path) for path in paths or [default_workloads()]], registry())
+
+
+def _bench_swarm(args: argparse.Namespace) -> int:
+    from sim.bench.swarm import bench_swarm, render
+    from sim.mutants import load_mutants
+
+    workloads = _swarm_workloads(args.paths)
+    mutants = sorted(load_mutants())
+    result = bench_swarm(workloads, mutants, roots=args.seeds or 10, max_runs=args.max_runs or 2000, speed_runs=args.runs or 200,
+                         jobs=args.jobs, out_dir=args.out, on_done=progress(args, len(mutants) + 2).done)  # the baseline, each mutant, the speed
+    print(json.dumps(result, sort_keys=True) if args.json else render(result))
+    return EXIT_OK
+
+
+def _swarm_detect(args: argparse.Namespace) -> int:
+    """Under one mutant (run with --mutant): the first failing runs of one root seed, or the shrink of one run."""
+    from sim.bench.swarm import first_detection, shrink_find
+
+    workloads = _swarm_workloads(args.paths)
+    if args.shrink_index is None:
+        skip = frozenset(json.loads(args.skip_file.read_text(encoding="utf-8"))) if args.skip_file else frozenset()
+        result = first_detection(workloads, args.root, args.max_runs, skip)
+    else:
+        result = shrink_find(workloads, args.root, args.shrink_index, args.out, args.mutant)
+    print(json.dumps(result, sort_keys=True))
+    return EXIT_OK
+
+
+def add_swarm_detect(commands: Any) -> None:
+    """The internal command `bench swarm` runs under each mutant."""
+    detect = commands.add_parser("swarm-detect")
+    detect.add_argument("paths", nargs="*")
+    detect.add_argument("--root", type=int, default=0)
+    detect.add_argument("--max-runs", type=positive_int, default=2000)
+    detect.add_argument("--skip-file", type=Path, help="a JSON list of run indices that fail unmutated")
+    detect.add_argument("--shrink-index", type=int)
+    detect.add_argument("--out", type=Path, default=DEFAULT_OUT / "bench-swarm")
+    detect.add_argument("--json", action="store_true")
+    add_mutant_option(detect)
+    detect.set_defaults(handler=_swarm_detect)
+
+
 def add_bench(commands: Any) -> None:
     bench = commands.add_parser("bench", help="measure the simulator (ratios measured in one run)")
-    bench.add_argument("target", choices=["kernel", "scenarios", "detection", "classic"])
-    bench.add_argument("paths", nargs="*", default=[], metavar="PATH", help="scenarios, detection: files or folders (default: the catalogue)")
+    bench.add_argument("target", choices=["kernel", "scenarios", "detection", "classic", "swarm"])
+    bench.add_argument("paths", nargs="*", default=[], metavar="PATH",
+                       help="scenarios, detection: files or folders (default: the catalogue); swarm: workloads (default: scenarios/swarm/)")
     add_json_options(bench)
     bench.add_argument("--repeats", type=positive_int, default=5, help="kernel: measurements per runtime; the best is kept")
-    bench.add_argument("--runs", type=positive_int, help="scenarios, detection's coverage: runs per scenario (default 20)")
-    bench.add_argument("--seeds", type=positive_int, default=20, help="detection, classic: root seeds per mutant/bug, scenario and strategy")
+    bench.add_argument("--runs", type=positive_int, help="scenarios, detection's coverage: runs per scenario (default 20); swarm: runs timed for speed (default 200)")
+    bench.add_argument("--seeds", type=positive_int, help="detection, classic: root seeds per mutant/bug, scenario and strategy (default 20); swarm: root seeds per mutant (default 10)")
     bench.add_argument("--cap", type=positive_int, default=2000, help="classic: runs before a search counts as undetected")
-    bench.add_argument("--max-runs", type=positive_int, default=200, help="detection: runs before a search counts as undetected")
+    bench.add_argument("--max-runs", type=positive_int, help="detection, swarm: runs before a search counts as undetected (default 200; swarm 2000)")
+    bench.add_argument("--out", type=Path, default=DEFAULT_OUT / "bench-swarm", metavar="DIR", help="swarm: where the shrunk finds go")
     bench.add_argument("-j", "--jobs", type=positive_int, default=os.cpu_count() or 1, help="detection: mutants measured at once")
     bench.set_defaults(handler=_bench)

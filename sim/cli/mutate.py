@@ -14,7 +14,9 @@ from sim.cli.common import (
     CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, load_scenarios, positive_int, progress,
 )
 
-OPERATOR_OPTIONS = ("seed", "budget", "max", "timeout", "min_score")
+OPERATOR_OPTIONS = ("seed", "budget", "max", "timeout", "min_score", "killers", "swarm", "swarm_runs")
+KILLERS = ("catalogue", "swarm", "both")
+DEFAULT_SWARM_RUNS = 500
 DEFAULT_MUTANT_TIMEOUT_S = 120.0
 DEFAULT_MIN_SCORE = 85.0
 
@@ -87,14 +89,22 @@ def _mutate_operators(args: argparse.Namespace) -> int:
     if any(value is not None and value <= 0 for value in (args.budget, args.max, args.timeout)):
         raise UsageError("--budget, --max and --timeout must be positive")
     scenarios = load_scenarios(args.scenarios)
+    judged_by = args.killers or "catalogue"
+    if judged_by == "catalogue" and (args.swarm is not None or args.swarm_runs is not None):
+        raise UsageError("--swarm and --swarm-runs need --killers swarm or both")
+    killers = operators.Killers(
+        scenarios=tuple(map(str, args.scenarios)) if judged_by != "swarm" else (),
+        workloads=tuple(args.swarm or ()) if judged_by != "catalogue" else None,
+        swarm_runs=args.swarm_runs or DEFAULT_SWARM_RUNS,
+    )
     timeout = args.timeout or DEFAULT_MUTANT_TIMEOUT_S
     lines = progress(args, None)
-    lines.say("sanity pass and baseline: a forced failure must be reported, the unmutated catalogue must pass")
-    problem = sanity_pass(scenarios[0].path) or operators.baseline_problem(args.scenarios, timeout)
+    lines.say(f"sanity pass and baseline: a forced failure must be reported, the unmutated reference must pass ({judged_by})")
+    problem = sanity_pass(scenarios[0].path) or operators.baseline_problem(killers, timeout)
     if problem is not None:
         print(f"python -m sim mutate --operators: {problem}", file=sys.stderr)
         return EXIT_VIOLATION
-    report = operators.mutate_operators(args.scenarios, seed=args.seed or 0, limit=args.max, budget=args.budget,
+    report = operators.mutate_operators(killers, seed=args.seed or 0, limit=args.max, budget=args.budget,
                                         timeout=timeout, jobs=args.jobs,
                                         on_done=lambda run: lines.done(f"{run.candidate.id}: {run.how or 'SURVIVED'}, {run.seconds:.1f}s"))
     min_score = DEFAULT_MIN_SCORE if args.min_score is None else args.min_score
@@ -129,4 +139,10 @@ def _add_operator_options(mutate: argparse.ArgumentParser) -> None:
     mutate.add_argument("--max", type=positive_int, metavar="N", help="operators: sample at most N mutants (default: every candidate)")
     mutate.add_argument("--budget", type=float, metavar="SECONDS", help="operators: launch no mutant after this much wall time (default: no limit)")
     mutate.add_argument("--timeout", type=float, metavar="SECONDS", help=f"operators: a catalogue run longer than this is a kill by timeout (default {DEFAULT_MUTANT_TIMEOUT_S:g})")
+    mutate.add_argument("--killers", choices=KILLERS,
+                        help="operators: what judges each mutant: the catalogue, generated swarm runs, or both (default catalogue)")
+    mutate.add_argument("--swarm", nargs="*", metavar="PATH",
+                        help="operators: the swarm workloads for --killers swarm/both (default: scenarios/swarm/)")
+    mutate.add_argument("--swarm-runs", type=positive_int, metavar="N",
+                        help=f"operators: generated runs per mutant for --killers swarm/both (default {DEFAULT_SWARM_RUNS})")
     mutate.add_argument("--min-score", type=float, metavar="PERCENT", help=f"operators: exit 1 below this mutation score (default {DEFAULT_MIN_SCORE:g})")

@@ -1,0 +1,36 @@
+"""`bench swarm` measures detection by the swarm alone: skipped runs are not searched, a caught mutant's find
+shrinks and replays to one digest. Its targets are judged from its output, never here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sim.bench.swarm import bench_swarm, first_detection
+from sim.cli.swarm import default_workloads
+from sim.registry import registry
+from sim.swarm.loader import load_workloads
+
+
+def _workloads():
+    return load_workloads([Path(default_workloads())], registry())
+
+
+def test_a_detection_search_runs_only_the_runs_it_may_count():
+    workloads = _workloads()
+    nothing = first_detection(workloads, 0, 6, frozenset(range(6)))
+    assert (nothing["found"], nothing["runs"]) == (None, 0)
+    found = first_detection(workloads, 0, 40, frozenset({0, 1}))
+    assert found["runs"] <= 38
+    if found["found"] is not None:
+        assert found["found"][0] >= 2 and found["runs"] == found["found"][0] - 1
+
+
+def test_a_caught_mutant_is_measured_per_root_and_its_find_shrinks_to_one_digest(tmp_path):
+    result = bench_swarm(_workloads(), ["stamp-compacted-markers"], roots=1, max_runs=200, speed_runs=3, jobs=1,
+                         out_dir=tmp_path)
+    entry = result["per_mutant"]["stamp-compacted-markers"]
+    assert entry["caught_from_every_root"], entry
+    assert len(entry["runs"]) == 1 and 1 <= entry["runs"][0] <= 200
+    shrunk = entry["shrink"]
+    assert shrunk["same_digest"] and shrunk["after"] <= shrunk["before"], shrunk
+    assert result["speed"]["runs"] == 3 and result["speed"]["median_run_cost_raw_steps"] > 0
