@@ -49,6 +49,7 @@ SUMMARY_SCRIPTS = (
     ProviderScript(latency_s=0.2, tick_s=0.1, error="overloaded"),
 )
 GRACE_S = 0.5
+OPEN_RETRY_S = 0.1
 PAUSE_S = (0.05, 0.4)
 
 
@@ -113,10 +114,22 @@ class Worker:
         return Agent(self.rt, self.db, RandomProvider(self.rt, random.Random(self.rng.random())), session_id=session,
                      process=self.process, config=config, pool=self.pool, processes=self.processes)
 
+    async def _open(self, agent: Agent) -> None:
+        """Start-up meets the store busy (a killed writer's lock, a commit of another process): a program waits
+        it out and tries again, as its turns do, rather than dying with a traceback before its first turn."""
+        while True:
+            try:
+                await agent.open()
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) and "busy" not in str(error):
+                    raise
+            await trio.sleep(OPEN_RETRY_S)
+
     async def run(self) -> None:
         cli_agent, gateway_agent = self.agent(), self.agent()
-        await cli_agent.open()
-        await gateway_agent.open()
+        await self._open(cli_agent)
+        await self._open(gateway_agent)
         self.cli = CliFrontend(self.rt, cli_agent, grace_s=GRACE_S, name=f"{self.process.name}.cli")
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._on_signals, nursery)
