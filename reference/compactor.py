@@ -56,6 +56,7 @@ from reference.transcript import (
     same_content,
     stamp,
     unpersisted,
+    with_stamps_of,
     without_markers,
 )
 
@@ -245,10 +246,11 @@ class Attempt:
             blocked = self._blocked_under_lease(cooldown_row)
             if blocked is not None:
                 return self._refused(blocked)
+        given = list(messages)  # the caller's transcript as handed over; a failed commit gives back this, not the re-read
         messages = await self._with_rows_committed_before_lease(messages)
         d.rt.emit(CompactionInput(session=self.session, attempt=self.attempt, rows=input_rows(messages)))
         try:
-            return await self._summarize_and_commit(messages, cooldown_row)
+            return await self._summarize_and_commit(given, messages, cooldown_row)
         finally:
             if self._fence.hard_requested and not self._admitted:
                 # FIX hard-cancel-full-rollback (R1): a hard stop leaves the cooldown row and compressor exactly as before the attempt
@@ -297,7 +299,7 @@ class Attempt:
         self._d.rt.emit(SessionAdopted(from_session=self.session, to_session=tip, attempt=self.attempt))
         return Outcome("adopted", "parent_rotated", [from_row(row) for row in rows], tip)
 
-    async def _summarize_and_commit(self, messages: list[Message], cooldown_row: CooldownRow) -> Outcome:
+    async def _summarize_and_commit(self, given: list[Message], messages: list[Message], cooldown_row: CooldownRow) -> Outcome:
         d = self._d
         before = copy.deepcopy(messages)  # what a failed commit restores, whatever the engine does to its input
         try:
@@ -323,8 +325,10 @@ class Attempt:
             outcome = await commit
         except Exception as exc:
             d.rt.emit(CompactionCommitFailed(session=self.session, attempt=self.attempt, error=repr(exc)))
+            # FIX failed-commit-returns-caller-list (R4): a re-read input is the attempt's own view; the caller gets its list back, with the stamps of rows the attempt flushed for it
+            restored = with_stamps_of(given, before)
             # FIX restore-snapshot-on-failed-commit (R12): the compacted list never became durable; handing it back would double the rows
-            messages[:] = before
+            messages[:] = restored
             seconds = d.config.split_failure_cooldown_s
             await d.cooldowns.record_failure(self.session, seconds, f"session_split_failed: {exc}", self.attempt)
             return Outcome("failed", type(exc).__name__, messages)

@@ -135,6 +135,11 @@ FIXES: tuple[Fix, ...] = (
             "an attempt whose session was rotated meanwhile adopts the tip and sits out",
         ),
         (
+            "failed-commit-returns-caller-list", "R4",
+            "a commit that raises hands the caller back its own transcript (stamped where the attempt flushed it), "
+            "never the attempt's re-read input",
+        ),
+        (
             "restore-snapshot-on-failed-commit", "R12",
             "a commit that raises hands back the pre-attempt transcript, never the unstamped candidate",
         ),

@@ -44,6 +44,22 @@ def stamp(messages: Sequence[Message], row_ids: Sequence[int]) -> None:
         message[ROW_ID] = row_id
 
 
+def with_stamps_of(messages: Sequence[Message], durable: Sequence[Message]) -> list[Message]:
+    """`messages` as they are, each unflushed one stamped if `durable` holds it as a written row.
+
+    A failed commit hands the caller back its own list; a row the attempt flushed for it (a rotation's
+    pre-publish flush) is durable all the same, and unmarked it would be written again by the next flush.
+    """
+    written = {(m.get("role"), m.get("content"), m.get("timestamp")): m[ROW_ID] for m in durable if is_persisted(m)}
+    result = []
+    for message in messages:
+        row_id = None if is_persisted(message) else written.get((message.get("role"), message.get("content"), message.get("timestamp")))
+        if row_id is not None:
+            message = {**message, PERSISTED: True, ROW_ID: row_id}
+        result.append(message)
+    return result
+
+
 def without_markers(message: Message) -> Message:
     """A copy that carries no claim about durability (every underscore key is in-memory bookkeeping)."""
     return {key: value for key, value in message.items() if not key.startswith("_")}
