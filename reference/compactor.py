@@ -302,6 +302,7 @@ class Attempt:
     async def _summarize_and_commit(self, given: list[Message], messages: list[Message], cooldown_row: CooldownRow) -> Outcome:
         d = self._d
         before = copy.deepcopy(messages)  # what a failed commit restores, whatever the engine does to its input
+        flushed = unpersisted(before)  # the copies of the caller's unflushed messages, which a rotation flushes
         try:
             summary, candidate = await self._summarize(messages, before)
         except AttemptAborted as aborted:
@@ -326,7 +327,7 @@ class Attempt:
         except Exception as exc:
             d.rt.emit(CompactionCommitFailed(session=self.session, attempt=self.attempt, error=repr(exc)))
             # FIX failed-commit-returns-caller-list (R4): a re-read input is the attempt's own view; the caller gets its list back, with the stamps of rows the attempt flushed for it
-            restored = with_stamps_of(given, before)
+            restored = with_stamps_of(given, flushed)
             # FIX restore-snapshot-on-failed-commit (R12): the compacted list never became durable; handing it back would double the rows
             messages[:] = restored
             seconds = d.config.split_failure_cooldown_s

@@ -44,18 +44,19 @@ def stamp(messages: Sequence[Message], row_ids: Sequence[int]) -> None:
         message[ROW_ID] = row_id
 
 
-def with_stamps_of(messages: Sequence[Message], durable: Sequence[Message]) -> list[Message]:
-    """`messages` as they are, each unflushed one stamped if `durable` holds it as a written row.
+def with_stamps_of(messages: Sequence[Message], copies: Sequence[Message]) -> list[Message]:
+    """`messages`, each unflushed one stamped if its copy was written since: the i-th unflushed message of
+    `messages` is `copies[i]` (the unflushed copies an attempt took of them, in order).
 
     A failed commit hands the caller back its own list; a row the attempt flushed for it (a rotation's
     pre-publish flush) is durable all the same, and unmarked it would be written again by the next flush.
     """
-    written = {(m.get("role"), m.get("content"), m.get("timestamp")): m[ROW_ID] for m in durable if is_persisted(m)}
+    pending = iter(copies)
     result = []
     for message in messages:
-        row_id = None if is_persisted(message) else written.get((message.get("role"), message.get("content"), message.get("timestamp")))
-        if row_id is not None:
-            message = {**message, PERSISTED: True, ROW_ID: row_id}
+        copy = None if is_persisted(message) else next(pending, None)
+        if copy is not None and is_persisted(copy):
+            message = {**message, PERSISTED: True, ROW_ID: copy[ROW_ID]}
         result.append(message)
     return result
 
