@@ -190,6 +190,14 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
 
 
 class CallerTranscriptOnlyThroughCommit(Invariant):
+    """R4: the host's list changes only through an admitted commit's result.
+
+    The caller's transcript is the messages the caller held when it called, as `host.returned` reports them on
+    return; a turn of the same agent that ran meanwhile (a message typed while /compress ran, a gateway message
+    beside a compaction) appends its own messages after them, which the attempt neither made nor could prevent,
+    so they are not charged to it. An edit, reorder or truncation of the caller's messages still shows.
+    """
+
     name = "caller_transcript_only_through_commit"
     races = ("R4", "R12")
     description = "When a compression returns without committing, the caller's transcript is exactly what it was before."
