@@ -10,12 +10,14 @@ from contract.events import (
     AttemptClaimed,
     CommitArchived,
     CommitPublished,
+    CompactionCommitFailed,
     CompactionFinished,
     CompactionInput,
     CompactionWatermark,
     CompactionWatermarkFailed,
     FrontendTurnSubmitted,
     HostReturned,
+    LeaseAcquired,
     TurnPersisted,
 )
 from contract.history import HistoryEvent
@@ -72,6 +74,12 @@ class NoDuplicatePersistedTurn(Invariant):
 
 
 class AcknowledgedAppendsSurvive(Invariant):
+    """A commit whose call raised is indeterminate, not failed: an error reported after COMMIT (a disk
+    error on the way back) leaves the child published or the rows archived although the attempt never said so.
+    Such a commit counts when the store shows it took effect at that moment: its session has a child minted by
+    the attempt's holder, or an active summary row above the attempt's watermark.
+    """
+
     name = "acknowledged_appends_survive"
     races = ("R14", "R12")
     description = (
@@ -82,6 +90,8 @@ class AcknowledgedAppendsSurvive(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
+        self._worker_of: dict[str, AttemptId] = {}  # the worker task -> its attempt
+        self._holders: dict[AttemptId, str] = {}
         self._acknowledged: list[tuple[TurnPersisted, HistoryEvent]] = []
         self._appended_at: dict[int, int] = {}  # row id -> the seq of the append that wrote it
         self._watermarks: dict[AttemptId, tuple[SessionId, int]] = {}
@@ -108,9 +118,36 @@ class AcknowledgedAppendsSurvive(Invariant):
             watermark = self.system.store.active_watermark(session)
         self._watermarks[attempt] = (session, watermark)
 
+    @handles(AttemptClaimed)
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
+        self._worker_of[record.task] = event.attempt
+
+    @handles(LeaseAcquired)
+    def leased(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        if record.task in self._worker_of:
+            self._holders[self._worker_of[record.task]] = event.holder
+
     @handles(CommitArchived)
     def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
         self._commit(event.session, event.attempt, record)
+
+    @handles(CompactionCommitFailed)
+    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
+        if self._took_effect(event.session, event.attempt):
+            self._commit(event.session, event.attempt, record)
+
+    def _took_effect(self, session: SessionId, attempt: AttemptId) -> bool:
+        """Whether the store holds what this attempt's commit writes: a child it minted, or a summary above its watermark."""
+        store = self.system.store
+        holder = self._holders.get(attempt)
+        if holder is not None:
+            minted = session.minted_child(holder, 0).rsplit("_", 1)[1]
+            if any(child.id.rsplit("_", 1)[1] == minted for child in store.children(session)):
+                return True
+        captured = self._watermarks.get(attempt)
+        if captured is None or captured[0] != session:
+            return False
+        return any(row.is_summary and row.id > captured[1] for row in store.active_messages(session))
 
     @handles(CommitPublished)
     def published(self, event: CommitPublished, record: HistoryEvent) -> None:
