@@ -15,6 +15,7 @@ from contract.events import (
     CompactionInput,
     CompactionWatermark,
     CompactionWatermarkFailed,
+    ExternalRotated,
     FrontendTurnSubmitted,
     HostReturned,
     LeaseAcquired,
@@ -130,6 +131,12 @@ class AcknowledgedAppendsSurvive(Invariant):
     @handles(CommitArchived)
     def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
         self._commit(event.session, event.attempt, record)
+
+    @handles(ExternalRotated)
+    def rotated_externally(self, event: ExternalRotated, record: HistoryEvent) -> None:
+        """A writer without the lease copied the head's active rows into a child: it summarized nothing, and a
+        row it carried is judged by its copy there, as a commit's clone is."""
+        self._commits.setdefault(event.parent, []).append((record.seq, 0))
 
     @handles(CompactionCommitFailed)
     def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
