@@ -173,6 +173,11 @@ def leased_by(holder: str, expires: float) -> Callable[[SessionStore], None]:
     return arrange
 
 
+def ended_on_purpose(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+    store.end_session("s", now=1, reason="session_reset")
+
+
 def lost_append(store: SessionStore) -> None:
     store.create_session("s", now=0)
     store.append_messages("s", [{"role": "user", "content": "kept?", "timestamp": 1.0}], now=1)
@@ -280,7 +285,7 @@ CASES: dict[str, tuple[list[Any], list[Any], Callable | None, Callable | None]] 
          E(finished(A1, "failed"), task="w1")],
         [E(AttemptClaimed(attempt=A1, generation=1), task="w1"), E(AppendOk(session=S, ids=[7]), task="w1"),
          E(finished(A1, "rotated"), task="w1")],
-        None, None),
+        ended_on_purpose, ended_on_purpose),
     "caller_transcript_only_through_commit": (
         [E(returned("unchanged", before="a", after="b"))],
         [E(returned("committed", before="a", after="b"))],
@@ -610,6 +615,14 @@ def test_the_violating_history_is_caught(name):
 def test_the_lawful_twin_passes(name):
     _, lawful, _, arrange = CASES[name]
     assert check(name, lawful, arrange) == []
+
+
+def test_a_failed_rotation_may_flush_the_turn_into_a_live_parent():
+    """The pre-publish flush of a live parent is the turn's own write, made once; only an ended parent grows."""
+    flushed_then_failed = [E(AttemptClaimed(attempt=A1, generation=1), task="w1"),
+                           E(AppendOk(session=S, ids=[7]), task="w1"), E(finished(A1, "failed"), task="w1")]
+    assert check("aborted_attempt_leaves_parent_unchanged", flushed_then_failed,
+                 lambda store: store.create_session("s", now=0)) == []
 
 
 def test_a_job_started_after_its_host_gave_up_does_no_work():

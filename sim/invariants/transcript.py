@@ -203,9 +203,18 @@ class AcknowledgedAppendsSurvive(Invariant):
 
 
 class AbortedAttemptLeavesParentUnchanged(Invariant):
+    """R11: a failed rotation must not grow a parent that had already ended.
+
+    A rotation flushes the caller's unsaved turn into the parent before it publishes. While the parent is live
+    that flush is the turn's own write, made once and handed back stamped (the caller never writes it again),
+    so a later publish failure (a disk error) leaves the parent exactly as the turn alone would have. An
+    append to a parent that had ended (a session reset, a terminal's shutdown stamp) is what grew sessions
+    without bound: no live head shows it, and every retry adds another copy.
+    """
+
     name = "aborted_attempt_leaves_parent_unchanged"
     races = ("R11",)
-    description = "An attempt that does not commit appends nothing to the session it tried to compact."
+    description = "An attempt that does not commit appends nothing to the session it tried to compact once that session has ended."
 
     def __init__(self, system) -> None:
         super().__init__(system)
@@ -218,7 +227,8 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
 
     @handles(AppendOk)
     def appended(self, event: AppendOk, record: HistoryEvent) -> None:
-        if record.task in self._worker_of:
+        session = self.system.store.get_session(event.session)
+        if record.task in self._worker_of and (session is None or not session.live):
             self._appends.setdefault(self._worker_of[record.task], []).append((event, record))
 
     @handles(CompactionFinished)
