@@ -275,6 +275,14 @@ FIXES: tuple[Fix, ...] = (
             "title-carried-with-source", "R17",
             "a rotation carries the parent's title to the child unchanged, with its source (never stamped 'user')",
         ),
+        (
+            "title-leaves-rotated-parent", "R17",
+            "a rotation clears its parent's title itself, whatever other ancestor an older writer left the same title on",
+        ),
+        (
+            "title-follows-tip", "R17",
+            "a title given to a session closed by compression is given to the live tip its conversation continues in",
+        ),
     ),
 )
 
