@@ -13,6 +13,7 @@ from typing import Any, Callable
 import pytest
 
 from contract.events import (
+    ExternalRotated,
     AppendFailed,
     AppendOk,
     AttemptClaimed,
@@ -623,6 +624,19 @@ def test_a_failed_rotation_may_flush_the_turn_into_a_live_parent():
                            E(AppendOk(session=S, ids=[7]), task="w1"), E(finished(A1, "failed"), task="w1")]
     assert check("aborted_attempt_leaves_parent_unchanged", flushed_then_failed,
                  lambda store: store.create_session("s", now=0)) == []
+
+
+def test_a_lease_less_writer_may_leave_the_title_on_the_parent_it_rotated():
+    """The older writer's copy is its doing; the same state after a rotation of the reference's is not."""
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.set_session_title("s", "T")
+        store.rotate_without_lease("s", "s/x", [], now=1, model_config={}, title="T", title_source="user")
+
+    rotated = E(ExternalRotated(parent=S, child=SessionId("s/x")), 1)
+    assert check("title_follows_conversation", [rotated], arrange) == []
+    published = E(CommitPublished(parent=S, child=SessionId("s/x"), attempt=A1), 1)
+    assert "s, closed by compression, still shows the title 'T'" in check("title_follows_conversation", [published], arrange)
 
 
 def test_a_job_started_after_its_host_gave_up_does_no_work():
