@@ -234,6 +234,9 @@ class Agent:
         `bypass_cooldown` (overflow recovery) only the failure cooldown."""
         number = self.process.next_attempt()
         attempt = AttemptId.of(self.process.name, number)
+        # the caller's transcript is what it holds now; a turn of this agent that runs meanwhile (a message typed
+        # while /compress runs) appends after it, and those messages are that turn's, not this caller's
+        held = len(self.messages)
         before = fingerprint(self.messages)
         mode = "forced" if force else "overflow" if bypass_cooldown else "automatic"
         self._rt.emit(HostStarted(attempt=attempt, session=self.session_id, mode=mode))
@@ -255,7 +258,7 @@ class Agent:
         self.caller_session_id = self.session_id
         self._rt.emit(HostReturned(
             attempt=attempt, status=outcome.status, session=self.session_id, caller_session=self.caller_session_id,
-            transcript_before=before, transcript_after=fingerprint(self.messages),
+            transcript_before=before, transcript_after=fingerprint(self.messages[:held]),
         ))
         return outcome
 

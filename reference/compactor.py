@@ -58,6 +58,7 @@ from reference.transcript import (
     same_content,
     stamp,
     unpersisted,
+    with_stamps_of,
     without_markers,
 )
 
@@ -251,10 +252,11 @@ class Attempt:
             blocked = self._blocked_under_lease(cooldown_row)
             if blocked is not None:
                 return self._refused(blocked)
-        received, messages = messages, await self._with_rows_committed_before_lease(messages)
+        given = list(messages)  # the caller's transcript as handed over; a failed commit gives back this, not the re-read
+        messages = await self._with_rows_committed_before_lease(messages)
         d.rt.emit(CompactionInput(session=self.session, attempt=self.attempt, rows=input_rows(messages)))
         try:
-            return await self._summarize_and_commit(messages, cooldown_row, received)
+            return await self._summarize_and_commit(given, messages, cooldown_row)
         finally:
             if self._fence.hard_requested and not self._admitted:
                 # FIX hard-cancel-full-rollback (R1): a hard stop leaves the cooldown row and compressor exactly as before the attempt
@@ -305,12 +307,10 @@ class Attempt:
         self._d.rt.emit(SessionAdopted(from_session=self.session, to_session=tip, attempt=self.attempt))
         return Outcome("adopted", "parent_rotated", [from_row(row) for row in rows], tip)
 
-    async def _summarize_and_commit(self, messages: list[Message], cooldown_row: CooldownRow, received: list[Message]) -> Outcome:
-        """`received` is the caller's transcript as the worker copied it; `messages` may be its re-read under the lease."""
+    async def _summarize_and_commit(self, given: list[Message], messages: list[Message], cooldown_row: CooldownRow) -> Outcome:
         d = self._d
-        before = copy.deepcopy(messages)  # what the candidate is built from, whatever the engine does to its input
-        # what a failed commit hands back: the caller's own transcript, not a re-read it never adopted
-        handed_back = before if received is messages else copy.deepcopy(received)
+        before = copy.deepcopy(messages)  # what a failed commit restores, whatever the engine does to its input
+        flushed = unpersisted(before)  # the copies of the caller's unflushed messages, which a rotation flushes
         try:
             summary, candidate = await self._summarize(messages, before)
         except AttemptAborted as aborted:
@@ -334,8 +334,10 @@ class Attempt:
             outcome, carried = await commit
         except Exception as exc:
             d.rt.emit(CompactionCommitFailed(session=self.session, attempt=self.attempt, error=repr(exc)))
+            # FIX failed-commit-returns-caller-list (R4): a re-read input is the attempt's own view; the caller gets its list back, with the stamps of rows the attempt flushed for it
+            restored = with_stamps_of(given, flushed)
             # FIX restore-snapshot-on-failed-commit (R12): the compacted list never became durable; handing it back would double the rows
-            messages[:] = handed_back
+            messages[:] = restored
             seconds = d.config.split_failure_cooldown_s
             await d.cooldowns.record_failure(self.session, seconds, f"session_split_failed: {exc}", self.attempt)
             return Outcome("failed", type(exc).__name__, messages)

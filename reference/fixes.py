@@ -147,6 +147,11 @@ FIXES: tuple[Fix, ...] = (
             "an attempt whose session was rotated meanwhile adopts the tip and sits out",
         ),
         (
+            "failed-commit-returns-caller-list", "R4",
+            "a commit that raises hands the caller back its own transcript (stamped where the attempt flushed it), "
+            "never the attempt's re-read input",
+        ),
+        (
             "restore-snapshot-on-failed-commit", "R12",
             "a commit that raises hands back the pre-attempt transcript, never the unstamped candidate",
         ),
@@ -296,6 +301,14 @@ FIXES: tuple[Fix, ...] = (
         (
             "title-carried-with-source", "R17",
             "a rotation carries the parent's title to the child unchanged, with its source (never stamped 'user')",
+        ),
+        (
+            "title-leaves-rotated-parent", "R17",
+            "a rotation clears its parent's title itself, whatever other ancestor an older writer left the same title on",
+        ),
+        (
+            "title-follows-tip", "R17",
+            "a title given to a session closed by compression is given to the live tip its conversation continues in",
         ),
     ),
 )

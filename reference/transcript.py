@@ -43,6 +43,23 @@ def stamp(messages: Sequence[Message], row_ids: Sequence[int]) -> None:
         message[ROW_ID] = row_id
 
 
+def with_stamps_of(messages: Sequence[Message], copies: Sequence[Message]) -> list[Message]:
+    """`messages`, each unflushed one stamped if its copy was written since: the i-th unflushed message of
+    `messages` is `copies[i]` (the unflushed copies an attempt took of them, in order).
+
+    A failed commit hands the caller back its own list; a row the attempt flushed for it (a rotation's
+    pre-publish flush) is durable all the same, and unmarked it would be written again by the next flush.
+    """
+    pending = iter(copies)
+    result = []
+    for message in messages:
+        copy = None if is_persisted(message) else next(pending, None)
+        if copy is not None and is_persisted(copy):
+            message = {**message, PERSISTED: True, ROW_ID: copy[ROW_ID]}
+        result.append(message)
+    return result
+
+
 def without_markers(message: Message) -> Message:
     """A copy that carries no claim about durability (every underscore key is in-memory bookkeeping)."""
     return {key: value for key, value in message.items() if not key.startswith("_")}

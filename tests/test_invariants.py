@@ -14,7 +14,6 @@ import pytest
 
 from contract.events import (
     ActivityLabeled,
-    TaskExit,
     AppendFailed,
     AppendOk,
     AttemptClaimed,
@@ -39,6 +38,7 @@ from contract.events import (
     CooldownRestored,
     CooldownSet,
     Event,
+    ExternalRotated,
     FenceBeginOk,
     FenceCancelWon,
     FenceFinish,
@@ -67,6 +67,7 @@ from contract.events import (
     SessionTitled,
     StallFired,
     StoreFaultFired,
+    TaskExit,
     TaskSpawn,
     TurnContextOverflow,
     TurnPersisted,
@@ -182,6 +183,11 @@ def leased_by(holder: str, expires: float) -> Callable[[SessionStore], None]:
     return arrange
 
 
+def ended_on_purpose(store: SessionStore) -> None:
+    store.create_session("s", now=0)
+    store.end_session("s", now=1, reason="session_reset")
+
+
 def lost_append(store: SessionStore) -> None:
     store.create_session("s", now=0)
     store.append_messages("s", [{"role": "user", "content": "kept?", "timestamp": 1.0}], now=1)
@@ -289,7 +295,7 @@ CASES: dict[str, tuple[list[Any], list[Any], Callable | None, Callable | None]] 
          E(finished(A1, "failed"), task="w1")],
         [E(AttemptClaimed(attempt=A1, generation=1), task="w1"), E(AppendOk(session=S, ids=[7]), task="w1"),
          E(finished(A1, "rotated"), task="w1")],
-        None, None),
+        ended_on_purpose, ended_on_purpose),
     "caller_transcript_only_through_commit": (
         [E(returned("unchanged", before="a", after="b"))],
         [E(returned("committed", before="a", after="b"))],
@@ -798,6 +804,27 @@ def test_the_violating_history_is_caught(name):
 def test_the_lawful_twin_passes(name):
     _, lawful, _, arrange = CASES[name]
     assert check(name, lawful, arrange) == []
+
+
+def test_a_failed_rotation_may_flush_the_turn_into_a_live_parent():
+    """The pre-publish flush of a live parent is the turn's own write, made once; only an ended parent grows."""
+    flushed_then_failed = [E(AttemptClaimed(attempt=A1, generation=1), task="w1"),
+                           E(AppendOk(session=S, ids=[7]), task="w1"), E(finished(A1, "failed"), task="w1")]
+    assert check("aborted_attempt_leaves_parent_unchanged", flushed_then_failed,
+                 lambda store: store.create_session("s", now=0)) == []
+
+
+def test_a_lease_less_writer_may_leave_the_title_on_the_parent_it_rotated():
+    """The older writer's copy is its doing; the same state after a rotation of the reference's is not."""
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.set_session_title("s", "T")
+        store.rotate_without_lease("s", "s/x", [], now=1, model_config={}, title="T", title_source="user")
+
+    rotated = E(ExternalRotated(parent=S, child=SessionId("s/x")), 1)
+    assert check("title_follows_conversation", [rotated], arrange) == []
+    published = E(CommitPublished(parent=S, child=SessionId("s/x"), attempt=A1), 1)
+    assert "s, closed by compression, still shows the title 'T'" in check("title_follows_conversation", [published], arrange)
 
 
 def test_a_job_started_after_its_host_gave_up_does_no_work():

@@ -4,7 +4,8 @@ An automatic title (`derived`, `llm`) replaces only a title of strictly lower au
 applies; a legacy title with no source ranks as the user's. Titles are unique: a user's rename to a title
 another conversation shows is refused, an automatic one is numbered ("T #2"). A title held by the session's
 own compression ancestor is not another conversation's: it moves to the session. A rotation carries the
-parent's title to the child unchanged, with its source (R17).
+parent's title to the child unchanged, with its source, and a title given to a session closed by compression
+(a terminal still bound to it) goes to the live tip its conversation continues in (R17).
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ def set_title(db: sqlite3.Connection, sid: str, title: str, *, source: str) -> s
     if source not in AUTHORITY:
         raise ValueError(f"unknown title source {source!r}")
     row = sessions.require(db, sid)
+    tip = lineage.compression_tip(db, sid) if row.rotated else None
+    # FIX title-follows-tip (R17): a session closed by compression is shown by no one; its conversation goes on in the live tip
+    if tip is not None:
+        sid, row = tip, sessions.require(db, tip)
     if source != "user" and row.title is not None and _rank(row) >= AUTHORITY[source]:
         return None
     taken = holder(db, title)
@@ -49,6 +54,8 @@ def carry_to_child(db: sqlite3.Connection, parent: SessionRow, child: str) -> No
         return
     # FIX title-carried-with-source (R17): the transfer stamps 'user'; the parent's source, read before it, is put back
     source = parent.title_source
+    # FIX title-leaves-rotated-parent (R17): the transfer clears only the title's first holder; an older writer's copy on an ancestor would keep it on the parent
+    _write(db, parent.id, None, None)
     set_title(db, child, parent.title, source="user")
     _write(db, child, parent.title, source)
 

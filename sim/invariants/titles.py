@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from contract.events import CommitPublished, Event, SessionTitled
+from contract.events import CommitPublished, Event, ExternalRotated, SessionTitled
 from contract.history import HistoryEvent
 from sim.invariants.base import Invariant, Violation, handles
 from sim.invariants.lineage import lineage_roots
@@ -12,6 +12,14 @@ from sim.invariants.transcript import live_sessions_by_root
 
 
 class TitleFollowsConversation(Invariant):
+    """R17, judged on what the reference wrote.
+
+    A lease-less writer (an older agent sharing the database, the `unleased_rotation` fault) copies the
+    parent's title to its child and leaves it on the parent, as the code before R17's fix did; that hidden
+    copy is its doing, not the reference's, which clears it when it next gives the conversation a title (a
+    title held by a compression ancestor moves). So a parent closed that way may keep the title it had then.
+    """
+
     name = "title_follows_conversation"
     races = ("R17",)
     description = (
@@ -22,6 +30,7 @@ class TitleFollowsConversation(Invariant):
     def __init__(self, system) -> None:
         super().__init__(system)
         self._given: dict[str, tuple[str, str | None, HistoryEvent | None]] = {}  # lineage root -> (title, source, event)
+        self._left_behind: dict[str, str | None] = {}  # a parent a lease-less writer rotated -> the title it left there
         self._seeded = False
 
     @handles(Event)
@@ -35,6 +44,11 @@ class TitleFollowsConversation(Invariant):
         if event.stored is not None:
             root = lineage_roots(self.system.store).get(event.session, event.session)
             self._given[root] = (event.stored, event.source, record)
+
+    @handles(ExternalRotated)
+    def rotated_externally(self, event: ExternalRotated, record: HistoryEvent) -> None:
+        self._seed()
+        self._left_behind[event.parent] = self.system.store.get_session(event.parent).title
 
     @handles(CommitPublished)
     def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
@@ -68,6 +82,7 @@ class TitleFollowsConversation(Invariant):
                         f"{sid}, the live session of {root}'s conversation, shows {shown[0]!r} ({shown[1]}) but was "
                         f"given {title!r} ({source})", given, event,
                     )
-                if sid not in heads.get(root, []) and row.title is not None and row.rotated:
+                left_behind = sid in self._left_behind and self._left_behind[sid] == row.title
+                if sid not in heads.get(root, []) and row.title is not None and row.rotated and not left_behind:
                     return self.violation(f"{sid}, closed by compression, still shows the title {row.title!r}", given, event)
         return None

@@ -12,12 +12,15 @@ from contract.events import (
     CommitArchived,
     CommitPublished,
     CompactionCarriedUnread,
+    CompactionCommitFailed,
     CompactionFinished,
     CompactionInput,
     CompactionWatermark,
     CompactionWatermarkFailed,
+    ExternalRotated,
     FrontendTurnSubmitted,
     HostReturned,
+    LeaseAcquired,
     ProcessCrashed,
     TurnPersisted,
 )
@@ -76,6 +79,12 @@ class NoDuplicatePersistedTurn(Invariant):
 
 
 class AcknowledgedAppendsSurvive(Invariant):
+    """A commit whose call raised is indeterminate, not failed: an error reported after COMMIT (a disk
+    error on the way back) leaves the child published or the rows archived although the attempt never said so.
+    Such a commit counts when the store shows it took effect at that moment: its session has a child minted by
+    the attempt's holder, or an active summary row above the attempt's watermark.
+    """
+
     name = "acknowledged_appends_survive"
     races = ("R14", "R12")
     description = (
@@ -86,6 +95,8 @@ class AcknowledgedAppendsSurvive(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
+        self._worker_of: dict[str, AttemptId] = {}  # the worker task -> its attempt
+        self._holders: dict[AttemptId, str] = {}
         self._acknowledged: list[tuple[TurnPersisted, HistoryEvent]] = []
         self._appended_at: dict[int, int] = {}  # row id -> the seq of the append that wrote it
         self._watermarks: dict[AttemptId, tuple[SessionId, int]] = {}
@@ -112,9 +123,42 @@ class AcknowledgedAppendsSurvive(Invariant):
             watermark = self.system.store.active_watermark(session)
         self._watermarks[attempt] = (session, watermark)
 
+    @handles(AttemptClaimed)
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
+        self._worker_of[record.task] = event.attempt
+
+    @handles(LeaseAcquired)
+    def leased(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        if record.task in self._worker_of:
+            self._holders[self._worker_of[record.task]] = event.holder
+
     @handles(CommitArchived)
     def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
         self._commit(event.session, event.attempt, record)
+
+    @handles(ExternalRotated)
+    def rotated_externally(self, event: ExternalRotated, record: HistoryEvent) -> None:
+        """A writer without the lease copied the head's active rows into a child: it summarized nothing, and a
+        row it carried is judged by its copy there, as a commit's clone is."""
+        self._commits.setdefault(event.parent, []).append((record.seq, 0))
+
+    @handles(CompactionCommitFailed)
+    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
+        if self._took_effect(event.session, event.attempt):
+            self._commit(event.session, event.attempt, record)
+
+    def _took_effect(self, session: SessionId, attempt: AttemptId) -> bool:
+        """Whether the store holds what this attempt's commit writes: a child it minted, or a summary above its watermark."""
+        store = self.system.store
+        holder = self._holders.get(attempt)
+        if holder is not None:
+            minted = "_" + session.minted_child(holder, 0).rsplit("_", 1)[1]  # the holder's digest, whatever the clock
+            if any(child.id.endswith(minted) for child in store.children(session)):
+                return True
+        captured = self._watermarks.get(attempt)
+        if captured is None or captured[0] != session:
+            return False
+        return any(row.is_summary and row.id > captured[1] for row in store.active_messages(session))
 
     @handles(CommitPublished)
     def published(self, event: CommitPublished, record: HistoryEvent) -> None:
@@ -163,9 +207,18 @@ class AcknowledgedAppendsSurvive(Invariant):
 
 
 class AbortedAttemptLeavesParentUnchanged(Invariant):
+    """R11: a failed rotation must not grow a parent that had already ended.
+
+    A rotation flushes the caller's unsaved turn into the parent before it publishes. While the parent is live
+    that flush is the turn's own write, made once and handed back stamped (the caller never writes it again),
+    so a later publish failure (a disk error) leaves the parent exactly as the turn alone would have. An
+    append to a parent that had ended (a session reset, a terminal's shutdown stamp) is what grew sessions
+    without bound: no live head shows it, and every retry adds another copy.
+    """
+
     name = "aborted_attempt_leaves_parent_unchanged"
     races = ("R11",)
-    description = "An attempt that does not commit appends nothing to the session it tried to compact."
+    description = "An attempt that does not commit appends nothing to the session it tried to compact once that session has ended."
 
     def __init__(self, system) -> None:
         super().__init__(system)
@@ -178,7 +231,8 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
 
     @handles(AppendOk)
     def appended(self, event: AppendOk, record: HistoryEvent) -> None:
-        if record.task in self._worker_of:
+        session = self.system.store.get_session(event.session)
+        if record.task in self._worker_of and (session is None or not session.live):
             self._appends.setdefault(self._worker_of[record.task], []).append((event, record))
 
     @handles(CompactionFinished)
@@ -194,6 +248,14 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
 
 
 class CallerTranscriptOnlyThroughCommit(Invariant):
+    """R4: the host's list changes only through an admitted commit's result.
+
+    The caller's transcript is the messages the caller held when it called, as `host.returned` reports them on
+    return; a turn of the same agent that ran meanwhile (a message typed while /compress ran, a gateway message
+    beside a compaction) appends its own messages after them, which the attempt neither made nor could prevent,
+    so they are not charged to it. An edit, reorder or truncation of the caller's messages still shows.
+    """
+
     name = "caller_transcript_only_through_commit"
     races = ("R4", "R12")
     description = "When a compression returns without committing, the caller's transcript is exactly what it was before."
