@@ -78,37 +78,19 @@ class NoDuplicatePersistedTurn(Invariant):
         return None
 
 
-class AcknowledgedAppendsSurvive(Invariant):
-    """A commit whose call raised is indeterminate, not failed: an error reported after COMMIT (a disk
-    error on the way back) leaves the child published or the rows archived although the attempt never said so.
-    Such a commit counts when the store shows it took effect at that moment: its session has a child minted by
-    the attempt's holder, or an active summary row above the attempt's watermark.
+class _CommitEffects(Invariant):
+    """A commit whose call raised is indeterminate, not failed: an error reported after COMMIT (a disk error on
+    the way back) leaves the child published or the rows archived although the attempt never said so. Such a
+    commit counts when the store shows it took effect at that moment: its session has a child minted by the
+    attempt's holder, or an active summary row above the attempt's watermark. Invariants that credit commits
+    derive from this class to learn each attempt's holder and watermark.
     """
-
-    name = "acknowledged_appends_survive"
-    races = ("R14", "R12")
-    description = (
-        "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one "
-        "if ended on purpose), or the first commit on its session after it summarized it under a watermark that "
-        "covers it (a copy that commit cloned onward is followed the same way)."
-    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._worker_of: dict[str, AttemptId] = {}  # the worker task -> its attempt
         self._holders: dict[AttemptId, str] = {}
-        self._acknowledged: list[tuple[TurnPersisted, HistoryEvent]] = []
-        self._appended_at: dict[int, int] = {}  # row id -> the seq of the append that wrote it
         self._watermarks: dict[AttemptId, tuple[SessionId, int]] = {}
-        self._commits: dict[SessionId, list[tuple[int, int]]] = {}  # session -> (seq, watermark) of each commit on it
-
-    @handles(TurnPersisted)
-    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
-        self._acknowledged.append((event, record))
-
-    @handles(AppendOk)
-    def appended(self, event: AppendOk, record: HistoryEvent) -> None:
-        self._appended_at.update(dict.fromkeys(event.ids, record.seq))
 
     @handles(CompactionWatermark)
     def watermark(self, event: CompactionWatermark, record: HistoryEvent) -> None:
@@ -132,6 +114,43 @@ class AcknowledgedAppendsSurvive(Invariant):
         if record.task in self._worker_of:
             self._holders[self._worker_of[record.task]] = event.holder
 
+    def _took_effect(self, session: SessionId, attempt: AttemptId) -> bool:
+        """Whether the store holds what this attempt's commit writes: a child it minted, or a summary above its watermark."""
+        store = self.system.store
+        holder = self._holders.get(attempt)
+        if holder is not None:
+            minted = "_" + session.minted_child(holder, 0).rsplit("_", 1)[1]  # the holder's digest, whatever the clock
+            if any(child.id.endswith(minted) for child in store.children(session)):
+                return True
+        captured = self._watermarks.get(attempt)
+        if captured is None or captured[0] != session:
+            return False
+        return any(row.is_summary and row.id > captured[1] for row in store.active_messages(session))
+
+
+class AcknowledgedAppendsSurvive(_CommitEffects):
+    name = "acknowledged_appends_survive"
+    races = ("R14", "R12")
+    description = (
+        "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one "
+        "if ended on purpose), or the first commit on its session after it summarized it under a watermark that "
+        "covers it (a copy that commit cloned onward is followed the same way)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._acknowledged: list[tuple[TurnPersisted, HistoryEvent]] = []
+        self._appended_at: dict[int, int] = {}  # row id -> the seq of the append that wrote it
+        self._commits: dict[SessionId, list[tuple[int, int]]] = {}  # session -> (seq, watermark) of each commit on it
+
+    @handles(TurnPersisted)
+    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
+        self._acknowledged.append((event, record))
+
+    @handles(AppendOk)
+    def appended(self, event: AppendOk, record: HistoryEvent) -> None:
+        self._appended_at.update(dict.fromkeys(event.ids, record.seq))
+
     @handles(CommitArchived)
     def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
         self._commit(event.session, event.attempt, record)
@@ -146,19 +165,6 @@ class AcknowledgedAppendsSurvive(Invariant):
     def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
         if self._took_effect(event.session, event.attempt):
             self._commit(event.session, event.attempt, record)
-
-    def _took_effect(self, session: SessionId, attempt: AttemptId) -> bool:
-        """Whether the store holds what this attempt's commit writes: a child it minted, or a summary above its watermark."""
-        store = self.system.store
-        holder = self._holders.get(attempt)
-        if holder is not None:
-            minted = "_" + session.minted_child(holder, 0).rsplit("_", 1)[1]  # the holder's digest, whatever the clock
-            if any(child.id.endswith(minted) for child in store.children(session)):
-                return True
-        captured = self._watermarks.get(attempt)
-        if captured is None or captured[0] != session:
-            return False
-        return any(row.is_summary and row.id > captured[1] for row in store.active_messages(session))
 
     @handles(CommitPublished)
     def published(self, event: CommitPublished, record: HistoryEvent) -> None:
@@ -493,7 +499,7 @@ class Told:
     record: HistoryEvent
 
 
-class ToldMessagesKeptOnceInOrder(Invariant):
+class ToldMessagesKeptOnceInOrder(_CommitEffects):
     name = "told_messages_kept_once_in_order"
     races = ("R10", "R12", "R14")
     description = (
@@ -530,6 +536,12 @@ class ToldMessagesKeptOnceInOrder(Invariant):
     @handles(CommitArchived, CommitPublished)
     def committed(self, event: CommitArchived | CommitPublished, record: HistoryEvent) -> None:
         self._summarized |= self._inputs.pop(event.attempt, set())
+
+    @handles(CompactionCommitFailed)
+    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
+        """A commit that raised after it took effect summarized its input all the same (indeterminate, not failed)."""
+        if self._took_effect(event.session, event.attempt):
+            self._summarized |= self._inputs.pop(event.attempt, set())
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
