@@ -27,6 +27,7 @@ class CompactionConfig:
     cancelled_worker_grace_s: float = 5.0
     cancel_spin_s: float = 0.025
     min_wait_slice_s: float = 0.005
+    gateway_writes_on_receipt: bool = False  # the gateway writes a platform message's row before its turn runs (#104653)
 
     def __post_init__(self) -> None:
         if self.ceiling_timeout_s < self.idle_timeout_s:

@@ -217,6 +217,13 @@ FIXES: tuple[Fix, ...] = (
         ("appends-ignore-lease", "R14/R1", "transcript appends never check the compression lease"),
     ),
     *_fixes(
+        "reference.store.messages",
+        (
+            "platform-message-written-once", "R10",
+            "an append skips a user message whose platform message id already has a live row in the session",
+        ),
+    ),
+    *_fixes(
         "reference.store.session_store",
         ("publish-atomic", "R20", "a rotation's child row, handoff and parent close are one transaction"),
     ),

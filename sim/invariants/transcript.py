@@ -48,7 +48,10 @@ def live_sessions_by_root(store: Any) -> dict[str, list[str]]:
 class NoDuplicatePersistedTurn(Invariant):
     name = "no_duplicate_persisted_turn"
     races = ("R10", "R12")
-    description = "No logical message (role, content, timestamp) is active twice in a live session."
+    description = (
+        "No logical message (role, content, timestamp) is active twice in a live session, and no platform message "
+        "(its platform message id) has two active user rows."
+    )
 
     @handles(AppendOk, CommitArchived, CommitPublished)
     def written(self, event: AppendOk | CommitArchived | CommitPublished, record: HistoryEvent) -> Violation | None:
@@ -60,13 +63,20 @@ class NoDuplicatePersistedTurn(Invariant):
     def _check(self, record: HistoryEvent | None) -> Violation | None:
         store = self.system.store
         for row in store.live_sessions():
-            counts = Counter(payload(message) for message in store.active_messages(row.id))
+            active = store.active_messages(row.id)
+            counts = Counter(payload(message) for message in active)
             duplicated = [key for key, count in counts.items() if count > 1]
             if duplicated:
                 role, content, _ = duplicated[0]
                 return self.violation(
                     f"session {row.id} holds {counts[duplicated[0]]} active copies of the {role} message {content[:40]!r}",
                     record,
+                )
+            platform = Counter(m.platform_message_id for m in active if m.role == "user" and m.platform_message_id)
+            twice = [platform_id for platform_id, count in platform.items() if count > 1]
+            if twice:
+                return self.violation(
+                    f"session {row.id} holds {platform[twice[0]]} active user rows of platform message {twice[0]}", record,
                 )
         return None
 
