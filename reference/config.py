@@ -27,6 +27,7 @@ class CompactionConfig:
     cancelled_worker_grace_s: float = 5.0
     cancel_spin_s: float = 0.025
     min_wait_slice_s: float = 0.005
+    static_fallback_summary: bool = False  # a failed summary call falls back to a deterministic static summary
     gateway_writes_on_receipt: bool = False  # the gateway writes a platform message's row before its turn runs (#104653)
 
     def __post_init__(self) -> None:

@@ -30,6 +30,7 @@ from contract.events.compaction import (
     CompactionStrike,
     CompactionStrikeResetFailed,
     CompactionSummaryDone,
+    CompactionStaticFallback,
     CompactionSummaryProgress,
     CompactionSummaryStarted,
     CompactionWatermark,

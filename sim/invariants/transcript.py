@@ -13,9 +13,11 @@ from contract.events import (
     CompactionFinished,
     CompactionInput,
     CompactionWatermark,
+    CompactionCommitted,
     CompactionWatermarkFailed,
     FrontendTurnSubmitted,
     HostReturned,
+    HostStarted,
     TurnPersisted,
 )
 from contract.history import HistoryEvent
@@ -202,10 +204,33 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
 class CallerTranscriptOnlyThroughCommit(Invariant):
     name = "caller_transcript_only_through_commit"
     races = ("R4", "R12")
-    description = "When a compression returns without committing, the caller's transcript is exactly what it was before."
+    description = (
+        "When a compression returns without committing, the caller's transcript is exactly what it was before, "
+        "unless another attempt of the same process committed on the same session meanwhile (a /compress beside "
+        "a turn's compaction: their agent's transcript is the one both work on)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._running: dict[AttemptId, SessionId] = {}  # attempt -> its session, while its host waits
+        self._overtaken: set[AttemptId] = set()  # running attempts another attempt of their process committed over
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._running[event.attempt] = event.session
+
+    @handles(CompactionCommitted)
+    def committed(self, event: CompactionCommitted, record: HistoryEvent) -> None:
+        for attempt, session in self._running.items():
+            if attempt != event.attempt and attempt.process == event.attempt.process and session == event.session:
+                self._overtaken.add(attempt)
 
     @handles(HostReturned)
     def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+        self._running.pop(event.attempt, None)
+        if event.attempt in self._overtaken:
+            self._overtaken.discard(event.attempt)
+            return None
         if event.status not in ("committed", "rotated", "adopted") and event.transcript_before != event.transcript_after:
             return self.violation(f"attempt {event.attempt} returned {event.status} but the caller's transcript changed", record)
         return None
