@@ -76,6 +76,12 @@ COMPACTOR_AFTER_SUMMARY = Point(
     stall="a window for a timeout or Ctrl+C after the summary, before the cooldown clear (R2)",
     error="attempt fails after its summary",
 )
+COMPACTOR_STATIC_FALLBACK = Point(
+    "compactor.static_fallback",
+    where="worker, after the provider failed, before it builds the static fallback summary (`static_fallback_summary`)",
+    stall="a window for a successor attempt to start its summary while this one builds its fallback (R21)",
+    error="attempt fails after its provider failed, without a fallback",
+)
 COMPACTOR_BEFORE_BEGIN_COMMIT = Point(
     "compactor.before_begin_commit",
     where="worker, right before `begin_commit`",
@@ -108,7 +114,7 @@ TURN_FLUSH = Point(
 )
 
 REFERENCE_POINTS: tuple[Point, ...] = (
-    PROVIDER_SUMMARY, PROVIDER_PROGRESS, LEASE_REFRESH, HOST_WAIT, COMPACTOR_AFTER_SUMMARY,
+    PROVIDER_SUMMARY, PROVIDER_PROGRESS, LEASE_REFRESH, HOST_WAIT, COMPACTOR_AFTER_SUMMARY, COMPACTOR_STATIC_FALLBACK,
     COMPACTOR_BEFORE_BEGIN_COMMIT, COMPACTOR_BEFORE_PARENT_FLUSH, ATTEMPT_RESTORE_BODY, TURN_MODEL, TURN_FLUSH,
 )
 

@@ -2,6 +2,7 @@
 
 from faults.base import Fault
 from faults.crash import Crash
+from faults.crash_in_transaction import CrashInTransaction
 from faults.ctrl_c import CtrlC
 from faults.db_busy import DbBusy
 from faults.db_read_failure import DbReadFailure
@@ -19,6 +20,6 @@ FAULT_KINDS: dict[str, type[Fault]] = {
     kind.kind: kind
     for kind in (
         Stall, LateWorker, ProviderError, LeaseExpiry, DbWriteFailure, DbReadFailure, DbBusy, CtrlC, Crash, SecondProcess,
-        MessageMidCompression, HostInterrupt, UnleasedRotation,
+        MessageMidCompression, HostInterrupt, UnleasedRotation, CrashInTransaction,
     )
 }

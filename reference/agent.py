@@ -122,6 +122,8 @@ class Agent:
         await self._recover_session()
         extra = {} if platform_message_id is None else {"platform_message_id": platform_message_id}
         self.messages.append(new_message("user", text, self._rt.now(), **extra))
+        if platform_message_id is not None and self.config.gateway_writes_on_receipt:
+            await self._write_on_receipt(self.messages[-1])
         compaction = None
         if estimate_tokens(self.messages) >= self.config.threshold_tokens:
             compaction = await self.compress()
@@ -140,6 +142,10 @@ class Agent:
         pending = unpersisted(self.messages)
         if not pending:
             return []
+        return await self._persist_turn_messages(pending)
+
+    async def _persist_turn_messages(self, pending: list[Message]) -> list[int]:
+        """Append this turn's messages (following a rotation) and report each row the user can rely on."""
         row_ids = await self._append_following_rotation(pending)
         for message, row_id in zip(pending, row_ids):
             self._rt.emit(TurnPersisted(
@@ -147,6 +153,17 @@ class Agent:
                 row=row_id,
             ))
         return row_ids
+
+    async def _write_on_receipt(self, message: Message) -> None:
+        """The gateway's write of a platform message as it takes it, before the turn runs (#104653).
+
+        Fail-open: if it fails, the message stays unmarked and the turn's flush writes it; if the failed write
+        did land (an error after its COMMIT), the store finds the row by its platform message id.
+        """
+        try:
+            await self._persist_turn_messages([message])
+        except Exception:  # recorded as append.failed; the flush is the second writer, never a lost message
+            return
 
     async def _append_following_rotation(self, pending: list[Message]) -> list[int]:
         """Append to the session; if it was rotated meanwhile, adopt its live tip once and retry there."""

@@ -25,6 +25,7 @@ from contract.events import (
     CompactionRefused,
     CompactionStrike,
     CompactionStrikeResetFailed,
+    CompactionStaticFallback,
     CompactionSummaryDone,
     CompactionSummaryProgress,
     CompactionSummaryStarted,
@@ -36,7 +37,12 @@ from contract.events import (
     SessionAdopted,
 )
 from contract.ids import SessionId
-from contract.points import COMPACTOR_AFTER_SUMMARY, COMPACTOR_BEFORE_BEGIN_COMMIT, COMPACTOR_BEFORE_PARENT_FLUSH
+from contract.points import (
+    COMPACTOR_AFTER_SUMMARY,
+    COMPACTOR_BEFORE_BEGIN_COMMIT,
+    COMPACTOR_BEFORE_PARENT_FLUSH,
+    COMPACTOR_STATIC_FALLBACK,
+)
 from contract.runtime import EventLike, Runtime
 from reference.activity import Heartbeat
 from reference.attempt import Compressor, CompressorState
@@ -357,13 +363,30 @@ class Attempt:
         try:
             d.compressor.mark_working(self.generation)
             d.rt.emit(CompactionSummaryStarted(attempt=self.attempt, generation=self.generation))
-            summary = await self._dispatch(messages[:split])
-            d.rt.emit(CompactionSummaryDone(attempt=self.attempt, chars=len(summary)))
-            await d.rt.checkpoint(COMPACTOR_AFTER_SUMMARY)
-            await d.cooldowns.clear_on_success(self.session, self.attempt, self.generation)
+            summary = await self._summary_or_static_fallback(messages[:split])
         finally:
             d.compressor.clear_cancelled_check_if_owner(self.generation)
         return summary, build_candidate(before, summary, d.rt.now(), d.config.keep_recent)
+
+    async def _summary_or_static_fallback(self, messages: list[Message]) -> str:
+        """The model's summary; if the model fails and the static fallback is on, a deterministic one.
+
+        Only a healthy summary clears the failure cooldown; a fallback candidate is screened like any other,
+        so a successor that started its summary meanwhile still supersedes it.
+        """
+        d = self._d
+        try:
+            summary = await self._dispatch(messages)
+        except ProviderError as exc:
+            if not d.config.static_fallback_summary:
+                raise
+            d.rt.emit(CompactionStaticFallback(attempt=self.attempt, error=str(exc)))
+            await d.rt.checkpoint(COMPACTOR_STATIC_FALLBACK)
+            return static_summary(messages)
+        d.rt.emit(CompactionSummaryDone(attempt=self.attempt, chars=len(summary)))
+        await d.rt.checkpoint(COMPACTOR_AFTER_SUMMARY)
+        await d.cooldowns.clear_on_success(self.session, self.attempt, self.generation)
+        return summary
 
     async def _dispatch(self, messages: list[Message]) -> str:
         """The provider call runs isolated: a hard cancel unwinds this attempt at once, the call runs on."""
@@ -486,6 +509,12 @@ class Attempt:
 def input_rows(messages: list[Message]) -> list[int]:
     """The durable rows an attempt works from (its own unflushed messages have none yet)."""
     return sorted(m[ROW_ID] for m in messages if m.get(ROW_ID) is not None)
+
+
+def static_summary(messages: list[Message]) -> str:
+    """The deterministic fallback summary: what was compacted, by count and role, with no model involved."""
+    users = sum(1 for m in messages if m["role"] == "user")
+    return f"[static summary of {len(messages)} messages: {users} from the user, {len(messages) - users} replies]"
 
 
 def build_candidate(before: list[Message], summary: str, now: float, keep_recent: int) -> list[Message]:

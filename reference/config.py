@@ -28,6 +28,8 @@ class CompactionConfig:
     cancel_spin_s: float = 0.025
     min_wait_slice_s: float = 0.005
     heartbeat_interval_s: float = 60.0
+    static_fallback_summary: bool = False  # a failed summary call falls back to a deterministic static summary
+    gateway_writes_on_receipt: bool = False  # the gateway writes a platform message's row before its turn runs (#104653)
 
     def __post_init__(self) -> None:
         if self.ceiling_timeout_s < self.idle_timeout_s:

@@ -238,8 +238,22 @@ FIXES: tuple[Fix, ...] = (
         ),
     ),
     *_fixes(
+        "reference.lease",
+        (
+            "reused-pid-is-not-the-holder", "R24",
+            "a holder whose pid now runs a process started at another time is dead: the pid was recycled",
+        ),
+    ),
+    *_fixes(
         "reference.store.messages",
         ("appends-ignore-lease", "R14/R1", "transcript appends never check the compression lease"),
+    ),
+    *_fixes(
+        "reference.store.messages",
+        (
+            "platform-message-written-once", "R10",
+            "an append skips a user message whose platform message id already has a live row in the session",
+        ),
     ),
     *_fixes(
         "reference.store.session_store",

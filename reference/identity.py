@@ -15,7 +15,7 @@ import socket
 from pathlib import Path
 
 from contract.ids import HolderId
-from reference.lease import Process
+from reference.lease import Process, pid_runs_another_process
 
 NONCE_BYTES = 4
 
@@ -66,6 +66,5 @@ class HostProcesses:
         pid = int(fields["pid"])
         if pid_is_gone(pid):
             return True
-        recorded, current = fields.get("start", ""), process_start_ticks(pid)
-        return recorded.isdigit() and current is not None and current != int(recorded)
+        return pid_runs_another_process(HolderId(holder), process_start_ticks(pid))
 

@@ -29,8 +29,8 @@ from contract.runtime import CancelScopeLike, Runtime
 class Process:
     """An OS process: agents in one process share a compression pool and an attempt counter.
 
-    A simulated process has a name and a pid only; a real one (`reference.identity.HostProcesses`) also
-    names its host, the kernel's start time of its pid, and a random nonce.
+    A simulated process has a name, a pid and its start (which tells it from a later process on its pid); a
+    real one (`reference.identity.HostProcesses`) also names its host and a random nonce.
     """
 
     name: str
@@ -58,27 +58,50 @@ class ProcessProbe(Protocol):
     def holder_is_dead(self, holder: str) -> bool: ...
 
 
+def pid_runs_another_process(holder: HolderId, start_now: int | None) -> bool:
+    """The holder's pid now belongs to a process started at another time: the kernel recycled it, the holder is gone.
+
+    A pid alone cannot tell the holder from a stranger that got its pid; the start recorded in the holder id
+    can. Any doubt (no start recorded, or the pid's start unreadable) answers no: the TTL then decides.
+    """
+    recorded = holder.fields.get("start", "")
+    # FIX reused-pid-is-not-the-holder (R24): a live pid started after the holder is another process, so the holder is dead
+    return recorded.isdigit() and start_now is not None and start_now != int(recorded)
+
+
 @dataclass
 class ProcessTable:
-    """Which simulated processes are alive on this host; answers the store's dead-holder probe (R24).
+    """Which simulated processes run on this host; answers the store's dead-holder probe (R24).
 
-    Every spawn gets a new pid, so a simulated holder id is unique per process life.
+    A process is its pid and its start (the table's count of spawns, standing in for the kernel's start time):
+    a dead process's pid may be handed to a new one (`spawn(name, pid=...)`), a start never repeats.
     """
 
-    _alive: dict[int, bool] = field(default_factory=dict)
+    _running: dict[int, int | None] = field(default_factory=dict)  # pid -> start of the process on it; None: dead
+    _starts: int = 0
 
-    def spawn(self, name: str) -> Process:
-        pid = 100 + len(self._alive)
-        self._alive[pid] = True
-        return Process(name, pid)
+    def spawn(self, name: str, pid: int | None = None) -> Process:
+        """A new process, on a fresh pid or on `pid`, a dead process's pid the kernel recycles."""
+        if pid is not None and self._running.get(pid, 0) is not None:
+            raise ValueError(f"pid {pid} is not a dead process's pid, so it cannot be recycled")
+        pid = 100 + len(self._running) if pid is None else pid
+        self._starts += 1
+        self._running[pid] = self._starts
+        return Process(name, pid, start_ticks=self._starts)
 
     def kill(self, process: Process) -> None:
-        self._alive[process.pid] = False
+        """Only the process itself dies: a later process on its recycled pid is not touched."""
+        if self._running.get(process.pid) == process.start_ticks:
+            self._running[process.pid] = None
 
     def holder_is_dead(self, holder: str) -> bool:
-        """Only a pid this table knows to be dead counts; an unknown or unparsable holder is alive."""
-        pid = HolderId(holder).pid
-        return pid is not None and self._alive.get(pid) is False
+        """Dead: its pid runs nothing now, or a process started after it. An unknown pid or holder is alive."""
+        holder_id = HolderId(holder)
+        pid = holder_id.pid
+        if pid is None or pid not in self._running:
+            return False
+        start_now = self._running[pid]
+        return start_now is None or pid_runs_another_process(holder_id, start_now)
 
 
 class Lease:

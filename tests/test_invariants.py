@@ -857,3 +857,19 @@ def test_a_later_commit_does_not_cover_an_append_an_earlier_one_archived():
         E(CommitArchived(session=S, attempt=A2, rows=1), 4),
     ]
     assert check("acknowledged_appends_survive", events, arrange), "a later commit's watermark hid the loss"
+
+
+def test_only_a_commit_by_another_attempt_of_the_agent_excuses_a_changed_transcript():
+    def started(attempt: AttemptId, session: SessionId = S) -> tuple:
+        return E(HostStarted(attempt=attempt, session=session, mode="automatic"))
+
+    def committed(attempt: AttemptId, session: SessionId = S) -> tuple:
+        return E(CompactionCommitted(session=session, attempt=attempt, tokens=1, tokens_before=2))
+
+    changed = E(returned("unchanged", before="a", after="b"))
+    overtaken = [started(A1), started(A2), committed(A2), changed]
+    elsewhere = [started(A1), started(A2, SessionId("other")), committed(A2, SessionId("other")), changed]
+    other_process = [started(A1), started(AttemptId.of("p2", 1)), committed(AttemptId.of("p2", 1)), changed]
+    assert check("caller_transcript_only_through_commit", overtaken) == []
+    assert check("caller_transcript_only_through_commit", elsewhere)
+    assert check("caller_transcript_only_through_commit", other_process)

@@ -1,7 +1,7 @@
 """Real process identity: two OS processes on one SQLite file never share a lease holder id.
 
 The collision this replaces: the simulated `ProcessTable` makes up pids from 100, so two real `python -m
-reference chat` processes both minted `proc=chat:pid=100:attempt=1`; the second "re-entered" the first's lease
+reference chat` processes both minted `proc=chat:pid=100:start=1:attempt=1`; the second "re-entered" the first's lease
 and both compacted at once. `test_simulated_identity_collides_across_real_processes` keeps that failure
 visible (it is what main's chat did); the real identity (`HostProcesses`) must exclude the second process.
 """
@@ -56,7 +56,7 @@ def _two_processes(db: Path, identity: str) -> list[tuple[str, bool]]:
 
 def test_simulated_identity_collides_across_real_processes(tmp_path):
     (holder_a, won_a), (holder_b, won_b) = _two_processes(tmp_path / "chat.db", "simulated")
-    assert holder_a == holder_b == "proc=chat:pid=100:attempt=1"
+    assert holder_a == holder_b == "proc=chat:pid=100:start=1:attempt=1"
     assert won_a and won_b, "the second process re-entered the first one's lease"
 
 

@@ -37,7 +37,7 @@ def test_holder_names_process_and_attempt_and_is_unique_per_attempt():
     table = ProcessTable()
     gateway, cli = table.spawn("gateway"), table.spawn("cli")
     first, second = gateway.next_attempt(), gateway.next_attempt()
-    assert gateway.holder(first) == f"proc=gateway:pid={gateway.pid}:attempt=1"
+    assert gateway.holder(first) == f"proc=gateway:pid={gateway.pid}:start=1:attempt=1"
     assert len({gateway.holder(first), gateway.holder(second), cli.holder(cli.next_attempt())}) == 3
 
 
@@ -49,6 +49,21 @@ def test_dead_probe_answers_dead_only_for_a_known_dead_pid():
     assert not table.holder_is_dead(alive.holder(1))
     assert not table.holder_is_dead("proc=x:pid=999:attempt=1")
     assert not table.holder_is_dead("garbage")
+
+
+def test_a_recycled_pid_tells_the_dead_holder_from_the_process_now_on_it():
+    table = ProcessTable()
+    dead = table.spawn("gateway")
+    table.kill(dead)
+    reborn = table.spawn("gatewayr1", dead.pid)
+    assert reborn.pid == dead.pid and reborn.start_ticks != dead.start_ticks
+    assert table.holder_is_dead(dead.holder(1))
+    assert not table.holder_is_dead(reborn.holder(1))
+    table.kill(dead)  # a second kill of the dead process must not touch the one on its recycled pid
+    assert not table.holder_is_dead(reborn.holder(1))
+    assert not table.holder_is_dead(f"proc=old:pid={dead.pid}:attempt=1")  # no start recorded: any doubt is alive
+    with pytest.raises(ValueError, match="not a dead process's pid"):
+        table.spawn("intruder", reborn.pid)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -31,6 +31,7 @@ from contract.events.compaction import (
     CompactionCarriedUnread,
     CompactionStrikeResetFailed,
     CompactionSummaryDone,
+    CompactionStaticFallback,
     CompactionSummaryProgress,
     CompactionSummaryStarted,
     CompactionWatermark,

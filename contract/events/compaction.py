@@ -144,6 +144,17 @@ class CompactionSummaryDone(Event):
 
 
 @event
+class CompactionStaticFallback(Event):
+    """The provider failed and the attempt summarizes with a deterministic static summary instead (config
+    `static_fallback_summary`); the candidate it builds is screened like any other."""
+
+    kind = "compaction.static_fallback"
+    feeds = ("R21",)
+    attempt: AttemptId
+    error: str
+
+
+@event
 class CompactionRefused(Event):
     """The attempt ends without a commit."""
 

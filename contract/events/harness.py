@@ -29,6 +29,10 @@ class ProcessCrashed(Event):
     feeds = ("R24",)
     process: str = trace(note="a stress worker's is named by the log reader, from its own `process.started`")
     pid: int
+    start: int | None = trace(
+        omit_if_none=True,
+        note="a simulated process's start (its holder ids' `start=`): a later process on its recycled pid has another; absent for a stress worker",
+    )
     slot: str | None = trace(omit_if_none=True, note="a stress worker's slot; absent in a simulation")
 
 

@@ -11,12 +11,33 @@ from .rows import MESSAGE_COLUMNS, PAYLOAD_COLUMNS, MessageRow
 
 
 def append(db: sqlite3.Connection, sid: str, msgs: Iterable[Mapping[str, Any]], *, now: float) -> list[int]:
-    """A turn's write: refused only for a rotated or missing session."""
+    """A turn's write: refused only for a rotated or missing session.
+
+    A user message whose platform message id already has a live row in the session is not written again: the
+    gateway wrote it on receipt (#104653), and that row's id is returned as the message's own.
+    """
     # FIX appends-ignore-lease (R14/R1): the lease fences compressor against compressor; a turn never waits on it
     sessions.require_writable(db, sid)
-    ids = insert(db, sid, msgs, now=now)
+    ids = []
+    for msg in msgs:
+        # FIX platform-message-written-once (R10): the gateway's receipt write and the turn's flush share the platform id, so one row serves both
+        written = platform_message_row(db, sid, msg)
+        ids.append(insert(db, sid, [msg], now=now)[0] if written is None else written)
     recount(db, sid)
     return ids
+
+
+def platform_message_row(db: sqlite3.Connection, sid: str, msg: Mapping[str, Any]) -> int | None:
+    """The live row of the user message with `msg`'s platform message id in `sid`, if there is one."""
+    platform_id = msg.get("platform_message_id")
+    if msg["role"] != "user" or platform_id is None:
+        return None
+    found = db.execute(
+        "SELECT id FROM messages WHERE session_id = ? AND active = 1 AND role = 'user' AND platform_message_id = ?"
+        " ORDER BY id LIMIT 1",
+        (sid, platform_id),
+    ).fetchone()
+    return None if found is None else found[0]
 
 
 def insert(db: sqlite3.Connection, sid: str, msgs: Iterable[Mapping[str, Any]], *, now: float) -> list[int]:

@@ -133,21 +133,30 @@ class DeadHolderReclaimable(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        # Dead pids come from the history (process.crashed), not from the reference's own process table: a
-        # table that forgot a kill would otherwise blind this check to the very bug it is meant to catch.
-        self._dead: dict[int, HistoryEvent] = {}
+        # Dead processes come from the history (process.crashed), not from the reference's own process table:
+        # a table that forgot a kill would otherwise blind this check to the very bug it is meant to catch. A
+        # process is its pid and, where the crash names it, its start: a later process on a recycled pid lives.
+        self._dead: dict[tuple[int, str | None], HistoryEvent] = {}
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._dead.setdefault(event.pid, record)
+        start = None if event.start is None else str(event.start)
+        self._dead.setdefault((event.pid, start), record)
 
     @handles(LeaseContended)
     def contended(self, event: LeaseContended, record: HistoryEvent) -> Violation | None:
         row = self.system.store.lease_row(event.session)
-        pid = None if row is None else HolderId(row.holder).pid
-        if pid is not None and pid in self._dead:
-            return self.violation(f"{event.holder} sat out behind {row.holder}, whose process is dead", self._dead[pid], record)
+        crash = None if row is None else self._crash_of(HolderId(row.holder))
+        if crash is not None:
+            return self.violation(f"{event.holder} sat out behind {row.holder}, whose process is dead", crash, record)
         return None
+
+    def _crash_of(self, holder: HolderId) -> HistoryEvent | None:
+        """The crash of the holder's process: same pid, and the same start where both name one."""
+        pid = holder.pid
+        if pid is None:
+            return None
+        return self._dead.get((pid, holder.fields.get("start"))) or self._dead.get((pid, None))
 
 
 class CancelledAttemptNeverAcquires(Invariant):

@@ -16,10 +16,12 @@ from contract.events import (
     CompactionFinished,
     CompactionInput,
     CompactionWatermark,
+    CompactionCommitted,
     CompactionWatermarkFailed,
     ExternalRotated,
     FrontendTurnSubmitted,
     HostReturned,
+    HostStarted,
     LeaseAcquired,
     ProcessCrashed,
     TurnPersisted,
@@ -55,7 +57,10 @@ def live_sessions_by_root(store: Any) -> dict[str, list[str]]:
 class NoDuplicatePersistedTurn(Invariant):
     name = "no_duplicate_persisted_turn"
     races = ("R10", "R12")
-    description = "No logical message (role, content, timestamp) is active twice in a live session."
+    description = (
+        "No logical message (role, content, timestamp) is active twice in a live session, and no platform message "
+        "(its platform message id) has two active user rows."
+    )
 
     @handles(AppendOk, CommitArchived, CommitPublished)
     def written(self, event: AppendOk | CommitArchived | CommitPublished, record: HistoryEvent) -> Violation | None:
@@ -67,13 +72,20 @@ class NoDuplicatePersistedTurn(Invariant):
     def _check(self, record: HistoryEvent | None) -> Violation | None:
         store = self.system.store
         for row in store.live_sessions():
-            counts = Counter(payload(message) for message in store.active_messages(row.id))
+            active = store.active_messages(row.id)
+            counts = Counter(payload(message) for message in active)
             duplicated = [key for key, count in counts.items() if count > 1]
             if duplicated:
                 role, content, _ = duplicated[0]
                 return self.violation(
                     f"session {row.id} holds {counts[duplicated[0]]} active copies of the {role} message {content[:40]!r}",
                     record,
+                )
+            platform = Counter(m.platform_message_id for m in active if m.role == "user" and m.platform_message_id)
+            twice = [platform_id for platform_id, count in platform.items() if count > 1]
+            if twice:
+                return self.violation(
+                    f"session {row.id} holds {platform[twice[0]]} active user rows of platform message {twice[0]}", record,
                 )
         return None
 
@@ -264,10 +276,33 @@ class CallerTranscriptOnlyThroughCommit(Invariant):
 
     name = "caller_transcript_only_through_commit"
     races = ("R4", "R12")
-    description = "When a compression returns without committing, the caller's transcript is exactly what it was before."
+    description = (
+        "When a compression returns without committing, the caller's transcript is exactly what it was before, "
+        "unless another attempt of the same process committed on the same session meanwhile (a /compress beside "
+        "a turn's compaction: their agent's transcript is the one both work on)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._running: dict[AttemptId, SessionId] = {}  # attempt -> its session, while its host waits
+        self._overtaken: set[AttemptId] = set()  # running attempts another attempt of their process committed over
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._running[event.attempt] = event.session
+
+    @handles(CompactionCommitted)
+    def committed(self, event: CompactionCommitted, record: HistoryEvent) -> None:
+        for attempt, session in self._running.items():
+            if attempt != event.attempt and attempt.process == event.attempt.process and session == event.session:
+                self._overtaken.add(attempt)
 
     @handles(HostReturned)
     def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+        self._running.pop(event.attempt, None)
+        if event.attempt in self._overtaken:
+            self._overtaken.discard(event.attempt)
+            return None
         if event.status not in ("committed", "rotated", "adopted") and event.transcript_before != event.transcript_after:
             return self.violation(f"attempt {event.attempt} returned {event.status} but the caller's transcript changed", record)
         return None

@@ -102,13 +102,16 @@ class SystemBuilder:
         for spec in self.scenario.world.agents:
             await self.start_agent(spec)
 
-    def start_process(self, name: str) -> SimProcess:
-        """Start (or restart) a process; a restarted one is a new incarnation, so its attempt ids are new too."""
+    def start_process(self, name: str, *, pid: int | None = None) -> SimProcess:
+        """Start (or restart) a process; a restarted one is a new incarnation, so its attempt ids are new too.
+
+        `pid`: the pid to run on (a dead process's, recycled), else a fresh one.
+        """
         rt = ProcessRuntime(self.world)
         self._incarnations[name] = self._incarnations.get(name, -1) + 1
         incarnation = f"{name}r{self._incarnations[name]}" if self._incarnations[name] else name
         self.process_of_incarnation[incarnation] = name
-        process = SimProcess(name, self.process_table.spawn(incarnation), rt, Database(rt, self.store),
+        process = SimProcess(name, self.process_table.spawn(incarnation, pid), rt, Database(rt, self.store),
                              CompressionPool(rt, self.config.pool_cap), GatewayFrontend(rt))
         self.processes[name] = process
         return process

@@ -52,11 +52,15 @@ class SystemFaultContext:
         proc = self._built.processes[process]
         proc.crash()
         self._built.process_table.kill(proc.process)
-        self.rt.emit(ProcessCrashed(process=process, pid=proc.process.pid))
+        self.rt.emit(ProcessCrashed(process=process, pid=proc.process.pid, start=proc.process.start_ticks))
 
-    async def restart(self, process: str) -> None:
-        """A new incarnation reopens its agents; only then has it restarted, as far as anyone can tell."""
-        proc = self._built.start_process(process)
+    async def restart(self, process: str, *, recycle_pid: bool = False) -> None:
+        """A new incarnation reopens its agents; only then has it restarted, as far as anyone can tell.
+
+        `recycle_pid`: the new incarnation gets the dead one's pid, as a kernel that recycled it would do.
+        """
+        dead_pid = self._built.processes[process].process.pid if recycle_pid else None
+        proc = self._built.start_process(process, pid=dead_pid)
         for spec in self._built.scenario.world.agents:
             if spec.process == process:
                 await self._built.start_agent(spec)
