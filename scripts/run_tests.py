@@ -204,12 +204,17 @@ def is_hidden(path: Path, base: Path) -> bool:
     return any(part.startswith(".") or part == "__pycache__" for part in path.relative_to(base).parts[:-1])
 
 
+WORKLOADS = "swarm"  # scenarios/swarm/: generated workloads, which pytest collects only under --sim-swarm-runs
+
+
 def files_in_folder(folder: Path) -> list[Path]:
-    """test_*.py below folder; failing that, *.toml (scenario files)."""
+    """test_*.py below folder; failing that, *.toml (scenario files), leaving out the swarm's workloads: a
+    campaign is `python -m sim swarm` (or pytest with --sim-swarm-runs), not one file's default test."""
     tests = [p for p in folder.rglob("test_*.py") if p.is_file() and not is_hidden(p, folder)]
     if tests:
         return tests
-    return [p for p in folder.rglob("*.toml") if p.is_file() and not is_hidden(p, folder)]
+    return [p for p in folder.rglob("*.toml")
+            if p.is_file() and not is_hidden(p, folder) and WORKLOADS not in p.relative_to(folder).parts[:-1]]
 
 
 def discover(paths: list[str], cwd: Path) -> list[Path]:
