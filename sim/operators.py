@@ -330,6 +330,21 @@ class MutantRun:
         return self.how is not None
 
 
+def _verdict_document(code: int, stdout: str) -> dict[str, Any] | None:
+    """The JSON a `run` or `swarm` subprocess printed, if it ended as a verdict (exit 0 or 1) and printed one."""
+    if code not in (0, 1):
+        return None
+    try:
+        return json.loads(stdout)
+    except json.JSONDecodeError:
+        return None
+
+
+def _crash(stderr: str, code: int) -> tuple[str, str]:
+    lines = stderr.strip().splitlines()
+    return "crash", lines[-1] if lines else f"exit {code}"
+
+
 def catalogue_verdict(code: int, stdout: str, stderr: str) -> tuple[str | None, str]:
     """How a `run --json` result kills (None: it does not), and which scenario or error says so.
 
@@ -337,13 +352,9 @@ def catalogue_verdict(code: int, stdout: str, stderr: str) -> tuple[str | None, 
     coverage mark was never reached kills by vacuity; a run that did not complete, or a catalogue run that
     printed no verdict, is a crash.
     """
-    try:
-        document = json.loads(stdout)
-    except json.JSONDecodeError:
-        document = None
-    if document is None or code not in (0, 1):
-        lines = stderr.strip().splitlines()
-        return "crash", lines[-1] if lines else f"exit {code}"
+    document = _verdict_document(code, stdout)
+    if document is None:
+        return _crash(stderr, code)
     if code == 0:
         return None, "every scenario passed"
     failed = [verdict for verdict in document["scenarios"] if not verdict["passed"]]
@@ -358,13 +369,9 @@ def catalogue_verdict(code: int, stdout: str, stderr: str) -> tuple[str | None, 
 
 def swarm_verdict(code: int, stdout: str, stderr: str) -> tuple[str | None, str]:
     """How a `swarm --json` result kills (None: it does not): its first failure class, or a crash."""
-    try:
-        document = json.loads(stdout)
-    except json.JSONDecodeError:
-        document = None
-    if document is None or code not in (0, 1):
-        lines = stderr.strip().splitlines()
-        return "crash", lines[-1] if lines else f"exit {code}"
+    document = _verdict_document(code, stdout)
+    if document is None:
+        return _crash(stderr, code)
     failures = document["failures"]
     if code == 0 or not failures:
         return None, "every generated run held"

@@ -88,7 +88,16 @@ def _claim_problems(scenario: Any, out: Path) -> list[str]:
     return claim_problems(kill_matrix([scenario], names, 1, out / "mutants", claims_only=True)).get(scenario.name, [])
 
 
-class ScenarioItem(pytest.Item):
+class _SimItem(pytest.Item):
+    """An item whose failure is a verdict: shown as the harness writes it, not as a Python traceback."""
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, ScenarioFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+
+class ScenarioItem(_SimItem):
     def runtest(self) -> None:
         from sim import report
         from sim.registry import registry
@@ -106,11 +115,6 @@ class ScenarioItem(pytest.Item):
         if verdict.failing is not None:
             lines += ["", report.failure_block(verdict.failing, report.write_repro(verdict.failing, out))]
         raise ScenarioFailed("\n".join(lines))
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, ScenarioFailed):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"scenario {self.name}"
@@ -133,7 +137,7 @@ class SwarmFile(pytest.File):
             yield SwarmBatch.from_parent(self, name=f"runs{start}-{end - 1}", indices=range(start, end))
 
 
-class SwarmBatch(pytest.Item):
+class SwarmBatch(_SimItem):
     def __init__(self, *, indices: range, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.indices = indices
@@ -158,11 +162,6 @@ class SwarmBatch(pytest.Item):
                       f"  {exported.report.violations[0].explanation}", f"  scenario: {exported.scenario}",
                       f"  replay: {exported.replay(None)}"]
         raise ScenarioFailed("\n".join(lines))
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, ScenarioFailed):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"workload {self.path.stem} {self.name}"

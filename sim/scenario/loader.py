@@ -181,7 +181,7 @@ def _scenario(checked: dict[str, Any], path: Path, root: Location) -> Scenario:
     return build(
         Scenario, checked,
         path=str(path),
-        name=_name(checked["name"], path, root.key("name")),
+        name=name_or_stem(checked["name"], path, root.key("name")),
         world=world,
         drives=tuple(_drive(drive, world, root.key("drive").index(i)) for i, drive in enumerate(checked["drive"])),
         faults=tuple(_fault(fault) for fault in checked["fault"]),
@@ -190,7 +190,7 @@ def _scenario(checked: dict[str, Any], path: Path, root: Location) -> Scenario:
     )
 
 
-def _name(written: str | None, path: Path, where: Location) -> str:
+def name_or_stem(written: str | None, path: Path, where: Location) -> str:
     """The written name, or the file's stem, which must then be a valid name itself."""
     if written is not None:
         return written

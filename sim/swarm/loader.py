@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from sim.scenario.declare import build
-from sim.scenario.loader import SWARM_TABLE, ScenarioRegistry, load_paths, read_document
-from sim.scenario.model import NAME_PATTERN, NAME_TEXT, ExpectSpec
-from sim.scenario.schema import Context, Location, describe
+from sim.scenario.loader import SWARM_TABLE, ScenarioRegistry, load_paths, name_or_stem, read_document
+from sim.scenario.model import ExpectSpec
+from sim.scenario.schema import Context, Location
 from sim.swarm.model import WORKLOAD, ActionRate, ActionRates, SwarmSpec, Workload, WorldRanges
 
 
@@ -31,7 +31,7 @@ def load_workload(path: str | Path, registry: ScenarioRegistry) -> Workload:
         world=build(WorldRanges, swarm["world"]),
         actions=build(ActionRates, swarm["actions"], **{kind: build(ActionRate, rate) for kind, rate in swarm["actions"].items()}),
     )
-    return build(Workload, checked, path=file, name=_name(checked["name"], Path(path), root), swarm=spec,
+    return build(Workload, checked, path=file, name=name_or_stem(checked["name"], Path(path), root), swarm=spec,
                  expect=build(ExpectSpec, checked["expect"]))
 
 
@@ -45,11 +45,3 @@ def _check_world(world: dict[str, Any], where: Location) -> None:
     if world["processes"].low > world["agents"].high:
         raise where.key("processes").error("at most as many processes as agents (swarm.world.agents)",
                                            f"at least {world['processes'].low} for at most {world['agents'].high} agents")
-
-
-def _name(written: str | None, path: Path, where: Location) -> str:
-    if written is not None:
-        return written
-    if not NAME_PATTERN.fullmatch(path.stem):
-        raise where.error(NAME_TEXT, f"{describe(path.stem)}, taken from the file name (set name to fix it)")
-    return path.stem
