@@ -353,8 +353,29 @@ def test_a_time_budget_keeps_exploring_until_it_is_spent():
     assert found.exhausted is None
 
 
-def test_explore_exits_0_when_the_budget_runs_out_clean_and_reports_dfs_exhaustion(capsys):
-    assert cli_main(["explore", str(SCENARIO), "--strategy", "dfs", "--runs", "100000", "--out", "unused"]) == 0
+# Two agents in two processes, one turn each, nothing to compact: a bounded space of under a hundred schedules.
+# (A compacting scenario's space is tens of thousands of schedules at two preemptions: the attempt's heartbeat
+# is one more task to interleave.)
+SMALL_SPACE = """\
+name = "two_agents_two_turns"
+[world]
+sessions = [{ id = "s1", messages = 4 }]
+agents = [{ name = "a", process = "p1" }, { name = "b", process = "p2" }]
+[[drive]]
+at = "0s"
+agent = "a"
+turn = "from a"
+[[drive]]
+at = "0s"
+agent = "b"
+turn = "from b"
+"""
+
+
+def test_explore_exits_0_when_the_budget_runs_out_clean_and_reports_dfs_exhaustion(capsys, tmp_path):
+    small = tmp_path / "two_agents_two_turns.toml"
+    small.write_text(SMALL_SPACE, encoding="utf-8")
+    assert cli_main(["explore", str(small), "--strategy", "dfs", "--runs", "100000", "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert "dfs: the whole bounded space (2 preemptions) is covered" in out and out.rstrip().endswith("no violation")
 
