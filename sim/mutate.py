@@ -56,6 +56,15 @@ def sim_json(args: Sequence[str]) -> tuple[int, dict[str, Any] | None, str]:
         return done.returncode, None, done.stderr
 
 
+def sim_document(args: Sequence[str]) -> dict[str, Any]:
+    """A child command's JSON document, or {"error": its last stderr line} when it printed none (a benchmark
+    records the failure beside the other measurements instead of stopping)."""
+    code, document, errors = sim_json(args)
+    if document is None:
+        return {"error": errors.strip().splitlines()[-1] if errors.strip() else f"exit {code}"}
+    return document
+
+
 def sanity_pass(scenario: Path) -> str | None:
     """None if a forced failure is reported as a failure; otherwise what went wrong."""
     code, document, errors = sim_json(["run", str(scenario), "--runs", "1", "--no-shrink", "--force-fail"])

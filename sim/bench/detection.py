@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 from sim.bench.figures import runs_table, summary
-from sim.mutate import sim_json
+from sim.mutate import sim_document
 from sim.scenario.model import Scenario
 from sim.scenario.runner import explore_seeds
 from sim.strategies.registry import strategy_for
@@ -50,10 +50,7 @@ def detect(scenarios: Sequence[Scenario], strategies: Sequence[str], root_seeds:
 def _detect_under(mutant: str, killers: Sequence[Scenario], root_seeds: int, max_runs: int) -> dict[str, Any]:
     args = ["detect", *(str(s.path) for s in killers), "--seeds", str(root_seeds), "--max-runs", str(max_runs),
             "--mutant", mutant]
-    code, document, errors = sim_json(args)
-    if document is None:
-        return {"error": errors.strip().splitlines()[-1] if errors.strip() else f"exit {code}"}
-    return document
+    return sim_document(args)
 
 
 def coverage(scenarios: Sequence[Scenario], strategies: Sequence[str], runs: int,

@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 
 from sim.bench.figures import summary
 from sim.bench.yardstick import raw_steps_per_s
-from sim.mutate import sim_json
+from sim.mutate import sim_document
 from sim.swarm.campaign import campaign, run_generated
 from sim.swarm.model import Workload
 from sim.timefreeze import frozen_time
@@ -92,20 +92,13 @@ def baseline_failures(workloads: Sequence[Workload], roots: int, max_runs: int, 
             for root in range(roots)}
 
 
-def _sim_document(args: Sequence[str]) -> dict[str, Any]:
-    code, document, errors = sim_json(args)
-    if document is None:
-        return {"error": errors.strip().splitlines()[-1] if errors.strip() else f"exit {code}"}
-    return document
-
-
 def _detect_root(paths: Sequence[str], mutant: str, root: int, max_runs: int, skip_file: Path) -> dict[str, Any]:
-    return _sim_document(["swarm-detect", *paths, "--root", str(root), "--max-runs", str(max_runs), "--skip-file",
+    return sim_document(["swarm-detect", *paths, "--root", str(root), "--max-runs", str(max_runs), "--skip-file",
                           str(skip_file), "--mutant", mutant])
 
 
 def _shrink_under(paths: Sequence[str], mutant: str, root: int, index: int, out_dir: Path) -> dict[str, Any]:
-    return _sim_document(["swarm-detect", *paths, "--root", str(root), "--shrink-index", str(index), "--out", str(out_dir),
+    return sim_document(["swarm-detect", *paths, "--root", str(root), "--shrink-index", str(index), "--out", str(out_dir),
                           "--mutant", mutant])
 
 
