@@ -752,6 +752,15 @@ def test_a_told_message_is_kept_once_and_in_the_order_it_was_typed():
                  conversation(("assistant", "ack: hi"), ("user", "hi")))
 
 
+def test_a_turn_that_first_saves_a_failed_turns_messages_is_told_its_own_reply():
+    """The flush writes the failed turn's question and reply first (rows 1, 2), then this turn's (rows 3, 4)."""
+    flush = [E(persisted(1, "user")), E(persisted(2, "assistant")), E(persisted(3, "user")), E(persisted(4, "assistant"))]
+    rows = conversation(("user", "lost"), ("assistant", "ack: lost"), ("user", "hi"), ("assistant", "ack: hi"))
+    assert check("told_messages_kept_once_in_order", TOLD_TURN[:1] + flush, rows) == []
+    reply_first = conversation(("user", "lost"), ("assistant", "ack: lost"), ("user", "x"), ("assistant", "ack: hi"), ("user", "hi"))
+    assert check("told_messages_kept_once_in_order", TOLD_TURN[:1] + flush, reply_first)
+
+
 def test_a_failed_read_of_the_carried_rows_leaves_them_to_the_next_attempt():
     unread = [archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5),
               E(CompactionCarriedUnread(session=S, attempt=A1, error="OperationalError('disk I/O error')"), 5),

@@ -547,6 +547,7 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
     def __init__(self, system) -> None:
         super().__init__(system)
         self._open: dict[str, tuple[str, str]] = {}  # task -> the agent and text of its running turn
+        self._replied: dict[str, int] = {}  # task -> where its running turn's told pair sits in `_told`
         self._told: list[Told] = []
         self._inputs: dict[AttemptId, set[Key]] = {}
         self._summarized: set[Key] = set()  # what committed compactions had in their input
@@ -554,14 +555,20 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
     @handles(FrontendTurnSubmitted)
     def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
         self._open[record.task] = (event.agent, event.text)
+        self._replied.pop(record.task, None)
 
     @handles(TurnPersisted)
     def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
+        """A turn's flush writes every message not yet durable, so an earlier turn that failed to save (the user
+        was told it failed) has its question and reply written first, by this turn: its reply is the LAST
+        assistant row the turn persists, each earlier one taking its place only until a later one comes."""
         if event.writer is not None:
             self._told.append(Told(None, None, event.row, record))
         elif event.role == "assistant" and record.task in self._open:
-            agent, text = self._open.pop(record.task)
-            self._told += [Told(agent, ("user", text), event.row, record), Told(agent, None, event.row, record)]
+            agent, text = self._open[record.task]
+            told = [Told(agent, ("user", text), event.row, record), Told(agent, None, event.row, record)]
+            at = self._replied.setdefault(record.task, len(self._told))
+            self._told[at:at + 2] = told
 
     @handles(CompactionInput)
     def input(self, event: CompactionInput, record: HistoryEvent) -> None:
