@@ -66,6 +66,17 @@ class TurnResult:
 # nothing or would grow. Anything else (a cooldown, a backoff, a busy lease, a timeout) is transient.
 EXHAUSTION_REASONS = frozenset({"ineffective", "no_progress", "would_grow"})
 
+# Outcomes whose list is what a commit left live in the session.
+COMMITTED = frozenset({"committed", "rotated"})
+
+
+def handed_back(outcome: Outcome, caller: list[Message], held: int) -> list[Message]:
+    """The caller's transcript as the attempt leaves it: a commit's whole list (the live rows it left), the
+    caller's messages in any other list handed back, else the caller's own list as it is now."""
+    if outcome.messages is None:
+        return caller[:held]
+    return outcome.messages if outcome.status in COMMITTED else outcome.messages[:held]
+
 
 def default_reply(text: str) -> str:
     return f"ack: {text}"
@@ -251,9 +262,10 @@ class Agent:
         `bypass_cooldown` (overflow recovery) only the failure cooldown."""
         number = self.process.next_attempt()
         attempt = AttemptId.of(self.process.name, number)
-        # the caller's transcript is what it holds now; a turn of this agent that runs meanwhile (a message typed
-        # while /compress runs) appends after it, and those messages are that turn's, not this caller's
-        held = len(self.messages)
+        # the caller's transcript is the list it holds now, as long as it is now; a turn of this agent that runs
+        # meanwhile (a message typed while /compress runs) appends after it or adopts a rotated session's tip in a
+        # new list, and those messages are that turn's, not this caller's
+        caller, held = self.messages, len(self.messages)
         before = fingerprint(self.messages)
         mode = "forced" if force else "overflow" if bypass_cooldown else "automatic"
         self._rt.emit(HostStarted(attempt=attempt, session=self.session_id, mode=mode))
@@ -275,7 +287,7 @@ class Agent:
         self.caller_session_id = self.session_id
         self._rt.emit(HostReturned(
             attempt=attempt, status=outcome.status, session=self.session_id, caller_session=self.caller_session_id,
-            transcript_before=before, transcript_after=fingerprint(self.messages[:held]),
+            transcript_before=before, transcript_after=fingerprint(handed_back(outcome, caller, held)),
         ))
         return outcome
 

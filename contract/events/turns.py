@@ -108,7 +108,8 @@ def transcript_fingerprint(entries: Iterable[tuple[Any, Any, Any]]) -> str:
 
 @event
 class HostReturned(Event):
-    """`Agent.compress()` is about to return to the turn loop (the transcripts are fingerprints of the caller's list)."""
+    """`Agent.compress()` is about to return to the turn loop (the transcripts are fingerprints of the caller's list:
+    before the attempt, and after it as the attempt left it: a commit's whole list, else the caller's own messages)."""
 
     kind = "host.returned"
     feeds = ("R18", "R4")
