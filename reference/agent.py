@@ -35,7 +35,16 @@ from reference.host import HostWait
 from reference.lease import Process, ProcessProbe
 from reference.pool import CompressionPool
 from reference.store import EXPLICIT_CLOSE_REASONS, SessionClosedByCompression
-from reference.transcript import Message, estimate_tokens, fingerprint, from_row, new_message, persist, unpersisted
+from reference.transcript import (
+    Message,
+    appended_meanwhile,
+    estimate_tokens,
+    fingerprint,
+    from_row,
+    new_message,
+    persist,
+    unpersisted,
+)
 
 
 class PersistenceFailed(Exception):
@@ -271,6 +280,7 @@ class Agent:
         self._rt.emit(HostStarted(attempt=attempt, session=self.session_id, mode=mode))
         fence = CommitFence(self._rt, attempt, ceiling_s=self.config.ceiling_timeout_s, hard_event=self._hard_event)
         self.fences.push(fence)
+        taken: list[Message] = []
         try:
             if not self.pool.try_admit():
                 outcome = Outcome("saturated", "pool_saturated")
@@ -280,9 +290,10 @@ class Agent:
                     bypass_cooldown=bypass_cooldown,
                 )
                 outcome = await HostWait(self._rt, self.config, self.cooldowns, job, fence, self.session_id).run()
+                taken = job.taken
         finally:
             self.fences.remove(fence)
-        self._apply(outcome)
+        self._apply(outcome, taken)
         # FIX rebind-caller-session (R18): the worker re-pointed the agent; the host's own binding must follow it
         self.caller_session_id = self.session_id
         self._rt.emit(HostReturned(
@@ -291,12 +302,14 @@ class Agent:
         ))
         return outcome
 
-    def _apply(self, outcome: Outcome) -> None:
+    def _apply(self, outcome: Outcome, taken: list[Message]) -> None:
+        """Take the list the outcome hands back; what a turn of this agent appended meanwhile stays after it."""
         if outcome.status == "adopted" and outcome.session_id is not None:
             self.session_id = SessionId(outcome.session_id)
             self.messages = (outcome.messages or []) + unpersisted(self.messages)
         elif outcome.messages is not None:
-            self.messages = outcome.messages
+            # FIX keep-appends-made-during-attempt (R4): a message typed while the attempt ran is in no list it handed back; replaced, the turn's flush never saves it
+            self.messages = outcome.messages + appended_meanwhile(self.messages, taken)
 
     def _bind_session(self, session_id: SessionId) -> None:
         """The worker's re-point after a rotation (the agent's attribute, not the host's own binding)."""

@@ -122,6 +122,9 @@ class CompactionJob:
         self._force = force
         self._bypass_cooldown = bypass_cooldown
         self.outcome: Outcome | None = None
+        # the caller's messages the worker copied (the dicts themselves): a turn that runs meanwhile may append
+        # to the caller's list or replace it, and what it added is the caller's to keep, not the attempt's
+        self.taken: list[Message] = []
 
     @property
     def done(self) -> EventLike:
@@ -139,6 +142,7 @@ class CompactionJob:
                 return
             # FIX snapshot-on-worker (R4): the worker owns a deep copy; the caller's live list is never touched
             messages = copy.deepcopy(self._source)
+            self.taken = list(self._source)
             attempt = Attempt(d, self._fence, number=self._number, session=self._session, force=self._force,
                               bypass_cooldown=self._bypass_cooldown)
             self.outcome = await attempt.run(messages)

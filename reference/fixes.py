@@ -55,6 +55,10 @@ FIXES: tuple[Fix, ...] = (
         ),
         ("rebind-caller-session", "R18", "after every attempt the host's own session binding follows the agent's"),
         (
+            "keep-appends-made-during-attempt", "R4",
+            "a list an attempt hands back keeps, after it, the unsaved messages a turn appended after the attempt copied",
+        ),
+        (
             "routing-host-clears-explicit-close", "R11",
             "turn start clears a stale explicit close (tui_close, ...) on the session the agent still routes (#106459)",
         ),

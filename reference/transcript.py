@@ -36,6 +36,13 @@ def unpersisted(messages: Iterable[Message]) -> list[Message]:
     return [m for m in messages if not is_persisted(m)]
 
 
+def appended_meanwhile(messages: Iterable[Message], taken: Sequence[Message]) -> list[Message]:
+    """The unsaved messages of `messages` that are none of the dicts an attempt `taken` (by identity): what a
+    turn appended to the caller's list after the attempt copied it, which its own flush still owes the session."""
+    copied = {id(message) for message in taken}
+    return [m for m in messages if not is_persisted(m) and id(m) not in copied]
+
+
 def stamp(messages: Sequence[Message], row_ids: Sequence[int]) -> None:
     """Mark dicts as durable: `row_ids[i]` is the row written for `messages[i]`."""
     for message, row_id in zip(messages, row_ids):
