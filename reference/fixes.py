@@ -269,6 +269,10 @@ FIXES: tuple[Fix, ...] = (
         ("fork-marker-names-parent", "R16", "a fork marker counts only when it names the direct parent"),
         ("transitive-tip", "R15", "the compression tip walks every rotated hop, not just one"),
         (
+            "adopt-automatically-ended-tip", "R11/R15",
+            "a tip ended only by an automatic stamp (tui_shutdown, ...) is adopted like a live one",
+        ),
+        (
             "reopen-requires-no-continuation-and-no-lease", "R16/R20",
             "an orphan reopen needs no continuation child and no unexpired lease, in one transaction",
         ),
