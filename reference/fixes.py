@@ -50,6 +50,10 @@ FIXES: tuple[Fix, ...] = (
             "a write to a rotated session adopts the live tip once per flush, else fails closed naming compression",
         ),
         (
+            "closed-write-follows-own-rotation", "R15/R18",
+            "a write that failed on a session the agent's own attempt rotated meanwhile is retried in the tip it moved to",
+        ),
+        (
             "reopen-orphan-at-turn-start", "R20",
             "turn start reopens a compression-ended parent that has no continuation and no lease",
         ),
