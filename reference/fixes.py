@@ -332,6 +332,10 @@ FIXES: tuple[Fix, ...] = (
             "title-follows-tip", "R17",
             "a title given to a session closed by compression is given to the live tip its conversation continues in",
         ),
+        (
+            "title-reaches-ended-conversation", "R17",
+            "a title given to a session closed by compression whose conversation was ended on purpose goes to its last session",
+        ),
     ),
 )
 
