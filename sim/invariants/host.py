@@ -39,6 +39,7 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from sim.invariants.base import Invariant, Violation, forget_process, handles
+from sim.invariants.lineage import refused_in_ended_conversation
 
 
 class IdleTimeoutWithinBounds(Invariant):
@@ -218,7 +219,9 @@ class NextTurnPersistsAfterCtrlC(Invariant):
     """Judges the one turn that follows the grace period: its own failure, never a later turn's.
 
     A later turn of the same agent may fail for reasons Ctrl+C has no part in (an injected busy store on its
-    own write, say); charging that to the turn after Ctrl+C blamed R1 for what the user saw turns later.
+    own write, say); charging that to the turn after Ctrl+C blamed R1 for what the user saw turns later. Nor is
+    a turn owed whose terminal is still bound to a session closed by compression whose conversation the user
+    has ended on purpose since (`refused_in_ended_conversation`): it fails closed by design, Ctrl+C or not.
     """
 
     name = "next_turn_persists_after_ctrl_c"
@@ -234,7 +237,7 @@ class NextTurnPersistsAfterCtrlC(Invariant):
             if submitted is None:
                 continue
             failed = _failure_of_turn(history, submitted)
-            if failed is not None:
+            if failed is not None and not refused_in_ended_conversation(self.system.store, history, submitted, failed):
                 return self.violation(f"the turn after Ctrl+C was not persisted: {failed.event.error}", expired, submitted, failed)  # type: ignore[attr-defined]
         return None
 

@@ -4,7 +4,10 @@ must serve a user again.
 Every attempt ends within the host's total ceiling and every lease within one TTL after its holder stops
 refreshing it, so a turn that begins after a silence of at least `ceiling_timeout_s + lease_ttl_s` meets a
 system with nothing left in flight. Whatever happened before (stalls, crashes, Ctrl+C, failed writes), that
-turn must be persisted: its reply made durable, and no error shown for it, unless the user pressed Ctrl+C. Generated workloads end with
+turn must be persisted: its reply made durable, and no error shown for it, unless the user pressed Ctrl+C, or
+the turn's terminal is still bound to a session closed by compression whose conversation the user has ended on
+purpose since (a reset, a switch): no writer may continue that conversation, so that turn fails closed by design
+(`refused_in_ended_conversation`). Generated workloads end with
 such a probe turn per agent (`sim.swarm`); a scripted scenario whose drives leave such a gap is held to the
 same rule.
 """
@@ -18,6 +21,7 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from sim.invariants.base import Invariant, Violation
+from sim.invariants.lineage import refused_in_ended_conversation
 
 _TURN_STARTS = (FrontendTurnSubmitted, GatewayTurnStarted)
 _TURN_ENDS = (FrontendTurnFailed, FrontendTurnAbandoned)
@@ -37,6 +41,8 @@ class TurnAfterQuietPersists(Invariant):
             outcome = _outcome(history, index)
             if outcome is not None and isinstance(outcome.event, FrontendCtrlC):
                 continue  # the user stopped it: a reply is not owed
+            if outcome is not None and refused_in_ended_conversation(self.system.store, history, record, outcome):
+                continue  # its conversation was reset or switched away from: there is nowhere to write it
             if outcome is None or not isinstance(outcome.event, TurnPersisted):
                 shown = "it never finished" if outcome is None else f"{outcome.kind} {outcome.fields}"
                 return self.violation(f"a turn of {record.event.agent} started after {silence_s:g}s of quiet and was not "
