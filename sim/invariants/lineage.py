@@ -256,10 +256,16 @@ class ClosedWriteAdoptsLiveTip(Invariant):
 
     @handles(AppendFailed)
     def append_failed(self, event: AppendFailed, record: HistoryEvent) -> None:
-        if event.error == "SessionClosedByCompression" and event.writer is None:
-            head = self._live_head(event.session)
-            if head is not None:
-                self._closed[record.task] = (record, head)
+        if event.writer is not None:
+            return
+        if event.error != "SessionClosedByCompression":
+            # the retry in the tip met the store failing (an injected busy or failed write): the turn's failure is
+            # that error's, which turn_fails_only_expectedly judges, not a closed write left unadopted
+            self._closed.pop(record.task, None)
+            return
+        head = self._live_head(event.session)
+        if head is not None:
+            self._closed[record.task] = (record, head)
 
     @handles(AppendOk)
     def appended(self, event: AppendOk, record: HistoryEvent) -> None:
