@@ -36,6 +36,7 @@ from reference.lease import Process, ProcessProbe
 from reference.pool import CompressionPool
 from reference.store import EXPLICIT_CLOSE_REASONS, SessionClosedByCompression
 from reference.transcript import (
+    ROW_ID,
     Message,
     appended_meanwhile,
     estimate_tokens,
@@ -43,6 +44,7 @@ from reference.transcript import (
     from_row,
     new_message,
     persist,
+    take_stamps,
     unpersisted,
 )
 
@@ -189,13 +191,17 @@ class Agent:
         """Append to the session; if it was rotated meanwhile, adopt its live tip once and retry there."""
         adopted = False
         while True:
+            target = self.session_id
             try:
-                return await persist(self._rt, self._db, self.session_id, pending)
+                if unpersisted(pending):
+                    await persist(self._rt, self._db, target, unpersisted(pending))
+                return [message[ROW_ID] for message in pending]
             except SessionClosedByCompression as closed:
                 # FIX adopt-tip-on-closed-write (R15): follow the chain to its live tip once per flush; else fail closed, naming compression
-                if adopted or not await self._adopt_tip():
-                    raise PersistenceFailed(self.session_id) from closed
+                if adopted or not await self._adopt_tip(target):
+                    raise PersistenceFailed(target) from closed
                 adopted = True
+                take_stamps(pending, self.messages)  # what the agent's own rotation already wrote into the tip
 
     async def _recover_session(self) -> None:
         """Turn start: a stale explicit close is cleared; a rotated session continues in its tip; a rotation
@@ -203,7 +209,7 @@ class Agent:
         row = await self._db.call("get_session", self.session_id)
         if row is not None and row.end_reason in EXPLICIT_CLOSE_REASONS:
             await self._clear_explicit_close()
-        if row is None or not row.rotated or await self._adopt_tip():
+        if row is None or not row.rotated or await self._adopt_tip(self.session_id):
             return
         # FIX reopen-orphan-at-turn-start (R20): a parent closed without a published child refuses every write forever
         if await self._db.call("reopen_orphaned", self.session_id):
@@ -220,10 +226,18 @@ class Agent:
         if cleared is not None:
             self._rt.emit(SessionCloseCleared(session=self.session_id, reason=cleared))
 
-    async def _adopt_tip(self) -> bool:
-        found = await self._db.call("compression_tip", self.session_id)
-        if found is None or found == self.session_id:
+    async def _adopt_tip(self, closed: SessionId) -> bool:
+        """Follow `closed`, a session found rotated, to the tip its chain continues in; True if there is one.
+
+        The agent may be there already: its own attempt (a /compress beside a gateway turn) rotated `closed` and
+        re-pointed it while this turn's write to `closed` was in flight.
+        """
+        found = await self._db.call("compression_tip", closed)
+        # FIX closed-write-follows-own-rotation (R15/R18): judged against the agent's current session, the tip it already moved to looked like no continuation
+        if found is None or found == closed:
             return False
+        if found == self.session_id:
+            return True
         tip = SessionId(found)
         rows = await self._db.call("active_messages", tip)
         self._rt.emit(SessionAdopted(from_session=self.session_id, to_session=tip))

@@ -50,6 +50,10 @@ FIXES: tuple[Fix, ...] = (
             "a write to a rotated session adopts the live tip once per flush, else fails closed naming compression",
         ),
         (
+            "closed-write-follows-own-rotation", "R15/R18",
+            "a write that failed on a session the agent's own attempt rotated meanwhile is retried in the tip it moved to",
+        ),
+        (
             "reopen-orphan-at-turn-start", "R20",
             "turn start reopens a compression-ended parent that has no continuation and no lease",
         ),
@@ -273,6 +277,10 @@ FIXES: tuple[Fix, ...] = (
         ("fork-marker-names-parent", "R16", "a fork marker counts only when it names the direct parent"),
         ("transitive-tip", "R15", "the compression tip walks every rotated hop, not just one"),
         (
+            "adopt-automatically-ended-tip", "R11/R15",
+            "a tip ended only by an automatic stamp (tui_shutdown, ...) is adopted like a live one",
+        ),
+        (
             "reopen-requires-no-continuation-and-no-lease", "R16/R20",
             "an orphan reopen needs no continuation child and no unexpired lease, in one transaction",
         ),
@@ -327,6 +335,10 @@ FIXES: tuple[Fix, ...] = (
         (
             "title-follows-tip", "R17",
             "a title given to a session closed by compression is given to the live tip its conversation continues in",
+        ),
+        (
+            "title-reaches-ended-conversation", "R17",
+            "a title given to a session closed by compression whose conversation was ended on purpose goes to its last session",
         ),
     ),
 )

@@ -67,6 +67,23 @@ def with_stamps_of(messages: Sequence[Message], copies: Sequence[Message]) -> li
     return result
 
 
+def take_stamps(messages: Sequence[Message], held: Sequence[Message]) -> None:
+    """Stamp each unflushed message of `messages` whose content `held` holds as a durable row.
+
+    A turn's write that failed because the agent's own attempt rotated the session meanwhile: the rotation
+    wrote that turn's messages into the child from its copies and stamped the copies, not the turn's dicts.
+    """
+    durable = {_content_key(m): m[ROW_ID] for m in held if is_persisted(m)}
+    for message in messages:
+        row_id = None if is_persisted(message) else durable.get(_content_key(message))
+        if row_id is not None:
+            stamp([message], [row_id])
+
+
+def _content_key(message: Message) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(without_markers(message).items()))
+
+
 def without_markers(message: Message) -> Message:
     """A copy that carries no claim about durability (every underscore key is in-memory bookkeeping)."""
     return {key: value for key, value in message.items() if not key.startswith("_")}

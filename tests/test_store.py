@@ -596,9 +596,14 @@ def test_tip_is_none_when_the_chain_does_not_end_live(store: SessionStore) -> No
     assert store.compression_tip("ghost") is None
 
 
-def test_tip_is_none_for_a_session_ended_for_another_reason(store: SessionStore) -> None:
-    store.end_session("s", now=1.0, reason="tui_shutdown")
-    assert store.compression_tip("s") is None
+def test_tip_stamped_automatically_is_still_adopted_but_not_one_closed_explicitly(store: SessionStore) -> None:
+    rotate(store, "s", "tip", 1.0)
+    store.end_session("tip", now=2.0, reason="tui_shutdown")
+    assert store.compression_tip("s") == "tip"  # the shutdown's own agent goes on writing there; a rotation heals it
+    store.create_session("u", now=3.0)
+    rotate(store, "u", "v", 4.0)
+    store.end_session("v", now=5.0, reason="tui_close")
+    assert store.compression_tip("u") is None
 
 
 def test_tip_never_follows_a_fork(store: SessionStore) -> None:

@@ -198,7 +198,8 @@ class StoreMachine(RuleBasedStateMachine):
             if not continuations:
                 return None
             sid = continuations[0]
-        return sid if self.sessions[sid].live else None
+        end = self.sessions[sid]
+        return sid if end.live or end.end_reason in AUTOMATIC_END_REASONS else None  # a shutdown stamp is adoptable
 
     # -- operations (each checks the store's answer against the model's prediction) --------------
 

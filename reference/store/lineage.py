@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from . import lease, sessions
-from .reasons import EXPLICIT_CLOSE_REASONS
+from .reasons import AUTOMATIC_END_REASONS, EXPLICIT_CLOSE_REASONS
 from .rows import SessionRow
 
 FORK_MARKERS = ("_branched_from", "_delegate_from", "_reset_from")
@@ -34,15 +34,33 @@ def _next_hop(db: sqlite3.Connection, sid: str) -> SessionRow | None:
     )
 
 
-def compression_tip(db: sqlite3.Connection, sid: str) -> str | None:
-    """The live session the chain from `sid` continues in, or None when the chain does not end live."""
+def chain_end(db: sqlite3.Connection, sid: str) -> SessionRow | None:
+    """The session the chain from `sid` ends in, live or ended; None when it breaks off (an orphan parent).
+
+    A corrupt chain (a cycle, or longer than the cap) ends at a rotated row, which no caller takes as its end.
+    """
     row = sessions.get(db, sid)
     seen: set[str] = set()
     # FIX transitive-tip (R15): walk through every rotated middle; a depth-1 look stops at an ended mid
     while row is not None and row.rotated and row.id not in seen and len(seen) < CHAIN_CAP:
         seen.add(row.id)
         row = _next_hop(db, row.id)
-    return row.id if row is not None and row.live else None
+    return row
+
+
+def compression_tip(db: sqlite3.Connection, sid: str) -> str | None:
+    """The session the chain from `sid` continues in, for a writer to adopt; None when the chain ended on purpose.
+
+    That is its end if live, or ended only by an automatic stamp (a shutdown, a reap, an eviction): such a stamp
+    lands while an agent may still be working, the end's own agent goes on writing there, and publication heals
+    it. A deliberate end (a reset, a switch) or an explicit close is final for a writer that did not route it.
+    """
+    row = chain_end(db, sid)
+    if row is None or row.rotated:
+        return None
+    # FIX adopt-automatically-ended-tip (R11/R15): a shutdown stamp on the tip would leave every stale writer of the lineage failing closed forever
+    adoptable = row.live or row.end_reason in AUTOMATIC_END_REASONS
+    return row.id if adoptable else None
 
 
 def reopen_orphaned(db: sqlite3.Connection, sid: str, *, now: float) -> bool:

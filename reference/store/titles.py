@@ -5,7 +5,7 @@ applies; a legacy title with no source ranks as the user's. Titles are unique: a
 another conversation shows is refused, an automatic one is numbered ("T #2"). A title held by the session's
 own compression ancestor is not another conversation's: it moves to the session. A rotation carries the
 parent's title to the child unchanged, with its source, and a title given to a session closed by compression
-(a terminal still bound to it) goes to the live tip its conversation continues in (R17).
+(a terminal still bound to it) goes to the session its conversation continues or ended in (R17).
 """
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ def set_title(db: sqlite3.Connection, sid: str, title: str, *, source: str) -> s
     if source not in AUTHORITY:
         raise ValueError(f"unknown title source {source!r}")
     row = sessions.require(db, sid)
-    tip = lineage.compression_tip(db, sid) if row.rotated else None
+    # FIX title-reaches-ended-conversation (R17): a conversation ended on purpose (a reset) is still listed under its last session; its closed parent is shown by no one
+    end = lineage.chain_end(db, sid) if row.rotated else None
     # FIX title-follows-tip (R17): a session closed by compression is shown by no one; its conversation goes on in the live tip
-    if tip is not None:
-        sid, row = tip, sessions.require(db, tip)
+    if end is not None and not end.rotated:
+        sid, row = end.id, end
     if source != "user" and row.title is not None and _rank(row) >= AUTHORITY[source]:
         return None
     taken = holder(db, title)

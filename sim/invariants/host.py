@@ -32,13 +32,16 @@ from contract.events import (
     HostUnwind,
     LeaseAcquired,
     LeaseReleased,
+    PointFaultFired,
     ProcessCrashed,
+    StoreFaultFired,
     TaskExit,
     TaskSpawn,
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from sim.invariants.base import Invariant, Violation, forget_process, handles
+from sim.invariants.lineage import refused_in_ended_conversation
 
 
 class IdleTimeoutWithinBounds(Invariant):
@@ -218,7 +221,11 @@ class NextTurnPersistsAfterCtrlC(Invariant):
     """Judges the one turn that follows the grace period: its own failure, never a later turn's.
 
     A later turn of the same agent may fail for reasons Ctrl+C has no part in (an injected busy store on its
-    own write, say); charging that to the turn after Ctrl+C blamed R1 for what the user saw turns later.
+    own write, say); charging that to the turn after Ctrl+C blamed R1 for what the user saw turns later. For the
+    same reason that turn's own failure is not charged when an injected fault raised in its task (a host
+    interrupt in its wait, a failed store call): the fault's documented effect is that the turn fails. Nor is
+    a turn owed whose terminal is still bound to a session closed by compression whose conversation the user
+    has ended on purpose since (`refused_in_ended_conversation`): it fails closed by design, Ctrl+C or not.
     """
 
     name = "next_turn_persists_after_ctrl_c"
@@ -234,9 +241,19 @@ class NextTurnPersistsAfterCtrlC(Invariant):
             if submitted is None:
                 continue
             failed = _failure_of_turn(history, submitted)
-            if failed is not None:
-                return self.violation(f"the turn after Ctrl+C was not persisted: {failed.event.error}", expired, submitted, failed)  # type: ignore[attr-defined]
+            if failed is None or _raised_by_fault(history, submitted, failed) \
+                    or refused_in_ended_conversation(self.system.store, history, submitted, failed):
+                continue
+            return self.violation(f"the turn after Ctrl+C was not persisted: {failed.event.error}", expired, submitted, failed)  # type: ignore[attr-defined]
         return None
+
+
+def _raised_by_fault(history: Sequence[HistoryEvent], submitted: HistoryEvent, failed: HistoryEvent) -> bool:
+    """An injected fault raised in the turn's own task (a host interrupt, a failed or busy store call) before it failed."""
+    return any(
+        record.task == failed.task and isinstance(record.event, (PointFaultFired, StoreFaultFired))
+        for record in history[submitted.seq + 1:failed.seq]
+    )
 
 
 def _failure_of_turn(history: Sequence[HistoryEvent], submitted: HistoryEvent) -> HistoryEvent | None:

@@ -140,6 +140,39 @@ DELIBERATE_END_REASONS = frozenset({
 EXPLICIT_CLOSE_REASONS = frozenset({"tui_close", "cli_close", "webhook_complete"})
 
 
+def refused_in_ended_conversation(store: Any, history: Sequence[HistoryEvent], start: HistoryEvent, failed: HistoryEvent) -> bool:
+    """The turn from `start` to `failed` failed because its write was refused on a session closed by compression
+    whose conversation the user ended on purpose: no session of it is live, and its last one has a deliberate end.
+
+    No writer may adopt such an end (a reset is final: deliberate_end_is_final), so a terminal still bound to a
+    closed ancestor has nowhere to write, and the reference fails that turn closed, naming compression, as R15's
+    fix says. The store is read at the end of the run: a deliberate end never comes undone.
+    """
+    for record in history[start.seq + 1:failed.seq]:
+        event = record.event
+        if record.task == failed.task and isinstance(event, AppendFailed) and event.writer is None \
+                and event.error == "SessionClosedByCompression":
+            return _ended_on_purpose(store, event.session)
+    return False
+
+
+def _ended_on_purpose(store: Any, sid: str) -> bool:
+    """`sid`'s continuations end in a deliberately ended session, and no session of its lineage is live."""
+    current, seen = sid, set()
+    row = store.get_session(current)
+    while row is not None and row.end_reason == "compression" and current not in seen:
+        seen.add(current)
+        children = continuations(store, current)
+        if len(children) != 1:
+            return False
+        current = children[0]
+        row = store.get_session(current)
+    if row is None or row.end_reason not in DELIBERATE_END_REASONS:
+        return False
+    roots = lineage_roots(store)
+    return all(store.get_session(other).ended_at is not None for other, root in roots.items() if root == roots[sid])
+
+
 class DeliberateEndIsFinal(_LineageCheck):
     name = "deliberate_end_is_final"
     races = ("R11",)
@@ -223,10 +256,16 @@ class ClosedWriteAdoptsLiveTip(Invariant):
 
     @handles(AppendFailed)
     def append_failed(self, event: AppendFailed, record: HistoryEvent) -> None:
-        if event.error == "SessionClosedByCompression" and event.writer is None:
-            head = self._live_head(event.session)
-            if head is not None:
-                self._closed[record.task] = (record, head)
+        if event.writer is not None:
+            return
+        if event.error != "SessionClosedByCompression":
+            # the retry in the tip met the store failing (an injected busy or failed write): the turn's failure is
+            # that error's, which turn_fails_only_expectedly judges, not a closed write left unadopted
+            self._closed.pop(record.task, None)
+            return
+        head = self._live_head(event.session)
+        if head is not None:
+            self._closed[record.task] = (record, head)
 
     @handles(AppendOk)
     def appended(self, event: AppendOk, record: HistoryEvent) -> None:

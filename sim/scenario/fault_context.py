@@ -98,7 +98,8 @@ class SystemFaultContext:
 
     async def unleased_rotation(self, session: str | None) -> None:
         """A writer that takes no compression lease rotates the live head of `session`'s lineage (R19): it reads
-        the head and its active rows, then rotates in the store without looking at the lease."""
+        the head and its active rows, then rotates in the store without looking at the lease, if the head is still
+        open then (else it skips)."""
         db = Database(self.rt, self._built.store)
         parent = await db.call("compression_tip", session or self._first_session())
         if parent is None:
@@ -110,6 +111,11 @@ class SystemFaultContext:
              "is_summary": m.is_summary}
             for m in await db.call("active_messages", parent)
         ]
+        if self._built.store.get_session(parent).ended_at is not None:
+            # read in the rotation's own step: a head closed since (a rotation, a stamp) rotated again would fork
+            # the lineage by this writer's hand alone, which nothing in the reference can prevent or be judged for
+            self.rt.emit(ExternalRotationSkipped(session=session))
+            return
         self._extra_rotations += 1
         child = SessionId(parent).continuation(f"external{self._extra_rotations}")
         self._built.store.rotate_without_lease(parent, child, carried, now=self.rt.now(), model_config=row.model_config,
