@@ -99,6 +99,11 @@ class Drives:
         await self._actions.ctrl_c(drive.agent)
 
     async def _end_session(self, drive: DriveSpec, slot: AgentSlot) -> None:
+        """The frontend's end stamp is a store write like any other: a busy or failing store refuses it, and the
+        frontend shows that, as it shows a failed command; it never takes the whole system down."""
+        await self._shown(slot, drive, self._stamp_end(drive, slot))
+
+    async def _stamp_end(self, drive: DriveSpec, slot: AgentSlot) -> None:
         session = drive.session or slot.agent.session_id
         rt = self._actions.rt
         if self._built.store.end_session(session, now=rt.now(), reason=drive.end_reason or DEFAULT_END_REASON):
