@@ -171,7 +171,7 @@ FIXES: tuple[Fix, ...] = (
         ("stamp-compacted-markers", "R12", "after an in-place commit every compacted dict is stamped with its row"),
         (
             "deliberate-end-preflush-guard", "R11",
-            "a rotation refuses a parent publication refuses (a boundary, an explicit close) before flushing into it",
+            "a rotation's pre-publish flush refuses, in its own transaction, a parent publication refuses (a boundary, an explicit close)",
         ),
         (
             "rotation-ceiling-before-flush", "R14",

@@ -8,7 +8,7 @@ committer has to re-stamp what it actually wrote.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Collection, Iterable, Sequence
 
 from contract.events import AppendFailed, AppendOk
 from contract.events.turns import transcript_fingerprint
@@ -92,10 +92,13 @@ def from_row(row: MessageRow) -> Message:
     return message
 
 
-async def persist(rt: Runtime, db: Database, session: SessionId, pending: list[Message]) -> list[int]:
-    """Append `pending` to `session` in one transaction and stamp each dict with its row."""
+async def persist(
+    rt: Runtime, db: Database, session: SessionId, pending: list[Message], *, refuse_ended: Collection[str] = (),
+) -> list[int]:
+    """Append `pending` to `session` in one transaction and stamp each dict with its row (refused, in that
+    transaction, if the session has ended for a reason in `refuse_ended`)."""
     try:
-        row_ids = await db.call("append_messages", session, pending)
+        row_ids = await db.call("append_messages", session, pending, refuse_ended=refuse_ended)
     except Exception as exc:
         rt.emit(AppendFailed(session=session, error=type(exc).__name__))
         raise

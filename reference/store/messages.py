@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from . import sessions
+from .errors import ParentEndedError
 from .rows import MESSAGE_COLUMNS, PAYLOAD_COLUMNS, MessageRow
 
 
-def append(db: sqlite3.Connection, sid: str, msgs: Iterable[Mapping[str, Any]], *, now: float) -> list[int]:
-    """A turn's write: refused only for a rotated or missing session.
+def append(
+    db: sqlite3.Connection, sid: str, msgs: Iterable[Mapping[str, Any]], *, now: float, refuse_ended: Collection[str] = (),
+) -> list[int]:
+    """A turn's write: refused only for a rotated or missing session, or one ended for a reason in
+    `refuse_ended` (a rotation's pre-publish flush: it must not grow a parent the user closed on purpose).
 
     A user message whose platform message id already has a live row in the session is not written again: the
     gateway wrote it on receipt (#104653), and that row's id is returned as the message's own.
     """
     # FIX appends-ignore-lease (R14/R1): the lease fences compressor against compressor; a turn never waits on it
-    sessions.require_writable(db, sid)
+    row = sessions.require_writable(db, sid)
+    if row.end_reason in refuse_ended:
+        raise ParentEndedError(f"parent {sid!r} already ended ({row.end_reason})")
     ids = []
     for msg in msgs:
         # FIX platform-message-written-once (R10): the gateway's receipt write and the turn's flush share the platform id, so one row serves both
