@@ -571,6 +571,7 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
     def __init__(self, system) -> None:
         super().__init__(system)
         self._open: dict[str, tuple[str, str]] = {}  # task -> the agent and text of its running turn
+        self._reply_at: dict[str, int] = {}  # task -> where its turn's pair sits in `_told`
         self._told: list[Told] = []
         self._inputs: dict[AttemptId, set[Key]] = {}
         self._summarized: set[Key] = set()  # what committed compactions had in their input
@@ -578,14 +579,18 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
     @handles(FrontendTurnSubmitted)
     def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
         self._open[record.task] = (event.agent, event.text)
+        self._reply_at.pop(record.task, None)
 
     @handles(TurnPersisted)
     def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
         if event.writer is not None:
             self._told.append(Told(None, None, event.row, record))
         elif event.role == "assistant" and record.task in self._open:
-            agent, text = self._open.pop(record.task)
-            self._told += [Told(agent, ("user", text), event.row, record), Told(agent, None, event.row, record)]
+            # the turn's own reply is the last one its flush writes: earlier ones are an unsaved failed turn's,
+            # which the flush carries first (that turn was never told saved)
+            agent, text = self._open[record.task]
+            at = self._reply_at.setdefault(record.task, len(self._told))
+            self._told[at:at + 2] = [Told(agent, ("user", text), event.row, record), Told(agent, None, event.row, record)]
 
     @handles(CompactionInput)
     def input(self, event: CompactionInput, record: HistoryEvent) -> None:
