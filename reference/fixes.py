@@ -254,6 +254,10 @@ FIXES: tuple[Fix, ...] = (
             "platform-message-written-once", "R10",
             "an append skips a user message whose platform message id already has a live row in the session",
         ),
+        (
+            "indeterminate-append-written-once", "R10",
+            "an append of a message whose earlier append raised skips it when its exact payload is live in the session",
+        ),
     ),
     *_fixes(
         "reference.store.session_store",

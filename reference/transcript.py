@@ -2,7 +2,8 @@
 
 A message is a plain dict (role, content, timestamp, optional platform_message_id / is_summary). Two
 markers ride on it: `_db_persisted` (this dict is already a durable row: the ONLY flush-dedup authority,
-R10/R12) and `_row_id` (which row). Copies handed across the compaction boundary are stripped of them so a
+R10/R12) and `_row_id` (which row); a third, `_maybe_written`, says an append of it raised, so it may be
+durable all the same, and the store looks for its row before writing it again. Copies handed across the compaction boundary are stripped of them so a
 committer has to re-stamp what it actually wrote.
 """
 
@@ -15,7 +16,7 @@ from contract.events.turns import transcript_fingerprint
 from contract.ids import SessionId
 from contract.runtime import Runtime
 from reference.db import Database
-from reference.store import MessageRow
+from reference.store import MAYBE_WRITTEN, MessageRow
 
 Message = dict[str, Any]
 
@@ -100,6 +101,8 @@ async def persist(
     try:
         row_ids = await db.call("append_messages", session, pending, refuse_ended=refuse_ended)
     except Exception as exc:
+        for message in pending:  # the error may have come after the COMMIT: the next append asks the store first
+            message[MAYBE_WRITTEN] = True
         rt.emit(AppendFailed(session=session, error=type(exc).__name__))
         raise
     stamp(pending, row_ids)
