@@ -45,8 +45,9 @@ def stamp(messages: Sequence[Message], row_ids: Sequence[int]) -> None:
 
 
 def with_stamps_of(messages: Sequence[Message], copies: Sequence[Message]) -> list[Message]:
-    """`messages`, each unflushed one stamped if its copy was written since: the i-th unflushed message of
-    `messages` is `copies[i]` (the unflushed copies an attempt took of them, in order).
+    """`messages`, each unflushed one stamped if its copy was written since (or marked `MAYBE_WRITTEN` if the
+    append of its copy raised): the i-th unflushed message of `messages` is `copies[i]` (the unflushed copies
+    an attempt took of them, in order).
 
     A failed commit hands the caller back its own list; a row the attempt flushed for it (a rotation's
     pre-publish flush) is durable all the same, and unmarked it would be written again by the next flush.
@@ -57,6 +58,8 @@ def with_stamps_of(messages: Sequence[Message], copies: Sequence[Message]) -> li
         copy = None if is_persisted(message) else next(pending, None)
         if copy is not None and is_persisted(copy):
             message = {**message, PERSISTED: True, ROW_ID: copy[ROW_ID]}
+        elif copy is not None and copy.get(MAYBE_WRITTEN):
+            message = {**message, MAYBE_WRITTEN: True}
         result.append(message)
     return result
 
