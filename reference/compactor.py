@@ -53,7 +53,7 @@ from reference.fence import CommitFence
 from reference.lease import Lease, Process, ProcessProbe
 from reference.pool import CompressionPool
 from reference.provider import ProgressCallback, ProviderError
-from reference.store import UNPUBLISHABLE_END_REASONS, CooldownRow, ParentEndedError
+from reference.store import UNPUBLISHABLE_END_REASONS, CooldownRow
 from reference.transcript import (
     ROW_ID,
     Message,
@@ -454,15 +454,13 @@ class Attempt:
         """Flush, publish the child and bind to it; also the rows it cloned into the child after the handoff."""
         d = self._d
         parent = self.session
-        row = await d.db.call("get_session", parent)
-        # FIX deliberate-end-preflush-guard (R11): refuse before the flush, or every failed rotation grows the parent
-        if row is not None and row.end_reason in UNPUBLISHABLE_END_REASONS:
-            raise ParentEndedError(f"parent {parent!r} already ended ({row.end_reason})")
         # FIX rotation-ceiling-before-flush (R14): rows above it are our own flush, already in the handoff; cloning them duplicates
         ceiling = await d.db.call("active_watermark", parent)
         await d.rt.checkpoint(COMPACTOR_BEFORE_PARENT_FLUSH)
         pending = unpersisted(before)
-        own_rows = await persist(d.rt, d.db, parent, pending) if pending else []
+        # FIX deliberate-end-preflush-guard (R11): the flush's own transaction refuses the parent, or every failed rotation grows it; a check read before it misses an end made meanwhile
+        refuse_ended = UNPUBLISHABLE_END_REASONS
+        own_rows = await persist(d.rt, d.db, parent, pending, refuse_ended=refuse_ended) if pending else []
         child = parent.minted_child(self.holder, d.rt.now())
         row_ids = await d.db.call(
             "publish_child", parent, child, messages, holder=self.holder, watermark=self.watermark, ceiling=ceiling,

@@ -179,7 +179,7 @@ FIXES: tuple[Fix, ...] = (
         ("stamp-compacted-markers", "R12", "after an in-place commit every compacted dict is stamped with its row"),
         (
             "deliberate-end-preflush-guard", "R11",
-            "a rotation refuses a parent publication refuses (a boundary, an explicit close) before flushing into it",
+            "a rotation's pre-publish flush refuses, in its own transaction, a parent publication refuses (a boundary, an explicit close)",
         ),
         (
             "rotation-ceiling-before-flush", "R14",
@@ -261,6 +261,10 @@ FIXES: tuple[Fix, ...] = (
         (
             "platform-message-written-once", "R10",
             "an append skips a user message whose platform message id already has a live row in the session",
+        ),
+        (
+            "indeterminate-append-written-once", "R10",
+            "an append of a message whose earlier append raised skips it when its exact payload is live in the session",
         ),
     ),
     *_fixes(

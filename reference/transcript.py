@@ -2,20 +2,21 @@
 
 A message is a plain dict (role, content, timestamp, optional platform_message_id / is_summary). Two
 markers ride on it: `_db_persisted` (this dict is already a durable row: the ONLY flush-dedup authority,
-R10/R12) and `_row_id` (which row). Copies handed across the compaction boundary are stripped of them so a
+R10/R12) and `_row_id` (which row); a third, `_maybe_written`, says an append of it raised, so it may be
+durable all the same, and the store looks for its row before writing it again. Copies handed across the compaction boundary are stripped of them so a
 committer has to re-stamp what it actually wrote.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Collection, Iterable, Sequence
 
 from contract.events import AppendFailed, AppendOk
 from contract.events.turns import transcript_fingerprint
 from contract.ids import SessionId
 from contract.runtime import Runtime
 from reference.db import Database
-from reference.store import MessageRow
+from reference.store import MAYBE_WRITTEN, MessageRow
 
 Message = dict[str, Any]
 
@@ -51,8 +52,9 @@ def stamp(messages: Sequence[Message], row_ids: Sequence[int]) -> None:
 
 
 def with_stamps_of(messages: Sequence[Message], copies: Sequence[Message]) -> list[Message]:
-    """`messages`, each unflushed one stamped if its copy was written since: the i-th unflushed message of
-    `messages` is `copies[i]` (the unflushed copies an attempt took of them, in order).
+    """`messages`, each unflushed one stamped if its copy was written since (or marked `MAYBE_WRITTEN` if the
+    append of its copy raised): the i-th unflushed message of `messages` is `copies[i]` (the unflushed copies
+    an attempt took of them, in order).
 
     A failed commit hands the caller back its own list; a row the attempt flushed for it (a rotation's
     pre-publish flush) is durable all the same, and unmarked it would be written again by the next flush.
@@ -63,6 +65,8 @@ def with_stamps_of(messages: Sequence[Message], copies: Sequence[Message]) -> li
         copy = None if is_persisted(message) else next(pending, None)
         if copy is not None and is_persisted(copy):
             message = {**message, PERSISTED: True, ROW_ID: copy[ROW_ID]}
+        elif copy is not None and copy.get(MAYBE_WRITTEN):
+            message = {**message, MAYBE_WRITTEN: True}
         result.append(message)
     return result
 
@@ -116,11 +120,16 @@ def from_row(row: MessageRow) -> Message:
     return message
 
 
-async def persist(rt: Runtime, db: Database, session: SessionId, pending: list[Message]) -> list[int]:
-    """Append `pending` to `session` in one transaction and stamp each dict with its row."""
+async def persist(
+    rt: Runtime, db: Database, session: SessionId, pending: list[Message], *, refuse_ended: Collection[str] = (),
+) -> list[int]:
+    """Append `pending` to `session` in one transaction and stamp each dict with its row (refused, in that
+    transaction, if the session has ended for a reason in `refuse_ended`)."""
     try:
-        row_ids = await db.call("append_messages", session, pending)
+        row_ids = await db.call("append_messages", session, pending, refuse_ended=refuse_ended)
     except Exception as exc:
+        for message in pending:  # the error may have come after the COMMIT: the next append asks the store first
+            message[MAYBE_WRITTEN] = True
         rt.emit(AppendFailed(session=session, error=type(exc).__name__))
         raise
     stamp(pending, row_ids)

@@ -15,6 +15,7 @@ from .errors import (
     UnknownSessionError,
 )
 from .lineage import FORK_MARKERS
+from .messages import MAYBE_WRITTEN
 from .reasons import (
     AUTOMATIC_END_REASONS,
     COMPRESSION_END,
@@ -31,6 +32,7 @@ __all__ = [
     "DELIBERATE_END_REASONS",
     "EXPLICIT_CLOSE_REASONS",
     "FORK_MARKERS",
+    "MAYBE_WRITTEN",
     "CooldownRestoreMismatch",
     "CooldownRow",
     "LeaseLostError",

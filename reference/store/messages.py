@@ -3,28 +3,53 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from . import sessions
+from .errors import ParentEndedError
 from .rows import MESSAGE_COLUMNS, PAYLOAD_COLUMNS, MessageRow
 
+# The in-memory mark on a message dict whose earlier append raised: an error after that transaction's COMMIT
+# (the connection dropped on the way back) leaves the row durable although the writer was told it failed.
+MAYBE_WRITTEN = "_maybe_written"
 
-def append(db: sqlite3.Connection, sid: str, msgs: Iterable[Mapping[str, Any]], *, now: float) -> list[int]:
-    """A turn's write: refused only for a rotated or missing session.
+
+def append(
+    db: sqlite3.Connection, sid: str, msgs: Iterable[Mapping[str, Any]], *, now: float, refuse_ended: Collection[str] = (),
+) -> list[int]:
+    """A turn's write: refused only for a rotated or missing session, or one ended for a reason in
+    `refuse_ended` (a rotation's pre-publish flush: it must not grow a parent the user closed on purpose).
 
     A user message whose platform message id already has a live row in the session is not written again: the
-    gateway wrote it on receipt (#104653), and that row's id is returned as the message's own.
+    gateway wrote it on receipt (#104653), and that row's id is returned as the message's own. Nor is a message
+    marked `MAYBE_WRITTEN` whose exact payload is live in the session: that is its own earlier append, which
+    raised after its COMMIT.
     """
     # FIX appends-ignore-lease (R14/R1): the lease fences compressor against compressor; a turn never waits on it
-    sessions.require_writable(db, sid)
+    row = sessions.require_writable(db, sid)
+    if row.end_reason in refuse_ended:
+        raise ParentEndedError(f"parent {sid!r} already ended ({row.end_reason})")
     ids = []
     for msg in msgs:
         # FIX platform-message-written-once (R10): the gateway's receipt write and the turn's flush share the platform id, so one row serves both
         written = platform_message_row(db, sid, msg)
+        if written is None and msg.get(MAYBE_WRITTEN):
+            # FIX indeterminate-append-written-once (R10): an append reported failed may have committed; written again, the turn is live twice
+            written = live_row_of(db, sid, msg)
         ids.append(insert(db, sid, [msg], now=now)[0] if written is None else written)
     recount(db, sid)
     return ids
+
+
+def live_row_of(db: sqlite3.Connection, sid: str, msg: Mapping[str, Any]) -> int | None:
+    """The live row in `sid` with exactly `msg`'s role, content and timestamp, if there is one."""
+    found = db.execute(
+        "SELECT id FROM messages WHERE session_id = ? AND active = 1 AND role = ? AND content = ? AND timestamp = ?"
+        " ORDER BY id LIMIT 1",
+        (sid, msg["role"], msg["content"], msg.get("timestamp")),
+    ).fetchone()
+    return None if found is None else found[0]
 
 
 def platform_message_row(db: sqlite3.Connection, sid: str, msg: Mapping[str, Any]) -> int | None:

@@ -6,7 +6,7 @@ Time is never read here: every `now` is the caller's (virtual) clock, so a simul
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -112,9 +112,11 @@ class SessionStore:
 
     # -- messages -------------------------------------------------------------------------------
 
-    def append_messages(self, sid: str, msgs: Sequence[Message], *, now: float) -> list[int]:
+    def append_messages(
+        self, sid: str, msgs: Sequence[Message], *, now: float, refuse_ended: Collection[str] = (),
+    ) -> list[int]:
         with self._write("append_messages") as db:
-            return messages.append(db, sid, msgs, now=now)
+            return messages.append(db, sid, msgs, now=now, refuse_ended=refuse_ended)
 
     def append_message(self, sid: str, msg: Message, *, now: float) -> int:
         with self._write("append_message") as db:

@@ -96,6 +96,10 @@ class _CommitEffects(Invariant):
     commit counts when the store shows it took effect at that moment: its session has a child minted by the
     attempt's holder, or an active summary row above the attempt's watermark. Invariants that credit commits
     derive from this class to learn each attempt's holder and watermark.
+
+    A process that dies right after a commit's COMMIT (a crash inside the transaction, after it) never says
+    either way: no `commit.*` and no `compaction.commit_failed` is recorded. Its commit is judged the same way,
+    at the crash, for every attempt of the dead incarnation that held a lease and had not finished.
     """
 
     def __init__(self, system) -> None:
@@ -103,6 +107,7 @@ class _CommitEffects(Invariant):
         self._worker_of: dict[str, AttemptId] = {}  # the worker task -> its attempt
         self._holders: dict[AttemptId, str] = {}
         self._watermarks: dict[AttemptId, tuple[SessionId, int]] = {}
+        self._unfinished: dict[AttemptId, SessionId] = {}  # attempts that took a lease, until they finish
 
     @handles(CompactionWatermark)
     def watermark(self, event: CompactionWatermark, record: HistoryEvent) -> None:
@@ -124,7 +129,21 @@ class _CommitEffects(Invariant):
     @handles(LeaseAcquired)
     def leased(self, event: LeaseAcquired, record: HistoryEvent) -> None:
         if record.task in self._worker_of:
-            self._holders[self._worker_of[record.task]] = event.holder
+            attempt = self._worker_of[record.task]
+            self._holders[attempt] = event.holder
+            self._unfinished[attempt] = event.session
+
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+        self._unfinished.pop(event.attempt, None)
+
+    def _died_after_commit(self) -> list[tuple[SessionId, AttemptId]]:
+        """At a crash: the unfinished attempts, now of a dead holder, whose commit the store shows took effect."""
+        died = [(session, attempt) for attempt, session in self._unfinished.items()
+                if self.system.holder_is_dead(self._holders[attempt])]
+        for _, attempt in died:
+            del self._unfinished[attempt]
+        return [(session, attempt) for session, attempt in died if self._took_effect(session, attempt)]
 
     def _took_effect(self, session: SessionId, attempt: AttemptId) -> bool:
         """Whether the store holds what this attempt's commit writes: a child it minted, or a summary above its watermark."""
@@ -181,6 +200,11 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
     @handles(CommitPublished)
     def published(self, event: CommitPublished, record: HistoryEvent) -> None:
         self._commit(event.parent, event.attempt, record)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        for session, attempt in self._died_after_commit():
+            self._commit(session, attempt, record)
 
     def _commit(self, session: SessionId, attempt: AttemptId, record: HistoryEvent) -> None:
         captured = self._watermarks.get(attempt)
@@ -565,6 +589,8 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         if event.writer is not None:
             self._told.append(Told(None, None, event.row, record))
         elif event.role == "assistant" and record.task in self._open:
+            # the turn's own reply is the last one its flush writes: earlier ones are an unsaved failed turn's,
+            # which the flush carries first (that turn was never told saved)
             agent, text = self._open[record.task]
             told = [Told(agent, ("user", text), event.row, record), Told(agent, None, event.row, record)]
             at = self._replied.setdefault(record.task, len(self._told))
@@ -587,6 +613,9 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        """A commit the dead process made just before it died summarized its input (it only never said so)."""
+        for _, attempt in self._died_after_commit():
+            self._summarized |= self._inputs.pop(attempt, set())
         self._inputs = forget_process(self._inputs, event.process)
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:

@@ -21,6 +21,9 @@ from sim.scenario.fault_context import SystemFaultContext
 from sim.scenario.model import DriveAction, DriveSpec
 
 DEFAULT_END_REASON = "tui_shutdown"  # what a terminal stamps when it closes a session without saying why
+# what the user types into the agent's own process; a dead one takes none of it (it would only start work, a
+# compression job for one, that dies at its first store call and so is never seen to finish)
+TYPED_INTO_PROCESS = frozenset({DriveAction.TURN, DriveAction.TITLE, DriveAction.COMPRESS, DriveAction.CTRL_C})
 
 
 class Drives:
@@ -52,7 +55,10 @@ class Drives:
 
     async def _drive(self, drive: DriveSpec, trigger: Trigger, moments: Moments) -> None:
         if await moments.wait(trigger) and not trigger.expired(self._actions.rt.now()):
-            await self._handlers[drive.action](drive, self._built.agents[drive.agent])
+            slot = self._built.agents[drive.agent]
+            if slot.proc.crashed and drive.action in TYPED_INTO_PROCESS:
+                return  # nobody can type into a dead process: until its restart, its agent takes no turn or command
+            await self._handlers[drive.action](drive, slot)
 
     async def _turn(self, drive: DriveSpec, slot: AgentSlot) -> None:
         await slot.proc.run(slot.frontend.submit(drive.turn or ""))
@@ -93,6 +99,11 @@ class Drives:
         await self._actions.ctrl_c(drive.agent)
 
     async def _end_session(self, drive: DriveSpec, slot: AgentSlot) -> None:
+        """The frontend's end stamp is a store write like any other: a busy or failing store refuses it, and the
+        frontend shows that, as it shows a failed command; it never takes the whole system down."""
+        await self._shown(slot, drive, self._stamp_end(drive, slot))
+
+    async def _stamp_end(self, drive: DriveSpec, slot: AgentSlot) -> None:
         session = drive.session or slot.agent.session_id
         rt = self._actions.rt
         if self._built.store.end_session(session, now=rt.now(), reason=drive.end_reason or DEFAULT_END_REASON):
