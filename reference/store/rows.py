@@ -20,16 +20,6 @@ COOLDOWN_COLUMNS = "cooldown_until, cooldown_error, ineffective_count, fallback_
 # Every column a clone copies byte for byte: all but the identity and the liveness flags.
 PAYLOAD_COLUMNS = "role, content, timestamp, platform_message_id, is_summary"
 
-Row = TypeVar("Row")
-
-
-def _built(cls: type[Row], values: Iterable[Any]) -> Row:
-    """A frozen row filled in field order straight into its `__dict__`: reads hand out rows by the thousand
-    per run, and a frozen dataclass's `__init__` (one `object.__setattr__` per field) was most of their cost."""
-    row = object.__new__(cls)
-    row.__dict__.update(zip(cls.__dataclass_fields__, values))  # type: ignore[attr-defined]
-    return row
-
 
 @dataclass(frozen=True)
 class SessionRow:
@@ -100,3 +90,14 @@ class CooldownRow:
 
 
 MISSING_COOLDOWN = CooldownRow(until=None, error=None, ineffective_count=0, fallback_streak=0, exists=False)
+
+
+Row = TypeVar("Row")
+
+
+def _built(cls: type[Row], values: Iterable[Any]) -> Row:
+    """A frozen row filled in field order straight into its `__dict__`: reads hand out rows by the thousand
+    per run, and a frozen dataclass's `__init__` (one `object.__setattr__` per field) was most of their cost."""
+    row = object.__new__(cls)
+    row.__dict__.update(zip(cls.__dataclass_fields__, values))  # type: ignore[attr-defined]
+    return row
