@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 from sim.bench.figures import summary
 from sim.bench.yardstick import raw_steps_per_s
+from sim.heap import freeze_long_lived
 from sim.mutate import sim_document
 from sim.swarm.campaign import campaign, run_generated
 from sim.swarm.model import Workload
@@ -46,6 +47,7 @@ def first_detection(workloads: Sequence[Workload], root: int, max_runs: int, ski
     started = time.process_time()
     found: list[Any] | None = None
     runs = 0
+    freeze_long_lived()
     with frozen_time():
         for index in range(max_runs):
             if index in skip:
@@ -131,6 +133,7 @@ def speed(workloads: Sequence[Workload], runs: int) -> dict[str, Any]:
     """Per-run CPU cost of root seed 0's campaign on the unmutated reference, in raw-loop steps."""
     raw_rate = raw_steps_per_s()
     costs, steps, events, virtual = [], [], [], []
+    freeze_long_lived()
     with frozen_time():
         for index in range(runs):
             started = time.process_time()
