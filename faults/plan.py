@@ -22,14 +22,18 @@ class FaultPlan:
         self._store = [f for f in self.faults if f.where == Placement.STORE]
         self._actions = [f for f in self.faults if f.where == Placement.ACTION and f.point is None]
         self._awaiting = by_awaited_event(f.trigger for f in self._points + self._store)
+        self._at_label: dict[str, list[Fault]] = {}  # each label's point faults, found once per run
         self._nursery: Any = None
 
     # ---- hooks ---------------------------------------------------------------------------------
 
     async def at_point(self, label: str) -> None:
         """A named point was reached: let every matching point fault decide, in declaration order."""
-        for fault in self._points:
-            if fault.matches(label) and fault.try_fire(self._ctx.rt.now()):
+        matching = self._at_label.get(label)
+        if matching is None:
+            matching = self._at_label[label] = [fault for fault in self._points if fault.matches(label)]
+        for fault in matching:
+            if fault.try_fire(self._ctx.rt.now()):
                 if fault.where == Placement.ACTION:
                     self._nursery.start_soon(fault.act, self._ctx, name=f"fault.{fault.kind}")
                 else:

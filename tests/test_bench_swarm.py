@@ -3,12 +3,14 @@ shrinks and replays to one digest. Its targets are judged from its output, never
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from sim.bench.swarm import bench_swarm, first_detection
 from sim.cli.swarm import default_workloads
 from sim.registry import registry
 from sim.swarm.loader import load_workloads
+from support import run_cli
 
 
 def _workloads():
@@ -34,3 +36,11 @@ def test_a_caught_mutant_is_measured_per_root_and_its_find_shrinks_to_one_digest
     shrunk = entry["shrink"]
     assert shrunk["same_digest"] and shrunk["after"] <= shrunk["before"], shrunk
     assert result["speed"]["runs"] == 3 and result["speed"]["median_run_cost_raw_steps"] > 0
+
+
+def test_speed_only_states_the_cost_of_a_run_and_nothing_else(tmp_path):
+    done = run_cli("bench", "swarm", "--speed-only", "--runs", "2", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert set(result) == {"benchmark", "speed"}
+    assert result["speed"]["runs"] == 2 and result["speed"]["median_run_cost_raw_steps"] > 0

@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 from sim.bench.figures import summary
 from sim.bench.yardstick import raw_steps_per_s
+from sim.heap import freeze_long_lived
 from sim.mutate import sim_document
 from sim.swarm.campaign import campaign, run_generated
 from sim.swarm.model import Workload
@@ -46,6 +47,7 @@ def first_detection(workloads: Sequence[Workload], root: int, max_runs: int, ski
     started = time.process_time()
     found: list[Any] | None = None
     runs = 0
+    freeze_long_lived()
     with frozen_time():
         for index in range(max_runs):
             if index in skip:
@@ -131,6 +133,7 @@ def speed(workloads: Sequence[Workload], runs: int) -> dict[str, Any]:
     """Per-run CPU cost of root seed 0's campaign on the unmutated reference, in raw-loop steps."""
     raw_rate = raw_steps_per_s()
     costs, steps, events, virtual = [], [], [], []
+    freeze_long_lived()
     with frozen_time():
         for index in range(runs):
             started = time.process_time()
@@ -202,16 +205,20 @@ def render(result: dict[str, Any]) -> str:
                        if "share" in shrunk else shrunk.get("error", ""))
         lines.append(f"{name:<40} {runs:<44} {str(entry.get('median', '')):>6} {str(entry.get('max', '')):>6} "
                      f"{entry.get('cpu_s', 0):>7}  {entry.get('error', shrink_text)}")
-    speed_figures = result["speed"]
     lines += [
         "",
         f"caught from all {result['roots']} root seeds within {result['max_runs']} runs: {result['caught_from_every_root']} of "
         f"{result['mutants']} (target {result['detection_target']}); runs failing on the unmutated reference, "
         f"skipped: {result['false_alarms_skipped']}",
         f"shrunk finds within {result['shrink_target']:.0%} of drives plus faults, same digest on replay: {result['shrink_met']}",
-        f"median run: {speed_figures['median_run_cost_raw_steps']} raw-loop steps (target {speed_figures['target_raw_steps']}), "
-        f"{speed_figures['runs_per_s']} runs/s at {speed_figures['raw_steps_per_s']} raw-loop steps/s, "
-        f"{speed_figures['median_steps']} steps, {speed_figures['median_events']} events, "
-        f"{speed_figures['median_virtual_s']} virtual s per run",
+        render_speed(result["speed"]),
     ]
     return "\n".join(lines)
+
+
+def render_speed(figures: dict[str, Any]) -> str:
+    """The speed figure in one line (all that `bench swarm --speed-only` prints)."""
+    return (f"median run: {figures['median_run_cost_raw_steps']} raw-loop steps (target {figures['target_raw_steps']}), "
+            f"{figures['runs_per_s']} runs/s at {figures['raw_steps_per_s']} raw-loop steps/s, "
+            f"{figures['median_steps']} steps, {figures['median_events']} events, "
+            f"{figures['median_virtual_s']} virtual s per run")

@@ -83,10 +83,14 @@ def _swarm_workloads(paths: list[str]) -> list[Any]:
 
 
 def _bench_swarm(args: argparse.Namespace) -> int:
-    from sim.bench.swarm import bench_swarm, render
+    from sim.bench.swarm import bench_swarm, render, render_speed, speed
     from sim.mutants import load_mutants
 
     workloads = _swarm_workloads(args.paths)
+    if args.speed_only:
+        result = {"benchmark": "swarm", "speed": speed(workloads, args.runs or 200)}
+        print(json.dumps(result, sort_keys=True) if args.json else render_speed(result["speed"]))
+        return EXIT_OK
     mutants = sorted(load_mutants())
     result = bench_swarm(workloads, mutants, roots=args.seeds or 10, max_runs=args.max_runs or 2000, speed_runs=args.runs or 200,
                          jobs=args.jobs, out_dir=args.out, on_done=progress(args, len(mutants) + 2).done)  # the baseline, each mutant, the speed
@@ -134,5 +138,7 @@ def add_bench(commands: Any) -> None:
     bench.add_argument("--cap", type=positive_int, default=2000, help="classic: runs before a search counts as undetected")
     bench.add_argument("--max-runs", type=positive_int, help="detection, swarm: runs before a search counts as undetected (default 200; swarm 2000)")
     bench.add_argument("--out", type=Path, default=DEFAULT_OUT / "bench-swarm", metavar="DIR", help="swarm: where the shrunk finds go")
+    bench.add_argument("--speed-only", action="store_true",
+                       help="swarm: only the cost of a run (seconds, not the hour detection takes): no detection, no shrinking")
     bench.add_argument("-j", "--jobs", type=positive_int, default=os.cpu_count() or 1, help="detection: mutants measured at once")
     bench.set_defaults(handler=_bench)

@@ -20,6 +20,7 @@ import math
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, NamedTuple
 
 from contract.params import REQUIRED, Param, ParamType
@@ -504,9 +505,16 @@ class Table(Spec):
             merged.update(part.all_requires())
         return merged
 
+    @cached_property
+    def _merged(self) -> tuple[dict[str, Spec], tuple[ExactlyOne, ...], dict[str, tuple[str, ...]]]:
+        """`all_fields`, `all_one_of` and `all_requires`, merged once: a table is checked thousands of times
+        (every drive and fault of every generated run) and its includes never change."""
+        return self.all_fields(), self.all_one_of(), self.all_requires()
+
     def fields_for(self, value: dict[str, Any], where: Location, ctx: Context) -> dict[str, Spec]:
-        """The keys this particular table may hold; a tagged table's depend on its tag."""
-        return self.all_fields()
+        """The keys this particular table may hold (not to be changed by the caller); a tagged table's depend
+        on its tag."""
+        return self._merged[0]
 
     def check(self, value: Any, where: Location, ctx: Context) -> dict[str, Any]:
         if not isinstance(value, dict):
@@ -515,9 +523,9 @@ class Table(Spec):
         for key in value:
             if key not in fields:
                 raise unknown_key(where.key(key), fields, _owner(where))
-        for group in self.all_one_of():
+        _, one_of, requires = self._merged
+        for group in one_of:
             _check_exactly_one(group, value, where)
-        requires = self.all_requires()
         for key in value:
             for needed in requires.get(key, ()):
                 if needed not in value:
@@ -525,7 +533,7 @@ class Table(Spec):
         checked = {key: fields[key].check(entry, where.key(key), ctx) for key, entry in value.items()}
         for key, spec in fields.items():
             if key not in checked:
-                checked[key] = _default(spec, where.key(key), ctx)
+                checked[key] = _default(spec, where, key, ctx)
         return checked
 
 
@@ -539,13 +547,14 @@ def _check_exactly_one(group: ExactlyOne, value: dict[str, Any], where: Location
         )
 
 
-def _default(spec: Spec, where: Location, ctx: Context) -> Any:
-    """A missing key's value: an error if required, None if absent or derived later, else the default checked."""
+def _default(spec: Spec, table: Location, key: str, ctx: Context) -> Any:
+    """A missing key's value: an error if required, None if absent or derived later, else the default checked.
+    The key's location is made only when needed: most keys of most tables are absent and default to None."""
     if spec.default is REQUIRED:
-        raise missing(spec, where, ctx)
+        raise missing(spec, table.key(key), ctx)
     if spec.default is None or isinstance(spec.default, Derived):
         return None
-    return spec.check(spec.default, where, ctx)
+    return spec.check(spec.default, table.key(key), ctx)
 
 
 class TaggedTable(Table):
@@ -575,7 +584,7 @@ class TaggedTable(Table):
             raise missing(self.tag_spec, where.key(self.tag), ctx)
         variant = self.tag_spec.check(value[self.tag], where.key(self.tag), ctx)
         variants: Mapping[str, Mapping[str, Spec]] = self.tag_spec.names(ctx)
-        return {**self.all_fields(), **variants[variant]}
+        return {**self._merged[0], **variants[variant]}
 
 
 class JsonTable(Spec):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from sim.failure import unwrap
+from sim.heap import freeze_long_lived
 from sim.registry import registry
 from sim.scenario.runner import RunReport, run_once
 from sim.search import Shard, within_budget
@@ -88,6 +89,7 @@ def summarise(workloads: Sequence[Workload], index: int, report: RunReport) -> R
 def run_indices(workloads: Sequence[Workload], root_seed: int, indices: Iterable[int],
                 on_run: Callable[[RunSummary], None] | None = None) -> list[RunSummary]:
     """The summaries of the given runs, in order, inside one wall-clock freeze."""
+    freeze_long_lived()
     summaries = []
     with frozen_time():
         for index in indices:
