@@ -104,6 +104,11 @@ class FakeSystem:
     def holder_is_dead(self, holder: str) -> bool:
         return holder in self.dead
 
+    def agent_of_task(self, task: str) -> str | None:
+        """A test names a task acting for an agent's user `agent:<name>`."""
+        kind, _, agent = task.partition(":")
+        return agent if kind == "agent" else None
+
 
 def E(event: Event, time: float = 0.0, task: str = "t") -> tuple[Event, float, str]:
     """One step of a history: the event, when it happened and which task recorded it."""
@@ -694,6 +699,16 @@ def test_a_lease_another_process_took_after_the_ctrl_c_is_not_the_stopped_attemp
                E(grace_expired(), 1)]
     assert check("hard_cancel_frees_lease", history) == []
     assert check("hard_cancel_frees_lease", [event for event in history if not isinstance(event[0], LeaseReleased)])
+
+
+def test_a_ctrl_c_stops_only_the_attempts_its_own_agent_started():
+    """a3's /compress and a1's terminal share process p1 and session s; a1's Ctrl+C does not stop a3's attempt."""
+    def pressed_during_attempt_of(caller: str) -> list[tuple]:
+        return [E(HostStarted(attempt=A1, session=S, mode="forced"), 0, f"agent:{caller}"), E(LeaseAcquired(session=S, holder=H1), 0),
+                E(FrontendCtrlC(agent="a1", turn_running=False), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c"),
+                E(grace_expired(), 1)]
+    assert check("hard_cancel_frees_lease", pressed_during_attempt_of("a3")) == []
+    assert check("hard_cancel_frees_lease", pressed_during_attempt_of("a1"))
 
 
 def test_a_refresher_is_judged_by_the_refreshes_it_missed_not_by_its_own_count():

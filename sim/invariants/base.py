@@ -45,6 +45,8 @@ class SystemView(Protocol):
 
     def holder_is_dead(self, holder: str) -> bool: ...
 
+    def agent_of_task(self, task: str) -> str | None: ...  # the agent whose user a task acts for; None if unknown
+
 
 def handles(*classes: type[Event]) -> Callable[[Method], Method]:
     """Make the decorated method the invariant's reaction to events of these classes (subclasses included)."""
