@@ -181,7 +181,8 @@ class Attempt:
         lease = Lease(d.rt, d.db, self.session, self.holder, d.config)
         sat_out = await self._acquire(lease)
         if sat_out is not None:
-            await lease.release()
+            if not self._fence.lease_left_to_host:
+                await lease.release()
             return await self._sit_out(self._refused(sat_out))
         heartbeat = Heartbeat(d.rt, self._fence, self.session, interval_s=d.config.heartbeat_interval_s)
         heartbeat.start()

@@ -79,6 +79,10 @@ FIXES: tuple[Fix, ...] = (
             "at the total ceiling the lease is freed only once the cancelled worker has exited",
         ),
         (
+            "timeout-reaches-lease-setup", "R8",
+            "a host timeout marks the fence given up lock-free, so a worker stalled in lease setup never summarizes after it",
+        ),
+        (
             "timeout-recorded-before-release", "R2",
             "a timed-out attempt's lease is freed only after the host recorded the timeout backoff",
         ),

@@ -204,3 +204,33 @@ def test_out_of_order_completion_keeps_the_newest_live_fence_on_top(stack_type, 
         return stack.top.attempt
 
     assert run_sim(0, main).value == survivor
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_timed_out_host_gives_up_without_the_lock_and_leaves_the_won_lease_to_its_hook(seed):
+    """R8: the worker holds the lock through its lease setup; the host's give-up still reaches it, refuses the
+    commit, and leaves the release to the host (which frees the lease after recording its timeout)."""
+
+    async def body(rt, fence, releases):
+        assert await fence.begin_lock_setup()
+        fence.give_up()
+        seen = fence.is_cancelled, fence.lease_left_to_host
+        await fence.finish_lock_setup()
+        return seen, await fence.begin_commit(), releases[:]
+
+    result = run(seed, body)
+    (seen, admitted, released_by_worker), releases = result.value
+    assert seen == (True, True) and not admitted and released_by_worker == []
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_give_up_after_the_commit_was_admitted_changes_nothing(seed):
+    async def body(rt, fence, releases):
+        assert await fence.begin_commit()
+        fence.give_up()
+        cancelled = fence.is_cancelled
+        await fence.finish_commit()
+        return cancelled, fence.is_cancelled
+
+    result = run(seed, body)
+    assert result.value[0] == (False, False)
