@@ -109,10 +109,11 @@ class CommitFence:
 
     # ---- commit admission (steps 13, 17) -------------------------------------------------------
 
-    async def begin_commit(self) -> bool:
-        """Admit the commit and keep the lock until `finish_commit`; refuse a dead or late attempt."""
+    async def begin_commit(self, current: Callable[[], bool] = lambda: True) -> bool:
+        """Admit the commit and keep the lock until `finish_commit`; refuse a dead or late attempt, or one whose
+        candidate `current` no longer holds for, judged in the very step of admission."""
         await self._lock.acquire()
-        reason = self._refusal()
+        reason = ("superseded" if not current() else None) or self._refusal()
         if reason is None:
             self._commit_in_flight = True
             self._rt.emit(FenceBeginOk(attempt=self.attempt))

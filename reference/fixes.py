@@ -166,7 +166,7 @@ FIXES: tuple[Fix, ...] = (
         ),
         (
             "superseded-candidate-discarded", "R21",
-            "a candidate whose generation is no longer the working one is discarded",
+            "commit admission refuses a candidate whose generation is no longer the working one, judged in that step",
         ),
         (
             "would-grow-counts-strike", "R13",

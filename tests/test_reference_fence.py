@@ -234,3 +234,13 @@ def test_a_give_up_after_the_commit_was_admitted_changes_nothing(seed):
 
     result = run(seed, body)
     assert result.value[0] == (False, False)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_admission_refuses_a_candidate_no_longer_current_in_the_step_it_asks(seed):
+    async def body(rt, fence, releases):
+        return await fence.begin_commit(current=lambda: False), fence.commit_in_flight
+
+    result = run(seed, body)
+    assert result.value[0] == (False, False)
+    assert [record.event.reason for record in records(result.history, FenceBeginRefused)] == ["superseded"]
