@@ -627,6 +627,20 @@ def test_only_a_newer_attempt_that_took_the_lease_supersedes_a_rollback():
     assert check("stale_attempt_writes_no_state", claims + newer_sat_out + [restored]) == []
 
 
+def test_a_rollback_is_judged_against_its_own_agents_generations():
+    """main's A2 (its generation 3) took the lease; a2's A1 (its own generation 1) then rolls back: generations
+    count per agent, so that is no stale write; the same claims by one agent are."""
+    def rolled_back(second_caller: str) -> list[tuple]:
+        return [E(HostStarted(attempt=A2, session=S, mode="automatic"), 0, "agent:main"),
+                E(AttemptClaimed(attempt=A2, generation=3), 0), E(LeaseAcquired(session=S, holder=H2), 0),
+                E(LeaseReleased(session=S, holder=H2, held=True), 1),
+                E(HostStarted(attempt=A1, session=S, mode="forced"), 2, f"agent:{second_caller}"),
+                E(AttemptClaimed(attempt=A1, generation=1), 2), E(LeaseAcquired(session=S, holder=H1), 2),
+                E(AttemptRestored(attempt=A1, generation=1), 3)]
+    assert check("stale_attempt_writes_no_state", rolled_back("a2")) == []
+    assert check("stale_attempt_writes_no_state", rolled_back("main"))
+
+
 def test_only_the_overflow_recovery_may_summarize_inside_a_cooldown():
     """R23: the recovery of a provider-proven overflow bypasses the failure cooldown; no other automatic attempt does."""
     cooling = [E(OTHER_FAILED, 1)]
