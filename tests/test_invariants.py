@@ -627,6 +627,21 @@ def test_only_a_newer_attempt_that_took_the_lease_supersedes_a_rollback():
     assert check("stale_attempt_writes_no_state", claims + newer_sat_out + [restored]) == []
 
 
+def test_a_failed_release_is_resolved_by_the_store():
+    """R25: a release that raised may have committed first; if the row is gone, the next acquire takes a free lease."""
+    def taken(store: SessionStore) -> None:
+        one_head(store)
+        assert store.try_acquire_lease("s", H1, now=0.0, ttl_s=60.0, holder_is_dead=lambda holder: False)
+
+    acquired = [E(LeaseAcquired(session=S, holder=H1), 0)]
+    failed = [E(LeaseReleaseFailed(session=S, holder=H1, error="OperationalError"), 1)]
+    next_holder = [lambda store: store.try_acquire_lease("s", H2, now=2.0, ttl_s=60.0, holder_is_dead=lambda holder: True),
+                   E(LeaseAcquired(session=S, holder=H2), 2)]
+    committed_first = [lambda store: store.release_lease("s", H1)]
+    assert check("lease_mutual_exclusion", acquired + committed_first + failed + next_holder, taken) == []
+    assert check("lease_mutual_exclusion", acquired + failed + next_holder, taken)
+
+
 def test_a_rollback_is_judged_against_its_own_agents_generations():
     """main's A2 (its generation 3) took the lease; a2's A1 (its own generation 1) then rolls back: generations
     count per agent, so that is no stale write; the same claims by one agent are."""

@@ -66,6 +66,16 @@ class LeaseMutualExclusion(Invariant):
         self._row_owner.pop(event.session, None)
         return None
 
+    @handles(LeaseReleaseFailed)
+    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent) -> None:
+        """A release that raised is indeterminate: its transaction may have committed before the error (a failure
+        after the commit). The store tells: if the row no longer names the holder, the release took effect."""
+        row = self.system.store.lease_row(event.session)
+        if row is None or row.holder != event.holder:
+            self._holders.setdefault(event.session, {}).pop(event.holder, None)
+            if self._row_owner.get(event.session) == event.holder:
+                del self._row_owner[event.session]
+
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
         """An attempt that has ended holds nothing any more (its row, if left, will expire)."""
