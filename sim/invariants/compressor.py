@@ -313,7 +313,7 @@ class CurrentAttemptOwnsCompressor(Invariant):
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         # a restarted process has a new compressor and numbers its attempts from 1 again
         self._working.pop(event.process, None)
-        self._generation = forget_process(self._generation, event.process)
+        self._generation = forget_process(self._generation, event.process, self.system.process_of)
         self._stopped = {attempt for attempt in self._stopped if attempt.process != event.process}
 
     @handles(FenceBeginOk)

@@ -63,7 +63,7 @@ class IdleTimeoutWithinBounds(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._last_sign = forget_process(self._last_sign, event.process)
+        self._last_sign = forget_process(self._last_sign, event.process, self.system.process_of)
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> Violation | None:
@@ -180,7 +180,7 @@ class StaleJobNeverRuns(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._given_up = forget_process(self._given_up, event.process)
+        self._given_up = forget_process(self._given_up, event.process, self.system.process_of)
         self._started_stale = {attempt for attempt in self._started_stale if attempt.process != event.process}
 
 
@@ -300,9 +300,9 @@ class HardCancelFreesLease(Invariant):
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         # a dead process's leases lapse by TTL, and its restart numbers its attempts from 1 again
-        self._in_flight = forget_process(self._in_flight, event.process)
-        self._caller = forget_process(self._caller, event.process)
-        self._holding = forget_process(self._holding, event.process)
+        self._in_flight = forget_process(self._in_flight, event.process, self.system.process_of)
+        self._caller = forget_process(self._caller, event.process, self.system.process_of)
+        self._holding = forget_process(self._holding, event.process, self.system.process_of)
 
     @handles(FrontendCtrlC)
     def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
@@ -545,7 +545,7 @@ class NoProgressAfterGiveUp(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._given_up = forget_process(self._given_up, event.process)
+        self._given_up = forget_process(self._given_up, event.process, self.system.process_of)
 
 
 class NoRelabelAfterTerminal(Invariant):
@@ -571,7 +571,7 @@ class NoRelabelAfterTerminal(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._terminal = forget_process(self._terminal, event.process)
+        self._terminal = forget_process(self._terminal, event.process, self.system.process_of)
 
 
 # Errors that are never an injected fault's doing, however a run was disturbed: a bug in the system.

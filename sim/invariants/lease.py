@@ -191,7 +191,7 @@ class CancelledAttemptNeverAcquires(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._cancelled = forget_process(self._cancelled, event.process)
+        self._cancelled = forget_process(self._cancelled, event.process, self.system.process_of)
 
 
 class RefresherToleratesBlips(Invariant):
@@ -323,7 +323,7 @@ class RetryNeverOverlapsLiveWorker(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._live = forget_process(self._live, event.process)
+        self._live = forget_process(self._live, event.process, self.system.process_of)
 
 
 class SummaryStartsUnderLease(Invariant):
@@ -385,7 +385,7 @@ class AbandonedAttemptFreesLease(Invariant):
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         # a restarted process numbers its attempts from 1 again; a dead holder is dead_holder_reclaimable's
-        self._abandoned = forget_process(self._abandoned, event.process)
+        self._abandoned = forget_process(self._abandoned, event.process, self.system.process_of)
 
     @handles(LeaseContended)
     def contended(self, event: LeaseContended, record: HistoryEvent) -> Violation | None:

@@ -506,7 +506,7 @@ class CommitReachesCaller(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._left = forget_process(self._left, event.process)
+        self._left = forget_process(self._left, event.process, self.system.process_of)
 
     @handles(HostReturned)
     def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
@@ -580,7 +580,7 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._inputs = forget_process(self._inputs, event.process)
+        self._inputs = forget_process(self._inputs, event.process, self.system.process_of)
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         store = self.system.store
