@@ -15,6 +15,7 @@ from contract.ids import AttemptId
 from contract.runtime import CancelScopeLike, EventLike, Runtime
 
 ReleaseHook = Callable[[], Awaitable[None]]
+HARD_CANCEL = "hard_cancel"  # the refusal of a commit the user's Ctrl+C stopped
 
 
 class CommitFence:
@@ -118,6 +119,9 @@ class CommitFence:
             self._commit_in_flight = True
             self._rt.emit(FenceBeginOk(attempt=self.attempt))
             return True
+        if reason == HARD_CANCEL:
+            # FIX hard-refusal-rolls-back (R1): refused by a Ctrl+C whose cancel has not landed yet, the attempt is hard-stopped all the same
+            self._hard = True
         self._lock.release()
         self._rt.emit(FenceBeginRefused(attempt=self.attempt, reason=reason))
         await self._release_if_wanted()
@@ -129,7 +133,7 @@ class CommitFence:
         if self._revoked:
             return "revoked"
         if self._hard or self._hard_event.is_set():
-            return "hard_cancel"
+            return HARD_CANCEL
         if self.deadline_exceeded():
             return "deadline"
         return None

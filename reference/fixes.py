@@ -229,6 +229,10 @@ FIXES: tuple[Fix, ...] = (
             "a revoke releases the lease only if no commit holds the fence lock; otherwise finish_commit does",
         ),
         (
+            "hard-refusal-rolls-back", "R1",
+            "a commit refused because of a Ctrl+C whose cancel has not landed yet marks the attempt hard-stopped, so it rolls back",
+        ),
+        (
             "fence-stack-own-entry", "R22",
             "each attempt removes only its own fence registration; the active fence is the top",
         ),

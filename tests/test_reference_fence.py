@@ -244,3 +244,17 @@ def test_admission_refuses_a_candidate_no_longer_current_in_the_step_it_asks(see
     result = run(seed, body)
     assert result.value[0] == (False, False)
     assert [record.event.reason for record in records(result.history, FenceBeginRefused)] == ["superseded"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_commit_refused_by_a_pending_ctrl_c_is_hard_stopped(seed):
+    """R1: the Ctrl+C set the hard event but its cancel has not taken the lock: the refusal itself marks the
+    attempt hard-stopped, so the worker's rollback runs."""
+
+    async def main(rt):
+        pressed = rt.event()
+        fence = CommitFence(rt, "a1", ceiling_s=100.0, hard_event=pressed)
+        pressed.set()
+        return await fence.begin_commit(), fence.hard_requested
+
+    assert run_sim(seed, main).value == (False, True)
