@@ -627,6 +627,14 @@ def test_only_a_newer_attempt_that_took_the_lease_supersedes_a_rollback():
     assert check("stale_attempt_writes_no_state", claims + newer_sat_out + [restored]) == []
 
 
+def test_a_worker_that_unwinds_after_admission_may_release_its_lease_but_not_commit_after():
+    """R6: the worker's own release is a violation only if a commit transaction of its attempt follows it."""
+    worker = "compress:p1.1"
+    admitted_then_released = [E(FenceBeginOk(attempt=A1), 0, worker), E(LeaseReleased(session=S, holder=H1, held=True), 1, worker)]
+    assert check("lease_held_across_commit", admitted_then_released + [E(finished(A1, "error", "OperationalError"), 1, worker)]) == []
+    assert check("lease_held_across_commit", admitted_then_released + [E(CommitArchived(session=S, attempt=A1, rows=2), 2, worker)])
+
+
 def test_a_failed_release_is_resolved_by_the_store():
     """R25: a release that raised may have committed first; if the row is gone, the next acquire takes a free lease."""
     def taken(store: SessionStore) -> None:
