@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Protocol
 
 from contract.events import (
@@ -185,7 +186,8 @@ class Attempt:
         lease = Lease(d.rt, d.db, self.session, self.holder, d.config)
         sat_out = await self._acquire(lease)
         if sat_out is not None:
-            await lease.release()
+            if not self._fence.lease_left_to_host:
+                await lease.release()
             return await self._sit_out(self._refused(sat_out))
         heartbeat = Heartbeat(d.rt, self._fence, self.session, interval_s=d.config.heartbeat_interval_s)
         heartbeat.start()
@@ -333,8 +335,10 @@ class Attempt:
         if refusal is not None:
             return self._refused(refusal)
         await d.rt.checkpoint(COMPACTOR_BEFORE_BEGIN_COMMIT)
-        if not await self._fence.begin_commit():
-            return self._refused("commit_fence_cancelled")
+        current = partial(d.compressor.is_working_current, self.generation)
+        # FIX superseded-candidate-discarded (R21): a newer attempt that started its summary, even while this one waited here, makes it stale
+        if not await self._fence.begin_commit(current=current):
+            return self._refused("commit_fence_cancelled" if current() else "superseded")
         self._admitted = True
         if estimate_tokens(candidate) > estimate_tokens(before):
             return await self._refuse_growth()
@@ -420,14 +424,11 @@ class Attempt:
         self._d.rt.emit(CompactionSummaryProgress(attempt=self.attempt))
 
     def _screen(self, before: list[Message], candidate: list[Message]) -> str | None:
-        """Refuse, before admission, a candidate that changes nothing or is no longer ours (step 12)."""
-        d = self._d
+        """Refuse, before admission, a candidate that changes nothing (step 12); whether it is still ours is
+        judged by the admission itself."""
         if same_content(candidate, before):
-            d.cooldowns.note_structural_noop()
+            self._d.cooldowns.note_structural_noop()
             return "no_progress"
-        # FIX superseded-candidate-discarded (R21): a newer attempt started its summary; this candidate is stale
-        if not d.compressor.is_working_current(self.generation):
-            return "superseded"
         return None
 
     async def _refuse_growth(self) -> Outcome:

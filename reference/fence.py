@@ -15,6 +15,7 @@ from contract.ids import AttemptId
 from contract.runtime import CancelScopeLike, EventLike, Runtime
 
 ReleaseHook = Callable[[], Awaitable[None]]
+HARD_CANCEL = "hard_cancel"  # the refusal of a commit the user's Ctrl+C stopped
 
 
 class CommitFence:
@@ -29,6 +30,7 @@ class CommitFence:
         self._cancelled = False
         self._hard = False
         self._revoked = False
+        self._given_up = False
         self._committed = False
         self._commit_in_flight = False
         self._release_hook: ReleaseHook | None = None
@@ -42,8 +44,9 @@ class CommitFence:
 
     @property
     def is_cancelled(self) -> bool:
-        """Cancelled by the host or a hard stop, or revoked by an unwinding host: no commit may follow."""
-        return self._cancelled or self._revoked
+        """Cancelled by the host or a hard stop, given up by a timed-out host, or revoked by an unwinding host:
+        no commit may follow."""
+        return self._cancelled or self._given_up or self._revoked
 
     @property
     def hard_requested(self) -> bool:
@@ -62,6 +65,19 @@ class CommitFence:
     def claim_timeout_record(self) -> None:
         """The host's once-per-attempt claim, made in the step its cancel is known not to be a user's stop."""
         self._timeout_recorded = True
+
+    def give_up(self) -> None:
+        """The host's wait timed out: lock-free, so a worker holding the lock through a stalled lease setup finds
+        the attempt dead the moment it leaves the setup, before it summarizes or writes anything. An admitted or
+        finished commit stands (the host joins it); the cancel that records the timeout still takes the lock."""
+        if not (self._commit_in_flight or self._committed):
+            self._given_up = True
+
+    @property
+    def lease_left_to_host(self) -> bool:
+        """The host gave up after this attempt won its lease: the host frees it through the hook once its timeout
+        backoff is recorded (timeout-recorded-before-release), so the worker must not free it first."""
+        return self._given_up and self._release_hook is not None
 
     def deadline_exceeded(self) -> bool:
         return self._rt.now() >= self.deadline
@@ -94,26 +110,30 @@ class CommitFence:
 
     # ---- commit admission (steps 13, 17) -------------------------------------------------------
 
-    async def begin_commit(self) -> bool:
-        """Admit the commit and keep the lock until `finish_commit`; refuse a dead or late attempt."""
+    async def begin_commit(self, current: Callable[[], bool] = lambda: True) -> bool:
+        """Admit the commit and keep the lock until `finish_commit`; refuse a dead or late attempt, or one whose
+        candidate `current` no longer holds for, judged in the very step of admission."""
         await self._lock.acquire()
-        reason = self._refusal()
+        reason = ("superseded" if not current() else None) or self._refusal()
         if reason is None:
             self._commit_in_flight = True
             self._rt.emit(FenceBeginOk(attempt=self.attempt))
             return True
+        if reason == HARD_CANCEL:
+            # FIX hard-refusal-rolls-back (R1): refused by a Ctrl+C whose cancel has not landed yet, the attempt is hard-stopped all the same
+            self._hard = True
         self._lock.release()
         self._rt.emit(FenceBeginRefused(attempt=self.attempt, reason=reason))
         await self._release_if_wanted()
         return False
 
     def _refusal(self) -> str | None:
-        if self._cancelled:
+        if self._cancelled or self._given_up:
             return "cancelled"
         if self._revoked:
             return "revoked"
         if self._hard or self._hard_event.is_set():
-            return "hard_cancel"
+            return HARD_CANCEL
         if self.deadline_exceeded():
             return "deadline"
         return None

@@ -87,6 +87,10 @@ FIXES: tuple[Fix, ...] = (
             "at the total ceiling the lease is freed only once the cancelled worker has exited",
         ),
         (
+            "timeout-reaches-lease-setup", "R8",
+            "a host timeout marks the fence given up lock-free, so a worker stalled in lease setup never summarizes after it",
+        ),
+        (
             "timeout-recorded-before-release", "R2",
             "a timed-out attempt's lease is freed only after the host recorded the timeout backoff",
         ),
@@ -170,7 +174,7 @@ FIXES: tuple[Fix, ...] = (
         ),
         (
             "superseded-candidate-discarded", "R21",
-            "a candidate whose generation is no longer the working one is discarded",
+            "commit admission refuses a candidate whose generation is no longer the working one, judged in that step",
         ),
         (
             "would-grow-counts-strike", "R13",
@@ -231,6 +235,10 @@ FIXES: tuple[Fix, ...] = (
         (
             "revoke-defers-during-commit", "R6",
             "a revoke releases the lease only if no commit holds the fence lock; otherwise finish_commit does",
+        ),
+        (
+            "hard-refusal-rolls-back", "R1",
+            "a commit refused because of a Ctrl+C whose cancel has not landed yet marks the attempt hard-stopped, so it rolls back",
         ),
         (
             "fence-stack-own-entry", "R22",

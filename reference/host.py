@@ -84,6 +84,8 @@ class HostWait:
         """Fence the worker off; None when its commit had already been admitted (then its outcome stands)."""
         fence = self._fence
         self._rt.emit(HostTimeout(attempt=fence.attempt, budget=kind, since_progress_s=fence.seconds_since_progress()))
+        # FIX timeout-reaches-lease-setup (R8): a worker stalled in lease setup holds the fence lock; unmarked, it summarizes after the host gave up
+        fence.give_up()
         # FIX ceiling-keeps-lease-for-live-worker (R25): at the ceiling the worker may still run; freeing its lease lets a retry overlap it
         release_now = kind != CEILING
         # FIX timeout-recorded-before-release (R2): a lease freed before the record lets another process re-enter the stalled route unwarned

@@ -104,6 +104,11 @@ class FakeSystem:
     def holder_is_dead(self, holder: str) -> bool:
         return holder in self.dead
 
+    def agent_of_task(self, task: str) -> str | None:
+        """A test names a task acting for an agent's user `agent:<name>`."""
+        kind, _, agent = task.partition(":")
+        return agent if kind == "agent" else None
+
 
 def E(event: Event, time: float = 0.0, task: str = "t") -> tuple[Event, float, str]:
     """One step of a history: the event, when it happened and which task recorded it."""
@@ -622,6 +627,43 @@ def test_only_a_newer_attempt_that_took_the_lease_supersedes_a_rollback():
     assert check("stale_attempt_writes_no_state", claims + newer_sat_out + [restored]) == []
 
 
+def test_a_worker_that_unwinds_after_admission_may_release_its_lease_but_not_commit_after():
+    """R6: the worker's own release is a violation only if a commit transaction of its attempt follows it."""
+    worker = "compress:p1.1"
+    admitted_then_released = [E(FenceBeginOk(attempt=A1), 0, worker), E(LeaseReleased(session=S, holder=H1, held=True), 1, worker)]
+    assert check("lease_held_across_commit", admitted_then_released + [E(finished(A1, "error", "OperationalError"), 1, worker)]) == []
+    assert check("lease_held_across_commit", admitted_then_released + [E(CommitArchived(session=S, attempt=A1, rows=2), 2, worker)])
+
+
+def test_a_failed_release_is_resolved_by_the_store():
+    """R25: a release that raised may have committed first; if the row is gone, the next acquire takes a free lease."""
+    def taken(store: SessionStore) -> None:
+        one_head(store)
+        assert store.try_acquire_lease("s", H1, now=0.0, ttl_s=60.0, holder_is_dead=lambda holder: False)
+
+    acquired = [E(LeaseAcquired(session=S, holder=H1), 0)]
+    failed = [E(LeaseReleaseFailed(session=S, holder=H1, error="OperationalError"), 1)]
+    next_holder = [lambda store: store.try_acquire_lease("s", H2, now=2.0, ttl_s=60.0, holder_is_dead=lambda holder: True),
+                   E(LeaseAcquired(session=S, holder=H2), 2)]
+    committed_first = [lambda store: store.release_lease("s", H1)]
+    assert check("lease_mutual_exclusion", acquired + committed_first + failed + next_holder, taken) == []
+    assert check("lease_mutual_exclusion", acquired + failed + next_holder, taken)
+
+
+def test_a_rollback_is_judged_against_its_own_agents_generations():
+    """main's A2 (its generation 3) took the lease; a2's A1 (its own generation 1) then rolls back: generations
+    count per agent, so that is no stale write; the same claims by one agent are."""
+    def rolled_back(second_caller: str) -> list[tuple]:
+        return [E(HostStarted(attempt=A2, session=S, mode="automatic"), 0, "agent:main"),
+                E(AttemptClaimed(attempt=A2, generation=3), 0), E(LeaseAcquired(session=S, holder=H2), 0),
+                E(LeaseReleased(session=S, holder=H2, held=True), 1),
+                E(HostStarted(attempt=A1, session=S, mode="forced"), 2, f"agent:{second_caller}"),
+                E(AttemptClaimed(attempt=A1, generation=1), 2), E(LeaseAcquired(session=S, holder=H1), 2),
+                E(AttemptRestored(attempt=A1, generation=1), 3)]
+    assert check("stale_attempt_writes_no_state", rolled_back("a2")) == []
+    assert check("stale_attempt_writes_no_state", rolled_back("main"))
+
+
 def test_only_the_overflow_recovery_may_summarize_inside_a_cooldown():
     """R23: the recovery of a provider-proven overflow bypasses the failure cooldown; no other automatic attempt does."""
     cooling = [E(OTHER_FAILED, 1)]
@@ -694,6 +736,16 @@ def test_a_lease_another_process_took_after_the_ctrl_c_is_not_the_stopped_attemp
                E(grace_expired(), 1)]
     assert check("hard_cancel_frees_lease", history) == []
     assert check("hard_cancel_frees_lease", [event for event in history if not isinstance(event[0], LeaseReleased)])
+
+
+def test_a_ctrl_c_stops_only_the_attempts_its_own_agent_started():
+    """a3's /compress and a1's terminal share process p1 and session s; a1's Ctrl+C does not stop a3's attempt."""
+    def pressed_during_attempt_of(caller: str) -> list[tuple]:
+        return [E(HostStarted(attempt=A1, session=S, mode="forced"), 0, f"agent:{caller}"), E(LeaseAcquired(session=S, holder=H1), 0),
+                E(FrontendCtrlC(agent="a1", turn_running=False), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c"),
+                E(grace_expired(), 1)]
+    assert check("hard_cancel_frees_lease", pressed_during_attempt_of("a3")) == []
+    assert check("hard_cancel_frees_lease", pressed_during_attempt_of("a1"))
 
 
 def test_a_refresher_is_judged_by_the_refreshes_it_missed_not_by_its_own_count():

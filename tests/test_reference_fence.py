@@ -204,3 +204,57 @@ def test_out_of_order_completion_keeps_the_newest_live_fence_on_top(stack_type, 
         return stack.top.attempt
 
     assert run_sim(0, main).value == survivor
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_timed_out_host_gives_up_without_the_lock_and_leaves_the_won_lease_to_its_hook(seed):
+    """R8: the worker holds the lock through its lease setup; the host's give-up still reaches it, refuses the
+    commit, and leaves the release to the host (which frees the lease after recording its timeout)."""
+
+    async def body(rt, fence, releases):
+        assert await fence.begin_lock_setup()
+        fence.give_up()
+        seen = fence.is_cancelled, fence.lease_left_to_host
+        await fence.finish_lock_setup()
+        return seen, await fence.begin_commit(), releases[:]
+
+    result = run(seed, body)
+    (seen, admitted, released_by_worker), releases = result.value
+    assert seen == (True, True) and not admitted and released_by_worker == []
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_give_up_after_the_commit_was_admitted_changes_nothing(seed):
+    async def body(rt, fence, releases):
+        assert await fence.begin_commit()
+        fence.give_up()
+        cancelled = fence.is_cancelled
+        await fence.finish_commit()
+        return cancelled, fence.is_cancelled
+
+    result = run(seed, body)
+    assert result.value[0] == (False, False)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_admission_refuses_a_candidate_no_longer_current_in_the_step_it_asks(seed):
+    async def body(rt, fence, releases):
+        return await fence.begin_commit(current=lambda: False), fence.commit_in_flight
+
+    result = run(seed, body)
+    assert result.value[0] == (False, False)
+    assert [record.event.reason for record in records(result.history, FenceBeginRefused)] == ["superseded"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_commit_refused_by_a_pending_ctrl_c_is_hard_stopped(seed):
+    """R1: the Ctrl+C set the hard event but its cancel has not taken the lock: the refusal itself marks the
+    attempt hard-stopped, so the worker's rollback runs."""
+
+    async def main(rt):
+        pressed = rt.event()
+        fence = CommitFence(rt, "a1", ceiling_s=100.0, hard_event=pressed)
+        pressed.set()
+        return await fence.begin_commit(), fence.hard_requested
+
+    assert run_sim(seed, main).value == (False, True)

@@ -31,7 +31,7 @@ class FenceBeginRefused(Event):
     kind = "fence.begin_refused"
     feeds = ("R5", "R8")
     attempt: AttemptId
-    reason: str = trace(note="`cancelled`, `revoked`, `hard_cancel` or `deadline`")
+    reason: str = trace(note="`cancelled`, `revoked`, `hard_cancel`, `deadline` or `superseded` (a newer attempt of the compressor started its summary)")
 
 
 @event

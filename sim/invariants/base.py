@@ -45,6 +45,8 @@ class SystemView(Protocol):
 
     def holder_is_dead(self, holder: str) -> bool: ...
 
+    def agent_of_task(self, task: str) -> str | None: ...  # the agent whose user a task acts for; None if unknown
+
 
 def handles(*classes: type[Event]) -> Callable[[Method], Method]:
     """Make the decorated method the invariant's reaction to events of these classes (subclasses included)."""
@@ -137,6 +139,10 @@ class InvariantSet:
         return [v for v in (invariant.at_end(history) for invariant in self.invariants) if v is not None]
 
 
-def forget_process(by_attempt: Mapping[AttemptId, V], process: str) -> dict[AttemptId, V]:
-    """What is left once `process` crashed: a restarted process numbers its attempts from 1 again."""
-    return {attempt: value for attempt, value in by_attempt.items() if attempt.process != process}
+def forget_process(by_attempt: Mapping[AttemptId, V], process: str, process_of: Callable[[str], str]) -> dict[AttemptId, V]:
+    """What is left once `process` crashed: none of its attempts runs on, and a restart numbers them from 1 again.
+
+    An attempt id names the incarnation (`p2r1` once `p2` restarted) while the crash names the process, so each
+    attempt's incarnation is mapped to its process (`process_of`) before they are compared.
+    """
+    return {attempt: value for attempt, value in by_attempt.items() if process_of(attempt.process) != process}

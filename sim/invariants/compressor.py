@@ -33,18 +33,29 @@ from sim.invariants.base import Invariant, Violation, forget_process, handles
 
 
 class StaleAttemptWritesNoState(Invariant):
+    """Generations are numbered per compressor, and each agent has its own: two agents of one process claim 1,
+    2, ... each, so a restore is judged only against its own agent's newer claims. The agent is the one whose
+    user's task started the attempt (a terminal's drive, a gateway agent's queue); where the task says nothing
+    (a real worker's log, one agent per process), the process incarnation stands for it.
+    """
+
     name = "stale_attempt_writes_no_state"
     races = ("R2", "R21")
     description = (
         "An attempt its host gave up on never clears the cooldown; a superseded attempt (a newer attempt of its "
-        "compressor has taken the lease) never restores compressor state."
+        "agent's compressor has taken the lease) never restores compressor state."
     )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._given_up: dict[AttemptId, HistoryEvent] = {}
+        self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
         self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
-        self._owners: dict[str, tuple[int, HistoryEvent]] = {}  # process -> newest generation that took the lease
+        self._owners: dict[tuple[str, str | None], tuple[int, HistoryEvent]] = {}  # compressor -> newest generation that took the lease
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._compressor[event.attempt] = (event.attempt.process, self.system.agent_of_task(record.task))
 
     @handles(FenceCancelWon, HostTimeout)
     def given_up(self, event: FenceCancelWon | HostTimeout, record: HistoryEvent) -> None:
@@ -60,18 +71,21 @@ class StaleAttemptWritesNoState(Invariant):
     def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
         self._generation[event.attempt] = event.generation
 
+    def _compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
+        return self._compressor.get(attempt, (attempt.process, None))
+
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
         """A claim supersedes only once its attempt owns the lease: a loser that sat out owned nothing (#198 F1)."""
         owner = event.holder.attempt
         if owner in self._generation:
-            process = owner.process
-            if self._generation[owner] > self._owners.get(process, (0, record))[0]:
-                self._owners[process] = (self._generation[owner], record)
+            compressor = self._compressor_of(owner)
+            if self._generation[owner] > self._owners.get(compressor, (0, record))[0]:
+                self._owners[compressor] = (self._generation[owner], record)
 
     @handles(AttemptRestored)
     def restored(self, event: AttemptRestored, record: HistoryEvent) -> Violation | None:
-        newest = self._owners.get(event.attempt.process)
+        newest = self._owners.get(self._compressor_of(event.attempt))
         if newest is not None and newest[0] > event.generation:
             return self.violation(
                 f"attempt {event.attempt} (generation {event.generation}) restored compressor state over "
@@ -299,7 +313,7 @@ class CurrentAttemptOwnsCompressor(Invariant):
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         # a restarted process has a new compressor and numbers its attempts from 1 again
         self._working.pop(event.process, None)
-        self._generation = forget_process(self._generation, event.process)
+        self._generation = forget_process(self._generation, event.process, self.system.process_of)
         self._stopped = {attempt for attempt in self._stopped if attempt.process != event.process}
 
     @handles(FenceBeginOk)

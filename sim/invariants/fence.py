@@ -17,6 +17,7 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId
 from sim.invariants.base import Invariant, Violation, handles
+from sim.invariants.host import job_attempt
 
 
 class NoCommitAfterCancel(Invariant):
@@ -50,6 +51,12 @@ class NoCommitAfterCancel(Invariant):
 
 
 class LeaseHeldAcrossCommit(Invariant):
+    """Another task's release (a host's revoke or hook) while the commit is admitted is judged at once: the
+    commit transaction may be running. The worker's own release is judged by what follows it: the worker runs
+    one store transaction at a time, so its release settles after any it began, and it is a violation only if
+    a commit transaction follows it (the worker gave up the lease, then committed without it). A worker that
+    unwinds from an error between admission and its commit releases its lease and commits nothing."""
+
     name = "lease_held_across_commit"
     races = ("R6",)
     description = "From commit admission until its commit transaction has settled, the committing attempt's lease is never released."
@@ -57,22 +64,34 @@ class LeaseHeldAcrossCommit(Invariant):
     def __init__(self, system) -> None:
         super().__init__(system)
         self._committing: dict[AttemptId, HistoryEvent] = {}
+        self._released_by_worker: dict[AttemptId, HistoryEvent] = {}  # admitted attempts whose worker released early
 
     @handles(FenceBeginOk)
     def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
         self._committing[event.attempt] = record
 
-    @handles(CommitArchived, CommitPublished, CompactionCommitFailed, CompactionRefused, CompactionFinished)
-    def settled(self, event: CommitArchived | CommitPublished | CompactionCommitFailed | CompactionRefused | CompactionFinished,
-                record: HistoryEvent) -> None:
+    @handles(CommitArchived, CommitPublished, CompactionCommitFailed)
+    def commit_settled(self, event: CommitArchived | CommitPublished | CompactionCommitFailed, record: HistoryEvent) -> Violation | None:
+        released = self._released_by_worker.pop(event.attempt, None)
+        admitted = self._committing.pop(event.attempt, None)
+        if released is not None and admitted is not None:
+            return self.violation(f"attempt {event.attempt}'s worker released its lease, then committed", admitted, released, record)
+        return None
+
+    @handles(CompactionRefused, CompactionFinished)
+    def settled(self, event: CompactionRefused | CompactionFinished, record: HistoryEvent) -> None:
         self._committing.pop(event.attempt, None)
+        self._released_by_worker.pop(event.attempt, None)
 
     @handles(LeaseReleased)
     def released(self, event: LeaseReleased, record: HistoryEvent) -> Violation | None:
         attempt = event.holder.attempt
-        if event.held and attempt in self._committing:
-            return self.violation(f"attempt {attempt}'s lease was released while its commit was in flight", self._committing[attempt], record)
-        return None
+        if not event.held or attempt not in self._committing:
+            return None
+        if job_attempt(record.task) == attempt:
+            self._released_by_worker.setdefault(attempt, record)
+            return None
+        return self.violation(f"attempt {attempt}'s lease was released while its commit was in flight", self._committing[attempt], record)
 
 
 class CancelNeverBeatsAdmittedCommit(Invariant):

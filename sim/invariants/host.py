@@ -66,7 +66,7 @@ class IdleTimeoutWithinBounds(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._last_sign = forget_process(self._last_sign, event.process)
+        self._last_sign = forget_process(self._last_sign, event.process, self.system.process_of)
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> Violation | None:
@@ -183,7 +183,7 @@ class StaleJobNeverRuns(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._given_up = forget_process(self._given_up, event.process)
+        self._given_up = forget_process(self._given_up, event.process, self.system.process_of)
         self._started_stale = {attempt for attempt in self._started_stale if attempt.process != event.process}
 
 
@@ -276,13 +276,15 @@ class HardCancelFreesLease(Invariant):
     races = ("R1",)
     description = (
         "By the end of the Ctrl+C grace period, the compaction the Ctrl+C stopped (its agent's attempt in flight on "
-        "that session, not yet committing) has released its own lease; another process may hold the lease by then."
+        "that session, not yet committing; not another agent's, even in the same process) has released its own lease; "
+        "another process may hold the lease by then."
     )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._pressed_by: dict[str, str] = {}  # the task that pressed Ctrl+C -> its agent
         self._in_flight: dict[AttemptId, SessionId] = {}  # attempts whose host has started and not returned
+        self._caller: dict[AttemptId, str | None] = {}  # the agent whose user started each attempt, if known
         self._holding: dict[AttemptId, tuple[HolderId, HistoryEvent]] = {}  # each attempt's own lease, while held
         self._admitted: set[AttemptId] = set()
         self._stopped: dict[AttemptId, HistoryEvent] = {}  # attempts a Ctrl+C stopped -> that request
@@ -290,10 +292,12 @@ class HardCancelFreesLease(Invariant):
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent) -> None:
         self._in_flight[event.attempt] = event.session
+        self._caller[event.attempt] = self.system.agent_of_task(record.task)
 
     @handles(HostReturned)
     def returned(self, event: HostReturned, record: HistoryEvent) -> None:
         self._in_flight.pop(event.attempt, None)
+        self._caller.pop(event.attempt, None)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
@@ -313,8 +317,9 @@ class HardCancelFreesLease(Invariant):
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         # a dead process's leases lapse by TTL, and its restart numbers its attempts from 1 again
-        self._in_flight = forget_process(self._in_flight, event.process)
-        self._holding = forget_process(self._holding, event.process)
+        self._in_flight = forget_process(self._in_flight, event.process, self.system.process_of)
+        self._caller = forget_process(self._caller, event.process, self.system.process_of)
+        self._holding = forget_process(self._holding, event.process, self.system.process_of)
 
     @handles(FrontendCtrlC)
     def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
@@ -322,15 +327,20 @@ class HardCancelFreesLease(Invariant):
 
     @handles(HardCancelRequested)
     def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent) -> None:
-        process = self._process_of(self._pressed_by.pop(record.task, None))
+        agent = self._pressed_by.pop(record.task, None)
         for attempt, session in self._in_flight.items():
-            if session == event.session and process in (None, attempt.process):
+            if session == event.session and self._stops(agent, attempt):
                 self._stopped[attempt] = record
 
-    def _process_of(self, agent: str | None) -> str | None:
-        """The process of the agent whose terminal pressed Ctrl+C; None if unknown (then any attempt on the session)."""
+    def _stops(self, agent: str | None, attempt: AttemptId) -> bool:
+        """Whether a Ctrl+C at `agent`'s terminal stops `attempt`: the terminal's user stops only what they
+        started there, not another agent's /compress or turn that shares the process and session. When either
+        side's agent is unknown, any attempt of the pressing agent's process (or of any process) counts."""
+        caller = self._caller.get(attempt)
+        if agent is not None and caller is not None:
+            return caller == agent
         slot = self.system.agents.get(agent) if agent is not None else None
-        return None if slot is None else slot.spec.process
+        return slot is None or slot.spec.process == attempt.process
 
     @handles(FrontendCtrlCGraceExpired)
     def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> Violation | None:
@@ -552,7 +562,7 @@ class NoProgressAfterGiveUp(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._given_up = forget_process(self._given_up, event.process)
+        self._given_up = forget_process(self._given_up, event.process, self.system.process_of)
 
 
 class NoRelabelAfterTerminal(Invariant):
@@ -578,7 +588,7 @@ class NoRelabelAfterTerminal(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._terminal = forget_process(self._terminal, event.process)
+        self._terminal = forget_process(self._terminal, event.process, self.system.process_of)
 
 
 # Errors that are never an injected fault's doing, however a run was disturbed: a bug in the system.

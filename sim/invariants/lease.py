@@ -66,6 +66,16 @@ class LeaseMutualExclusion(Invariant):
         self._row_owner.pop(event.session, None)
         return None
 
+    @handles(LeaseReleaseFailed)
+    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent) -> None:
+        """A release that raised is indeterminate: its transaction may have committed before the error (a failure
+        after the commit). The store tells: if the row no longer names the holder, the release took effect."""
+        row = self.system.store.lease_row(event.session)
+        if row is None or row.holder != event.holder:
+            self._holders.setdefault(event.session, {}).pop(event.holder, None)
+            if self._row_owner.get(event.session) == event.holder:
+                del self._row_owner[event.session]
+
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
         """An attempt that has ended holds nothing any more (its row, if left, will expire)."""
@@ -181,7 +191,7 @@ class CancelledAttemptNeverAcquires(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._cancelled = forget_process(self._cancelled, event.process)
+        self._cancelled = forget_process(self._cancelled, event.process, self.system.process_of)
 
 
 class RefresherToleratesBlips(Invariant):
@@ -313,7 +323,7 @@ class RetryNeverOverlapsLiveWorker(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._live = forget_process(self._live, event.process)
+        self._live = forget_process(self._live, event.process, self.system.process_of)
 
 
 class SummaryStartsUnderLease(Invariant):
@@ -375,7 +385,7 @@ class AbandonedAttemptFreesLease(Invariant):
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         # a restarted process numbers its attempts from 1 again; a dead holder is dead_holder_reclaimable's
-        self._abandoned = forget_process(self._abandoned, event.process)
+        self._abandoned = forget_process(self._abandoned, event.process, self.system.process_of)
 
     @handles(LeaseContended)
     def contended(self, event: LeaseContended, record: HistoryEvent) -> Violation | None:

@@ -319,7 +319,7 @@ class LateContenderAdopts(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._on_closed = forget_process(self._on_closed, event.process)
+        self._on_closed = forget_process(self._on_closed, event.process, self.system.process_of)
 
 
 Stamp = tuple[str, float]  # an explicit close as the row carries it: (end reason, ended at)

@@ -530,7 +530,7 @@ class CommitReachesCaller(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._left = forget_process(self._left, event.process)
+        self._left = forget_process(self._left, event.process, self.system.process_of)
 
     @handles(HostReturned)
     def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
@@ -616,7 +616,7 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         """A commit the dead process made just before it died summarized its input (it only never said so)."""
         for _, attempt in self._died_after_commit():
             self._summarized |= self._inputs.pop(attempt, set())
-        self._inputs = forget_process(self._inputs, event.process)
+        self._inputs = forget_process(self._inputs, event.process, self.system.process_of)
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         store = self.system.store

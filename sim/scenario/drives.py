@@ -20,6 +20,7 @@ from sim.scenario.crash import SimProcess
 from sim.scenario.fault_context import SystemFaultContext
 from sim.scenario.model import DriveAction, DriveSpec
 
+DRIVE_TASK = "drive"  # a drive runs in the task `drive.<index>.<action>`
 DEFAULT_END_REASON = "tui_shutdown"  # what a terminal stamps when it closes a session without saying why
 # what the user types into the agent's own process; a dead one takes none of it (it would only start work, a
 # compression job for one, that dies at its first store call and so is never seen to finish)
@@ -51,7 +52,7 @@ class Drives:
 
     def start(self, nursery: Any, moments: Moments) -> None:
         for index, (drive, trigger) in enumerate(zip(self._built.scenario.drives, self._triggers)):
-            nursery.start_soon(self._drive, drive, trigger, moments, name=f"drive.{index}.{drive.action}")
+            nursery.start_soon(self._drive, drive, trigger, moments, name=f"{DRIVE_TASK}.{index}.{drive.action}")
 
     async def _drive(self, drive: DriveSpec, trigger: Trigger, moments: Moments) -> None:
         if await moments.wait(trigger) and not trigger.expired(self._actions.rt.now()):

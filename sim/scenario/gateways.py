@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from sim.scenario.crash import SimProcess
 
 GATEWAY = "gateway"
+GATEWAY_TASK = "gateway"  # a gateway agent's queue is served in the task `gateway.<agent>`
 
 
 class Gateways:
@@ -33,7 +34,7 @@ class Gateways:
             return
         proc, name = slot.proc, slot.spec.name
         self._serving.append((proc, name))
-        self._nursery.start_soon(proc.run, proc.gateway.serve(name, slot.agent), name=f"gateway.{name}")
+        self._nursery.start_soon(proc.run, proc.gateway.serve(name, slot.agent), name=f"{GATEWAY_TASK}.{name}")
 
     def close_idle(self) -> bool:
         """Nothing else can run: close every served queue. True if there were any (their agents go on)."""

@@ -1,7 +1,7 @@
 """What invariants may read of the running system besides the history (`sim.invariants.SystemView`).
 
-The store, the reference's configuration, the agents (each with its live transcript and its process), and
-whether a lease holder's process is dead. Invariants judge what the system observably did; this is the part
+The store, the reference's configuration, the agents (each with its live transcript and its process),
+whether a lease holder's process is dead, and which agent's user a task acts for. Invariants judge what the system observably did; this is the part
 of it they may look at directly.
 """
 
@@ -12,6 +12,8 @@ from typing import Any, Callable, Mapping
 from reference.config import CompactionConfig
 from reference.store import SessionStore
 from sim.scenario.builder import AgentSlot, SystemBuilder
+from sim.scenario.drives import DRIVE_TASK
+from sim.scenario.gateways import GATEWAY_TASK
 
 
 class StoreReads:
@@ -66,3 +68,13 @@ class ScenarioView:
 
     def holder_is_dead(self, holder: str) -> bool:
         return self._built.process_table.holder_is_dead(holder)
+
+    def agent_of_task(self, task: str) -> str | None:
+        """The agent whose user a task acts for: a drive's task (`drive.<index>.<action>`) types at its agent's
+        terminal, a gateway task (`gateway.<agent>`) serves its agent's queue; None for any other task."""
+        kind, _, rest = task.partition(".")
+        if kind == DRIVE_TASK:
+            return self._built.scenario.drives[int(rest.partition(".")[0])].agent
+        if kind == GATEWAY_TASK:
+            return rest
+        return None

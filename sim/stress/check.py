@@ -89,6 +89,10 @@ class RealSystem:
         died = self.deaths.get(HolderId(holder).fields.get("proc", ""))
         return died is not None and died <= self.now
 
+    def agent_of_task(self, task: str) -> str | None:
+        """A real worker's log does not say which agent a task acts for."""
+        return None
+
 
 @dataclass(frozen=True)
 class CheckResult:
