@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from support import run_cli
 
+from sim.bench.swarm_feedback import first_find, unmutated_failures
 from sim.registry import registry
 from sim.scenario.loader import load_scenario
 from sim.scenario.runner import run_once
@@ -161,3 +162,15 @@ def test_the_command_gives_the_same_feedback_campaign_for_any_jobs_and_refuses_a
     assert a["feedback"] and a["per_run"] == b["per_run"] and a["signature"] == b["signature"]
     sharded = run_cli("swarm", str(SINGLE), "--feedback", "--shard", "1/2", cwd=tmp_path)
     assert sharded.returncode == 2 and "--feedback with --shard 1/2" in sharded.stderr
+
+
+def test_the_benchs_search_draws_the_runs_the_campaign_draws(workloads):
+    """`bench swarm --feedback` searches run by run; it must meet the failures the campaign meets, in order,
+    and skip exactly the scenarios known to fail unmutated (here: all of them)."""
+    runs = 3 * BATCH
+    done = campaign(workloads, 0, runs=runs, feedback=True)
+    failing = [run.index for run in done.runs if run.failure is not None]
+    found = first_find(workloads, 0, runs, True, frozenset(), lambda document: True)
+    assert found["found"] == (failing[0] if failing else None)
+    assert first_find(workloads, 0, runs, True, frozenset(), lambda document: False)["found"] is None
+    assert first_find(workloads, 0, runs, True, frozenset(unmutated_failures(workloads, 0, runs, True)), lambda document: True)["found"] is None

@@ -2,26 +2,30 @@
 same curated mutants, root seeds and budget of runs.
 
 For each mode, root seed and mutant, an overlay subprocess (the internal command `swarm-race`) runs the
-campaign of that root seed under the mutant to its first failing run, at most `max_runs`. A feedback
-campaign under a mutant draws other runs than on the unmutated reference once the coverage differs, so a
-failing run is not skipped by its index but by its scenario: the parent first runs each mode's campaign
-on the unmutated reference and passes the digests of the documents of its failing runs; a find whose
-document is new to the parent is run again here on the unmutated reference, and if it fails there too it
-joins the known digests and the search starts again. Both modes are judged by this one rule. Every root
-seed is measured (a miss counts as `max_runs` in the median), so the two columns compare equal work.
+campaign of that root seed under the mutant to its first failing run that counts, at most `max_runs`. A
+feedback campaign under a mutant draws other runs than on the unmutated reference once the coverage
+differs, so a failing run is judged by its scenario, not by its index: the parent first runs each mode's
+campaign on the unmutated reference and passes the digests of its failing runs' documents, which the child
+skips; any other failing run's document goes to the parent (one JSON line on the child's stdout), which
+runs it on the unmutated reference and answers (one line on its stdin) whether it counts, that is whether it
+passes there. Both modes are judged by this one rule. Every root seed is measured (a miss counts as
+`max_runs` in the median), so the two columns compare equal work.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from sim import children
 from sim.bench.figures import summary
-from sim.mutate import sim_document
 from sim.registry import registry
 from sim.scenario.loader import scenario_from_document
 from sim.scenario.runner import run_once
@@ -32,6 +36,8 @@ from sim.swarm.model import Workload
 from sim.timefreeze import frozen_time
 
 MODES = ("plain", "feedback")
+_ONE_RUN = threading.Lock()  # mutants are raced from threads; the runs they check happen here one by one
+COUNTS = "counts"  # the parent's answer when a failing run passes on the unmutated reference
 
 
 def document_digest(document: Mapping[str, Any]) -> str:
@@ -42,9 +48,11 @@ def document_digest(document: Mapping[str, Any]) -> str:
 # ---- the subprocess's side, under one mutant -----------------------------------------------------
 
 
-def first_find(workloads: Sequence[Workload], root: int, max_runs: int, feedback: bool, known: frozenset[str]) -> dict[str, Any]:
+def first_find(workloads: Sequence[Workload], root: int, max_runs: int, feedback: bool, known: frozenset[str],
+               counts: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
     """The first failing run of root seed `root`'s campaign (plain or with feedback), among its first
-    `max_runs`, whose scenario is not in `known`; with its scenario document, for the parent to check."""
+    `max_runs`, whose scenario is not in `known` and that `counts` (given its document) accepts; a failing
+    run that does not count is folded into the feedback like any other."""
     started = time.process_time()
     folded = Feedback()
     biases: dict[str, Bias] = {}
@@ -57,12 +65,18 @@ def first_find(workloads: Sequence[Workload], root: int, max_runs: int, feedback
             report = run_generated(workloads, root, index, bias)
             if report.violations:
                 document = scenario_document(workload, root, index, bias)
-                if document_digest(document) not in known:
-                    return {"found": index, "invariant": report.violations[0].invariant, "document": document,
+                if document_digest(document) not in known and counts(document):
+                    return {"found": index, "invariant": report.violations[0].invariant,
                             "cpu_s": round(time.process_time() - started, 3)}
             if feedback:
                 folded.add(summarise(workloads, root, index, report, bias).signature)
     return {"found": None, "cpu_s": round(time.process_time() - started, 3)}
+
+
+def ask_parent(document: dict[str, Any]) -> bool:
+    """The child's side of the dialogue: send a failing run's document, read whether it counts."""
+    print(json.dumps({"candidate": document}, sort_keys=True), flush=True)
+    return sys.stdin.readline().strip() == COUNTS
 
 
 # ---- the parent's side -----------------------------------------------------------------------------
@@ -76,30 +90,40 @@ def unmutated_failures(workloads: Sequence[Workload], root: int, max_runs: int, 
 
 
 def fails_unmutated(workload: Workload, root: int, index: int, document: dict[str, Any]) -> bool:
+    """Whether a generated run fails on the unmutated reference (one at a time: the time freeze is process-wide)."""
     scenario = scenario_from_document(document, generated_path(workload, root, index), registry())
-    with frozen_time():
+    with _ONE_RUN, frozen_time():
         return bool(run_once(scenario, scenario.explore.seed).violations)
 
 
 def race_root(paths: Sequence[str], workloads: Sequence[Workload], mutant: str, root: int, mode: str, max_runs: int,
-              known: set[str], known_file: Path) -> tuple[int | None, float, int]:
-    """Runs to the first true find of one root seed in one mode (None: missed), CPU seconds, false alarms met."""
-    cpu_s, false_alarms = 0.0, 0
-    while True:
-        known_file.write_text(json.dumps(sorted(known)), encoding="utf-8")
-        flag = ["--feedback"] if mode == "feedback" else []
-        found = sim_document(["swarm-race", *paths, "--root", str(root), "--max-runs", str(max_runs), "--known-file",
-                              str(known_file), *flag, "--mutant", mutant])
-        if "error" in found:
-            raise RuntimeError(f"{mutant}, root {root}, {mode}: {found['error']}")
-        cpu_s += found["cpu_s"]
-        index = found["found"]
-        if index is None:
-            return None, cpu_s, false_alarms
-        if not fails_unmutated(workload_of(workloads, index), root, index, found["document"]):
-            return index + 1, cpu_s, false_alarms
-        known.add(document_digest(found["document"]))
-        false_alarms += 1
+              known: set[str], work_dir: Path) -> tuple[int | None, float, int]:
+    """Runs to the first find that counts, for one root seed in one mode (None: missed), CPU seconds, and the
+    failing runs met on the way that fail on the unmutated reference too."""
+    stem = work_dir / f"{mutant}-{mode}-root{root}"
+    known_file, errors = stem.with_suffix(".known.json"), stem.with_suffix(".stderr")
+    known_file.write_text(json.dumps(sorted(known)), encoding="utf-8")
+    command = [sys.executable, "-m", "sim", "swarm-race", *paths, "--root", str(root), "--max-runs", str(max_runs),
+               "--known-file", str(known_file), *(["--feedback"] if mode == "feedback" else []), "--mutant", mutant]
+    false_alarms = 0
+    with errors.open("w", encoding="utf-8") as stderr, children.dialogue(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True) as child:
+        assert child.stdin is not None and child.stdout is not None
+        for line in child.stdout:
+            message = json.loads(line)
+            if "candidate" not in message:
+                return (None if message["found"] is None else message["found"] + 1), message["cpu_s"], false_alarms
+            document = message["candidate"]
+            alarm = fails_unmutated(workload_of(workloads, document_index(document)), root, document_index(document), document)
+            false_alarms += alarm
+            child.stdin.write(("" if alarm else COUNTS) + "\n")
+            child.stdin.flush()
+    raise RuntimeError(f"{mutant}, root {root}, {mode}: swarm-race ended without a result (see {errors})")
+
+
+def document_index(document: Mapping[str, Any]) -> int:
+    """The run index a generated document was drawn for (its name ends in `_run<i>`)."""
+    return int(document["name"].rsplit("_run", 1)[1])
 
 
 def compare_feedback(workloads: Sequence[Workload], mutants: Sequence[str], *, roots: int, max_runs: int, jobs: int,
@@ -117,8 +141,7 @@ def compare_feedback(workloads: Sequence[Workload], mutants: Sequence[str], *, r
         for mode in MODES:
             runs, cpu_s, alarms = [], 0.0, 0
             for root in range(roots):
-                found, spent, met = race_root(paths, workloads, mutant, root, mode, max_runs, set(known[mode, root]),
-                                              out_dir / f"known-{mutant}-{mode}-root{root}.json")
+                found, spent, met = race_root(paths, workloads, mutant, root, mode, max_runs, known[mode, root], out_dir)
                 runs.append(found)
                 cpu_s += spent
                 alarms += met

@@ -119,11 +119,13 @@ def _compare_feedback(args: argparse.Namespace, workloads: list[Any], mutants: l
 
 
 def _swarm_race(args: argparse.Namespace) -> int:
-    """Under one mutant (run with --mutant): the first failing run of one root seed not known to fail unmutated."""
-    from sim.bench.swarm_feedback import first_find
+    """Under one mutant (run with --mutant): the first failing run of one root seed that the parent, asked over
+    stdin and stdout one JSON line at a time, counts (it passes on the unmutated reference)."""
+    from sim.bench.swarm_feedback import ask_parent, first_find
 
     known = frozenset(json.loads(args.known_file.read_text(encoding="utf-8"))) if args.known_file else frozenset()
-    print(json.dumps(first_find(_swarm_workloads(args.paths), args.root, args.max_runs, args.feedback, known), sort_keys=True))
+    found = first_find(_swarm_workloads(args.paths), args.root, args.max_runs, args.feedback, known, ask_parent)
+    print(json.dumps(found, sort_keys=True), flush=True)
     return EXIT_OK
 
 
