@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support import run_cli
 
-from sim.bench.swarm_feedback import first_find, unmutated_failures
+from sim.bench.swarm_feedback import compare_feedback, first_find, render, unmutated_failures
 from sim.registry import registry
 from sim.scenario.loader import load_scenario
 from sim.scenario.runner import run_once
@@ -174,3 +174,11 @@ def test_the_benchs_search_draws_the_runs_the_campaign_draws(workloads):
     assert found["found"] == (failing[0] if failing else None)
     assert first_find(workloads, 0, runs, True, frozenset(), lambda document: False)["found"] is None
     assert first_find(workloads, 0, runs, True, frozenset(unmutated_failures(workloads, 0, runs, True)), lambda document: True)["found"] is None
+
+
+def test_the_race_measures_both_modes_under_a_mutant_and_they_agree_within_the_first_batch(workloads, tmp_path):
+    result = compare_feedback(workloads, ["stamp-compacted-markers"], roots=1, max_runs=BATCH, jobs=1, out_dir=tmp_path)
+    entry = result["per_mutant"]["stamp-compacted-markers"]
+    assert entry["plain"]["runs"] == entry["feedback"]["runs"]
+    assert entry["plain"]["runs"][0] is not None and 1 <= entry["plain"]["runs"][0] <= BATCH
+    assert "stamp-compacted-markers" in render(result)
