@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from contextlib import nullcontext
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,7 +174,7 @@ def _with_feedback(done: Campaign, workloads: Sequence[Workload], runs: int | No
     started = time.process_time()
     cpu_s = 0.0
     indices = itertools.count() if runs is None else iter(range(runs))
-    with ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else _NoPool() as pool:
+    with ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else nullcontext() as pool:
         while time_budget_s is None or time.process_time() - started + cpu_s < time_budget_s:
             batch = list(itertools.islice(indices, BATCH))
             if not batch:
@@ -192,16 +193,6 @@ def _with_feedback(done: Campaign, workloads: Sequence[Workload], runs: int | No
                 if on_run is not None:
                     on_run(summary)
     return cpu_s
-
-
-class _NoPool:
-    """The context `jobs == 1` runs in: no worker processes."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _batch_in_workers(pool: ProcessPoolExecutor, workloads: Sequence[Workload], root_seed: int, batch: list[int],

@@ -9,6 +9,9 @@ replays it byte for byte, and the same document written as TOML is a scenario fi
 After the active phase come the quiet phase and the probes: no more actions or faults; once everything
 drawn has had time to end (the longest stall, restart delay, timeout and lease TTL), each agent gets one
 probe turn (a gateway agent a probe message), so the end-of-run checks judge a system that had to recover.
+
+A feedback campaign passes a `Bias` (`sim.swarm.feedback`): it scales each kind's chance to be enabled and
+weights each fault's point, on the same streams, so the neutral bias draws exactly the plain run.
 """
 
 from __future__ import annotations
