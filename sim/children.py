@@ -58,6 +58,28 @@ def run(command: Sequence[str], *, timeout: float | None = None, **popen: Any) -
     return subprocess.CompletedProcess(list(command), process.returncode, stdout, stderr)
 
 
+@contextmanager
+def dialogue(command: Sequence[str], **popen: Any) -> Iterator[subprocess.Popen[Any]]:
+    """A child to talk with while it runs (its pipes as `popen` asks), terminated with this process like `run`'s
+    children; on leaving the block its stdin is closed and it is waited for (ended, if the block raised)."""
+    with held(), _lock:
+        if _stopping:
+            raise Terminated()
+        process = subprocess.Popen(command, **popen)
+        _live.add(process)
+    try:
+        yield process
+        if process.stdin is not None:
+            process.stdin.close()
+        process.wait()
+    except BaseException:
+        _end(process)
+        raise
+    finally:
+        with held(), _lock:
+            _live.discard(process)
+
+
 def _end(process: subprocess.Popen[Any]) -> None:
     """Terminate, wait for its cleanup a while, then kill."""
     process.terminate()

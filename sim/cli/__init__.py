@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from sim.cli.bench import add_bench, add_swarm_detect
+from sim.cli.bench import add_bench, add_swarm_detect, add_swarm_race
 from sim.cli.common import EXIT_USAGE, STRATEGY_CHOICES, UsageError
 from sim.cli.determinism import add_determinism, add_digests
 from sim.cli.explore import add_detect, add_explore
@@ -34,7 +34,7 @@ __all__ = ["STRATEGY_CHOICES", "build_parser", "entry", "main"]
 
 PROG = "python -m sim"
 # Commands one `python -m sim` runs in another (under each mutant, under each PYTHONHASHSEED); not for users.
-INTERNAL = {"digests": add_digests, "detect": add_detect, "swarm-detect": add_swarm_detect}
+INTERNAL = {"digests": add_digests, "detect": add_detect, "swarm-detect": add_swarm_detect, "swarm-race": add_swarm_race}
 
 
 def build_parser() -> argparse.ArgumentParser:

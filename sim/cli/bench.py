@@ -84,18 +84,66 @@ def _swarm_workloads(paths: list[str]) -> list[Any]:
 
 def _bench_swarm(args: argparse.Namespace) -> int:
     from sim.bench.swarm import bench_swarm, render, render_speed, speed
-    from sim.mutants import load_mutants
 
     workloads = _swarm_workloads(args.paths)
     if args.speed_only:
         result = {"benchmark": "swarm", "speed": speed(workloads, args.runs or 200)}
         print(json.dumps(result, sort_keys=True) if args.json else render_speed(result["speed"]))
         return EXIT_OK
-    mutants = sorted(load_mutants())
+    mutants = _chosen_mutants(args.mutants)
+    if args.feedback:
+        return _compare_feedback(args, workloads, mutants)
     result = bench_swarm(workloads, mutants, roots=args.seeds or 10, max_runs=args.max_runs or 2000, speed_runs=args.runs or 200,
                          jobs=args.jobs, out_dir=args.out, on_done=progress(args, len(mutants) + 2).done)  # the baseline, each mutant, the speed
     print(json.dumps(result, sort_keys=True) if args.json else render(result))
     return EXIT_OK
+
+
+def _chosen_mutants(names: str | None) -> list[str]:
+    """The curated mutants `--mutants` names (all of them by default); an unknown name is a usage error."""
+    from sim.mutants import load_mutants
+
+    curated = sorted(load_mutants())
+    if names is None:
+        return curated
+    chosen = [name.strip() for name in names.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in curated]
+    if unknown or not chosen:
+        raise UsageError(f"--mutants: expected curated mutant names separated by commas (python -m sim list mutants), got {names!r}")
+    return chosen
+
+
+def _compare_feedback(args: argparse.Namespace, workloads: list[Any], mutants: list[str]) -> int:
+    from sim.bench.swarm_feedback import compare_feedback, render
+
+    result = compare_feedback(workloads, mutants, roots=args.seeds or 10, max_runs=args.max_runs or 2000, jobs=args.jobs,
+                              out_dir=args.out / "feedback", on_done=progress(args, len(mutants) + 1).done)
+    print(json.dumps(result, sort_keys=True) if args.json else render(result))
+    return EXIT_OK
+
+
+def _swarm_race(args: argparse.Namespace) -> int:
+    """Under one mutant (run with --mutant): the first failing run of one root seed that the parent, asked over
+    stdin and stdout one JSON line at a time, counts (it passes on the unmutated reference)."""
+    from sim.bench.swarm_feedback import ask_parent, first_find
+
+    known = frozenset(json.loads(args.known_file.read_text(encoding="utf-8"))) if args.known_file else frozenset()
+    found = first_find(_swarm_workloads(args.paths), args.root, args.max_runs, args.feedback, known, ask_parent)
+    print(json.dumps(found, sort_keys=True), flush=True)
+    return EXIT_OK
+
+
+def add_swarm_race(commands: Any) -> None:
+    """The internal command `bench swarm --feedback` runs under each mutant, per mode and root seed."""
+    race = commands.add_parser("swarm-race")
+    race.add_argument("paths", nargs="*")
+    race.add_argument("--root", type=int, default=0)
+    race.add_argument("--max-runs", type=positive_int, default=2000)
+    race.add_argument("--feedback", action="store_true")
+    race.add_argument("--known-file", type=Path, help="a JSON list of scenario digests that fail unmutated")
+    race.add_argument("--json", action="store_true")
+    add_mutant_option(race)
+    race.set_defaults(handler=_swarm_race)
 
 
 def _swarm_detect(args: argparse.Namespace) -> int:
@@ -140,5 +188,8 @@ def add_bench(commands: Any) -> None:
     bench.add_argument("--out", type=Path, default=DEFAULT_OUT / "bench-swarm", metavar="DIR", help="swarm: where the shrunk finds go")
     bench.add_argument("--speed-only", action="store_true",
                        help="swarm: only the cost of a run (seconds, not the hour detection takes): no detection, no shrinking")
+    bench.add_argument("--mutants", metavar="NAME,...", help="swarm: only these curated mutants (default: all)")
+    bench.add_argument("--feedback", action="store_true",
+                       help="swarm: compare plain swarm with coverage feedback instead (runs to first detection per mode)")
     bench.add_argument("-j", "--jobs", type=positive_int, default=os.cpu_count() or 1, help="detection: mutants measured at once")
     bench.set_defaults(handler=_bench)

@@ -36,11 +36,14 @@ def _swarm(args: argparse.Namespace) -> int:
         raise UsageError(f"{missing[0]}: no such workload file or folder (the default is {default_workloads()})")
     if args.time_budget is not None and args.time_budget <= 0:
         raise UsageError(f"--time-budget: expected a positive number, got {args.time_budget:g}")
+    shard = parse_shard(args.shard)
+    if args.feedback and shard.count != 1:
+        raise UsageError(f"--feedback with --shard {args.shard}: a feedback campaign cannot be sharded (each run depends on the runs before it)")
     workloads = load_workloads([Path(path) for path in paths], registry())
     runs = args.runs if args.runs is not None or args.time_budget is not None else workloads[0].swarm.runs
     lines = _progress(args, runs)
-    done = campaign(workloads, args.seed, shard=parse_shard(args.shard), runs=runs, time_budget_s=args.time_budget,
-                    jobs=args.jobs, on_run=lambda run: lines.done(_run_line(run)))
+    done = campaign(workloads, args.seed, shard=shard, runs=runs, time_budget_s=args.time_budget,
+                    jobs=args.jobs, feedback=args.feedback, on_run=lambda run: lines.done(_run_line(run)))
     result = _results(done, workloads, args, lines)
     _write_results(result, args)
     if args.json:
@@ -70,18 +73,18 @@ def _results(done: Any, workloads: Sequence[Any], args: argparse.Namespace, line
     for key, runs in results.failure_classes(done.runs).items():
         first = runs[0]
         lines.say(f"exporting run {first.index} ({key[0]})")
-        exported[key] = _export(workload_of(workloads, first.index), args, first.index, key[0])
+        exported[key] = _export(workload_of(workloads, first.index), args, first.index, key[0], done.bias_of(first.index))
     expected = {mark for workload in workloads for mark in workload.expect.coverage}
     known = set() if args.baseline is None else results.known_classes(_read_results(args.baseline))
     return results.document(done, [workload.name for workload in workloads], exported, mutant=args.under_mutant,
                             coverage_expected=expected, known=known)
 
 
-def _export(workload: Any, args: argparse.Namespace, index: int, invariant: str) -> dict[str, Any]:
+def _export(workload: Any, args: argparse.Namespace, index: int, invariant: str, bias: Any) -> dict[str, Any]:
     from sim.swarm.export import export_run
 
     out = args.out / "swarm"
-    exported = export_run(workload, args.seed, index, invariant, out, mutant=args.under_mutant)
+    exported = export_run(workload, args.seed, index, invariant, out, mutant=args.under_mutant, bias=bias)
     found = {"scenario": str(exported.scenario), "repro": str(exported.repro), "replay": exported.replay(args.under_mutant),
              "explanation": exported.report.violations[0].explanation}
     if args.shrink:
@@ -113,6 +116,9 @@ def _text(result: dict[str, Any]) -> str:
              f"{result['events']} events, {result['virtual_s']:.0f}s virtual, {result['cpu_s']:.2f}s CPU; "
              f"{result['failing_runs']} failing runs in {len(result['failures'])} classes ({result['new_failures']} new); "
              f"{len(result['coverage'])} coverage marks reached"]
+    reached = result["signature_reached"]
+    lines.append(f"reached{' (with coverage feedback)' if result['feedback'] else ''}: {reached['pair']} event-kind pairs, "
+                 f"{reached['fault']} fault kinds at points, {reached['check']} invariant checks with something to judge")
     for failure in result["failures"]:
         witnesses = ", ".join(failure["witnesses"]) or "no witnesses"
         verdict = "known" if failure["known"] else "FAIL"
@@ -165,6 +171,9 @@ def add_swarm(commands: Any) -> None:
     swarm.add_argument("--seed", type=seed_int, default=0, help="root seed of the campaign (default 0)")
     swarm.add_argument("--shard", default="1/1", metavar="I/N", help="run indices I-1, I-1+N, ...: shards 1/N..N/N never repeat a run")
     swarm.add_argument("-j", "--jobs", type=positive_int, default=1, help="worker processes (default 1)")
+    swarm.add_argument("--feedback", action="store_true",
+                       help="bias each batch of runs toward the fault points and kinds the runs before it left unreached "
+                            "(deterministic for any -j; not with --shard)")
     swarm.add_argument("--baseline", type=Path, metavar="RESULT.json",
                        help="failure classes these results reported are known: reported, but only new ones fail (exit 1)")
     swarm.add_argument("--shrink", action="store_true", help=f"shrink each failure class's first run (up to {SHRINK_LIMIT_S:g}s each)")

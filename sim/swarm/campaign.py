@@ -5,12 +5,19 @@ Run `i` of a campaign uses workload `i mod W` (W workloads, in the order given) 
 run indices I, I+N, I+2N, ... (`sim.search.Shard`). A run is summarised by what a reader of the results
 needs: its size (steps, events, virtual seconds), the coverage marks it reached, and its failure class,
 the violated invariant with the kinds of its witnessing events (for a run that did not complete, the
-exception that ended it), so a thousand runs that hit the same bug read as one failure.
+exception that ended it), so a thousand runs that hit the same bug read as one failure; and its signature
+(`sim.swarm.signature`), what it reached in finer grain.
+
+With feedback (`sim.swarm.feedback`) run `i` also depends on the signatures of the runs before its batch,
+so the campaign runs batch after batch, in index order (the runs of a batch split among `-j` workers), and
+is not sharded: a shard could not see the others' coverage.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
+from contextlib import nullcontext
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +28,11 @@ from sim.heap import freeze_long_lived
 from sim.registry import registry
 from sim.scenario.runner import RunReport, run_once
 from sim.search import Shard, within_budget
-from sim.swarm.generate import generate
+from sim.swarm.feedback import BATCH, NO_BIAS, Bias, Feedback
+from sim.swarm.generate import enabled_kinds, generate
 from sim.swarm.loader import load_workloads
 from sim.swarm.model import Workload
+from sim.swarm.signature import signature
 from sim.timefreeze import frozen_time
 
 
@@ -41,6 +50,7 @@ class RunSummary:
     virtual_s: float
     coverage: tuple[str, ...]
     failure: tuple[str, ...] | None  # (invariant, witness kinds...), None if every invariant held
+    signature: frozenset[str] = frozenset()
 
     def as_dict(self) -> dict[str, Any]:
         return {"run": self.index, "workload": self.workload, "scenario": self.scenario, "seed": self.seed,
@@ -56,6 +66,11 @@ class Campaign:
     shard: Shard
     runs: list[RunSummary] = field(default_factory=list)
     cpu_s: float = 0.0
+    feedback: bool = False
+    biases: dict[int, Bias] = field(default_factory=dict)  # a feedback campaign's bias per run, for its exports
+
+    def bias_of(self, index: int) -> Bias:
+        return self.biases.get(index, NO_BIAS)
 
 
 def failure_class(report: RunReport) -> tuple[str, ...] | None:
@@ -73,27 +88,32 @@ def workload_of(workloads: Sequence[Workload], index: int) -> Workload:
     return workloads[index % len(workloads)]
 
 
-def run_generated(workloads: Sequence[Workload], root_seed: int, index: int) -> RunReport:
+def run_generated(workloads: Sequence[Workload], root_seed: int, index: int, bias: Bias = NO_BIAS) -> RunReport:
     """Run `index` of the campaign: generate its scenario and run it once from the scenario's own seed."""
-    scenario = generate(workload_of(workloads, index), root_seed, index)
+    scenario = generate(workload_of(workloads, index), root_seed, index, bias)
     return run_once(scenario, scenario.explore.seed)
 
 
-def summarise(workloads: Sequence[Workload], index: int, report: RunReport) -> RunSummary:
+def summarise(workloads: Sequence[Workload], root_seed: int, index: int, report: RunReport,
+              bias: Bias = NO_BIAS) -> RunSummary:
     result = report.result
-    return RunSummary(index, workload_of(workloads, index).name, report.scenario.name, report.seed, result.strategy,
+    workload = workload_of(workloads, index)
+    marks = signature(result.history, enabled_kinds(workload, root_seed, index, bias))
+    return RunSummary(index, workload.name, report.scenario.name, report.seed, result.strategy,
                       result.steps, len(result.history), result.virtual_s, tuple(sorted(report.coverage)),
-                      failure_class(report))
+                      failure_class(report), marks)
 
 
 def run_indices(workloads: Sequence[Workload], root_seed: int, indices: Iterable[int],
-                on_run: Callable[[RunSummary], None] | None = None) -> list[RunSummary]:
-    """The summaries of the given runs, in order, inside one wall-clock freeze."""
+                on_run: Callable[[RunSummary], None] | None = None,
+                biases: dict[int, Bias] | None = None) -> list[RunSummary]:
+    """The summaries of the given runs (each with its bias, if any), in order, inside one wall-clock freeze."""
     freeze_long_lived()
     summaries = []
     with frozen_time():
         for index in indices:
-            summary = summarise(workloads, index, run_generated(workloads, root_seed, index))
+            bias = NO_BIAS if biases is None else biases[index]
+            summary = summarise(workloads, root_seed, index, run_generated(workloads, root_seed, index, bias), bias)
             summaries.append(summary)
             if on_run is not None:
                 on_run(summary)
@@ -101,7 +121,7 @@ def run_indices(workloads: Sequence[Workload], root_seed: int, indices: Iterable
 
 
 def campaign(workloads: Sequence[Workload], root_seed: int, *, shard: Shard = Shard(), runs: int | None = None,
-             time_budget_s: float | None = None, jobs: int = 1,
+             time_budget_s: float | None = None, jobs: int = 1, feedback: bool = False,
              on_run: Callable[[RunSummary], None] | None = None) -> Campaign:
     """Run the shard's share of the campaign: `runs` runs, or as many as `time_budget_s` CPU seconds allow.
 
@@ -109,8 +129,12 @@ def campaign(workloads: Sequence[Workload], root_seed: int, *, shard: Shard = Sh
     shard's runs); the summaries come back in run order, so the result does not depend on `jobs`.
     """
     started = time.process_time()
-    done = Campaign(root_seed, shard)
-    if jobs == 1:
+    done = Campaign(root_seed, shard, feedback=feedback)
+    if feedback:
+        if shard != Shard():
+            raise ValueError(f"a feedback campaign cannot be sharded (shard {shard}): each run depends on the runs before it")
+        done.cpu_s = _with_feedback(done, workloads, runs, time_budget_s, jobs, on_run)
+    elif jobs == 1:
         done.runs = run_indices(workloads, root_seed, within_budget(shard.seeds(0), runs, time_budget_s), on_run)
     else:
         done.runs, done.cpu_s = _in_workers(workloads, root_seed, shard, runs, time_budget_s, jobs, on_run)
@@ -141,3 +165,54 @@ def _worker(part: tuple[list[str], int, Shard, int | None, float | None]) -> tup
     started = time.process_time()
     workloads = load_workloads([Path(path) for path in paths], registry())
     return run_indices(workloads, root_seed, within_budget(shard.seeds(0), runs, time_budget_s)), time.process_time() - started
+
+
+def _with_feedback(done: Campaign, workloads: Sequence[Workload], runs: int | None, time_budget_s: float | None,
+                   jobs: int, on_run: Callable[[RunSummary], None] | None) -> float:
+    """Run batch after batch, each biased by the signatures of all runs before it, until `runs` runs or until
+    the CPU seconds spent (this process's and the workers') reach the budget, checked between batches; the
+    workers' CPU seconds. A batch's bias is fixed before it starts, so `jobs` changes nothing drawn."""
+    feedback = Feedback()
+    started = time.process_time()
+    cpu_s = 0.0
+    indices = itertools.count() if runs is None else iter(range(runs))
+    with ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else nullcontext() as pool:
+        while time_budget_s is None or time.process_time() - started + cpu_s < time_budget_s:
+            batch = list(itertools.islice(indices, BATCH))
+            if not batch:
+                break
+            by_workload = {workload.name: feedback.bias(workload) for workload in workloads}
+            biases = {index: by_workload[workload_of(workloads, index).name] for index in batch}
+            done.biases.update(biases)
+            if pool is None:
+                summaries = run_indices(workloads, done.root_seed, batch, biases=biases)
+            else:
+                summaries, part_cpu_s = _batch_in_workers(pool, workloads, done.root_seed, batch, biases, jobs)
+                cpu_s += part_cpu_s
+            for summary in summaries:
+                feedback.add(summary.signature)
+                done.runs.append(summary)
+                if on_run is not None:
+                    on_run(summary)
+    return cpu_s
+
+
+def _batch_in_workers(pool: ProcessPoolExecutor, workloads: Sequence[Workload], root_seed: int, batch: list[int],
+                      biases: dict[int, Bias], jobs: int) -> tuple[list[RunSummary], float]:
+    """One batch split among the workers (every jobs-th run each), the summaries back in index order."""
+    paths = [workload.path for workload in workloads]
+    parts = [(paths, root_seed, batch[job::jobs], {index: biases[index] for index in batch[job::jobs]})
+             for job in range(jobs) if batch[job::jobs]]
+    summaries: list[RunSummary] = []
+    cpu_s = 0.0
+    for part, part_cpu_s in pool.map(_biased_worker, parts):
+        summaries += part
+        cpu_s += part_cpu_s
+    return sorted(summaries, key=lambda summary: summary.index), cpu_s
+
+
+def _biased_worker(part: tuple[list[str], int, list[int], dict[int, Bias]]) -> tuple[list[RunSummary], float]:
+    paths, root_seed, indices, biases = part
+    started = time.process_time()
+    workloads = load_workloads([Path(path) for path in paths], registry())
+    return run_indices(workloads, root_seed, indices, biases=biases), time.process_time() - started

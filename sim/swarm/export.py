@@ -14,6 +14,7 @@ from sim.report import replay_command, write_repro
 from sim.scenario.loader import load_scenario
 from sim.scenario.runner import RunReport, run_once
 from sim.shrink import toml_text
+from sim.swarm.feedback import NO_BIAS, Bias
 from sim.swarm.generate import scenario_document
 from sim.swarm.model import Workload
 from sim.timefreeze import frozen_time
@@ -37,9 +38,10 @@ class Exported:
 
 
 def export_run(workload: Workload, root_seed: int, index: int, invariant: str, out_dir: Path, *,
-               mutant: str | None = None) -> Exported:
-    """Write run `index` as a scenario file and a repro; the file, run again, must break `invariant` first."""
-    document = scenario_document(workload, root_seed, index)
+               mutant: str | None = None, bias: Bias = NO_BIAS) -> Exported:
+    """Write run `index` (drawn with `bias` in a feedback campaign) as a scenario file and a repro; the file,
+    run again, must break `invariant` first."""
+    document = scenario_document(workload, root_seed, index, bias)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{document['name']}.toml"
     path.write_text(HEADER.format(workload=workload.path, root_seed=root_seed, index=index, file=path) + toml_text(document),

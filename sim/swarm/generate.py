@@ -9,6 +9,9 @@ replays it byte for byte, and the same document written as TOML is a scenario fi
 After the active phase come the quiet phase and the probes: no more actions or faults; once everything
 drawn has had time to end (the longest stall, restart delay, timeout and lease TTL), each agent gets one
 probe turn (a gateway agent a probe message), so the end-of-run checks judge a system that had to recover.
+
+A feedback campaign passes a `Bias` (`sim.swarm.feedback`): it scales each kind's chance to be enabled and
+weights each fault's point, on the same streams, so the neutral bias draws exactly the plain run.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from sim.registry import registry
 from sim.rng import derive_seed
 from sim.scenario.loader import scenario_from_document
 from sim.scenario.model import Scenario
+from sim.swarm.feedback import NO_BIAS, Bias, enable_key
 from sim.swarm.model import ActionKind, FaultDraw, Workload
 from sim.swarm.streams import Stream, Streams
 
@@ -33,9 +37,10 @@ RECOVERY_KEYS = ("ceiling_timeout_s", "lease_ttl_s", "ctrl_c_grace_s", "provider
 GRACE_S = 60.0  # after the quiet phase, before the probes, beyond everything the run drew
 
 
-def generate(workload: Workload, root_seed: int, run_index: int) -> Scenario:
-    """The scenario of run `run_index` of the campaign with `root_seed`, checked by the scenario loader."""
-    document = scenario_document(workload, root_seed, run_index)
+def generate(workload: Workload, root_seed: int, run_index: int, bias: Bias = NO_BIAS) -> Scenario:
+    """The scenario of run `run_index` of the campaign with `root_seed`, checked by the scenario loader; a
+    feedback campaign passes the bias its earlier runs' coverage gives (`sim.swarm.feedback`)."""
+    document = scenario_document(workload, root_seed, run_index, bias)
     return scenario_from_document(document, generated_path(workload, root_seed, run_index), registry())
 
 
@@ -48,22 +53,25 @@ def generated_path(workload: Workload, root_seed: int, run_index: int) -> Path:
     return Path(f"{workload.path}#{generated_name(workload, root_seed, run_index)}")
 
 
-def scenario_document(workload: Workload, root_seed: int, run_index: int) -> dict[str, Any]:
+def scenario_document(workload: Workload, root_seed: int, run_index: int, bias: Bias = NO_BIAS) -> dict[str, Any]:
     """The run's scenario as a TOML document (what an exported failure's file holds)."""
     streams = Streams(root_seed, run_index)
     swarm = workload.swarm
     world = _world(workload, streams)
+    on = set(enabled_kinds(workload, root_seed, run_index, bias))
     faults: list[dict[str, Any]] = []
     for kind, draw in swarm.faults.items():
-        if _enabled(draw.probability, swarm.enable, streams(f"enable.{kind}")):
-            faults += _faults(draw, world, swarm.active_s, streams(f"fault.{kind}"))
-    drives = [drive for kind in ActionKind for drive in _actions(workload, kind, world, streams)]
+        if enable_key(workload, "fault", kind) in on:
+            faults += _faults(draw, world, swarm.active_s, streams(f"fault.{kind}"), bias.point_weights(kind))
+    drives = [drive for kind in ActionKind if enable_key(workload, "action", str(kind)) in on
+              for drive in _actions(workload, kind, world, streams)]
     drives.sort(key=lambda drive: drive["at"])
     probe_at = _probe_time(swarm.active_s + swarm.quiet_s, world["config"], faults)
     drives += _probes(world, probe_at)
     return {
         "name": generated_name(workload, root_seed, run_index),
-        "description": f"Generated from the workload {workload.name}: root seed {root_seed}, run {run_index}.",
+        "description": f"Generated from the workload {workload.name}: root seed {root_seed}, run {run_index}"
+                       f"{'' if bias == NO_BIAS else ', biased by the coverage of the runs before it'}.",
         "world": world,
         "drive": drives,
         "fault": faults,
@@ -83,9 +91,17 @@ def _invariants(workload: Workload) -> Any:
     return names if names == "all" else list(names)
 
 
-def _enabled(probability: float | None, default: float, stream: Stream) -> bool:
-    """Swarm testing: each kind is on in a run with its own chance (or the workload's)."""
-    return stream.chance(default if probability is None else probability)
+def enabled_kinds(workload: Workload, root_seed: int, run_index: int, bias: Bias = NO_BIAS) -> list[str]:
+    """Swarm testing: the fault and action kinds on in this run (`enable_key` names), each on with its own
+    chance (or the workload's), scaled by the bias; one draw from the kind's `enable.<kind>` stream, faults
+    first, as the plain generator always drew them."""
+    streams = Streams(root_seed, run_index)
+    swarm = workload.swarm
+    kinds = [(enable_key(workload, "fault", kind), draw.probability, kind) for kind, draw in swarm.faults.items()]
+    kinds += [(enable_key(workload, "action", str(kind)), swarm.actions.of(kind).probability, str(kind))
+              for kind in ActionKind if swarm.actions.of(kind).rate != 0]
+    return [key for key, probability, kind in kinds
+            if streams(f"enable.{kind}").chance(bias.chance(key, swarm.enable if probability is None else probability))]
 
 
 # ---- the world ----------------------------------------------------------------------------------
@@ -139,8 +155,6 @@ def _actions(workload: Workload, kind: ActionKind, world: dict[str, Any], stream
     swarm = workload.swarm
     rate = swarm.actions.of(kind)
     stream = streams(f"action.{kind}")
-    if rate.rate == 0 or not _enabled(rate.probability, swarm.enable, streams(f"enable.{kind}")):
-        return []
     drives = []
     for agent in _agents(world, _TARGETS.get(kind)):
         count = min(stream.poisson(rate.rate * swarm.active_s / 60.0), MAX_ACTIONS_PER_AGENT)
@@ -170,10 +184,11 @@ def _action(kind: ActionKind, agent: str, at: float, number: int, stream: Stream
 # ---- faults ---------------------------------------------------------------------------------------
 
 
-def _faults(draw: FaultDraw, world: dict[str, Any], active_s: float, stream: Stream) -> list[dict[str, Any]]:
+def _faults(draw: FaultDraw, world: dict[str, Any], active_s: float, stream: Stream,
+            point_weights: tuple[float, ...] | None) -> list[dict[str, Any]]:
     faults = []
     for number in range(1, int(stream.span(draw.count)) + 1):
-        fault = {"kind": draw.kind, **_trigger(draw, active_s, stream), "until": active_s}
+        fault = {"kind": draw.kind, **_trigger(draw, active_s, stream, point_weights), "until": active_s}
         for name, namespace in draw.world_params.items():
             fault[name] = stream.pick(_names(world, namespace, draw.kind))
         fault.update({name: _rounded(stream.value(value)) for name, value in draw.params.items()})
@@ -194,12 +209,13 @@ def _names(world: dict[str, Any], namespace: str, kind: str) -> list[Any]:
     return names or [None]
 
 
-def _trigger(draw: FaultDraw, active_s: float, stream: Stream) -> dict[str, Any]:
-    """At the nth hit of a drawn point, at its first hit after a drawn time, or at each hit by chance."""
+def _trigger(draw: FaultDraw, active_s: float, stream: Stream, point_weights: tuple[float, ...] | None) -> dict[str, Any]:
+    """At the nth hit of a drawn point (uniformly, or by the feedback's weights), at its first hit after a drawn
+    time, or at each hit by chance."""
     at = {"at": _rounded(stream.unit() * active_s)}
     if draw.points is None:
         return at
-    point = stream.pick(draw.points)
+    point = stream.pick(draw.points) if point_weights is None else stream.weighted(draw.points, point_weights)
     form = stream.pick(draw.triggers)
     if form == "nth":
         return {"point": point, "nth": stream.span(draw.nth)}

@@ -1,7 +1,9 @@
 """A campaign's results document, and the merge of shard results into one verdict.
 
 The document is what CI keeps from each shard: runs, CPU seconds, each run's size and failure class, the
-coverage marks reached (with how many runs reached each), and the failures deduplicated by class, each with
+coverage marks reached (with how many runs reached each), the signature marks reached (event-kind pairs,
+fault kind at point, invariant checks with something to judge, kinds enabled; with how many runs reached
+each, and how many of each family), whether the campaign used coverage feedback, and the failures deduplicated by class, each with
 the exported scenario, its repro and the command that replays it. `merge` folds shard documents into the
 document one unsharded campaign would have written (CPU seconds summed; each failure class keeps the
 example from its lowest run index).
@@ -13,8 +15,9 @@ from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
 from sim.swarm.campaign import Campaign, RunSummary
+from sim.swarm.signature import family_counts
 
-FORMAT = 1
+FORMAT = 2  # 2: the signature marks and the feedback flag
 
 
 def failure_classes(runs: Sequence[RunSummary]) -> dict[tuple[str, ...], list[RunSummary]]:
@@ -42,9 +45,11 @@ def document(done: Campaign, workloads: Sequence[str], exported: Mapping[tuple[s
         "shards": [f"{done.shard.index + 1}/{done.shard.count}"],
         "workloads": list(workloads),
         "mutant": mutant,
+        "feedback": done.feedback,
         "cpu_s": round(done.cpu_s, 3),
         "per_run": [run.as_dict() for run in done.runs],
         "coverage": dict(sorted(Counter(mark for run in done.runs for mark in run.coverage).items())),
+        "signature": dict(sorted(Counter(mark for run in done.runs for mark in run.signature).items())),
         "coverage_expected": sorted(set(coverage_expected)),
         "failures": failures,
     })
@@ -67,6 +72,7 @@ def _finish(document: dict[str, Any]) -> dict[str, Any]:
         virtual_s=round(sum(run["virtual_s"] for run in runs), 6),
         failing_runs=sum(run["failure"] is not None for run in runs),
         coverage_missing=missing,
+        signature_reached=family_counts(document["signature"]),
         new_failures=sum(not failure["known"] for failure in document["failures"]),
     )
     document["passed"] = not document["new_failures"] and not missing
@@ -82,7 +88,7 @@ def merge(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Shard documents of one campaign (same root seed, workloads and mutant) as one document."""
     first = documents[0]
     for other in documents[1:]:
-        for key in ("format", "root_seed", "workloads", "mutant"):
+        for key in ("format", "root_seed", "workloads", "mutant", "feedback"):
             if other[key] != first[key]:
                 raise ValueError(f"the results disagree on {key}: {first[key]!r} and {other[key]!r} (not shards of one campaign)")
     runs = sorted((run for doc in documents for run in doc["per_run"]), key=lambda run: run["run"])
@@ -97,17 +103,21 @@ def merge(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         else:
             failures[key] = dict(failure)
     coverage: Counter[str] = Counter()
+    signature: Counter[str] = Counter()
     for doc in documents:
         coverage.update(doc["coverage"])
+        signature.update(doc["signature"])
     return _finish({
         "format": first["format"],
         "root_seed": first["root_seed"],
         "shards": sorted(shard for doc in documents for shard in doc["shards"]),
         "workloads": first["workloads"],
         "mutant": first["mutant"],
+        "feedback": first["feedback"],
         "cpu_s": round(sum(doc["cpu_s"] for doc in documents), 3),
         "per_run": runs,
         "coverage": dict(sorted(coverage.items())),
+        "signature": dict(sorted(signature.items())),
         "coverage_expected": first["coverage_expected"],
         "failures": list(failures.values()),
     })

@@ -41,6 +41,15 @@ class Stream:
     def pick(self, values: Sequence[T]) -> T:
         return values[self.below(len(values))]
 
+    def weighted(self, values: Sequence[T], weights: Sequence[float]) -> T:
+        """One of `values`, each with a chance proportional to its weight (one draw, as `pick` takes)."""
+        target, total = self.unit() * sum(weights), 0.0
+        for value, weight in zip(values, weights):
+            total += weight
+            if target < total:
+                return value
+        return values[-1]
+
     def span(self, span: Span) -> int | float:
         """A value of a range: an integer range draws integers, anything else a float."""
         if isinstance(span.low, int) and isinstance(span.high, int):
