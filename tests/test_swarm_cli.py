@@ -10,8 +10,11 @@ from pathlib import Path
 
 from support import checkout_env, run_cli
 
+from sim.mutants import load_mutants, overlay
+
 ROOT = Path(__file__).resolve().parent.parent
 SINGLE = ROOT / "scenarios" / "swarm" / "single_agent.toml"
+CAUGHT = ("--mutant", "expired-or-dead-reclaim")  # a curated mutant the single-agent workload catches within a few runs
 QUIET = """\
 name = "quiet_turns"
 [swarm]
@@ -38,7 +41,7 @@ def test_a_campaign_that_holds_exits_0_with_one_progress_line_per_run(tmp_path):
 
 
 def test_a_failing_campaign_exits_1_with_each_failure_class_exported_and_replayable(tmp_path):
-    done = sim("swarm", str(SINGLE), "--runs", "12", "--json", "--out", "out", cwd=tmp_path)
+    done = sim("swarm", str(SINGLE), "--runs", "12", *CAUGHT, "--json", "--out", "out", cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     results = json.loads(done.stdout)
     assert results["failures"] and not results["passed"]
@@ -48,14 +51,15 @@ def test_a_failing_campaign_exits_1_with_each_failure_class_exported_and_replaya
     assert python == "python"
     replayed = subprocess.run([sys.executable, *command], capture_output=True, text=True, cwd=tmp_path, env=checkout_env())
     assert replayed.returncode == 1 and "identical to the recording" in replayed.stdout, replayed.stderr
-    rerun = sim("run", failure["scenario"], "--no-shrink", "--json", cwd=tmp_path)
+    assert f"python -m sim run {failure['scenario']} --mutant expired-or-dead-reclaim" in (tmp_path / failure["scenario"]).read_text()
+    rerun = sim("run", failure["scenario"], *CAUGHT, "--no-shrink", "--json", cwd=tmp_path)
     assert json.loads(rerun.stdout)["scenarios"][0]["violation"]["invariant"] == failure["invariant"]
 
 
 def test_shards_merge_into_the_verdict_of_one_campaign(tmp_path):
-    whole = sim("swarm", str(SINGLE), "--runs", "8", "--json", "--out", "whole", cwd=tmp_path)
+    whole = sim("swarm", str(SINGLE), "--runs", "12", *CAUGHT, "--json", "--out", "whole", cwd=tmp_path)
     for shard in ("1/2", "2/2"):
-        sim("swarm", str(SINGLE), "--runs", "4", "--shard", shard, "--out", "shards", cwd=tmp_path)
+        sim("swarm", str(SINGLE), "--runs", "6", *CAUGHT, "--shard", shard, "--out", "shards", cwd=tmp_path)
     merged = sim("merge", *(f"shards/swarm-seed0-shard{i}of2.json" for i in (1, 2)), "--json", cwd=tmp_path)
     assert merged.returncode == whole.returncode == 1
     a, b = json.loads(whole.stdout), json.loads(merged.stdout)
@@ -85,9 +89,11 @@ def test_run_over_the_catalogue_leaves_the_swarm_folder_to_swarm(tmp_path):
     assert refused.returncode == 2 and "python -m sim swarm" in refused.stderr
 
 
-def pytest_run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], capture_output=True, text=True,
-                          cwd=cwd, env=checkout_env())
+def pytest_run(*args: str, cwd: Path, first_on_path: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """pytest on this checkout; `first_on_path` (a mutant's overlay) shadows its `reference`."""
+    extra = {"PYTHONPATH": str(first_on_path)} if first_on_path else None
+    return subprocess.run([sys.executable, "-P", "-m", "pytest", "-p", "no:cacheprovider", *args], capture_output=True,
+                          text=True, cwd=cwd, env=checkout_env(extra))
 
 
 def test_the_pytest_plugin_runs_a_workload_as_batches_of_runs(tmp_path):
@@ -103,21 +109,22 @@ def test_a_failing_batch_names_each_failure_class_with_its_scenario_and_replay(t
     folder = tmp_path / "scenarios" / "swarm"
     folder.mkdir(parents=True)
     shutil.copy(SINGLE, folder)
-    done = pytest_run(str(tmp_path / "scenarios"), "--sim-swarm-runs", "10", cwd=tmp_path)
+    with overlay(load_mutants()[CAUGHT[1]]) as mutated:
+        done = pytest_run(str(tmp_path / "scenarios"), "--sim-swarm-runs", "10", cwd=tmp_path, first_on_path=mutated)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "generated runs failed" in done.stdout and "python -m sim replay" in done.stdout
     assert (tmp_path / "out" / "swarm").is_dir()
 
 
 def test_failure_classes_of_a_baseline_are_known_and_only_new_ones_fail(tmp_path):
-    first = sim("swarm", str(SINGLE), "--runs", "12", "--out", "base", cwd=tmp_path)
+    first = sim("swarm", str(SINGLE), "--runs", "12", *CAUGHT, "--out", "base", cwd=tmp_path)
     assert first.returncode == 1, first.stdout + first.stderr
-    again = sim("swarm", str(SINGLE), "--runs", "12", "--baseline", "base/swarm-seed0-shard1of1.json", "--json", "--out", "again",
+    again = sim("swarm", str(SINGLE), "--runs", "12", *CAUGHT, "--baseline", "base/swarm-seed0-shard1of1.json", "--json", "--out", "again",
                 cwd=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
     results = json.loads(again.stdout)
     assert results["failures"] and all(failure["known"] for failure in results["failures"]) and results["new_failures"] == 0
-    wider = sim("swarm", str(SINGLE), "--runs", "40", "--baseline", "base/swarm-seed0-shard1of1.json", "--json", "--out", "wider",
+    wider = sim("swarm", str(SINGLE), "--runs", "40", *CAUGHT, "--baseline", "base/swarm-seed0-shard1of1.json", "--json", "--out", "wider",
                 cwd=tmp_path)
     found = json.loads(wider.stdout)
     assert wider.returncode == (1 if found["new_failures"] else 0)
