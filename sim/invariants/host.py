@@ -275,9 +275,9 @@ class HardCancelFreesLease(Invariant):
     name = "hard_cancel_frees_lease"
     races = ("R1",)
     description = (
-        "By the end of the Ctrl+C grace period, the compaction the Ctrl+C stopped (its agent's attempt in flight on "
-        "that session, not yet committing; not another agent's, even in the same process) has released its own lease; "
-        "another process may hold the lease by then."
+        "By the end of the Ctrl+C grace period, the compaction the Ctrl+C stopped (its agent's active attempt on "
+        "that session, the newest it started, not yet committing; not another agent's, even in the same process) has "
+        "released its own lease; another process may hold the lease by then."
     )
 
     def __init__(self, system) -> None:
@@ -328,9 +328,12 @@ class HardCancelFreesLease(Invariant):
     @handles(HardCancelRequested)
     def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent) -> None:
         agent = self._pressed_by.pop(record.task, None)
-        for attempt, session in self._in_flight.items():
-            if session == event.session and self._stops(agent, attempt):
-                self._stopped[attempt] = record
+        stopped = [attempt for attempt, session in self._in_flight.items()
+                   if session == event.session and self._stops(agent, attempt)]
+        if agent is not None and all(self._caller.get(attempt) == agent for attempt in stopped):
+            stopped = stopped[-1:]  # the agent's active attempt: the newest it started (the top of its fence stack)
+        for attempt in stopped:
+            self._stopped[attempt] = record
 
     def _stops(self, agent: str | None, attempt: AttemptId) -> bool:
         """Whether a Ctrl+C at `agent`'s terminal stops `attempt`: the terminal's user stops only what they
