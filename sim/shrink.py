@@ -210,8 +210,11 @@ class Shrinker:
         """A smaller plan, steered three ways until one fails the same way.
 
         First the best run's schedule followed by name, which survives a removed task; then its decision
-        list by position; then the unsteered run (no decisions at all).
+        list by position; then the unsteered run (no decisions at all). A scenario keeps one drive at
+        least: one where nothing is driven proves nothing, and the loader refuses it.
         """
+        if not drives:
+            return False
         smaller = dataclasses.replace(self.best, faults=faults, drives=drives)
         schedule = self.best_schedule.renamed(_drive_renaming(self.best.drives, drives))
         return self._try(smaller, schedule) or self._try(smaller) or self._try(dataclasses.replace(smaller, decisions=()))
