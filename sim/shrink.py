@@ -37,6 +37,9 @@ from sim.timefreeze import frozen_time
 
 SHRUNK_SUFFIX = "_shrunk"
 DRIVE_TASK = re.compile(r"drive\.(\d+)\.(.*)")  # a drive's task name, as `sim.scenario.drives` starts it
+# Config fields whose lower value lets fewer drives reach the same state: with a lower compaction threshold,
+# fewer turns fill the transcript to the size at which the failing compaction starts.
+LOWERED_CONFIG = ("threshold_tokens",)
 CLAIMS_DROPPED = ("must_fail_under", "coverage")  # what the original proved; the shrunk run proves only its failure
 
 
@@ -55,6 +58,7 @@ class Candidate:
     faults: tuple[int, ...]
     drives: tuple[int, ...]
     decisions: tuple[Recorded, ...]
+    config: tuple[tuple[str, int], ...] = ()  # lowered values of LOWERED_CONFIG fields, over the world's own
 
 
 @dataclass(frozen=True)
@@ -115,8 +119,8 @@ class ShrinkResult:
 
 def _key(candidate: Candidate) -> tuple[Any, ...]:
     decisions = candidate.decisions
-    return (len(candidate.faults), len(candidate.drives), non_default(decisions), len(decisions),
-            tuple(decision.choice for decision in decisions))
+    return (len(candidate.faults), len(candidate.drives), tuple(value for _, value in candidate.config),
+            non_default(decisions), len(decisions), tuple(decision.choice for decision in decisions))
 
 
 def _clock() -> float:
@@ -135,7 +139,8 @@ class Shrinker:
         self.runs = 0
         self._deadline = deadline
         self._tried: set[tuple[Candidate, Schedule | None]] = set()
-        everything = Candidate(tuple(range(len(scenario.faults))), tuple(range(len(scenario.drives))), tuple(decisions))
+        lowerable = tuple((field, scenario.world.config[field]) for field in LOWERED_CONFIG if field in scenario.world.config)
+        everything = Candidate(tuple(range(len(scenario.faults))), tuple(range(len(scenario.drives))), tuple(decisions), lowerable)
         report, schedule = self._run(everything)
         if not self._fails(report):
             found = report.violations[0].invariant if report.violations else "no violation"
@@ -149,7 +154,7 @@ class Shrinker:
         `on_pass` hears of each finished pass, with the smallest run so far (progress lines).
         """
         passes: tuple[Callable[[], bool], ...] = (
-            self._drop_plan_entries, self._to_fifo, self._truncate, self._delete_chunks, self._zero_chunks, self._lower_values,
+            self._drop_plan_entries, self._lower_config, self._to_fifo, self._truncate, self._delete_chunks, self._zero_chunks, self._lower_values,
         )
         try:
             progress = True
@@ -166,8 +171,10 @@ class Shrinker:
     # ---- trying a candidate --------------------------------------------------------------------
 
     def scenario_for(self, candidate: Candidate) -> Scenario:
+        world = self.scenario.world
         return dataclasses.replace(
             self.scenario,
+            world=dataclasses.replace(world, config={**world.config, **dict(candidate.config)}),
             faults=tuple(self.scenario.faults[i] for i in candidate.faults),
             drives=tuple(self.scenario.drives[i] for i in candidate.drives),
         )
@@ -243,6 +250,24 @@ class Shrinker:
             if size == 1 and not removed_any:
                 return improved
             size = max(1, size // 2) if not removed_any else size
+
+    def _lower_config(self) -> bool:
+        """Binary search each lowerable config value down toward 1, so the next drop pass can remove drives.
+
+        A generated run may need a dozen turns only to fill the transcript up to its compaction threshold.
+        """
+        improved = False
+        for position, (field, _) in enumerate(self.best.config):
+            low = 1
+            while low < self.best.config[position][1]:
+                middle = (low + self.best.config[position][1]) // 2
+                config = self.best.config[:position] + ((field, middle),) + self.best.config[position + 1:]
+                lowered = dataclasses.replace(self.best, config=config)
+                if self._try(lowered, self.best_schedule) or self._try(dataclasses.replace(lowered, decisions=())):
+                    improved = True
+                else:
+                    low = middle + 1
+        return improved
 
     def _to_fifo(self) -> bool:
         """The unsteered run: no deviation left to explain, if the failure does not need one."""
@@ -350,6 +375,9 @@ def write_scenario(shrinker: Shrinker, source: Path, out_dir: Path, after: Size)
     for key, kept in (("fault", shrinker.best.faults), ("drive", shrinker.best.drives)):
         if key in document:
             document[key] = [document[key][i] for i in kept]
+    if shrinker.best.config:
+        world = document.setdefault("world", {})
+        world["config"] = {**world.get("config", {}), **dict(shrinker.best.config)}
     for claim in CLAIMS_DROPPED:
         document.get("expect", {}).pop(claim, None)
     before = shrinker.before
@@ -358,6 +386,8 @@ def write_scenario(shrinker: Shrinker, source: Path, out_dir: Path, after: Size)
         f"Kept {after.faults} of {before.faults} faults and {after.drives} of {before.drives} drives; "
         f"decisions {before.decisions} -> {after.decisions}, choice points {before.points} -> "
         f"{after.points}, steps {before.steps} -> {after.steps}.",
+        *(f"Config {field} lowered from {shrinker.scenario.world.config[field]} to {value}, so fewer drives reach "
+          "the failing state." for field, value in shrinker.best.config if value != shrinker.scenario.world.config[field]),
         "The decision list that replays the violation is in the repro file written beside this one; the "
         "original's must_fail_under and coverage are left out, since this run proves only its own failure.",
     ]
