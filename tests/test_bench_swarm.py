@@ -33,4 +33,5 @@ def test_a_caught_mutant_is_measured_per_root_and_its_find_shrinks_to_one_digest
     assert len(entry["runs"]) == 1 and 1 <= entry["runs"][0] <= 200
     shrunk = entry["shrink"]
     assert shrunk["same_digest"] and shrunk["share"] <= SHRINK_TARGET, shrunk
+    assert shrunk["replay"].endswith("--mutant stamp-compacted-markers")  # the shrunk repro records its mutant
     assert result["speed"]["runs"] == 3 and result["speed"]["median_run_cost_raw_steps"] > 0
