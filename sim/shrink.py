@@ -3,10 +3,12 @@
 A failure found by exploration carries everything that happened to happen: faults that played no part, a
 drive nobody needed, dozens of scheduling choices that changed nothing. A person debugging it needs the
 smallest run that still breaks the SAME invariant. The shrinker edits a candidate (which faults and drives
-to keep, and a decision list), runs it under `PrefixReplay`, which always produces some run, and keeps the
-candidate when the invariant still fails and the run is smaller. "Smaller" compares, in order: faults,
-drives, decisions, non-default choices, then the chosen values; every accepted candidate is strictly
-smaller, so the passes reach a fixed point (or the time limit) and never cycle. The decisions of an
+to keep, a lowered compaction threshold, and a decision list), runs it under a lenient replay, which always
+produces some run, and keeps the candidate when the invariant still fails and the run is smaller. A smaller
+plan is steered first by the best run's schedule of task names (`FollowSchedule`), which survives a removed
+drive, then by its decision list (`PrefixReplay`), then not at all. "Smaller" compares, in order: faults,
+drives, the threshold, non-default choices, decisions, then the chosen values; every accepted candidate is
+strictly smaller, so the passes reach a fixed point (or the time limit) and never cycle. The decisions of an
 accepted candidate are the ones the kernel recorded, so they replay strictly, byte for byte.
 
 The result is written as a scenario file (the original's world, only the kept faults and drives) and a
