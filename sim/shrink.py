@@ -3,10 +3,12 @@
 A failure found by exploration carries everything that happened to happen: faults that played no part, a
 drive nobody needed, dozens of scheduling choices that changed nothing. A person debugging it needs the
 smallest run that still breaks the SAME invariant. The shrinker edits a candidate (which faults and drives
-to keep, and a decision list), runs it under `PrefixReplay`, which always produces some run, and keeps the
-candidate when the invariant still fails and the run is smaller. "Smaller" compares, in order: faults,
-drives, decisions, non-default choices, then the chosen values; every accepted candidate is strictly
-smaller, so the passes reach a fixed point (or the time limit) and never cycle. The decisions of an
+to keep, a lowered compaction threshold, and a decision list), runs it under a lenient replay, which always
+produces some run, and keeps the candidate when the invariant still fails and the run is smaller. A smaller
+plan is steered first by the best run's schedule of task names (`FollowSchedule`), which survives a removed
+drive, then by its decision list (`PrefixReplay`), then not at all. "Smaller" compares, in order: faults,
+drives, the threshold, non-default choices, decisions, then the chosen values; every accepted candidate is
+strictly smaller, so the passes reach a fixed point (or the time limit) and never cycle. The decisions of an
 accepted candidate are the ones the kernel recorded, so they replay strictly, byte for byte.
 
 The result is written as a scenario file (the original's world, only the kept faults and drives) and a
@@ -18,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import time
 import tomllib
 from dataclasses import dataclass
@@ -30,10 +33,15 @@ from sim.scenario.loader import load_scenario
 from sim.scenario.model import Scenario
 from sim.scenario.runner import RunReport, run_once
 from sim.strategies.decisions import Recorded, non_default
+from sim.strategies.follow import FollowSchedule, Recording, Schedule
 from sim.strategies.prefix import PrefixReplay
 from sim.timefreeze import frozen_time
 
 SHRUNK_SUFFIX = "_shrunk"
+DRIVE_TASK = re.compile(r"drive\.(\d+)\.(.*)")  # a drive's task name, as `sim.scenario.drives` starts it
+# Config fields whose lower value lets fewer drives reach the same state: with a lower compaction threshold,
+# fewer turns fill the transcript to the size at which the failing compaction starts.
+LOWERED_CONFIG = ("threshold_tokens",)
 CLAIMS_DROPPED = ("must_fail_under", "coverage")  # what the original proved; the shrunk run proves only its failure
 
 
@@ -52,6 +60,7 @@ class Candidate:
     faults: tuple[int, ...]
     drives: tuple[int, ...]
     decisions: tuple[Recorded, ...]
+    config: tuple[tuple[str, int], ...] = ()  # lowered values of LOWERED_CONFIG fields, over the world's own
 
 
 @dataclass(frozen=True)
@@ -112,8 +121,8 @@ class ShrinkResult:
 
 def _key(candidate: Candidate) -> tuple[Any, ...]:
     decisions = candidate.decisions
-    return (len(candidate.faults), len(candidate.drives), non_default(decisions), len(decisions),
-            tuple(decision.choice for decision in decisions))
+    return (len(candidate.faults), len(candidate.drives), tuple(value for _, value in candidate.config),
+            non_default(decisions), len(decisions), tuple(decision.choice for decision in decisions))
 
 
 def _clock() -> float:
@@ -131,13 +140,14 @@ class Shrinker:
         self.invariant = invariant
         self.runs = 0
         self._deadline = deadline
-        self._tried: set[Candidate] = set()
-        everything = Candidate(tuple(range(len(scenario.faults))), tuple(range(len(scenario.drives))), tuple(decisions))
-        report = self._run(everything)
+        self._tried: set[tuple[Candidate, Schedule | None]] = set()
+        lowerable = tuple((field, scenario.world.config[field]) for field in LOWERED_CONFIG if field in scenario.world.config)
+        everything = Candidate(tuple(range(len(scenario.faults))), tuple(range(len(scenario.drives))), tuple(decisions), lowerable)
+        report, schedule = self._run(everything)
         if not self._fails(report):
             found = report.violations[0].invariant if report.violations else "no violation"
             raise ShrinkError(f"the recorded run does not violate {invariant} (it shows {found})")
-        self.best, self.best_report = self._canonical(everything, report), report
+        self.best, self.best_report, self.best_schedule = self._canonical(everything, report), report, schedule
         self.before = Size.of(self.best, report)
 
     def shrink(self, on_pass: Callable[[str, Size], None] | None = None) -> bool:
@@ -146,7 +156,7 @@ class Shrinker:
         `on_pass` hears of each finished pass, with the smallest run so far (progress lines).
         """
         passes: tuple[Callable[[], bool], ...] = (
-            self._drop_plan_entries, self._truncate, self._delete_chunks, self._zero_chunks, self._lower_values,
+            self._drop_plan_entries, self._lower_config, self._to_fifo, self._truncate, self._delete_chunks, self._zero_chunks, self._lower_values,
         )
         try:
             progress = True
@@ -163,15 +173,20 @@ class Shrinker:
     # ---- trying a candidate --------------------------------------------------------------------
 
     def scenario_for(self, candidate: Candidate) -> Scenario:
+        world = self.scenario.world
         return dataclasses.replace(
             self.scenario,
+            world=dataclasses.replace(world, config={**world.config, **dict(candidate.config)}),
             faults=tuple(self.scenario.faults[i] for i in candidate.faults),
             drives=tuple(self.scenario.drives[i] for i in candidate.drives),
         )
 
-    def _run(self, candidate: Candidate) -> RunReport:
+    def _run(self, candidate: Candidate, schedule: Schedule | None = None) -> tuple[RunReport, Schedule]:
+        """The candidate's run, steered by its decision list, or by `schedule` when given; and its schedule."""
         self.runs += 1
-        return run_once(self.scenario_for(candidate), self.seed, strategy=PrefixReplay(candidate.decisions))
+        recording = Recording(PrefixReplay(candidate.decisions) if schedule is None else FollowSchedule(schedule))
+        report = run_once(self.scenario_for(candidate), self.seed, strategy=recording)
+        return report, recording.schedule()
 
     def _fails(self, report: RunReport) -> bool:
         return bool(report.violations) and report.violations[0].invariant == self.invariant
@@ -180,37 +195,85 @@ class Shrinker:
     def _canonical(candidate: Candidate, report: RunReport) -> Candidate:
         return dataclasses.replace(candidate, decisions=tuple(report.result.decisions))
 
-    def _try(self, candidate: Candidate) -> bool:
-        """Adopt the candidate's actual run if it fails the same way and is smaller than the best so far."""
-        if candidate == self.best or candidate in self._tried:
+    def _try(self, candidate: Candidate, schedule: Schedule | None = None) -> bool:
+        """Adopt the candidate's actual run if it fails the same way and is smaller than the best so far.
+
+        With `schedule`, the run follows it by task name instead of the candidate's decision list.
+        """
+        if (candidate == self.best and schedule is None) or (candidate, schedule) in self._tried:
             return False
         if _clock() > self._deadline:
             raise _OutOfTime
-        self._tried.add(candidate)
-        report = self._run(candidate)
+        self._tried.add((candidate, schedule))
+        report, recorded = self._run(candidate, schedule)
         canonical = self._canonical(candidate, report)
         if not self._fails(report) or _key(canonical) >= _key(self.best):
             return False
-        self.best, self.best_report = canonical, report
+        self.best, self.best_report, self.best_schedule = canonical, report, recorded
         return True
 
     def _try_decisions(self, decisions: Sequence[Recorded]) -> bool:
         return self._try(dataclasses.replace(self.best, decisions=tuple(decisions)))
 
+    def _try_plan(self, faults: tuple[int, ...], drives: tuple[int, ...]) -> bool:
+        """A smaller plan, steered three ways until one fails the same way.
+
+        First the best run's schedule followed by name, which survives a removed task; then its decision
+        list by position; then the unsteered run (no decisions at all). A scenario keeps one drive at
+        least: one where nothing is driven proves nothing, and the loader refuses it.
+        """
+        if not drives:
+            return False
+        smaller = dataclasses.replace(self.best, faults=faults, drives=drives)
+        schedule = self.best_schedule.renamed(_drive_renaming(self.best.drives, drives))
+        return self._try(smaller, schedule) or self._try(smaller) or self._try(dataclasses.replace(smaller, decisions=()))
+
     # ---- the passes ----------------------------------------------------------------------------
 
     def _drop_plan_entries(self) -> bool:
-        """Each fault, then each drive, left out in turn: the fewer there are, the less there is to explain.
+        """Delta debugging over the faults and drives together: halves first, then quarters, down to one.
 
-        Without a fault the recorded choices may no longer line up with the run, so the unsteered run
-        (no decisions at all) is the second try.
+        The fewer there are, the less there is to explain; a generated run carries dozens that play no
+        part, and removing them a chunk at a time costs a few runs where one at a time costs one each.
         """
         improved = False
-        for field in ("faults", "drives"):
-            for index in reversed(getattr(self.best, field)):
-                smaller = dataclasses.replace(self.best, **{field: tuple(i for i in getattr(self.best, field) if i != index)})
-                improved = self._try(smaller) or self._try(dataclasses.replace(smaller, decisions=())) or improved
+        size = max(1, (len(self.best.faults) + len(self.best.drives)) // 2)
+        while True:
+            entries = [("faults", i) for i in self.best.faults] + [("drives", i) for i in self.best.drives]
+            removed_any = False
+            start = len(entries) - size
+            while start > -size:
+                chunk = set(entries[max(start, 0):start + size])
+                faults = tuple(i for i in self.best.faults if ("faults", i) not in chunk)
+                drives = tuple(i for i in self.best.drives if ("drives", i) not in chunk)
+                if self._try_plan(faults, drives):
+                    removed_any = improved = True
+                start -= size
+            if size == 1 and not removed_any:
+                return improved
+            size = max(1, size // 2) if not removed_any else size
+
+    def _lower_config(self) -> bool:
+        """Binary search each lowerable config value down toward 1, so the next drop pass can remove drives.
+
+        A generated run may need a dozen turns only to fill the transcript up to its compaction threshold.
+        """
+        improved = False
+        for position, (field, _) in enumerate(self.best.config):
+            low = 1
+            while low < self.best.config[position][1]:
+                middle = (low + self.best.config[position][1]) // 2
+                config = self.best.config[:position] + ((field, middle),) + self.best.config[position + 1:]
+                lowered = dataclasses.replace(self.best, config=config)
+                if self._try(lowered, self.best_schedule) or self._try(dataclasses.replace(lowered, decisions=())):
+                    improved = True
+                else:
+                    low = middle + 1
         return improved
+
+    def _to_fifo(self) -> bool:
+        """The unsteered run: no deviation left to explain, if the failure does not need one."""
+        return self._try_decisions(())
 
     def _truncate(self) -> bool:
         """Binary search for a short prefix: past the end of the list every choice is the default."""
@@ -262,6 +325,24 @@ class Shrinker:
         return improved
 
 
+def _drive_renaming(kept: Sequence[int], smaller: Sequence[int]) -> Callable[[str], str | None]:
+    """How the drive tasks of a run with drives `kept` are named in a run with `smaller` (a subset of them).
+
+    A drive's task is named `drive.<position>.<action>` (`sim.scenario.drives`): its position among the
+    scenario's drives, which moves when an earlier drive is removed; a removed drive's task is gone.
+    """
+    position_of = {index: position for position, index in enumerate(smaller)}
+
+    def rename(name: str) -> str | None:
+        match = DRIVE_TASK.fullmatch(name)
+        if match is None:
+            return name
+        position = position_of.get(kept[int(match.group(1))])
+        return None if position is None else f"drive.{position}.{match.group(2)}"
+
+    return rename
+
+
 # ---- the whole job ----------------------------------------------------------------------------
 
 
@@ -296,6 +377,9 @@ def write_scenario(shrinker: Shrinker, source: Path, out_dir: Path, after: Size)
     for key, kept in (("fault", shrinker.best.faults), ("drive", shrinker.best.drives)):
         if key in document:
             document[key] = [document[key][i] for i in kept]
+    if shrinker.best.config:
+        world = document.setdefault("world", {})
+        world["config"] = {**world.get("config", {}), **dict(shrinker.best.config)}
     for claim in CLAIMS_DROPPED:
         document.get("expect", {}).pop(claim, None)
     before = shrinker.before
@@ -304,6 +388,8 @@ def write_scenario(shrinker: Shrinker, source: Path, out_dir: Path, after: Size)
         f"Kept {after.faults} of {before.faults} faults and {after.drives} of {before.drives} drives; "
         f"decisions {before.decisions} -> {after.decisions}, choice points {before.points} -> "
         f"{after.points}, steps {before.steps} -> {after.steps}.",
+        *(f"Config {field} lowered from {shrinker.scenario.world.config[field]} to {value}, so fewer drives reach "
+          "the failing state." for field, value in shrinker.best.config if value != shrinker.scenario.world.config[field]),
         "The decision list that replays the violation is in the repro file written beside this one; the "
         "original's must_fail_under and coverage are left out, since this run proves only its own failure.",
     ]

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sim.shrink import toml_text
+from sim.shrink import _drive_renaming, toml_text
 from sim.strategies.decisions import Draw, TaskChoice
+from sim.strategies.follow import FollowSchedule, Recording
 from sim.strategies.prefix import PrefixReplay
 from sim.strategies.replay import ReplayStrategy
 from sim.world import World
@@ -133,6 +134,50 @@ def test_past_the_end_and_on_the_wrong_kind_the_lenient_replay_takes_the_default
     assert strategy.choose_task([object(), object()], None) == 0  # a draw was recorded here
     assert strategy.draw("s", 10) == 0  # a task choice was recorded here
     assert strategy.draw("s", 10) == 0  # past the end
+
+
+def named_workers(names, steps):
+    """Tasks called by `names` that each note their steps in `steps` and draw once: what a schedule steers."""
+    async def worker(rt, name):
+        for number in range(3):
+            steps.append((name, number))
+            await rt.checkpoint()
+        rt.rng(f"coin.{name}").randrange(4)
+
+    async def main(rt):
+        async with rt.open_nursery() as nursery:
+            for name in names:
+                nursery.start_soon(worker, rt, name, name=name)
+
+    return main
+
+
+def test_a_schedule_recorded_by_name_replays_the_same_run():
+    steered = Recording(PrefixReplay([TaskChoice(3, 2), TaskChoice(3, 1), Draw("coin.a", 4, 3)] * 5))
+    first = World(0, steered).run(named_workers("abc", []))
+    again = World(0, FollowSchedule(steered.schedule())).run(named_workers("abc", []))
+    assert again.digest() == first.digest()
+
+
+def test_following_a_schedule_without_a_removed_task_keeps_the_others_order():
+    """Indices shift once task b is gone; names do not, so a and c step in the order they did with b."""
+    steps_with_b: list = []
+    steered = Recording(PrefixReplay([TaskChoice(3, 0), TaskChoice(3, 1), TaskChoice(3, 2)] * 6))
+    recorded = World(0, steered).run(named_workers("abc", steps_with_b))
+    expected = [step for step in steps_with_b if step[0] != "b"]
+    by_index: list = []
+    World(0, PrefixReplay(recorded.decisions)).run(named_workers("ac", by_index))
+    assert by_index != expected
+    by_name: list = []
+    World(0, FollowSchedule(steered.schedule().renamed(lambda name: None if name == "b" else name))).run(
+        named_workers("ac", by_name))
+    assert by_name == expected
+
+
+def test_a_drive_task_is_renamed_to_its_position_among_the_kept_drives():
+    rename = _drive_renaming((3, 5, 7), (3, 7))
+    assert [rename("drive.0.turn"), rename("drive.1.command"), rename("drive.2.turn"), rename("fault.stall")] == [
+        "drive.0.turn", None, "drive.1.turn", "fault.stall"]
 
 
 def test_the_scenario_writer_round_trips_awkward_text():

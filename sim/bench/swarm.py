@@ -82,7 +82,8 @@ def shrink_find(workloads: Sequence[Workload], root: int, index: int, out_dir: P
     before = result.before.drives + result.before.faults
     after = result.after.drives + result.after.faults
     return {"invariant": invariant, "before": before, "after": after, "share": round(after / before, 3) if before else 0.0,
-            "same_digest": len(digests) == 1, "scenario": str(result.scenario_path)}
+            "same_digest": len(digests) == 1, "runs": result.runs, "seconds": round(result.seconds, 1),
+            "timed_out": result.timed_out, "scenario": str(result.scenario_path), "replay": result.as_dict()["replay"]}
 
 
 # ---- the parent's side -----------------------------------------------------------------------------

@@ -155,7 +155,7 @@ def _swarm_detect(args: argparse.Namespace) -> int:
         skip = frozenset(json.loads(args.skip_file.read_text(encoding="utf-8"))) if args.skip_file else frozenset()
         result = first_detection(workloads, args.root, args.max_runs, skip)
     else:
-        result = shrink_find(workloads, args.root, args.shrink_index, args.out, args.mutant)
+        result = shrink_find(workloads, args.root, args.shrink_index, args.out, args.under_mutant)
     print(json.dumps(result, sort_keys=True))
     return EXIT_OK
 
