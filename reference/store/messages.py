@@ -22,9 +22,9 @@ def append(
     `refuse_ended` (a rotation's pre-publish flush: it must not grow a parent the user closed on purpose).
 
     A user message whose platform message id already has a live row in the session is not written again: the
-    gateway wrote it on receipt (#104653), and that row's id is returned as the message's own. Nor is a message
-    marked `MAYBE_WRITTEN` whose exact payload is live in the session: that is its own earlier append, which
-    raised after its COMMIT.
+    gateway wrote it on receipt (#104653), and that row's id is returned as the message's own. Nor is any other
+    message marked `MAYBE_WRITTEN` whose exact payload is live in the session: that is its own earlier append,
+    which raised after its COMMIT (a platform message has its id as its one dedup authority).
     """
     # FIX appends-ignore-lease (R14/R1): the lease fences compressor against compressor; a turn never waits on it
     row = sessions.require_writable(db, sid)
@@ -34,7 +34,7 @@ def append(
     for msg in msgs:
         # FIX platform-message-written-once (R10): the gateway's receipt write and the turn's flush share the platform id, so one row serves both
         written = platform_message_row(db, sid, msg)
-        if written is None and msg.get(MAYBE_WRITTEN):
+        if written is None and msg.get(MAYBE_WRITTEN) and msg.get("platform_message_id") is None:
             # FIX indeterminate-append-written-once (R10): an append reported failed may have committed; written again, the turn is live twice
             written = live_row_of(db, sid, msg)
         ids.append(insert(db, sid, [msg], now=now)[0] if written is None else written)
