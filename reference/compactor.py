@@ -352,6 +352,7 @@ class Attempt:
             outcome, carried = await commit
         except Exception as exc:
             d.rt.emit(CompactionCommitFailed(session=self.session, attempt=self.attempt, error=repr(exc)))
+            settle_caller_writes(caller, [])  # a copy the caller's turn wrote meanwhile goes back with the turn's row
             # FIX failed-commit-returns-caller-list (R4): a re-read input is the attempt's own view; the caller gets its list back, with the stamps of rows the attempt flushed for it
             restored = with_stamps_of(given, flushed)
             # FIX restore-snapshot-on-failed-commit (R12): the compacted list never became durable; handing it back would double the rows
