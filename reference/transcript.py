@@ -94,10 +94,13 @@ class CallerCopies:
         return taken
 
     def hand_back_writes(self) -> None:
-        """After the attempt wrote its copies: each original still unsaved takes its copy's row if it has one,
-        and is marked maybe-written, so a flush of it (even one already waiting at the store) finds that row."""
+        """After the attempt wrote its copies (or its write raised, maybe after the COMMIT): each original still
+        unsaved takes its copy's row if it has one, and is marked maybe-written, so a flush of it (even one already
+        waiting at the store) finds that row; so is each unstamped copy, which a failed commit hands back."""
         # FIX caller-takes-attempt-writes (R10): an original left unmarked is written again by its turn's flush, beside the attempt's copy
         for original, copy in self._pairs:
+            if not is_persisted(copy):
+                copy[MAYBE_WRITTEN] = True
             if is_persisted(original):
                 continue
             if is_persisted(copy):
