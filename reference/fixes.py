@@ -111,7 +111,7 @@ FIXES: tuple[Fix, ...] = (
         ),
         (
             "caller-takes-attempt-writes", "R10",
-            "after an attempt wrote its copies of the caller's unsaved messages, each original takes the copy's row or is marked maybe-written",
+            "after an attempt wrote its copies of the caller's unsaved messages, each original (and unstamped copy) is marked maybe-written",
         ),
     ),
     *_fixes(

@@ -95,17 +95,16 @@ class CallerCopies:
 
     def hand_back_writes(self) -> None:
         """After the attempt wrote its copies (or its write raised, maybe after the COMMIT): each original still
-        unsaved takes its copy's row if it has one, and is marked maybe-written, so a flush of it (even one already
-        waiting at the store) finds that row; so is each unstamped copy, which a failed commit hands back."""
+        unsaved, and each unstamped copy (a failed commit hands those back), is marked maybe-written, so a flush of
+        it (even one already waiting at the store) looks for its live row in the session it writes to.
+
+        Not stamped with the copy's row: a rotation's pre-publish flush wrote that row into the parent, and a turn
+        that finds the session rotated (and maybe compacted again) writes the message where it is live now."""
         # FIX caller-takes-attempt-writes (R10): an original left unmarked is written again by its turn's flush, beside the attempt's copy
         for original, copy in self._pairs:
-            if not is_persisted(copy):
-                copy[MAYBE_WRITTEN] = True
-            if is_persisted(original):
-                continue
-            if is_persisted(copy):
-                stamp([original], [copy[ROW_ID]])
-            original[MAYBE_WRITTEN] = True
+            for message in (original, copy):
+                if not is_persisted(message):
+                    message[MAYBE_WRITTEN] = True
 
 
 def without_copies_of(messages: list[Message], copies: Sequence[Message]) -> None:
