@@ -109,6 +109,7 @@ class _CommitEffects(Invariant):
         self._holders: dict[AttemptId, str] = {}
         self._watermarks: dict[AttemptId, tuple[SessionId, int]] = {}
         self._unfinished: dict[AttemptId, SessionId] = {}  # attempts that took a lease, until they finish or lose it
+        self._lost: set[AttemptId] = set()  # attempts whose lease was released or won by another holder before they finished
 
     @handles(CompactionWatermark)
     def watermark(self, event: CompactionWatermark, record: HistoryEvent) -> None:
@@ -145,9 +146,9 @@ class _CommitEffects(Invariant):
         holder won it): a commit needs its holder's lease, so such an attempt commits no more, and a summary
         that shows up above its watermark later is another attempt's (a timed-out late worker was credited at
         its process's crash with the commit of the /compress that ran after it)."""
-        self._unfinished = {
-            attempt: at for attempt, at in self._unfinished.items() if at != session or not lost(self._holders[attempt])
-        }
+        gone = {attempt for attempt, at in self._unfinished.items() if at == session and lost(self._holders[attempt])}
+        self._lost |= gone
+        self._unfinished = {attempt: at for attempt, at in self._unfinished.items() if attempt not in gone}
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
@@ -162,7 +163,12 @@ class _CommitEffects(Invariant):
         return [(session, attempt) for session, attempt in died if self._took_effect(session, attempt)]
 
     def _took_effect(self, session: SessionId, attempt: AttemptId) -> bool:
-        """Whether the store holds what this attempt's commit writes: a child it minted, or a summary above its watermark."""
+        """Whether the store holds what this attempt's commit writes: a child it minted, or a summary above its watermark.
+
+        Never for an attempt that lost its lease first: its commit cannot take effect, and a summary above its
+        watermark is the commit of the holder after it (a stalled attempt whose commit then failed, lease lost)."""
+        if attempt in self._lost:
+            return False
         store = self.system.store
         holder = self._holders.get(attempt)
         if holder is not None:
