@@ -75,6 +75,13 @@ class Fault:
         self.fired = 0
 
     @property
+    def task_name(self) -> str:
+        """The name of the task an action fault acts in (a point-triggered one adds its firing's number): unique
+        in the run, since invariants follow a running turn by its task, and two second processes' turns under
+        one name were read as one turn."""
+        return f"fault.{self.index}.{self.kind}"
+
+    @property
     def point(self) -> str | None:
         return self.spec.trigger.point
 

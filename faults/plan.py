@@ -35,7 +35,7 @@ class FaultPlan:
         for fault in matching:
             if fault.try_fire(self._ctx.rt.now()):
                 if fault.where == Placement.ACTION:
-                    self._nursery.start_soon(fault.act, self._ctx, name=f"fault.{fault.kind}")
+                    self._nursery.start_soon(fault.act, self._ctx, name=f"{fault.task_name}.{fault.fired}")
                 else:
                     await fault.at_point(self._ctx, label)
 
@@ -60,7 +60,7 @@ class FaultPlan:
         """Start each time- or event-triggered action fault; point-triggered ones start at their hit."""
         self._nursery = nursery
         for fault in self._actions:
-            nursery.start_soon(self._act_at_moment, fault, moments, name=f"fault.{fault.kind}")
+            nursery.start_soon(self._act_at_moment, fault, moments, name=fault.task_name)
 
     async def _act_at_moment(self, fault: Fault, moments: "Moments") -> None:
         if await moments.wait(fault.trigger) and fault.try_fire(self._ctx.rt.now()):

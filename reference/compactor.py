@@ -57,6 +57,7 @@ from reference.provider import ProgressCallback, ProviderError
 from reference.store import UNPUBLISHABLE_END_REASONS, CooldownRow
 from reference.transcript import (
     ROW_ID,
+    CallerCopies,
     Message,
     estimate_tokens,
     from_row,
@@ -66,6 +67,7 @@ from reference.transcript import (
     stamp,
     unpersisted,
     with_stamps_of,
+    without_copies_of,
     without_markers,
 )
 
@@ -145,7 +147,7 @@ class CompactionJob:
             messages = copy.deepcopy(self._source)
             self.taken = list(self._source)
             attempt = Attempt(d, self._fence, number=self._number, session=self._session, force=self._force,
-                              bypass_cooldown=self._bypass_cooldown)
+                              bypass_cooldown=self._bypass_cooldown, caller_unsaved=unpersisted(self.taken))
             self.outcome = await attempt.run(messages)
         except Exception as exc:  # the host gets an outcome whatever failed; the error is in the history
             self.outcome = Outcome("error", type(exc).__name__)
@@ -162,9 +164,13 @@ class CompactionJob:
 
 class Attempt:
     def __init__(
-        self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: SessionId, force: bool, bypass_cooldown: bool = False
+        self, deps: CompactorDeps, fence: CommitFence, *, number: int, session: SessionId, force: bool, bypass_cooldown: bool = False,
+        caller_unsaved: list[Message] | None = None,
     ) -> None:
         self._d = deps
+        # the caller's own dicts of the messages it had not saved when the worker copied them (the copies are the
+        # unflushed ones of the attempt's input): a turn running beside a /compress may write them meanwhile
+        self._caller_unsaved = caller_unsaved or []
         self._fence = fence
         self.attempt = fence.attempt
         self.session = session
@@ -323,6 +329,7 @@ class Attempt:
         d = self._d
         before = copy.deepcopy(messages)  # what a failed commit restores, whatever the engine does to its input
         flushed = unpersisted(before)  # the copies of the caller's unflushed messages, which a rotation flushes
+        caller = CallerCopies(self._caller_unsaved, flushed)
         try:
             summary, candidate = await self._summarize(messages, before)
         except AttemptAborted as aborted:
@@ -344,10 +351,11 @@ class Attempt:
             return await self._refuse_growth()
         messages[:] = candidate
         try:
-            commit = self._commit_in_place(messages) if d.config.in_place else self._commit_rotation(messages, before)
+            commit = self._commit_in_place(messages, caller) if d.config.in_place else self._commit_rotation(messages, flushed, caller)
             outcome, carried = await commit
         except Exception as exc:
             d.rt.emit(CompactionCommitFailed(session=self.session, attempt=self.attempt, error=repr(exc)))
+            settle_caller_writes(caller, [])  # a copy the caller's turn wrote meanwhile goes back with the turn's row
             # FIX failed-commit-returns-caller-list (R4): a re-read input is the attempt's own view; the caller gets its list back, with the stamps of rows the attempt flushed for it
             restored = with_stamps_of(given, flushed)
             # FIX restore-snapshot-on-failed-commit (R12): the compacted list never became durable; handing it back would double the rows
@@ -439,29 +447,38 @@ class Attempt:
         d.rt.emit(CompactionStrike(session=self.session, attempt=self.attempt, strikes=strikes))
         return self._refused("would_grow")
 
-    async def _commit_in_place(self, messages: list[Message]) -> tuple[Outcome, list[int]]:
+    async def _commit_in_place(self, messages: list[Message], caller: CallerCopies) -> tuple[Outcome, list[int]]:
         """Archive and compact; also the rows it cloned after the candidate (another writer's appends)."""
         d = self._d
-        row_ids = await d.db.call(
-            "archive_and_compact", self.session, messages, holder=self.holder, watermark=self.watermark,
-            tail_count=d.config.tail_count,
-        )
+        try:
+            row_ids = await d.db.call_settled(
+                partial(settle_caller_writes, caller, [messages]), "archive_and_compact", self.session, messages,
+                holder=self.holder, watermark=self.watermark, tail_count=d.config.tail_count,
+            )
+        finally:  # an error after the COMMIT leaves the candidate durable all the same
+            caller.hand_back_writes()
         d.rt.emit(CommitArchived(session=self.session, attempt=self.attempt, rows=len(row_ids)))
         # FIX stamp-compacted-markers (R12): the compacted dicts are durable now; unmarked, the next flush re-inserts them all
         stamp(messages, row_ids)
         return Outcome("committed", "in_place", messages, self.session), row_ids[len(messages):]
 
-    async def _commit_rotation(self, messages: list[Message], before: list[Message]) -> tuple[Outcome, list[int]]:
+    async def _commit_rotation(
+        self, messages: list[Message], flushed: list[Message], caller: CallerCopies,
+    ) -> tuple[Outcome, list[int]]:
         """Flush, publish the child and bind to it; also the rows it cloned into the child after the handoff."""
         d = self._d
         parent = self.session
         # FIX rotation-ceiling-before-flush (R14): rows above it are our own flush, already in the handoff; cloning them duplicates
         ceiling = await d.db.call("active_watermark", parent)
         await d.rt.checkpoint(COMPACTOR_BEFORE_PARENT_FLUSH)
-        pending = unpersisted(before)
+        pending = unpersisted(flushed)
         # FIX deliberate-end-preflush-guard (R11): the flush's own transaction refuses the parent, or every failed rotation grows it; a check read before it misses an end made meanwhile
         refuse_ended = UNPUBLISHABLE_END_REASONS
-        own_rows = await persist(d.rt, d.db, parent, pending, refuse_ended=refuse_ended) if pending else []
+        try:
+            settle = partial(settle_caller_writes, caller, [pending, messages])
+            own_rows = await persist(d.rt, d.db, parent, pending, refuse_ended=refuse_ended, settle=settle) if pending else []
+        finally:  # an error after the COMMIT leaves the flush durable all the same
+            caller.hand_back_writes()
         child = parent.minted_child(self.holder, d.rt.now())
         row_ids = await d.db.call(
             "publish_child", parent, child, messages, holder=self.holder, watermark=self.watermark, ceiling=ceiling,
@@ -507,6 +524,16 @@ class Attempt:
     def _refused(self, reason: str) -> Outcome:
         self._d.rt.emit(CompactionRefused(session=self.session, attempt=self.attempt, reason=reason))
         return Outcome("unchanged", reason)
+
+
+def settle_caller_writes(caller: CallerCopies, lists: list[list[Message]]) -> None:
+    """In the step of the attempt's first write of its copies: a copy whose original the caller's turn wrote
+    meanwhile (a /compress beside a running turn) leaves each of `lists` (the candidate, the rotation's
+    pre-publish flush); the turn's row is above the watermark, and the commit carries it as any other."""
+    # FIX commit-takes-caller-writes (R10): written by the attempt from its copy as well, the turn's message is live twice
+    written = caller.take_caller_writes()
+    for messages in lists:
+        without_copies_of(messages, written)
 
 
 def input_rows(messages: list[Message]) -> list[int]:

@@ -44,6 +44,13 @@ class Database:
         self._invoke(op, args, kw)
         return True
 
+    async def call_settled(self, settle: Callable[[], None], op: str, *args: Any, **kw: Any) -> Any:
+        """Run `settle()`, then `op`, in one step: `settle` brings the (mutable) arguments up to date with what
+        other tasks did while this one waited at the checkpoint, and nothing can change them before the write."""
+        await self._rt.checkpoint(store_point(op))
+        settle()
+        return self._invoke(op, args, kw)
+
     def _invoke(self, op: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
         if self._refusal is not None:
             raise self._refusal(op)

@@ -113,6 +113,10 @@ FIXES: tuple[Fix, ...] = (
             "loaded-rows-stamped", "R10",
             "messages loaded from the store carry their row's persisted marker, so no flush writes them again",
         ),
+        (
+            "caller-takes-attempt-writes", "R10",
+            "after an attempt wrote its copies of the caller's unsaved messages, each original (and unstamped copy) is marked maybe-written",
+        ),
     ),
     *_fixes(
         "reference.pool",
@@ -190,6 +194,10 @@ FIXES: tuple[Fix, ...] = (
             "the clone ceiling is the parent's watermark before our own pre-publish flush",
         ),
         ("stamp-handoff-markers", "R10", "after publication every handoff dict is stamped with its child row"),
+        (
+            "commit-takes-caller-writes", "R10",
+            "in the step of a commit's first write, a copy whose original the caller's turn wrote meanwhile leaves the candidate and the pre-publish flush",
+        ),
         (
             "host-timeout-record-kept", "R2",
             "a hard stop after the host recorded the attempt's timeout rolls back all but that timeout cooldown",

@@ -9,7 +9,7 @@ committer has to re-stamp what it actually wrote.
 
 from __future__ import annotations
 
-from typing import Any, Collection, Iterable, Sequence
+from typing import Any, Callable, Collection, Iterable, Sequence
 
 from contract.events import AppendFailed, AppendOk
 from contract.events.turns import transcript_fingerprint
@@ -71,6 +71,51 @@ def with_stamps_of(messages: Sequence[Message], copies: Sequence[Message]) -> li
     return result
 
 
+class CallerCopies:
+    """The caller's unsaved messages an attempt took, each paired with the attempt's copy of it.
+
+    A /compress typed beside a running turn of the same agent takes that turn's unsaved messages: the turn may
+    write one while the attempt works from its copy, and the attempt may write a copy the turn still owes.
+    Each writer takes the other's write in the step of its own, or the message is live twice (R10).
+    """
+
+    def __init__(self, originals: Sequence[Message], copies: Sequence[Message]) -> None:
+        assert len(originals) == len(copies), "an attempt copies each unsaved message of its caller once"
+        self._pairs = list(zip(originals, copies))
+
+    def take_caller_writes(self) -> list[Message]:
+        """Stamp each copy whose original the caller wrote since with the caller's row; the copies so stamped
+        are no longer the attempt's to write: the caller's row stands for them."""
+        taken = []
+        for original, copy in self._pairs:
+            if is_persisted(original) and not is_persisted(copy):
+                stamp([copy], [original[ROW_ID]])
+                taken.append(copy)
+        return taken
+
+    def hand_back_writes(self) -> None:
+        """After the attempt wrote its copies (or its write raised, maybe after the COMMIT): each original still
+        unsaved, and each unstamped copy (a failed commit hands those back), is marked maybe-written, so a flush of
+        it (even one already waiting at the store) looks for its live row in the session it writes to.
+
+        Not stamped with the copy's row: a rotation's pre-publish flush wrote that row into the parent, and a turn
+        that finds the session rotated (and maybe compacted again) writes the message where it is live now."""
+        # FIX caller-takes-attempt-writes (R10): an original left unmarked is written again by its turn's flush, beside the attempt's copy
+        for original, copy in self._pairs:
+            for message in (original, copy):
+                if not is_persisted(message):
+                    message[MAYBE_WRITTEN] = True
+
+
+def without_copies_of(messages: list[Message], copies: Sequence[Message]) -> None:
+    """Remove from `messages`, in place, the first entry with the content of each of `copies`."""
+    for copy in copies:
+        key = without_markers(copy)
+        found = next((i for i, message in enumerate(messages) if without_markers(message) == key), None)
+        if found is not None:
+            del messages[found]
+
+
 def take_stamps(messages: Sequence[Message], held: Sequence[Message]) -> None:
     """Stamp each unflushed message of `messages` whose content `held` holds as a durable row.
 
@@ -122,11 +167,13 @@ def from_row(row: MessageRow) -> Message:
 
 async def persist(
     rt: Runtime, db: Database, session: SessionId, pending: list[Message], *, refuse_ended: Collection[str] = (),
+    settle: Callable[[], None] = lambda: None,
 ) -> list[int]:
     """Append `pending` to `session` in one transaction and stamp each dict with its row (refused, in that
-    transaction, if the session has ended for a reason in `refuse_ended`)."""
+    transaction, if the session has ended for a reason in `refuse_ended`); `settle` may shorten `pending` in the
+    step of the write (`Database.call_settled`)."""
     try:
-        row_ids = await db.call("append_messages", session, pending, refuse_ended=refuse_ended)
+        row_ids = await db.call_settled(settle, "append_messages", session, pending, refuse_ended=refuse_ended)
     except Exception as exc:
         for message in pending:  # the error may have come after the COMMIT: the next append asks the store first
             message[MAYBE_WRITTEN] = True

@@ -9,8 +9,12 @@ import pytest
 from faults import FAULT_KINDS
 from faults.triggers import Trigger
 from sim import World
+from sim.registry import registry
+from sim.scenario.loader import load_scenario
+from sim.scenario.runner import run_once
 from sim.strategies.decisions import Draw
 from sim.strategies.replay import ReplayStrategy
+from sim.timefreeze import frozen_time
 
 
 @dataclass
@@ -97,3 +101,40 @@ def test_every_fault_kind_is_documented(kind):
     for section in ("Effect", "Where", "Parameters", "Trace"):
         assert f"{section}:" in doc, f"{kind}: its module docstring must say {section}"
     assert FAULT_KINDS[kind].where in ("point", "store", "action")
+
+
+TWO_SECOND_PROCESSES = """\
+[world]
+sessions = [{ id = "s1", messages = 4 }, { id = "s2", messages = 4 }]
+
+[[drive]]
+at = "1s"
+turn = "the first question"
+
+[[fault]]
+kind = "second_process"
+point = "db.append_messages"
+nth = 1
+session = "s2"
+command = "turn"
+text = "second_process 1: text"
+
+[[fault]]
+kind = "second_process"
+point = "db.append_messages"
+nth = 1
+session = "s1"
+command = "turn"
+text = "second_process 2: text"
+"""
+
+
+def test_each_action_fault_acts_in_a_task_of_its_own(tmp_path):
+    """Invariants follow a running turn by its task: two second processes' turns under one task name were read as
+    one turn (multi_process seed 7, run 669)."""
+    path = tmp_path / "two_second_processes.toml"
+    path.write_text(TWO_SECOND_PROCESSES)
+    with frozen_time():
+        report = run_once(load_scenario(path, registry()), 0)
+    tasks = {record.fields["agent"]: record.task for record in report.result.history if record.kind == "frontend.turn_submitted"}
+    assert tasks["extra1"] != tasks["extra2"]

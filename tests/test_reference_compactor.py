@@ -47,9 +47,9 @@ def scenario(seed, body, *, config=CONFIG, scripts=(ProviderScript(),), faults=N
     return run_sim(seed, main, points=faults), store
 
 
-async def talk(agent: Agent, turns: int, *, flush: bool = True) -> None:
-    """Add `turns` user/assistant pairs to the live list (persisted unless `flush` is False)."""
-    for k in range(turns):
+async def talk(agent: Agent, turns: int, *, flush: bool = True, first: int = 0) -> None:
+    """Add `turns` user/assistant pairs, numbered from `first`, to the live list (persisted unless `flush` is False)."""
+    for k in range(first, first + turns):
         agent.messages.append({"role": "user", "content": f"question {k} " + "q" * 40, "timestamp": float(k)})
         agent.messages.append({"role": "assistant", "content": f"answer {k} " + "a" * 40, "timestamp": float(k)})
     if flush:
@@ -194,7 +194,7 @@ def test_a_failed_in_place_commit_hands_back_the_durable_transcript(seed):
 
     async def body(rt, agent, store):
         await talk(agent, 3)
-        await talk(agent, 1, flush=False)
+        await talk(agent, 1, flush=False, first=3)  # a new message: one with an earlier one's payload is the same message
         outcome = await agent.compress()
         await agent.flush()
         return outcome.status, [without_markers(m)["content"] for m in agent.messages]

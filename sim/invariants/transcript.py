@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from contract.events import (
     AppendOk,
@@ -23,6 +23,7 @@ from contract.events import (
     HostReturned,
     HostStarted,
     LeaseAcquired,
+    LeaseReleased,
     ProcessCrashed,
     TurnPersisted,
 )
@@ -99,7 +100,7 @@ class _CommitEffects(Invariant):
 
     A process that dies right after a commit's COMMIT (a crash inside the transaction, after it) never says
     either way: no `commit.*` and no `compaction.commit_failed` is recorded. Its commit is judged the same way,
-    at the crash, for every attempt of the dead incarnation that held a lease and had not finished.
+    at the crash, for every attempt of the dead incarnation that still held its lease and had not finished.
     """
 
     def __init__(self, system) -> None:
@@ -107,7 +108,8 @@ class _CommitEffects(Invariant):
         self._worker_of: dict[str, AttemptId] = {}  # the worker task -> its attempt
         self._holders: dict[AttemptId, str] = {}
         self._watermarks: dict[AttemptId, tuple[SessionId, int]] = {}
-        self._unfinished: dict[AttemptId, SessionId] = {}  # attempts that took a lease, until they finish
+        self._unfinished: dict[AttemptId, SessionId] = {}  # attempts that took a lease, until they finish or lose it
+        self._lost: set[AttemptId] = set()  # attempts whose lease was released or won by another holder before they finished
 
     @handles(CompactionWatermark)
     def watermark(self, event: CompactionWatermark, record: HistoryEvent) -> None:
@@ -128,10 +130,25 @@ class _CommitEffects(Invariant):
 
     @handles(LeaseAcquired)
     def leased(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        self._lost_lease(event.session, lambda holder: holder != event.holder)  # a lease has one holder at a time
         if record.task in self._worker_of:
             attempt = self._worker_of[record.task]
             self._holders[attempt] = event.holder
             self._unfinished[attempt] = event.session
+
+    @handles(LeaseReleased)
+    def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+        if event.held:
+            self._lost_lease(event.session, lambda holder: holder == event.holder)
+
+    def _lost_lease(self, session: SessionId, lost: Callable[[str], bool]) -> None:
+        """Forget the unfinished attempts on `session` whose holder `lost` the lease (released, or another
+        holder won it): a commit needs its holder's lease, so such an attempt commits no more, and a summary
+        that shows up above its watermark later is another attempt's (a timed-out late worker was credited at
+        its process's crash with the commit of the /compress that ran after it)."""
+        gone = {attempt for attempt, at in self._unfinished.items() if at == session and lost(self._holders[attempt])}
+        self._lost |= gone
+        self._unfinished = {attempt: at for attempt, at in self._unfinished.items() if attempt not in gone}
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
@@ -146,7 +163,12 @@ class _CommitEffects(Invariant):
         return [(session, attempt) for session, attempt in died if self._took_effect(session, attempt)]
 
     def _took_effect(self, session: SessionId, attempt: AttemptId) -> bool:
-        """Whether the store holds what this attempt's commit writes: a child it minted, or a summary above its watermark."""
+        """Whether the store holds what this attempt's commit writes: a child it minted, or a summary above its watermark.
+
+        Never for an attempt that lost its lease first: its commit cannot take effect, and a summary above its
+        watermark is the commit of the holder after it (a stalled attempt whose commit then failed, lease lost)."""
+        if attempt in self._lost:
+            return False
         store = self.system.store
         holder = self._holders.get(attempt)
         if holder is not None:
