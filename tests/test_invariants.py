@@ -921,9 +921,9 @@ def test_a_row_held_after_the_last_check_is_read_and_judged():
     assert [explanation.split(", but ")[0] for explanation in found] == ["agent main holds a assistant message of 3 chars at t=2.0 as durable row 2"] * 2
 
 
-def test_the_store_never_edits_a_message_row_nor_brings_one_back():
-    """What the transcript invariants' kept answers rest on: message rows are only inserted (ids only grow)
-    and only ever lose their `active` flag."""
+def test_the_store_never_edits_a_message_row():
+    """What durable_messages_match_rows's kept rows rest on: message rows are only inserted (ids never reused),
+    never deleted, and an update only clears their `active` and `compacted` flags."""
     sql = "\n".join(path.read_text(encoding="utf-8") for path in sorted(Path("reference/store").glob("*.py")))
     assert "id                  INTEGER PRIMARY KEY AUTOINCREMENT" in sql
     assert re.findall(r"UPDATE messages SET [^\"]*", sql) == [

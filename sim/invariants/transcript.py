@@ -62,10 +62,6 @@ class NoDuplicatePersistedTurn(Invariant):
         "(its platform message id) has two active user rows."
     )
 
-    def __init__(self, system) -> None:
-        super().__init__(system)
-        self._clean_at: dict[str, int] = {}  # session -> its active watermark when its rows were last found clean
-
     @handles(AppendOk, CommitArchived, CommitPublished)
     def written(self, event: AppendOk | CommitArchived | CommitPublished, record: HistoryEvent) -> Violation | None:
         return self._check(record)
@@ -74,14 +70,8 @@ class NoDuplicatePersistedTurn(Invariant):
         return self._check(history[-1] if history else None)
 
     def _check(self, record: HistoryEvent | None) -> Violation | None:
-        """A session's rows are read again only once its active watermark passed the one they were found clean
-        at. A row's session and payload never change and a retired row never comes back, so until a new row
-        (with a higher id: ids only grow) is active there, its active rows are some of those found clean."""
         store = self.system.store
         for row in store.live_sessions():
-            clean_at = self._clean_at.get(row.id)
-            if clean_at is not None and store.active_watermark(row.id) <= clean_at:
-                continue
             active = store.active_messages(row.id)
             duplicated = first_repeated([(m.role, m.content, m.timestamp) for m in active])
             if duplicated is not None:
@@ -94,7 +84,6 @@ class NoDuplicatePersistedTurn(Invariant):
                 return self.violation(
                     f"session {row.id} holds {twice[1]} active user rows of platform message {twice[0]}", record,
                 )
-            self._clean_at[row.id] = active[-1].id if active else 0
         return None
 
 
