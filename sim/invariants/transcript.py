@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from contract.events import (
     AppendOk,
@@ -279,8 +279,10 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
 
     @handles(AppendOk)
     def appended(self, event: AppendOk, record: HistoryEvent) -> None:
+        if record.task not in self._worker_of:  # a turn's append, not an attempt's: no read needed
+            return
         session = self.system.store.get_session(event.session)
-        if record.task in self._worker_of and (session is None or not session.live):
+        if session is None or not session.live:
             self._appends.setdefault(self._worker_of[record.task], []).append((event, record))
 
     @handles(CompactionFinished)
@@ -396,7 +398,7 @@ class DurableMessagesMatchRows(Invariant):
         return self._check(history[-1] if history else None)
 
     def _check(self, record: HistoryEvent | None) -> Violation | None:
-        unread: list[str] | None = None  # the sessions this check has not read yet, in reading order
+        unread: Iterator[str] | None = None  # the sessions this check has not read yet, in reading order
         for name, slot in sorted(self.system.agents.items()):
             for message in slot.agent.messages:
                 row_id = message.get("_row_id")
@@ -417,18 +419,22 @@ class DurableMessagesMatchRows(Invariant):
                     )
         return None
 
-    def _reading_order(self) -> list[str]:
-        """Every session, the live ones first (popped from the end): new rows are written there."""
+    def _reading_order(self) -> Iterator[str]:
+        """Every session, the live ones first: new rows are written there, so the rest are seldom listed."""
         store = self.system.store
         live = [row.id for row in store.live_sessions()]
-        return [sid for sid in store.session_ids() if sid not in live] + live[::-1]
+        yield from live
+        yield from (sid for sid in store.session_ids() if sid not in live)
 
-    def _read_until(self, row_id: int, unread: list[str]) -> Any:
+    def _read_until(self, row_id: int, unread: Iterator[str]) -> Any:
         """Row `row_id`, reading unread sessions until it is met (None once every session is read)."""
         store = self.system.store
-        while row_id not in self._rows and unread:
-            self._rows.update((row.id, row) for row in store.all_messages(unread.pop()))
-        return self._rows.get(row_id)
+        while row_id not in self._rows:
+            sid = next(unread, None)
+            if sid is None:
+                return None
+            self._rows.update((row.id, row) for row in store.all_messages(sid))
+        return self._rows[row_id]
 
 
 class MessageCountMatchesActiveRows(Invariant):
