@@ -420,11 +420,8 @@ class DurableMessagesMatchRows(Invariant):
         return None
 
     def _reading_order(self) -> Iterator[str]:
-        """Every session, the live ones first: new rows are written there, so the rest are seldom listed."""
-        store = self.system.store
-        live = [row.id for row in store.live_sessions()]
-        yield from live
-        yield from (sid for sid in store.session_ids() if sid not in live)
+        """Every session, the last in id order first: a continuation's id ends in its minting time, so new rows sit there."""
+        return reversed(self.system.store.session_ids())
 
     def _read_until(self, row_id: int, unread: Iterator[str]) -> Any:
         """Row `row_id`, reading unread sessions until it is met (None once every session is read)."""
