@@ -6,7 +6,9 @@ that read the store get a real SessionStore arranged into the state the history 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -934,3 +936,49 @@ def test_only_a_commit_by_another_attempt_of_the_agent_excuses_a_changed_transcr
     assert check("caller_transcript_only_through_commit", overtaken) == []
     assert check("caller_transcript_only_through_commit", elsewhere)
     assert check("caller_transcript_only_through_commit", other_process)
+
+
+def test_a_repeat_appended_to_a_session_found_clean_before_is_caught():
+    """A session found clean is read again once a new row is active there; a repeat of a retired row is no repeat."""
+    hello = {"role": "user", "content": "hello", "timestamp": 1.0}
+
+    def append(store: SessionStore) -> None:
+        store.append_messages("s", [hello], now=1)
+
+    def compact(store: SessionStore) -> None:
+        store.try_acquire_lease("s", "h", now=2, ttl_s=60)
+        store.archive_and_compact("s", [{"role": "assistant", "content": "summary", "timestamp": 2.0}], holder="h", watermark=1, now=2)
+
+    steps = [append, E(AppendOk(session=S, ids=[1])), compact, E(CommitArchived(session=S, attempt=A1, rows=1)),
+             append, E(AppendOk(session=S, ids=[3])), append, E(AppendOk(session=S, ids=[4]))]
+    assert check("no_duplicate_persisted_turn", steps, one_head) == [
+        "session s holds 2 active copies of the user message 'hello'", "session s holds 2 active copies of the user message 'hello'"]
+
+
+def test_a_row_held_after_the_last_check_is_read_and_judged():
+    """Rows met once are kept; a row written later is read when an agent first holds it."""
+    held: list[dict[str, Any]] = []
+
+    def arrange(store: SessionStore) -> dict[str, Any]:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": "hello", "timestamp": 1.0}], now=1)
+        held.append({"role": "user", "content": "hello", "timestamp": 1.0, "_row_id": 1})
+        return {"main": SimpleNamespace(agent=SimpleNamespace(messages=held))}
+
+    def write_and_hold(store: SessionStore) -> None:
+        store.append_messages("s", [{"role": "assistant", "content": "hi", "timestamp": 2.0}], now=2)
+        held.append({"role": "assistant", "content": "hi!", "timestamp": 2.0, "_row_id": 2})
+
+    found = check("durable_messages_match_rows", [E(returned("timeout")), write_and_hold, E(returned("timeout"))], arrange)
+    assert [explanation.split(", but ")[0] for explanation in found] == ["agent main holds a assistant message of 3 chars at t=2.0 as durable row 2"] * 2
+
+
+def test_the_store_never_edits_a_message_row():
+    """What durable_messages_match_rows's kept rows rest on: message rows are only inserted (ids never reused),
+    never deleted, and an update only clears their `active` and `compacted` flags."""
+    sql = "\n".join(path.read_text(encoding="utf-8") for path in sorted(Path("reference/store").glob("*.py")))
+    assert "id                  INTEGER PRIMARY KEY AUTOINCREMENT" in sql
+    assert re.findall(r"UPDATE messages SET [^\"]*", sql) == [
+        "UPDATE messages SET active = 0, compacted = 0 WHERE id = ? AND session_id = ? AND active = 1",
+        "UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1"]
+    assert not re.search(r"DELETE FROM messages|REPLACE INTO messages|INSERT OR REPLACE|ON CONFLICT", sql)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from contract.events import (
     AppendOk,
@@ -74,21 +74,27 @@ class NoDuplicatePersistedTurn(Invariant):
         store = self.system.store
         for row in store.live_sessions():
             active = store.active_messages(row.id)
-            counts = Counter(payload(message) for message in active)
-            duplicated = [key for key, count in counts.items() if count > 1]
-            if duplicated:
-                role, content, _ = duplicated[0]
+            duplicated = first_repeated([(m.role, m.content, m.timestamp) for m in active])
+            if duplicated is not None:
+                (role, content, _), copies = duplicated
                 return self.violation(
-                    f"session {row.id} holds {counts[duplicated[0]]} active copies of the {role} message {content[:40]!r}",
-                    record,
+                    f"session {row.id} holds {copies} active copies of the {role} message {content[:40]!r}", record,
                 )
-            platform = Counter(m.platform_message_id for m in active if m.role == "user" and m.platform_message_id)
-            twice = [platform_id for platform_id, count in platform.items() if count > 1]
-            if twice:
+            twice = first_repeated([m.platform_message_id for m in active if m.role == "user" and m.platform_message_id])
+            if twice is not None:
                 return self.violation(
-                    f"session {row.id} holds {platform[twice[0]]} active user rows of platform message {twice[0]}", record,
+                    f"session {row.id} holds {twice[1]} active user rows of platform message {twice[0]}", record,
                 )
         return None
+
+
+def first_repeated(keys: list[Any]) -> tuple[Any, int] | None:
+    """The first key (in order of first appearance) that occurs more than once, and how often; the common
+    case, all distinct, is told by a set's size without counting."""
+    if len(set(keys)) == len(keys):
+        return None
+    counts = Counter(keys)
+    return next((key, count) for key, count in counts.items() if count > 1)
 
 
 class _CommitEffects(Invariant):
@@ -295,8 +301,10 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
 
     @handles(AppendOk)
     def appended(self, event: AppendOk, record: HistoryEvent) -> None:
+        if record.task not in self._worker_of:  # a turn's append, not an attempt's: no read needed
+            return
         session = self.system.store.get_session(event.session)
-        if record.task in self._worker_of and (session is None or not session.live):
+        if session is None or not session.live:
             self._appends.setdefault(self._worker_of[record.task], []).append((event, record))
 
     @handles(CompactionFinished)
@@ -392,9 +400,17 @@ class RewindSlotsStayUnderWatermark(Invariant):
 
 
 class DurableMessagesMatchRows(Invariant):
+    """A stored row is never edited or deleted (the store only inserts rows and clears their `active` and
+    `compacted` flags), so a row read once is that row for the rest of the run: it is kept, and a check reads
+    sessions only for rows it has not met, the live ones first."""
+
     name = "durable_messages_match_rows"
     races = ("R4",)
     description = "Every message an agent holds as already durable says exactly what its row says: nothing edits the live transcript in place."
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._rows: dict[int, Any] = {}  # row id -> the row, as every later read would return it
 
     @handles(HostReturned)
     def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
@@ -404,16 +420,17 @@ class DurableMessagesMatchRows(Invariant):
         return self._check(history[-1] if history else None)
 
     def _check(self, record: HistoryEvent | None) -> Violation | None:
-        store = self.system.store
-        rows = None
+        unread: Iterator[str] | None = None  # the sessions this check has not read yet, in reading order
         for name, slot in sorted(self.system.agents.items()):
             for message in slot.agent.messages:
                 row_id = message.get("_row_id")
                 if row_id is None:
                     continue
-                if rows is None:
-                    rows = {row.id: row for sid in store.session_ids() for row in store.all_messages(sid)}
-                row = rows.get(row_id)
+                row = self._rows.get(row_id)
+                if row is None:
+                    if unread is None:
+                        unread = self._reading_order()
+                    row = self._read_until(row_id, unread)
                 held = (message.get("role"), message.get("content"), message.get("timestamp"))
                 if row is None or held != payload(row):
                     found = "no such row exists" if row is None else (
@@ -423,6 +440,20 @@ class DurableMessagesMatchRows(Invariant):
                         f"row {row_id}, but {found}: the live transcript was edited in place", record,
                     )
         return None
+
+    def _reading_order(self) -> Iterator[str]:
+        """Every session, the last in id order first: a continuation's id ends in its minting time, so new rows sit there."""
+        return reversed(self.system.store.session_ids())
+
+    def _read_until(self, row_id: int, unread: Iterator[str]) -> Any:
+        """Row `row_id`, reading unread sessions until it is met (None once every session is read)."""
+        store = self.system.store
+        while row_id not in self._rows:
+            sid = next(unread, None)
+            if sid is None:
+                return None
+            self._rows.update((row.id, row) for row in store.all_messages(sid))
+        return self._rows[row_id]
 
 
 class MessageCountMatchesActiveRows(Invariant):
