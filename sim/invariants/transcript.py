@@ -625,7 +625,7 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         super().__init__(system)
         self._open: dict[str, tuple[str, str]] = {}  # task -> the agent and text of its running turn
         self._replied: dict[str, int] = {}  # task -> where its running turn's told pair sits in `_told`
-        self._told: list[Told] = []
+        self._told: list[Told | None] = []  # None: a pairing retracted
         self._inputs: dict[AttemptId, set[Key]] = {}
         self._summarized: set[Key] = set()  # what committed compactions had in their input
 
@@ -641,6 +641,11 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         assistant row the turn persists, each earlier one taking its place only until a later one comes."""
         if event.writer is not None:
             self._told.append(Told(None, None, event.row, record))
+        elif event.role == "user" and record.task in self._replied:
+            # a question after a tentative reply: that reply was an earlier failed turn's, carried first (a turn
+            # cut short by Ctrl+C writes its own question with no reply after it)
+            at = self._replied.pop(record.task)
+            self._told[at:at + 2] = [None, None]  # kept as gaps: other turns' pairs keep their places
         elif event.role == "assistant" and record.task in self._open:
             # the turn's own reply is the last one its flush writes: earlier ones are an unsaved failed turn's,
             # which the flush carries first (that turn was never told saved)
@@ -676,7 +681,7 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         roots = lineage_roots(store)
         rows = {row.id: row for sid in roots for row in store.all_messages(sid)}
         live = {root: [key(m) for sid in sids for m in store.active_messages(sid)] for root, sids in live_sessions_by_root(store).items()}
-        placed = [(told, told.key or key(rows[told.row]), roots[rows[told.row].session_id]) for told in self._told if told.row in rows]
+        placed = [(told, told.key or key(rows[told.row]), roots[rows[told.row].session_id]) for told in self._told if told is not None and told.row in rows]
         told_twice = {k for k, count in Counter(k for _, k, _ in placed).items() if count > 1}  # the same text sent twice: ambiguous
         last_position: dict[tuple[str, str], tuple[int, Told, Key]] = {}  # (agent, lineage) -> its last live message's place
         for told, k, root in placed:
