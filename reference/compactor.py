@@ -63,6 +63,7 @@ from reference.transcript import (
     from_row,
     new_message,
     persist,
+    rows_not_written_for,
     same_content,
     stamp,
     unpersisted,
@@ -271,8 +272,8 @@ class Attempt:
             if blocked is not None:
                 return self._refused(blocked)
         given = list(messages)  # the caller's transcript as handed over; a failed commit gives back this, not the re-read
-        messages = await self._with_rows_committed_before_lease(messages)
-        d.rt.emit(CompactionInput(session=self.session, attempt=self.attempt, rows=input_rows(messages)))
+        messages, worked_from = await self._with_rows_committed_before_lease(messages)
+        d.rt.emit(CompactionInput(session=self.session, attempt=self.attempt, rows=worked_from))
         try:
             return await self._summarize_and_commit(given, messages, cooldown_row)
         finally:
@@ -283,8 +284,10 @@ class Attempt:
                 keep_cooldown = self._fence.timeout_recorded
                 await d.compressor.restore(self.attempt, self.generation, snapshot, durable, keep_cooldown=keep_cooldown)
 
-    async def _with_rows_committed_before_lease(self, messages: list[Message]) -> list[Message]:
-        """The snapshot, or the durable transcript up to the watermark if another writer added rows meanwhile.
+    async def _with_rows_committed_before_lease(self, messages: list[Message]) -> tuple[list[Message], list[int]]:
+        """The snapshot, or the durable transcript up to the watermark if another writer added rows meanwhile; and
+        the durable rows it stands for (a row a maybe-written message of the caller stands for is among them: the
+        commit retires it with the rest).
 
         Rows above the watermark stay out: the commit clones them after the compacted rows.
         """
@@ -293,9 +296,13 @@ class Attempt:
         known = set(input_rows(messages))
         # FIX reread-transcript-under-lease (R14): a row committed between our snapshot and our lease is under the watermark; unseen, the commit archives it
         if all(row.id in known for row in covered):
-            return messages
+            return messages, input_rows(messages)
         self._d.rt.emit(CompactionInputReread(session=self.session, attempt=self.attempt, rows=len(covered)))
-        return [from_row(row) for row in covered] + unpersisted(messages)
+        pending = unpersisted(messages)
+        # FIX reread-skips-own-indeterminate-rows (R10): a failed turn's append may have committed; its row re-read beside the unsaved message puts the turn in the handoff twice
+        unclaimed = {row.id for row in rows_not_written_for([row for row in covered if row.id not in known], pending)}
+        reread = [from_row(row) for row in covered if row.id in known or row.id in unclaimed] + pending
+        return reread, [row.id for row in covered]
 
     def _blocked_under_lease(self, row: CooldownRow) -> str | None:
         """The automatic gate again, on the row read under the lease: another agent may have failed meanwhile."""

@@ -155,6 +155,10 @@ FIXES: tuple[Fix, ...] = (
             "under the lease the attempt works from the durable rows up to its watermark when its snapshot lacks some",
         ),
         (
+            "reread-skips-own-indeterminate-rows", "R10",
+            "a re-read under the lease leaves out the row a maybe-written unsaved message may own; the message stands for it",
+        ),
+        (
             "take-in-carried-rows", "R14",
             "a commit's carried rows (another writer's appends during the summary) join the caller's transcript",
         ),

@@ -9,6 +9,7 @@ committer has to re-stamp what it actually wrote.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Callable, Collection, Iterable, Sequence
 
 from contract.events import AppendFailed, AppendOk
@@ -105,6 +106,24 @@ class CallerCopies:
             for message in (original, copy):
                 if not is_persisted(message):
                     message[MAYBE_WRITTEN] = True
+
+
+def rows_not_written_for(rows: Sequence[MessageRow], pending: Sequence[Message]) -> list[MessageRow]:
+    """`rows` without the one each maybe-written message of `pending` may own already: an earlier append of it
+    raised, maybe after its COMMIT, and the store's next append of it hands back the first live row with its
+    exact payload instead of writing it (`store.messages.append`). Each row stands for one message."""
+    claims = Counter(
+        (m["role"], m["content"], m.get("timestamp"))
+        for m in pending if m.get(MAYBE_WRITTEN) and m.get("platform_message_id") is None
+    )
+    kept = []
+    for row in rows:
+        key = (row.role, row.content, row.timestamp)
+        if claims[key] > 0:
+            claims[key] -= 1
+        else:
+            kept.append(row)
+    return kept
 
 
 def without_copies_of(messages: list[Message], copies: Sequence[Message]) -> None:

@@ -235,6 +235,10 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
             self._commit(session, attempt, record)
 
     def _commit(self, session: SessionId, attempt: AttemptId, record: HistoryEvent) -> None:
+        """Credit `attempt`'s commit once: a process that dies after the attempt said it committed (a crash inside
+        its lease release) must not have that commit credited again at the crash, a later moment at which the
+        copy it cloned onward would be judged against the same commit's watermark."""
+        self._unfinished.pop(attempt, None)
         captured = self._watermarks.get(attempt)
         watermark = captured[1] if captured is not None and captured[0] == session else 0
         self._commits.setdefault(session, []).append((record.seq, watermark))
