@@ -32,6 +32,7 @@ from contract.events import (
     HostUnwind,
     LeaseAcquired,
     LeaseReleased,
+    LeaseReleaseFailed,
     PointFaultFired,
     ProcessCrashed,
     StoreFaultFired,
@@ -41,6 +42,7 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from sim.invariants.base import Invariant, Violation, forget_process, handles
+from sim.invariants.lease import release_took_effect
 from sim.invariants.lineage import refused_in_ended_conversation
 
 
@@ -308,6 +310,14 @@ class HardCancelFreesLease(Invariant):
     def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
         held = self._holding.get(event.holder.attempt) if event.holder.attempt is not None else None
         if held is not None and held[0] == event.holder:
+            del self._holding[event.holder.attempt]
+
+    @handles(LeaseReleaseFailed)
+    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent) -> None:
+        """A release that raised after its COMMIT freed the lease all the same: the store, not the error the
+        releasing code saw, tells whether the attempt still holds it."""
+        held = self._holding.get(event.holder.attempt) if event.holder.attempt is not None else None
+        if held is not None and held[0] == event.holder and release_took_effect(self.system.store, event):
             del self._holding[event.holder.attempt]
 
     @handles(FenceBeginOk)
