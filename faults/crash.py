@@ -6,7 +6,8 @@ had not begun never happen. Its pid is dead from then on, so its lease is provab
 `restart_after`, a new process starts its agents again on their sessions and reloads them from the store;
 its pid is a new one, or with `pid = "recycled"` the dead process's own pid, which the kernel handed on: only
 the start recorded in a holder id then tells the dead holder from the live process on its pid.
-A crash of a process that is already dead (waiting for its restart, or for good) does nothing and is not traced.
+A crash of a process that is already dead (waiting for its restart, or for good) does nothing and is not traced,
+and a restart that finds the process running again (restarted meanwhile) does nothing either.
 Where: an action, at its moment.
 Parameters: `process`, `restart_after` (optional), `pid` (`new` or `recycled`).
 Trace: `fault.fired fault_kind=crash process=<name>`, `process.crashed`, and `process.restarted` after a restart.
@@ -38,4 +39,6 @@ class Crash(Fault):
         ctx.crash(self.args["process"])
         if self.args["restart_after"] is not None:
             await ctx.rt.sleep(self.args["restart_after"])
+            if ctx.alive(self.args["process"]):
+                return  # restarted meanwhile (a user's restart): a supervisor starts a dead process, not a second copy
             await ctx.restart(self.args["process"], recycle_pid=self.args["pid"] == "recycled")

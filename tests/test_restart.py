@@ -59,3 +59,28 @@ runs = 1
     kinds = [record.kind for record in report.result.history]
     assert kinds.count("process.crashed") == 1
     assert kinds.count("process.restarted") == 1
+
+
+def test_a_crash_restart_skips_a_process_the_user_restarted_meanwhile(tmp_path):
+    """A user's restart brings the crashed process back before the crash's own restart is due: that one then
+    finds it running and starts no second incarnation."""
+    path = tmp_path / "restarted.toml"
+    path.write_text('''
+name = "restarted"
+[world]
+sessions = [{ id = "s1", messages = 4 }]
+agents = [{ name = "a1", process = "p1", session = "s1", frontend = "cli" }]
+[[drive]]
+at = "5s"
+agent = "a1"
+command = "restart"
+[[fault]]
+kind = "crash"
+at = "1s"
+process = "p1"
+restart_after = "20s"
+[explore]
+runs = 1
+''', encoding="utf-8")
+    report = run_once(load_scenario(path, registry()), 0)
+    assert [record.kind for record in report.result.history].count("process.restarted") == 1
