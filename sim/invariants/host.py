@@ -42,7 +42,6 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from sim.invariants.base import Invariant, Violation, forget_process, handles
-from sim.invariants.lease import release_took_effect
 from sim.invariants.lineage import refused_in_ended_conversation
 
 
@@ -279,7 +278,8 @@ class HardCancelFreesLease(Invariant):
     description = (
         "By the end of the Ctrl+C grace period, the compaction the Ctrl+C stopped (its agent's active attempt on "
         "that session, the newest it started, not yet committing; not another agent's, even in the same process) has "
-        "released its own lease; another process may hold the lease by then."
+        "released its own lease, or tried to where the store refused the write (its row then lapses by TTL); another "
+        "process may hold the lease by then."
     )
 
     def __init__(self, system) -> None:
@@ -314,10 +314,11 @@ class HardCancelFreesLease(Invariant):
 
     @handles(LeaseReleaseFailed)
     def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent) -> None:
-        """A release that raised after its COMMIT freed the lease all the same: the store, not the error the
-        releasing code saw, tells whether the attempt still holds it."""
+        """The attempt released its lease as far as the store let it: a release that raised after its COMMIT
+        freed the row all the same, and one the store refused (busy, failing) leaves a row whose refresher the
+        release stopped first, so it lapses within one TTL; no code can free it sooner than the store allows."""
         held = self._holding.get(event.holder.attempt) if event.holder.attempt is not None else None
-        if held is not None and held[0] == event.holder and release_took_effect(self.system.store, event):
+        if held is not None and held[0] == event.holder:
             del self._holding[event.holder.attempt]
 
     @handles(FenceBeginOk)
