@@ -6,6 +6,8 @@ had not begun never happen. Its pid is dead from then on, so its lease is provab
 `restart_after`, a new process starts its agents again on their sessions and reloads them from the store;
 its pid is a new one, or with `pid = "recycled"` the dead process's own pid, which the kernel handed on: only
 the start recorded in a holder id then tells the dead holder from the live process on its pid.
+A crash of a process that is already dead (waiting for its restart, or for good) does nothing and is not traced,
+and a restart that finds the process running again (restarted meanwhile) does nothing either.
 Where: an action, at its moment.
 Parameters: `process`, `restart_after` (optional), `pid` (`new` or `recycled`).
 Trace: `fault.fired fault_kind=crash process=<name>`, `process.crashed`, and `process.restarted` after a restart.
@@ -29,8 +31,14 @@ class Crash(Fault):
     }
 
     async def act(self, ctx: FaultContext) -> None:
+        """Kill the process, then restart it if asked. A process that is already dead cannot die again, and the
+        restart that follows its death is its first crash's: a second one would run two incarnations at once."""
+        if not ctx.alive(self.args["process"]):
+            return
         ctx.emit(CrashFired(**self.firing(), process=self.args["process"]))
         ctx.crash(self.args["process"])
         if self.args["restart_after"] is not None:
             await ctx.rt.sleep(self.args["restart_after"])
+            if ctx.alive(self.args["process"]):
+                return  # restarted meanwhile (a user's restart): a supervisor starts a dead process, not a second copy
             await ctx.restart(self.args["process"], recycle_pid=self.args["pid"] == "recycled")

@@ -119,6 +119,13 @@ FIXES: tuple[Fix, ...] = (
         ),
     ),
     *_fixes(
+        "reference.frontends",
+        (
+            "ctrl-c-abandons-pressed-turn", "R1",
+            "a Ctrl+C's grace period waits on, and abandons, only the turn running at the press, never the next one",
+        ),
+    ),
+    *_fixes(
         "reference.pool",
         ("pool-fail-fast", "R8", "admission is capped; a full pool refuses instead of queueing"),
     ),

@@ -61,12 +61,18 @@ class CliFrontend:
                 done.set()
 
     async def ctrl_c(self) -> None:
-        """Hard-cancel the running turn; after the grace period, abandon it if it has still not ended."""
+        """Hard-cancel the running turn; after the grace period, abandon it if it has still not ended.
+
+        The turn is the one running at the press: once it ends the prompt is back, and a turn the user types
+        within the grace (or one that starts at the press's instant) is not the one they stopped.
+        """
         self._rt.emit(FrontendCtrlC(agent=self.name, turn_running=self.busy))
+        pressed = self._turn_done
         await self.agent.hard_interrupt()
         with self._rt.move_on_after(self._grace_s):
-            await self._turn_done.wait()
-        still_running = self.busy
+            await pressed.wait()
+        # FIX ctrl-c-abandons-pressed-turn (R1): only the turn running at the press is abandoned, never the next one
+        still_running = not pressed.is_set()
         if still_running and self._turn_scope is not None:
             self._turn_scope.cancel()
         self._rt.emit(FrontendCtrlCGraceExpired(agent=self.name, turn_abandoned=still_running))

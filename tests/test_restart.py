@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sim.registry import registry
 from sim.scenario.loader import load_scenario
-from sim.scenario.runner import check
+from sim.scenario.runner import check, run_once
 
 ROOT = Path(__file__).resolve().parent.parent
 REGRESSION = ROOT / "scenarios" / "turn_right_after_restart_keeps_user_message.toml"
@@ -27,3 +27,60 @@ def test_a_turn_racing_the_restart_either_dies_with_the_old_process_or_runs_on_t
     verdict = check(load_scenario(path, registry()), runs=200, seed=0, stop_at_first=False)
     assert verdict.violating_runs == 0, verdict.problems()
     assert "turn.persisted" in verdict.coverage
+
+
+def test_a_crash_of_a_dead_process_neither_fires_nor_restarts_it_twice(tmp_path):
+    """The second crash lands while the first one's restart is pending: a dead process cannot die again, so only
+    one incarnation comes back (two would run the same agents beside each other)."""
+    path = tmp_path / "twice.toml"
+    path.write_text('''
+name = "twice"
+[world]
+sessions = [{ id = "s1", messages = 4 }]
+agents = [{ name = "a1", process = "p1", session = "s1", frontend = "cli" }]
+[[drive]]
+at = "30s"
+agent = "a1"
+turn = "after the restart"
+[[fault]]
+kind = "crash"
+at = "1s"
+process = "p1"
+restart_after = "10s"
+[[fault]]
+kind = "crash"
+at = "5s"
+process = "p1"
+restart_after = "20s"
+[explore]
+runs = 1
+''', encoding="utf-8")
+    report = run_once(load_scenario(path, registry()), 0)
+    kinds = [record.kind for record in report.result.history]
+    assert kinds.count("process.crashed") == 1
+    assert kinds.count("process.restarted") == 1
+
+
+def test_a_crash_restart_skips_a_process_the_user_restarted_meanwhile(tmp_path):
+    """A user's restart brings the crashed process back before the crash's own restart is due: that one then
+    finds it running and starts no second incarnation."""
+    path = tmp_path / "restarted.toml"
+    path.write_text('''
+name = "restarted"
+[world]
+sessions = [{ id = "s1", messages = 4 }]
+agents = [{ name = "a1", process = "p1", session = "s1", frontend = "cli" }]
+[[drive]]
+at = "5s"
+agent = "a1"
+command = "restart"
+[[fault]]
+kind = "crash"
+at = "1s"
+process = "p1"
+restart_after = "20s"
+[explore]
+runs = 1
+''', encoding="utf-8")
+    report = run_once(load_scenario(path, registry()), 0)
+    assert [record.kind for record in report.result.history].count("process.restarted") == 1

@@ -32,6 +32,7 @@ from contract.events import (
     HostUnwind,
     LeaseAcquired,
     LeaseReleased,
+    LeaseReleaseFailed,
     PointFaultFired,
     ProcessCrashed,
     StoreFaultFired,
@@ -277,7 +278,8 @@ class HardCancelFreesLease(Invariant):
     description = (
         "By the end of the Ctrl+C grace period, the compaction the Ctrl+C stopped (its agent's active attempt on "
         "that session, the newest it started, not yet committing; not another agent's, even in the same process) has "
-        "released its own lease; another process may hold the lease by then."
+        "released its own lease, or tried to where the store refused the write (its row then lapses by TTL); another "
+        "process may hold the lease by then."
     )
 
     def __init__(self, system) -> None:
@@ -306,6 +308,15 @@ class HardCancelFreesLease(Invariant):
 
     @handles(LeaseReleased)
     def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+        held = self._holding.get(event.holder.attempt) if event.holder.attempt is not None else None
+        if held is not None and held[0] == event.holder:
+            del self._holding[event.holder.attempt]
+
+    @handles(LeaseReleaseFailed)
+    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent) -> None:
+        """The attempt released its lease as far as the store let it: a release that raised after its COMMIT
+        freed the row all the same, and one the store refused (busy, failing) leaves a row whose refresher the
+        release stopped first, so it lapses within one TTL; no code can free it sooner than the store allows."""
         held = self._holding.get(event.holder.attempt) if event.holder.attempt is not None else None
         if held is not None and held[0] == event.holder:
             del self._holding[event.holder.attempt]

@@ -70,8 +70,7 @@ class LeaseMutualExclusion(Invariant):
     def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent) -> None:
         """A release that raised is indeterminate: its transaction may have committed before the error (a failure
         after the commit). The store tells: if the row no longer names the holder, the release took effect."""
-        row = self.system.store.lease_row(event.session)
-        if row is None or row.holder != event.holder:
+        if release_took_effect(self.system.store, event):
             self._holders.setdefault(event.session, {}).pop(event.holder, None)
             if self._row_owner.get(event.session) == event.holder:
                 del self._row_owner[event.session]
@@ -89,6 +88,13 @@ class LeaseMutualExclusion(Invariant):
             if other != holder and renewed + ttl > now and not self.system.holder_is_dead(other):
                 return renewed, acquired
         return None
+
+
+def release_took_effect(store, event: LeaseReleaseFailed) -> bool:
+    """Whether a release that raised freed the holder's row anyway: a failure after its COMMIT leaves the row
+    gone (or another holder's), which the store shows though the releasing code could not know it."""
+    row = store.lease_row(event.session)
+    return row is None or row.holder != event.holder
 
 
 class AppendsNeverRefusedByLease(Invariant):

@@ -6,7 +6,8 @@ refreshing it, so a turn that begins after a silence of at least `ceiling_timeou
 system with nothing left in flight. Whatever happened before (stalls, crashes, Ctrl+C, failed writes), that
 turn must be persisted: its reply made durable, and no error shown for it, unless the user pressed Ctrl+C, its
 process was killed under it (a crash that lands at the turn's own instant, as when a stall froze the whole
-world and every drive then starts at once), or
+world and every drive then starts at once), an injected store fault failed the turn's own write (such a
+stall can end a silence while the run's fault windows are still open), or
 the turn's terminal is still bound to a session closed by compression whose conversation the user has ended on
 purpose since (a reset, a switch): no writer may continue that conversation, so that turn fails closed by design
 (`refused_in_ended_conversation`). Generated workloads end with
@@ -20,7 +21,7 @@ from typing import Sequence
 
 from contract.events import (
     FrontendCtrlC, FrontendTurnAbandoned, FrontendTurnFailed, FrontendTurnSubmitted, GatewayTurnStarted, ProcessCrashed,
-    TurnPersisted,
+    StoreFaultFired, TurnPersisted,
 )
 from contract.history import HistoryEvent
 from sim.invariants.base import Invariant, Violation
@@ -48,6 +49,8 @@ class TurnAfterQuietPersists(Invariant):
                 continue  # its process was killed under it: no one is left to reply
             if outcome is not None and refused_in_ended_conversation(self.system.store, history, record, outcome):
                 continue  # its conversation was reset or switched away from: there is nowhere to write it
+            if outcome is not None and isinstance(outcome.event, FrontendTurnFailed) and _met_store_fault(history, index, outcome):
+                continue  # its own write was failed by an injected fault: the error it shows is that fault's
             if outcome is None or not isinstance(outcome.event, TurnPersisted):
                 shown = "it never finished" if outcome is None else f"{outcome.kind} {outcome.fields}"
                 return self.violation(f"a turn of {record.event.agent} started after {silence_s:g}s of quiet and was not "
@@ -74,6 +77,22 @@ class TurnAfterQuietPersists(Invariant):
             if isinstance(event, _TURN_ENDS) or isinstance(event, _TURN_STARTS):
                 return record
         return None
+
+
+def _met_store_fault(history: Sequence[HistoryEvent], start: int, outcome: HistoryEvent) -> bool:
+    """Whether an injected store fault failed a write of the turn at `start`, on its own task, before `outcome`.
+
+    A silence is quiet only for what came before it: a stall that froze the whole world leaves a gap while the
+    run's fault windows are still open, and a write the turn itself makes may then meet a busy or failing store,
+    whose error the user is rightly shown.
+    """
+    task = history[start].task
+    for record in history[start + 1:]:
+        if record is outcome:
+            return False
+        if record.task == task and isinstance(record.event, StoreFaultFired):
+            return True
+    return False
 
 
 def _after_silence(history: Sequence[HistoryEvent], quiet_s: float) -> list[tuple[int, float]]:

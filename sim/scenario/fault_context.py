@@ -48,6 +48,10 @@ class SystemFaultContext:
         slot = self._built.agents[agent or self._built.scenario.world.agents[0].name]
         await slot.proc.run(slot.frontend.ctrl_c())
 
+    def alive(self, process: str) -> bool:
+        """Whether the process's current incarnation runs (a crashed one waits for its restart, if any)."""
+        return not self._built.processes[process].crashed
+
     def crash(self, process: str) -> None:
         proc = self._built.processes[process]
         proc.crash()
