@@ -206,7 +206,11 @@ class Attempt:
                     return await self._under_lease(messages, snapshot)
                 finally:
                     heartbeat.stop()
-                    await lease.release()
+                    # FIX late-worker-leaves-lease-to-host (R2): a worker outliving its host's timeout would free the lease before the backoff is recorded
+                    if self._fence.lease_left_to_host:
+                        lease.stop_refresher()
+                    else:
+                        await lease.release()
         finally:
             if self._admitted:
                 await self._fence.finish_commit()

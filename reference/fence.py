@@ -36,6 +36,7 @@ class CommitFence:
         self._release_hook: ReleaseHook | None = None
         self._release_wanted = False
         self._timeout_recorded = False
+        self._lease_back_with_worker = False  # the host freed (or tried to free) the lease, or handed it back
         self._interrupt: CancelScopeLike | None = None
         self._last_progress = rt.now()
         self.worker_done = rt.event()  # set by the attempt's worker as its last act, whatever happened
@@ -76,8 +77,14 @@ class CommitFence:
     @property
     def lease_left_to_host(self) -> bool:
         """The host gave up after this attempt won its lease: the host frees it through the hook once its timeout
-        backoff is recorded (timeout-recorded-before-release), so the worker must not free it first."""
-        return self._given_up and self._release_hook is not None
+        backoff is recorded (timeout-recorded-before-release), so the worker must not free it first, whether it
+        sits out of its setup or outlives the host's timeout under the lease. Once the hook ran (a failed release
+        is retried by the worker's exit) or the host handed the lease back, the worker frees it again."""
+        return self._given_up and self._release_hook is not None and not self._lease_back_with_worker
+
+    def hand_lease_back(self) -> None:
+        """Ceiling path, the worker still running after the grace: it keeps its lease and frees it when it exits."""
+        self._lease_back_with_worker = True
 
     def deadline_exceeded(self) -> bool:
         return self._rt.now() >= self.deadline
@@ -193,6 +200,7 @@ class CommitFence:
     async def _release_if_wanted(self) -> None:
         if self._release_wanted and self._release_hook is not None:
             self._release_wanted = False
+            self._lease_back_with_worker = True
             await self._release_hook()
 
     # ---- hard cancel reaches into a running summary ---------------------------------------------

@@ -131,6 +131,10 @@ FIXES: tuple[Fix, ...] = (
     ),
     *_fixes(
         "reference.compactor",
+        (
+            "late-worker-leaves-lease-to-host", "R2",
+            "a worker that outlives its host's timeout leaves its lease to the host, freed once the backoff is recorded",
+        ),
         ("stale-job-skipped", "R8", "a job whose fence is cancelled or past its deadline when it starts does nothing"),
         ("snapshot-on-worker", "R4", "the worker deep-copies the caller's list and never touches the original"),
         (

@@ -138,4 +138,5 @@ class HostWait:
         if self._job.done.is_set():
             await self._fence.release_cancelled()
         else:
+            self._fence.hand_lease_back()
             self._rt.emit(HostLeaseRetained(attempt=self._fence.attempt))

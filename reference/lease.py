@@ -115,7 +115,7 @@ class Lease:
         self._ttl_s = config.lease_ttl_s
         self._interval_s = config.refresh_interval_s
         self._failure_budget = config.refresh_failure_budget
-        self._released = False
+        self._stopped = False  # no refresh may start or go on: released, or left to be freed by another
         self._maybe_held = False
         self._refresher: CancelScopeLike | None = None
 
@@ -139,9 +139,7 @@ class Lease:
         A release whose transaction failed is retried by the next call (the attempt's own exit, after a
         failed hook release); meanwhile the stopped refresher lets the row self-expire within one TTL.
         """
-        self._released = True
-        if self._refresher is not None:
-            self._refresher.cancel()
+        self.stop_refresher()
         if not self._maybe_held:
             return
         try:
@@ -153,14 +151,20 @@ class Lease:
         self._maybe_held = False
         self._rt.emit(LeaseReleased(session=self.session, holder=self.holder, held=released))
 
+    def stop_refresher(self) -> None:
+        """Stop refreshing but keep the row: whoever frees it later (the host's hook) finds it at most one TTL old."""
+        self._stopped = True
+        if self._refresher is not None:
+            self._refresher.cancel()
+
     async def run_refresher(self) -> None:
         """Refresh now, then every interval; give up after the failure budget so the row self-expires.
 
         Runs as a child task of the attempt. Serialized with `release`: it registers its scope in the same
-        step as it checks `released`, so no refresher ever starts on a released lease.
+        step as it checks `stopped`, so no refresher ever starts on a released (or handed-over) lease.
         """
         with self._rt.cancel_scope() as scope:
-            if self._released:
+            if self._stopped:
                 return
             self._refresher = scope
             failures = 0

@@ -258,3 +258,33 @@ def test_a_commit_refused_by_a_pending_ctrl_c_is_hard_stopped(seed):
         return await fence.begin_commit(), fence.hard_requested
 
     assert run_sim(seed, main).value == (False, True)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_given_up_lease_stays_the_hosts_until_its_hook_ran(seed):
+    """R2: a worker outliving its host's timeout leaves the lease to the host until the host freed it (a failed
+    release is then retried by the worker's exit); at the ceiling an orphan is handed its lease back."""
+
+    async def body(rt, fence, releases):
+        fence.give_up()
+        seen = [fence.lease_left_to_host]
+        assert await fence.cancel_before_commit(release=False)
+        seen.append(fence.lease_left_to_host)
+        await fence.release_cancelled()
+        seen.append(fence.lease_left_to_host)
+        return seen
+
+    result = run(seed, body)
+    seen, releases = result.value
+    assert seen == [True, True, False] and len(releases) == 1
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_an_orphan_past_the_grace_is_handed_its_lease_back(seed):
+    async def body(rt, fence, releases):
+        fence.give_up()
+        fence.hand_lease_back()
+        return fence.lease_left_to_host
+
+    result = run(seed, body)
+    assert result.value == (False, [])
