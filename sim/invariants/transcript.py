@@ -267,13 +267,19 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
 
     def _summarized(self, row: Any, since: int, same_payload: list[Any]) -> bool:
         """Whether the first commit on the row's session after `since` summarized it under a covering
-        watermark; a row that commit superseded instead (cloned onward) is judged by its next copy."""
+        watermark; a row that commit did not summarize but carried onward is judged by its next copy.
+
+        A row the commit carried is superseded (a clone of the foreign tail), or archived above the watermark:
+        a rotation's own pre-publish flush is archived in the parent while its handoff carries the row into
+        the child. Such a flush row is acknowledged in the parent when the turn whose message it is fails
+        (a host interrupt while the commit is stalled in flight) and the next turn finds it already
+        persisted there. Its watermark does not cover it, so only its copy shows whether it survived."""
         while True:
             commit = next(((seq, wm) for seq, wm in self._commits.get(row.session_id, []) if seq > since), None)
             if commit is None:
                 return False
-            if row.compacted:
-                return row.id <= commit[1]
+            if row.compacted and row.id <= commit[1]:
+                return True
             later = [copy for copy in same_payload if copy.id > row.id]
             if not later:
                 return False
