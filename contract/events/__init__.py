@@ -72,6 +72,7 @@ from contract.events.frontends import (
     FrontendTurnSubmitted,
     GatewayDelivered,
     GatewayTurnStarted,
+    SessionTitleIndeterminate,
     SessionTitled,
 )
 from contract.events.harness import (

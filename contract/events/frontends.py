@@ -99,3 +99,14 @@ class FrontendTitleFailed(Event):
     session: SessionId
     title: str
     error: str = trace(note="the refusal's message")
+
+
+@event
+class SessionTitleIndeterminate(Event):
+    """A title's store write raised: it may have committed before the error (a disk error on the way back)."""
+
+    kind = "session.title_indeterminate"
+    feeds = ("R17",)
+    session: SessionId
+    title: str
+    source: str = trace(note="`derived`, `llm` or `user`")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from contract.events import CommitPublished, Event, ExternalRotated, SessionTitled
+from contract.events import CommitPublished, Event, ExternalRotated, SessionTitled, SessionTitleIndeterminate
 from contract.history import HistoryEvent
 from sim.invariants.base import Invariant, Violation, handles
 from sim.invariants.lineage import lineage_roots
@@ -44,6 +44,17 @@ class TitleFollowsConversation(Invariant):
         if event.stored is not None:
             root = lineage_roots(self.system.store).get(event.session, event.session)
             self._given[root] = (event.stored, event.source, record)
+
+    @handles(SessionTitleIndeterminate)
+    def titled_maybe(self, event: SessionTitleIndeterminate, record: HistoryEvent) -> None:
+        self._seed()
+        roots = lineage_roots(self.system.store)
+        root = roots.get(event.session, event.session)
+        for sid in sorted(s for s, r in roots.items() if r == root):
+            row = self.system.store.get_session(sid)
+            if row.title_source == event.source and _is_variant(row.title, event.title):
+                self._given[root] = (row.title, event.source, record)
+                return
 
     @handles(ExternalRotated)
     def rotated_externally(self, event: ExternalRotated, record: HistoryEvent) -> None:
@@ -86,3 +97,8 @@ class TitleFollowsConversation(Invariant):
                 if sid not in heads.get(root, []) and row.title is not None and row.rotated and not left_behind:
                     return self.violation(f"{sid}, closed by compression, still shows the title {row.title!r}", given, event)
         return None
+
+
+def _is_variant(shown: str | None, title: str) -> bool:
+    """Whether `shown` is `title` as the store keeps it: itself, or numbered because another conversation had it."""
+    return shown == title or (shown is not None and shown.startswith(f"{title} #") and shown[len(title) + 2:].isdigit())

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable
 
-from contract.events import FrontendCommandFailed, FrontendSessionEnded, FrontendTitleFailed, SessionTitled
+from contract.events import (
+    FrontendCommandFailed,
+    FrontendSessionEnded,
+    FrontendTitleFailed,
+    SessionTitled,
+    SessionTitleIndeterminate,
+)
 from faults.plan import Moments
 from faults.triggers import Trigger
 from reference.store import TitleInUseError
@@ -74,13 +80,17 @@ class Drives:
         await slot.proc.run(self._shown(slot, drive, self._set_title(slot.proc, drive.session or slot.agent.session_id, drive)))
 
     async def _set_title(self, proc: SimProcess, session: str, drive: DriveSpec) -> None:
-        """A /title (or the auto-titler): what was stored is what the user sees."""
+        """A /title (or the auto-titler): what was stored is what the user sees. A write that raised otherwise
+        may still have committed (an error after its COMMIT), so it is recorded as given, outcome unknown."""
         title = drive.title or ""
         try:
             stored = await proc.db.call("set_session_title", session, title, source=drive.title_source)
         except TitleInUseError as error:
             proc.rt.emit(FrontendTitleFailed(session=session, title=title, error=str(error)))
             return
+        except Exception:
+            proc.rt.emit(SessionTitleIndeterminate(session=session, title=title, source=drive.title_source))
+            raise
         proc.rt.emit(SessionTitled(session=session, title=title, source=drive.title_source, stored=stored))
 
     async def _compress(self, drive: DriveSpec, slot: AgentSlot) -> None:
