@@ -31,9 +31,13 @@ from contract.events.turns import transcript_fingerprint
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from sim.invariants.base import Invariant, Violation, forget_process, handles
-from sim.invariants.lineage import lineage_roots
+from sim.invariants.lineage import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS, lineage_roots
 
 NOT_COMMITTED = ("failed", "error", "unchanged")
+
+# Ends after which the agent's own turn no longer writes to the session: a boundary the user chose, an explicit
+# close, or a rotation's. An automatic stamp (tui_shutdown, ...) is none of them: the agent works on past it.
+ENDED_FOR_GOOD = DELIBERATE_END_REASONS | EXPLICIT_CLOSE_REASONS | {"compression"}
 
 
 def payload(row: Any) -> tuple[str, str, float]:
@@ -291,14 +295,19 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
 
     A rotation flushes the caller's unsaved turn into the parent before it publishes. While the parent is live
     that flush is the turn's own write, made once and handed back stamped (the caller never writes it again),
-    so a later publish failure (a disk error) leaves the parent exactly as the turn alone would have. An
-    append to a parent that had ended (a session reset, a terminal's shutdown stamp) is what grew sessions
-    without bound: no live head shows it, and every retry adds another copy.
+    so a later publish failure (a disk error) leaves the parent exactly as the turn alone would have. The same
+    holds for a parent carrying only an automatic end stamp (a terminal's tui_shutdown): the agent works on
+    past it, its turn writes its reply there all the same, and publication would have healed the stamp. An
+    append to a parent that had ended for good (a session reset, an explicit close, a rotation) is what grew
+    sessions without bound: no live head shows it, and every retry adds another copy.
     """
 
     name = "aborted_attempt_leaves_parent_unchanged"
     races = ("R11",)
-    description = "An attempt that does not commit appends nothing to the session it tried to compact once that session has ended."
+    description = (
+        "An attempt that does not commit appends nothing to the session it tried to compact once that session has "
+        "ended for good (a deliberate boundary, an explicit close, a rotation; not an automatic stamp)."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
@@ -314,7 +323,7 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
         if record.task not in self._worker_of:  # a turn's append, not an attempt's: no read needed
             return
         session = self.system.store.get_session(event.session)
-        if session is None or not session.live:
+        if session is None or (not session.live and session.end_reason in ENDED_FOR_GOOD):
             self._appends.setdefault(self._worker_of[record.task], []).append((event, record))
 
     @handles(CompactionFinished)
