@@ -277,7 +277,8 @@ class HardCancelFreesLease(Invariant):
     races = ("R1",)
     description = (
         "By the end of the Ctrl+C grace period, the compaction the Ctrl+C stopped (its agent's active attempt on "
-        "that session, the newest it started, not yet committing; not another agent's, even in the same process) has "
+        "that session, the newest it started whose host still waits for it, not yet committing; not another agent's, "
+        "even in the same process) has "
         "released its own lease, or tried to where the store refused the write (its row then lapses by TTL); another "
         "process may hold the lease by then."
     )
@@ -296,8 +297,12 @@ class HardCancelFreesLease(Invariant):
         self._in_flight[event.attempt] = event.session
         self._caller[event.attempt] = self.system.agent_of_task(record.task)
 
-    @handles(HostReturned)
-    def returned(self, event: HostReturned, record: HistoryEvent) -> None:
+    @handles(HostReturned, HostUnwind)
+    def returned(self, event: HostReturned | HostUnwind, record: HistoryEvent) -> None:
+        """The host left its wait. An unwinding host has itself revoked the attempt and asked its lease freed, and
+        takes its fence off the agent's stack as it goes: a Ctrl+C pressed after that (the turn has failed) has no
+        active attempt to stop, the late worker frees the lease as its fence lock allows. An attempt a Ctrl+C
+        stopped before its host unwound stays judged."""
         self._in_flight.pop(event.attempt, None)
         self._caller.pop(event.attempt, None)
 
