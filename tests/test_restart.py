@@ -29,15 +29,27 @@ def test_a_turn_racing_the_restart_either_dies_with_the_old_process_or_runs_on_t
     assert "turn.persisted" in verdict.coverage
 
 
-def test_a_crash_of_a_dead_process_neither_fires_nor_restarts_it_twice(tmp_path):
-    """The second crash lands while the first one's restart is pending: a dead process cannot die again, so only
-    one incarnation comes back (two would run the same agents beside each other)."""
-    path = tmp_path / "twice.toml"
-    path.write_text('''
-name = "twice"
+ONE_AGENT = '''
+name = "restarts"
 [world]
 sessions = [{ id = "s1", messages = 4 }]
 agents = [{ name = "a1", process = "p1", session = "s1", frontend = "cli" }]
+[explore]
+runs = 1
+'''
+
+
+def event_kinds(tmp_path: Path, drives_and_faults: str) -> list[str]:
+    """The event kinds of one run of a one-agent world with these drives and faults."""
+    path = tmp_path / "restarts.toml"
+    path.write_text(ONE_AGENT + drives_and_faults, encoding="utf-8")
+    return [record.kind for record in run_once(load_scenario(path, registry()), 0).result.history]
+
+
+def test_a_crash_of_a_dead_process_neither_fires_nor_restarts_it_twice(tmp_path):
+    """The second crash lands while the first one's restart is pending: a dead process cannot die again, so only
+    one incarnation comes back (two would run the same agents beside each other)."""
+    kinds = event_kinds(tmp_path, '''
 [[drive]]
 at = "30s"
 agent = "a1"
@@ -52,11 +64,7 @@ kind = "crash"
 at = "5s"
 process = "p1"
 restart_after = "20s"
-[explore]
-runs = 1
-''', encoding="utf-8")
-    report = run_once(load_scenario(path, registry()), 0)
-    kinds = [record.kind for record in report.result.history]
+''')
     assert kinds.count("process.crashed") == 1
     assert kinds.count("process.restarted") == 1
 
@@ -64,12 +72,7 @@ runs = 1
 def test_a_crash_restart_skips_a_process_the_user_restarted_meanwhile(tmp_path):
     """A user's restart brings the crashed process back before the crash's own restart is due: that one then
     finds it running and starts no second incarnation."""
-    path = tmp_path / "restarted.toml"
-    path.write_text('''
-name = "restarted"
-[world]
-sessions = [{ id = "s1", messages = 4 }]
-agents = [{ name = "a1", process = "p1", session = "s1", frontend = "cli" }]
+    kinds = event_kinds(tmp_path, '''
 [[drive]]
 at = "5s"
 agent = "a1"
@@ -79,8 +82,5 @@ kind = "crash"
 at = "1s"
 process = "p1"
 restart_after = "20s"
-[explore]
-runs = 1
-''', encoding="utf-8")
-    report = run_once(load_scenario(path, registry()), 0)
-    assert [record.kind for record in report.result.history].count("process.restarted") == 1
+''')
+    assert kinds.count("process.restarted") == 1

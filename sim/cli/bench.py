@@ -122,13 +122,18 @@ def _compare_feedback(args: argparse.Namespace, workloads: list[Any], mutants: l
     return EXIT_OK
 
 
+def _json_set(path: Path | None) -> frozenset[Any]:
+    """The JSON list a parent wrote for its child (run indices, scenario digests), as a set; none: empty."""
+    return frozenset(json.loads(path.read_text(encoding="utf-8"))) if path else frozenset()
+
+
 def _swarm_race(args: argparse.Namespace) -> int:
     """Under one mutant (run with --mutant): the first failing run of one root seed that the parent, asked over
     stdin and stdout one JSON line at a time, counts (it passes on the unmutated reference)."""
     from sim.bench.swarm_feedback import ask_parent, first_find
 
-    known = frozenset(json.loads(args.known_file.read_text(encoding="utf-8"))) if args.known_file else frozenset()
-    found = first_find(_swarm_workloads(args.paths), args.root, args.max_runs, args.feedback, known, ask_parent)
+    found = first_find(_swarm_workloads(args.paths), args.root, args.max_runs, args.feedback, _json_set(args.known_file),
+                       ask_parent)
     print(json.dumps(found, sort_keys=True), flush=True)
     return EXIT_OK
 
@@ -152,8 +157,7 @@ def _swarm_detect(args: argparse.Namespace) -> int:
 
     workloads = _swarm_workloads(args.paths)
     if args.shrink_index is None:
-        skip = frozenset(json.loads(args.skip_file.read_text(encoding="utf-8"))) if args.skip_file else frozenset()
-        result = first_detection(workloads, args.root, args.max_runs, skip)
+        result = first_detection(workloads, args.root, args.max_runs, _json_set(args.skip_file))
     else:
         result = shrink_find(workloads, args.root, args.shrink_index, args.out, args.under_mutant)
     print(json.dumps(result, sort_keys=True))
