@@ -735,7 +735,7 @@ def test_a_lease_another_process_took_after_the_ctrl_c_is_not_the_stopped_attemp
                E(FrontendCtrlC(agent="main", turn_running=True), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c"),
                E(LeaseReleased(session=S, holder=H1, held=True), 1),
                E(HostStarted(attempt=AttemptId.of("extra1", 1), session=S, mode="forced"), 1), E(LeaseAcquired(session=S, holder=other), 1),
-               E(grace_expired(), 1)]
+               E(grace_expired(), 1, "ctrl_c")]
     assert check("hard_cancel_frees_lease", history) == []
     assert check("hard_cancel_frees_lease", [event for event in history if not isinstance(event[0], LeaseReleased)])
 
@@ -745,9 +745,21 @@ def test_a_ctrl_c_stops_only_the_attempts_its_own_agent_started():
     def pressed_during_attempt_of(caller: str) -> list[tuple]:
         return [E(HostStarted(attempt=A1, session=S, mode="forced"), 0, f"agent:{caller}"), E(LeaseAcquired(session=S, holder=H1), 0),
                 E(FrontendCtrlC(agent="a1", turn_running=False), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c"),
-                E(grace_expired(), 1)]
+                E(grace_expired(), 1, "ctrl_c")]
     assert check("hard_cancel_frees_lease", pressed_during_attempt_of("a3")) == []
     assert check("hard_cancel_frees_lease", pressed_during_attempt_of("a1"))
+
+
+def test_a_ctrl_c_is_judged_at_its_own_grace_expiry_not_another_terminals():
+    """main's Ctrl+C stopped its attempt; an idle terminal's press ends its grace at once, before main's grace ran
+    out and the lease was freed: only main's own expiry judges main's attempt."""
+    history = [E(HostStarted(attempt=A1, session=S, mode="forced"), 0, "agent:main"), E(LeaseAcquired(session=S, holder=H1), 0),
+               E(FrontendCtrlC(agent="main", turn_running=False), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c"),
+               E(FrontendCtrlC(agent="a1", turn_running=False), 2, "other"), E(HardCancelRequested(session=S), 2, "other"),
+               E(FrontendCtrlCGraceExpired(agent="a1", turn_abandoned=False), 2, "other"),
+               E(LeaseReleased(session=S, holder=H1, held=True), 3), E(grace_expired(), 3, "ctrl_c")]
+    assert check("hard_cancel_frees_lease", history) == []
+    assert check("hard_cancel_frees_lease", [event for event in history if not isinstance(event[0], LeaseReleased)])
 
 
 def test_a_refresher_is_judged_by_the_refreshes_it_missed_not_by_its_own_count():

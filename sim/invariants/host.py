@@ -276,7 +276,7 @@ class HardCancelFreesLease(Invariant):
     name = "hard_cancel_frees_lease"
     races = ("R1",)
     description = (
-        "By the end of the Ctrl+C grace period, the compaction the Ctrl+C stopped (its agent's active attempt on "
+        "By the end of a Ctrl+C's own grace period, the compaction that Ctrl+C stopped (its agent's active attempt on "
         "that session, the newest it started whose host still waits for it, not yet committing; not another agent's, "
         "even in the same process) has "
         "released its own lease, or tried to where the store refused the write (its row then lapses by TTL); another "
@@ -290,7 +290,7 @@ class HardCancelFreesLease(Invariant):
         self._caller: dict[AttemptId, str | None] = {}  # the agent whose user started each attempt, if known
         self._holding: dict[AttemptId, tuple[HolderId, HistoryEvent]] = {}  # each attempt's own lease, while held
         self._admitted: set[AttemptId] = set()
-        self._stopped: dict[AttemptId, HistoryEvent] = {}  # attempts a Ctrl+C stopped -> that request
+        self._stopped: dict[str, dict[AttemptId, HistoryEvent]] = {}  # pressing task -> attempts it stopped -> request
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent) -> None:
@@ -348,8 +348,9 @@ class HardCancelFreesLease(Invariant):
                    if session == event.session and self._stops(agent, attempt)]
         if agent is not None and all(self._caller.get(attempt) == agent for attempt in stopped):
             stopped = stopped[-1:]  # the agent's active attempt: the newest it started (the top of its fence stack)
+        pressed = self._stopped.setdefault(record.task, {})
         for attempt in stopped:
-            self._stopped[attempt] = record
+            pressed[attempt] = record
 
     def _stops(self, agent: str | None, attempt: AttemptId) -> bool:
         """Whether a Ctrl+C at `agent`'s terminal stops `attempt`: the terminal's user stops only what they
@@ -363,13 +364,14 @@ class HardCancelFreesLease(Invariant):
 
     @handles(FrontendCtrlCGraceExpired)
     def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> Violation | None:
-        for attempt, requested in self._stopped.items():
+        """Judge what this press stopped, at the end of its own grace period: another terminal's Ctrl+C (even one
+        that stopped nothing, whose grace ends at once) says nothing of an attempt still within its presser's grace."""
+        for attempt, requested in self._stopped.pop(record.task, {}).items():
             held = self._holding.get(attempt)
             if held is not None and attempt not in self._admitted:
                 holder, acquired = held
                 return self.violation(f"{holder} still holds its lease after Ctrl+C stopped {attempt} and the grace period",
                                       requested, acquired, record)
-        self._stopped.clear()
         return None
 
 
