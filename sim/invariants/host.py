@@ -382,7 +382,9 @@ HOST_GAVE_UP = (HostTimeout, FenceCancelWon, FenceRevoked, HostUnwind)
 class _BacksOffAfterFailure(Invariant):
     """After a failure of a session's compaction that arms a cooldown, no automatic compaction of that session
     starts a summary within `step_s`, unless a forced attempt or a commit lifted the backoff meanwhile. The
-    failed attempt's own process is bound from the failure on; other processes from the durable record on.
+    failed attempt's own compressor is bound from the failure on; everyone else from the durable record on.
+    The local deadline lives on one agent's compressor, so another agent of the same process, like another
+    process, can learn of the backoff only from the record: when that record failed, it is not bound.
 
     A subclass says which failure arms it (calling `failed`) and how long the backoff is at least (`step_s`).
     """
@@ -392,6 +394,7 @@ class _BacksOffAfterFailure(Invariant):
     def __init__(self, system) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
+        self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
         # session -> (the failed attempt, the failure's record, whether its durable record landed)
         self._backoff: dict[SessionId, tuple[AttemptId, HistoryEvent, bool]] = {}
         self._cleared_by: set[AttemptId] = set()  # attempts that cleared the cooldown (forced) before their summary
@@ -406,6 +409,10 @@ class _BacksOffAfterFailure(Invariant):
             return False
         self._backoff[self._session_of[attempt]] = (attempt, record, False)
         return True
+
+    @handles(HostStarted)
+    def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._compressor[event.attempt] = (event.attempt.process, self.system.agent_of_task(record.task))
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
@@ -448,7 +455,7 @@ class _BacksOffAfterFailure(Invariant):
         if session not in self._backoff:
             return None
         attempt, failed, durable = self._backoff[session]
-        if not durable and event.attempt.process != attempt.process:
+        if not durable and self._compressor_of(event.attempt) != self._compressor_of(attempt):
             return None
         step = self.step_s()
         if record.time < failed.time + step - 1e-9:
@@ -458,6 +465,10 @@ class _BacksOffAfterFailure(Invariant):
             )
         return None
 
+    def _compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
+        """Whose local deadline an attempt set and obeys (an attempt no known agent's task started: its process's)."""
+        return self._compressor.get(attempt, (attempt.process, None))
+
 
 class TimeoutBacksOff(_BacksOffAfterFailure):
     name = "timeout_backs_off"
@@ -466,8 +477,9 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
         "timeout), the timed-out attempt frees its lease only once the backoff is durable, and no automatic "
         "compaction of that session starts a summary within the first step of the timeout ladder, unless a forced "
-        "attempt or a commit lifted the backoff meanwhile. Its own process is bound from the timeout on; other "
-        "processes from the durable record on, since only the record can tell them."
+        "attempt or a commit lifted the backoff meanwhile. Its own agent's compressor is bound from the timeout on; "
+        "everyone else (another agent of its process too) from the durable record on, since only the record can "
+        "tell them."
     )
     failure = "the host timed out on"
 
@@ -535,6 +547,7 @@ class FailedSummaryBacksOff(_BacksOffAfterFailure):
 
     @handles(HostStarted)
     def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
+        super().host_started(event, record)
         if event.mode == "overflow":
             self._overflow_recoveries.add(event.attempt)
 
