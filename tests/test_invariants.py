@@ -778,6 +778,16 @@ def test_an_idle_timeout_is_timed_from_the_history_not_from_the_hosts_own_count(
     assert check("idle_timeout_within_bounds", history)
 
 
+def test_an_idle_timeout_is_owed_half_an_idle_after_the_host_resumes_from_a_stall():
+    """Idle is 10s; the host stalls 30s at the top of its wait: it can time out only once it resumes, then promptly."""
+    def stalled_host_times_out_at(fired: float) -> list[tuple]:
+        return [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0, "host"),
+                E(StallFired(fault=0, fault_kind="stall", firing=1, point="host.wait", duration_s=30.0), 0, "host"),
+                E(timed_out(A1, "idle", fired), fired, "host")]
+    assert check("idle_timeout_within_bounds", stalled_host_times_out_at(30.005)) == []
+    assert check("idle_timeout_within_bounds", stalled_host_times_out_at(40.0))
+
+
 def ended_automatically(store: SessionStore) -> None:
     store.create_session("s", now=0)
     store.end_session("s", reason="tui_shutdown", now=1)
