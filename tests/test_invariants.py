@@ -42,6 +42,7 @@ from contract.events import (
     Event,
     ExternalRotated,
     FenceBeginOk,
+    FenceBeginRefused,
     FenceCancelWon,
     FenceFinish,
     FenceRevoked,
@@ -617,6 +618,20 @@ def test_only_a_host_timeout_before_the_users_stop_excuses_the_rollback():
     rolled_back = [E(finished(A1, "unchanged", "hard_cancelled"), 60)]
     assert check("hard_cancel_restores_cooldown", acquired + stop + timeout + rolled_back, one_head)
     assert check("hard_cancel_restores_cooldown", acquired + timeout + stop + rolled_back, one_head) == []
+
+
+def test_a_stop_reaching_an_attempt_that_already_refused_keeps_its_failure_cooldown():
+    """The summary failed and its cooldown was recorded before the press: the stop has nothing left to undo."""
+    acquired = [E(LeaseAcquired(session=S, holder=H1), 0)]
+    failed = [lambda store: store.record_cooldown("s", 60.0, "summary_failed"),
+              E(CooldownSet(session=S, until_s=60.0, attempt=A1, error="summary_failed"), 0)]
+    refused = [E(CompactionRefused(session=S, attempt=A1, reason="summary_failed"), 0)]
+    stop = [E(FenceCancelWon(attempt=A1, hard=True), 1)]
+    ended = [E(finished(A1, "unchanged", "summary_failed"), 20)]
+    assert check("hard_cancel_restores_cooldown", acquired + failed + refused + stop + ended, one_head) == []
+    assert check("hard_cancel_restores_cooldown", acquired + stop + failed + refused + ended, one_head)
+    hard_refusal = [E(FenceBeginRefused(attempt=A1, reason="hard_cancel"), 0)]
+    assert check("hard_cancel_restores_cooldown", acquired + failed + hard_refusal + refused + stop + ended, one_head)
 
 
 def test_a_rollback_made_stale_by_a_newer_lease_is_not_judged():

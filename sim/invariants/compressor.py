@@ -18,6 +18,7 @@ from contract.events import (
     CooldownRestored,
     CooldownSet,
     FenceBeginOk,
+    FenceBeginRefused,
     FenceCancelWon,
     FenceRevoked,
     HostStarted,
@@ -173,10 +174,12 @@ COOLDOWN_WRITES = (CooldownSet, CooldownCleared, CooldownRestored, CompactionStr
 class HardCancelRestoresCooldown(Invariant):
     """Judges only a stop that could still undo something, by a rollback the design lets run.
 
-    A rollback that a newer claim of the same compressor made stale by taking a lease (the stopped worker
-    outlived the grace, the Ctrl+C freed its lease, the next turn compacted) must write nothing (R21,
-    `stale_attempt_writes_no_state`), whichever session the newer claim works on; a claim that sat out
-    without a lease still excuses nothing.
+    A Ctrl+C that wins the fence after the attempt already refused (its summary failed and its cooldown was
+    recorded before the press, and it is only freeing its lease) stopped nothing: the cooldown is the real
+    failure's, which the attempt recorded before the user acted. And a rollback that a newer claim of the same
+    compressor made stale by taking a lease (the stopped worker outlived the grace, the Ctrl+C freed its lease,
+    the next turn compacted) must write nothing (R21, `stale_attempt_writes_no_state`), whichever session the
+    newer claim works on; a claim that sat out without a lease still excuses nothing.
     """
 
     name = "hard_cancel_restores_cooldown"
@@ -188,6 +191,7 @@ class HardCancelRestoresCooldown(Invariant):
         self._found: dict[AttemptId | None, tuple[SessionId, Any, HistoryEvent]] = {}
         self._hard: dict[AttemptId | None, HistoryEvent] = {}
         self._excused: set[AttemptId | None] = set()
+        self._settled: set[AttemptId | None] = set()  # refused before any stop reached them
         self._restored: set[AttemptId | None] = set()  # their rollback ran: a later claim excuses nothing
         self._claims = CompressorClaims()
 
@@ -205,11 +209,22 @@ class HardCancelRestoresCooldown(Invariant):
         self._found[attempt] = (event.session, self.system.store.cooldown_row(event.session), record)
         self._hard.pop(attempt, None)
         self._excused.discard(attempt)
+        self._settled.discard(attempt)
         self._restored.discard(attempt)
         self._claims.took_lease(attempt, record)
         self._excused.update(
             a for a in self._found if a != attempt and a not in self._restored and self._claims.superseding(a) is not None
         )
+
+    @handles(CompactionRefused)
+    def refused(self, event: CompactionRefused, record: HistoryEvent) -> None:
+        if event.attempt not in self._hard:
+            self._settled.add(event.attempt)
+
+    @handles(FenceBeginRefused)
+    def refused_at_door(self, event: FenceBeginRefused, record: HistoryEvent) -> None:
+        if event.reason == "hard_cancel":  # the press reached the fence before its cancel did: a stop all the same
+            self._hard.setdefault(event.attempt, record)
 
     @handles(AttemptRestored)
     def restored(self, event: AttemptRestored, record: HistoryEvent) -> None:
@@ -217,7 +232,7 @@ class HardCancelRestoresCooldown(Invariant):
 
     @handles(FenceCancelWon)
     def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
-        if event.hard:
+        if event.hard and event.attempt not in self._settled:
             self._hard.setdefault(event.attempt, record)
 
     @handles(FenceBeginOk)
@@ -240,6 +255,7 @@ class HardCancelRestoresCooldown(Invariant):
         if event.attempt not in self._found:
             return None
         session, before, acquired = self._found.pop(event.attempt)
+        self._settled.discard(event.attempt)
         self._restored.discard(event.attempt)
         hard = self._hard.pop(event.attempt, None)
         if hard is None or event.attempt in self._excused or event.status == "error":
