@@ -42,6 +42,7 @@ from contract.events import (
     Event,
     ExternalRotated,
     FenceBeginOk,
+    FenceBeginRefused,
     FenceCancelWon,
     FenceFinish,
     FenceRevoked,
@@ -617,6 +618,36 @@ def test_only_a_host_timeout_before_the_users_stop_excuses_the_rollback():
     rolled_back = [E(finished(A1, "unchanged", "hard_cancelled"), 60)]
     assert check("hard_cancel_restores_cooldown", acquired + stop + timeout + rolled_back, one_head)
     assert check("hard_cancel_restores_cooldown", acquired + timeout + stop + rolled_back, one_head) == []
+
+
+def test_a_stop_reaching_an_attempt_that_already_refused_keeps_its_failure_cooldown():
+    """The summary failed and its cooldown was recorded before the press: the stop has nothing left to undo."""
+    acquired = [E(LeaseAcquired(session=S, holder=H1), 0)]
+    failed = [lambda store: store.record_cooldown("s", 60.0, "summary_failed"),
+              E(CooldownSet(session=S, until_s=60.0, attempt=A1, error="summary_failed"), 0)]
+    refused = [E(CompactionRefused(session=S, attempt=A1, reason="summary_failed"), 0)]
+    stop = [E(FenceCancelWon(attempt=A1, hard=True), 1)]
+    ended = [E(finished(A1, "unchanged", "summary_failed"), 20)]
+    assert check("hard_cancel_restores_cooldown", acquired + failed + refused + stop + ended, one_head) == []
+    assert check("hard_cancel_restores_cooldown", acquired + stop + failed + refused + ended, one_head)
+    hard_refusal = [E(FenceBeginRefused(attempt=A1, reason="hard_cancel"), 0)]
+    assert check("hard_cancel_restores_cooldown", acquired + failed + hard_refusal + refused + stop + ended, one_head)
+
+
+def test_a_rollback_made_stale_by_a_newer_lease_is_not_judged():
+    """R21: once a newer claim of the compressor took a lease (on any session), the older rollback writes nothing."""
+    stopped = [E(AttemptClaimed(attempt=A1, generation=1), 0), E(LeaseAcquired(session=S, holder=H1), 0),
+               lambda store: store.clear_cooldown("s"), E(CooldownCleared(session=S, attempt=A1), 0),
+               E(FenceCancelWon(attempt=A1, hard=True), 1)]
+    newer_took_lease = [E(AttemptClaimed(attempt=A2, generation=2), 8), E(LeaseAcquired(session=T, holder=H2), 8)]
+    restored = [E(AttemptRestored(attempt=A1, generation=1), 9)]
+    ended = [E(finished(A1, "unchanged", "superseded"), 9)]
+    assert check("hard_cancel_restores_cooldown", stopped + newer_took_lease + ended, cooling_until(60.0)) == []
+    assert check("hard_cancel_restores_cooldown", stopped + restored + newer_took_lease + ended, cooling_until(60.0))
+    other_agent = [E(AttemptClaimed(attempt=A2, generation=2), 8, "agent:b"), E(LeaseAcquired(session=T, holder=H2), 8)]
+    assert check("hard_cancel_restores_cooldown", [E(HostStarted(attempt=A1, mode="automatic", session=S), 0, "agent:a")]
+                 + stopped + [E(HostStarted(attempt=A2, mode="automatic", session=T), 8, "agent:b")] + other_agent + ended,
+                 cooling_until(60.0))
 
 
 def test_only_a_newer_attempt_that_took_the_lease_supersedes_a_rollback():

@@ -18,6 +18,7 @@ from contract.events import (
     CooldownRestored,
     CooldownSet,
     FenceBeginOk,
+    FenceBeginRefused,
     FenceCancelWon,
     FenceRevoked,
     HostStarted,
@@ -32,12 +33,47 @@ from contract.ids import AttemptId, SessionId
 from sim.invariants.base import Invariant, Violation, forget_process, handles
 
 
-class StaleAttemptWritesNoState(Invariant):
-    """Generations are numbered per compressor, and each agent has its own: two agents of one process claim 1,
-    2, ... each, so a restore is judged only against its own agent's newer claims. The agent is the one whose
+class CompressorClaims:
+    """Which compressor each attempt claimed a generation of, and the newest generation of each that took a lease.
+
+    Generations are numbered per compressor, and each agent has its own: two agents of one process claim 1,
+    2, ... each, so an attempt is superseded only by its own agent's newer claims. The agent is the one whose
     user's task started the attempt (a terminal's drive, a gateway agent's queue); where the task says nothing
-    (a real worker's log, one agent per process), the process incarnation stands for it.
+    (a real worker's log, one agent per process), the process incarnation stands for it. A claim supersedes
+    only once its attempt owns a lease: a loser that sat out owned nothing (#198 F1).
     """
+
+    def __init__(self) -> None:
+        self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
+        self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
+        self._owners: dict[tuple[str, str | None], tuple[int, HistoryEvent]] = {}  # compressor -> newest generation that took the lease
+
+    def started(self, attempt: AttemptId, agent: str | None) -> None:
+        self._compressor[attempt] = (attempt.process, agent)
+
+    def claimed(self, attempt: AttemptId, generation: int) -> None:
+        self._generation[attempt] = generation
+
+    def compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
+        return self._compressor.get(attempt, (attempt.process, None))
+
+    def took_lease(self, attempt: AttemptId | None, record: HistoryEvent) -> None:
+        if attempt in self._generation:
+            compressor = self.compressor_of(attempt)
+            if self._generation[attempt] > self._owners.get(compressor, (0, record))[0]:
+                self._owners[compressor] = (self._generation[attempt], record)
+
+    def superseding(self, attempt: AttemptId, generation: int | None = None) -> tuple[int, HistoryEvent] | None:
+        """The newest claim of `attempt`'s compressor that took a lease, if newer than `attempt` (or `generation`)."""
+        mine = self._generation.get(attempt) if generation is None else generation
+        if mine is None:
+            return None
+        newest = self._owners.get(self.compressor_of(attempt))
+        return newest if newest is not None and newest[0] > mine else None
+
+
+class StaleAttemptWritesNoState(Invariant):
+    """A restore is judged against its own agent's newer claims that took a lease (see CompressorClaims)."""
 
     name = "stale_attempt_writes_no_state"
     races = ("R2", "R21")
@@ -49,13 +85,11 @@ class StaleAttemptWritesNoState(Invariant):
     def __init__(self, system) -> None:
         super().__init__(system)
         self._given_up: dict[AttemptId, HistoryEvent] = {}
-        self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
-        self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
-        self._owners: dict[tuple[str, str | None], tuple[int, HistoryEvent]] = {}  # compressor -> newest generation that took the lease
+        self._claims = CompressorClaims()
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent) -> None:
-        self._compressor[event.attempt] = (event.attempt.process, self.system.agent_of_task(record.task))
+        self._claims.started(event.attempt, self.system.agent_of_task(record.task))
 
     @handles(FenceCancelWon, HostTimeout)
     def given_up(self, event: FenceCancelWon | HostTimeout, record: HistoryEvent) -> None:
@@ -69,24 +103,16 @@ class StaleAttemptWritesNoState(Invariant):
 
     @handles(AttemptClaimed)
     def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
-        self._generation[event.attempt] = event.generation
-
-    def _compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
-        return self._compressor.get(attempt, (attempt.process, None))
+        self._claims.claimed(event.attempt, event.generation)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
-        """A claim supersedes only once its attempt owns the lease: a loser that sat out owned nothing (#198 F1)."""
-        owner = event.holder.attempt
-        if owner in self._generation:
-            compressor = self._compressor_of(owner)
-            if self._generation[owner] > self._owners.get(compressor, (0, record))[0]:
-                self._owners[compressor] = (self._generation[owner], record)
+        self._claims.took_lease(event.holder.attempt, record)
 
     @handles(AttemptRestored)
     def restored(self, event: AttemptRestored, record: HistoryEvent) -> Violation | None:
-        newest = self._owners.get(self._compressor_of(event.attempt))
-        if newest is not None and newest[0] > event.generation:
+        newest = self._claims.superseding(event.attempt, event.generation)
+        if newest is not None:
             return self.violation(
                 f"attempt {event.attempt} (generation {event.generation}) restored compressor state over "
                 f"generation {newest[0]}, which had taken the lease", newest[1], record,
@@ -140,11 +166,22 @@ class WouldGrowLatchesBreaker(Invariant):
 COOLDOWN_WRITES = (CooldownSet, CooldownCleared, CooldownRestored, CompactionStrike, CompactionCommitted)
 # Why a hard-cancelled attempt's rollback is not judged: it committed, or its host had already timed it out
 # (another attempt writing the row, or the rollback failing, are judged below). A newer claim on the
-# compressor is no excuse by itself: only what that claim observably wrote is (#198 F1); nor is a host
+# compressor is no excuse by itself: only what that claim observably wrote is (#198 F1), or its taking a
+# lease before the rollback ran (R21: from then on the older rollback must write nothing); nor is a host
 # timeout after the user's stop: a stop is not a timeout, and must leave no timeout cooldown behind.
 
 
 class HardCancelRestoresCooldown(Invariant):
+    """Judges only a stop that could still undo something, by a rollback the design lets run.
+
+    A Ctrl+C that wins the fence after the attempt already refused (its summary failed and its cooldown was
+    recorded before the press, and it is only freeing its lease) stopped nothing: the cooldown is the real
+    failure's, which the attempt recorded before the user acted. And a rollback that a newer claim of the same
+    compressor made stale by taking a lease (the stopped worker outlived the grace, the Ctrl+C freed its lease,
+    the next turn compacted) must write nothing (R21, `stale_attempt_writes_no_state`), whichever session the
+    newer claim works on; a claim that sat out without a lease still excuses nothing.
+    """
+
     name = "hard_cancel_restores_cooldown"
     races = ("R1",)
     description = "A hard-cancelled attempt that never began a commit leaves its session's cooldown row exactly as it found it."
@@ -154,6 +191,17 @@ class HardCancelRestoresCooldown(Invariant):
         self._found: dict[AttemptId | None, tuple[SessionId, Any, HistoryEvent]] = {}
         self._hard: dict[AttemptId | None, HistoryEvent] = {}
         self._excused: set[AttemptId | None] = set()
+        self._settled: set[AttemptId | None] = set()  # refused before any stop reached them
+        self._restored: set[AttemptId | None] = set()  # their rollback ran: a later claim excuses nothing
+        self._claims = CompressorClaims()
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._claims.started(event.attempt, self.system.agent_of_task(record.task))
+
+    @handles(AttemptClaimed)
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
+        self._claims.claimed(event.attempt, event.generation)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
@@ -161,10 +209,30 @@ class HardCancelRestoresCooldown(Invariant):
         self._found[attempt] = (event.session, self.system.store.cooldown_row(event.session), record)
         self._hard.pop(attempt, None)
         self._excused.discard(attempt)
+        self._settled.discard(attempt)
+        self._restored.discard(attempt)
+        self._claims.took_lease(attempt, record)
+        self._excused.update(
+            a for a in self._found if a != attempt and a not in self._restored and self._claims.superseding(a) is not None
+        )
+
+    @handles(CompactionRefused)
+    def refused(self, event: CompactionRefused, record: HistoryEvent) -> None:
+        if event.attempt not in self._hard:
+            self._settled.add(event.attempt)
+
+    @handles(FenceBeginRefused)
+    def refused_at_door(self, event: FenceBeginRefused, record: HistoryEvent) -> None:
+        if event.reason == "hard_cancel":  # the press reached the fence before its cancel did: a stop all the same
+            self._hard.setdefault(event.attempt, record)
+
+    @handles(AttemptRestored)
+    def restored(self, event: AttemptRestored, record: HistoryEvent) -> None:
+        self._restored.add(event.attempt)
 
     @handles(FenceCancelWon)
     def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
-        if event.hard:
+        if event.hard and event.attempt not in self._settled:
             self._hard.setdefault(event.attempt, record)
 
     @handles(FenceBeginOk)
@@ -187,6 +255,8 @@ class HardCancelRestoresCooldown(Invariant):
         if event.attempt not in self._found:
             return None
         session, before, acquired = self._found.pop(event.attempt)
+        self._settled.discard(event.attempt)
+        self._restored.discard(event.attempt)
         hard = self._hard.pop(event.attempt, None)
         if hard is None or event.attempt in self._excused or event.status == "error":
             return None
