@@ -15,6 +15,7 @@ from contract.events import (
     HostReturned,
     HostTimeout,
     LeaseAcquired,
+    LeaseAcquireFailed,
     LeaseContended,
     LeaseExpiredGiveup,
     LeaseRefreshed,
@@ -42,12 +43,24 @@ class LeaseMutualExclusion(Invariant):
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> Violation | None:
-        clash = self._live_other(event.session, event.holder, record.time)
-        self._holders.setdefault(event.session, {})[event.holder] = (record.time, record)
-        self._row_owner[event.session] = event.holder
+        return self._took(event.session, event.holder, record)
+
+    @handles(LeaseAcquireFailed)
+    def acquire_failed(self, event: LeaseAcquireFailed, record: HistoryEvent) -> Violation | None:
+        """An acquire that raised is indeterminate: a failure after its COMMIT leaves the row taken (over a dead or
+        expired holder's, too), though the attempt takes itself for the loser. The store tells: a row naming the
+        holder is the one its transaction wrote, so the holder owns it, and its sit-out release frees its own row."""
+        if acquire_took_effect(self.system.store, event):
+            return self._took(event.session, event.holder, record)
+        return None
+
+    def _took(self, session: SessionId, holder: HolderId, record: HistoryEvent) -> Violation | None:
+        clash = self._live_other(session, holder, record.time)
+        self._holders.setdefault(session, {})[holder] = (record.time, record)
+        self._row_owner[session] = holder
         if clash is not None:
-            holder = clash[1].event.holder  # type: ignore[attr-defined]
-            return self.violation(f"{event.holder} acquired {event.session}'s lease while {holder} still held it", clash[1], record)
+            other = clash[1].event.holder  # type: ignore[attr-defined]
+            return self.violation(f"{holder} acquired {session}'s lease while {other} still held it", clash[1], record)
         return None
 
     @handles(LeaseRefreshed)
@@ -88,6 +101,13 @@ class LeaseMutualExclusion(Invariant):
             if other != holder and renewed + ttl > now and not self.system.holder_is_dead(other):
                 return renewed, acquired
         return None
+
+
+def acquire_took_effect(store, event: LeaseAcquireFailed) -> bool:
+    """Whether an acquire that raised took the row anyway: holder ids are unique per attempt, so a row naming the
+    holder can only be the one its own transaction wrote before the error."""
+    row = store.lease_row(event.session)
+    return row is not None and row.holder == event.holder
 
 
 def release_took_effect(store, event: LeaseReleaseFailed) -> bool:
