@@ -301,12 +301,16 @@ class CommitHoldsLease(Invariant):
 
 
 class RetryNeverOverlapsLiveWorker(Invariant):
+    """A lease freed before the ceiling timeout (a user's Ctrl+C frees it at its grace expiry, R1) is no longer the
+    worker's when the host gives up: the ceiling path keeps the lease a live worker holds, it cannot keep one
+    already gone. A release after the timeout, while the worker runs, is the overlap this invariant is for."""
+
     name = "retry_never_overlaps_live_worker"
     races = ("R25",)
     description = (
         "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still "
         "runs and its lease has not lapsed (its refresher gave up, or a TTL passed since its last renewal: a "
-        "suspended process)."
+        "suspended process) nor been freed before the timeout (a user's stop)."
     )
 
     def __init__(self, system) -> None:
@@ -333,6 +337,12 @@ class RetryNeverOverlapsLiveWorker(Invariant):
         self._session_of[attempt] = event.session
         self._renewed[attempt] = record.time
         return None
+
+    @handles(LeaseReleased)
+    def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+        attempt = event.holder.attempt
+        if attempt not in self._live:
+            self._session_of.pop(attempt, None)
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
