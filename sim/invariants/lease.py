@@ -387,31 +387,45 @@ class SummaryStartsUnderLease(Invariant):
 
 
 class AbandonedAttemptFreesLease(Invariant):
+    """A worker that outlives its host's timeout under the lease leaves the lease to the host, which frees it only
+    after recording the timeout (late-worker-leaves-lease-to-host, timeout-recorded-before-release): until that
+    host returns, a sit-out behind the finished attempt's row is the design keeping the stalled route closed, and
+    a store slow to take the host's record or release cannot be helped by anyone. Such an attempt holds nothing
+    once its host has returned; any other attempt, once it has finished."""
+
     name = "abandoned_attempt_frees_lease"
     races = ("R1", "R3", "R25")
     description = (
-        "No attempt sits out behind the lease of an attempt that has finished, or whose host has returned from an "
-        "idle timeout on it, unless releasing that lease failed (only the total ceiling keeps a live worker's lease)."
+        "No attempt sits out behind the lease of an attempt that has finished (and whose timed-out host, which frees "
+        "the lease it was left, has returned), or whose host has returned from an idle timeout on it, unless "
+        "releasing that lease failed (only the total ceiling keeps a live worker's lease)."
     )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._idle_timeouts: set[AttemptId] = set()
+        self._host_timed_out: dict[AttemptId, HistoryEvent] = {}  # attempt -> its host's timeout, until the host returns
+        self._finished: dict[AttemptId, HistoryEvent] = {}  # attempt -> its finish, while its timed-out host has not returned
         self._abandoned: dict[AttemptId, HistoryEvent] = {}  # attempt -> the event after which it holds nothing
         self._release_failed: set[HolderId] = set()  # holders whose release raised: their row may stay until its TTL
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+        self._host_timed_out[event.attempt] = record
         if event.budget == "idle":
             self._idle_timeouts.add(event.attempt)
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
-        self._abandoned.setdefault(event.attempt, record)
+        if event.attempt in self._host_timed_out:
+            self._finished.setdefault(event.attempt, record)
+        else:
+            self._abandoned.setdefault(event.attempt, record)
 
     @handles(HostReturned)
     def host_returned(self, event: HostReturned, record: HistoryEvent) -> None:
-        if event.attempt in self._idle_timeouts:
+        self._host_timed_out.pop(event.attempt, None)
+        if event.attempt in self._idle_timeouts or self._finished.pop(event.attempt, None) is not None:
             self._abandoned.setdefault(event.attempt, record)
 
     @handles(LeaseReleaseFailed)
@@ -422,6 +436,8 @@ class AbandonedAttemptFreesLease(Invariant):
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         # a restarted process numbers its attempts from 1 again; a dead holder is dead_holder_reclaimable's
         self._abandoned = forget_process(self._abandoned, event.process, self.system.process_of)
+        self._host_timed_out = forget_process(self._host_timed_out, event.process, self.system.process_of)
+        self._finished = forget_process(self._finished, event.process, self.system.process_of)
 
     @handles(LeaseContended)
     def contended(self, event: LeaseContended, record: HistoryEvent) -> Violation | None:
