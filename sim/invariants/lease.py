@@ -15,6 +15,7 @@ from contract.events import (
     HostReturned,
     HostTimeout,
     LeaseAcquired,
+    LeaseAcquireFailed,
     LeaseContended,
     LeaseExpiredGiveup,
     LeaseRefreshed,
@@ -42,12 +43,24 @@ class LeaseMutualExclusion(Invariant):
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> Violation | None:
-        clash = self._live_other(event.session, event.holder, record.time)
-        self._holders.setdefault(event.session, {})[event.holder] = (record.time, record)
-        self._row_owner[event.session] = event.holder
+        return self._took(event.session, event.holder, record)
+
+    @handles(LeaseAcquireFailed)
+    def acquire_failed(self, event: LeaseAcquireFailed, record: HistoryEvent) -> Violation | None:
+        """An acquire that raised is indeterminate: a failure after its COMMIT leaves the row taken (over a dead or
+        expired holder's, too), though the attempt takes itself for the loser. The store tells: a row naming the
+        holder is the one its transaction wrote, so the holder owns it, and its sit-out release frees its own row."""
+        if acquire_took_effect(self.system.store, event):
+            return self._took(event.session, event.holder, record)
+        return None
+
+    def _took(self, session: SessionId, holder: HolderId, record: HistoryEvent) -> Violation | None:
+        clash = self._live_other(session, holder, record.time)
+        self._holders.setdefault(session, {})[holder] = (record.time, record)
+        self._row_owner[session] = holder
         if clash is not None:
-            holder = clash[1].event.holder  # type: ignore[attr-defined]
-            return self.violation(f"{event.holder} acquired {event.session}'s lease while {holder} still held it", clash[1], record)
+            other = clash[1].event.holder  # type: ignore[attr-defined]
+            return self.violation(f"{holder} acquired {session}'s lease while {other} still held it", clash[1], record)
         return None
 
     @handles(LeaseRefreshed)
@@ -88,6 +101,13 @@ class LeaseMutualExclusion(Invariant):
             if other != holder and renewed + ttl > now and not self.system.holder_is_dead(other):
                 return renewed, acquired
         return None
+
+
+def acquire_took_effect(store, event: LeaseAcquireFailed) -> bool:
+    """Whether an acquire that raised took the row anyway: holder ids are unique per attempt, so a row naming the
+    holder can only be the one its own transaction wrote before the error."""
+    row = store.lease_row(event.session)
+    return row is not None and row.holder == event.holder
 
 
 def release_took_effect(store, event: LeaseReleaseFailed) -> bool:
@@ -281,12 +301,16 @@ class CommitHoldsLease(Invariant):
 
 
 class RetryNeverOverlapsLiveWorker(Invariant):
+    """A lease freed before the ceiling timeout (a user's Ctrl+C frees it at its grace expiry, R1) is no longer the
+    worker's when the host gives up: the ceiling path keeps the lease a live worker holds, it cannot keep one
+    already gone. A release after the timeout, while the worker runs, is the overlap this invariant is for."""
+
     name = "retry_never_overlaps_live_worker"
     races = ("R25",)
     description = (
         "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still "
         "runs and its lease has not lapsed (its refresher gave up, or a TTL passed since its last renewal: a "
-        "suspended process)."
+        "suspended process) nor been freed before the timeout (a user's stop)."
     )
 
     def __init__(self, system) -> None:
@@ -313,6 +337,12 @@ class RetryNeverOverlapsLiveWorker(Invariant):
         self._session_of[attempt] = event.session
         self._renewed[attempt] = record.time
         return None
+
+    @handles(LeaseReleased)
+    def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+        attempt = event.holder.attempt
+        if attempt not in self._live:
+            self._session_of.pop(attempt, None)
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
@@ -357,31 +387,45 @@ class SummaryStartsUnderLease(Invariant):
 
 
 class AbandonedAttemptFreesLease(Invariant):
+    """A worker that outlives its host's timeout under the lease leaves the lease to the host, which frees it only
+    after recording the timeout (late-worker-leaves-lease-to-host, timeout-recorded-before-release): until that
+    host returns, a sit-out behind the finished attempt's row is the design keeping the stalled route closed, and
+    a store slow to take the host's record or release cannot be helped by anyone. Such an attempt holds nothing
+    once its host has returned; any other attempt, once it has finished."""
+
     name = "abandoned_attempt_frees_lease"
     races = ("R1", "R3", "R25")
     description = (
-        "No attempt sits out behind the lease of an attempt that has finished, or whose host has returned from an "
-        "idle timeout on it, unless releasing that lease failed (only the total ceiling keeps a live worker's lease)."
+        "No attempt sits out behind the lease of an attempt that has finished (and whose timed-out host, which frees "
+        "the lease it was left, has returned), or whose host has returned from an idle timeout on it, unless "
+        "releasing that lease failed (only the total ceiling keeps a live worker's lease)."
     )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._idle_timeouts: set[AttemptId] = set()
+        self._host_timed_out: dict[AttemptId, HistoryEvent] = {}  # attempt -> its host's timeout, until the host returns
+        self._finished: dict[AttemptId, HistoryEvent] = {}  # attempt -> its finish, while its timed-out host has not returned
         self._abandoned: dict[AttemptId, HistoryEvent] = {}  # attempt -> the event after which it holds nothing
         self._release_failed: set[HolderId] = set()  # holders whose release raised: their row may stay until its TTL
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+        self._host_timed_out[event.attempt] = record
         if event.budget == "idle":
             self._idle_timeouts.add(event.attempt)
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
-        self._abandoned.setdefault(event.attempt, record)
+        if event.attempt in self._host_timed_out:
+            self._finished.setdefault(event.attempt, record)
+        else:
+            self._abandoned.setdefault(event.attempt, record)
 
     @handles(HostReturned)
     def host_returned(self, event: HostReturned, record: HistoryEvent) -> None:
-        if event.attempt in self._idle_timeouts:
+        self._host_timed_out.pop(event.attempt, None)
+        if event.attempt in self._idle_timeouts or self._finished.pop(event.attempt, None) is not None:
             self._abandoned.setdefault(event.attempt, record)
 
     @handles(LeaseReleaseFailed)
@@ -392,6 +436,8 @@ class AbandonedAttemptFreesLease(Invariant):
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         # a restarted process numbers its attempts from 1 again; a dead holder is dead_holder_reclaimable's
         self._abandoned = forget_process(self._abandoned, event.process, self.system.process_of)
+        self._host_timed_out = forget_process(self._host_timed_out, event.process, self.system.process_of)
+        self._finished = forget_process(self._finished, event.process, self.system.process_of)
 
     @handles(LeaseContended)
     def contended(self, event: LeaseContended, record: HistoryEvent) -> Violation | None:

@@ -6,8 +6,8 @@ refreshing it, so a turn that begins after a silence of at least `ceiling_timeou
 system with nothing left in flight. Whatever happened before (stalls, crashes, Ctrl+C, failed writes), that
 turn must be persisted: its reply made durable, and no error shown for it, unless the user pressed Ctrl+C, its
 process was killed under it (a crash that lands at the turn's own instant, as when a stall froze the whole
-world and every drive then starts at once), an injected store fault failed the turn's own write (such a
-stall can end a silence while the run's fault windows are still open), or
+world and every drive then starts at once), an injected store fault failed the turn's own write or read (a
+fault window may still be open when a silence ends: the store's error is what the user is rightly shown), or
 the turn's terminal is still bound to a session closed by compression whose conversation the user has ended on
 purpose since (a reset, a switch): no writer may continue that conversation, so that turn fails closed by design
 (`refused_in_ended_conversation`). Generated workloads end with
@@ -20,9 +20,11 @@ from __future__ import annotations
 from typing import Sequence
 
 from contract.events import (
-    FrontendCtrlC, FrontendTurnAbandoned, FrontendTurnFailed, FrontendTurnSubmitted, GatewayTurnStarted, ProcessCrashed,
-    StoreFaultFired, TurnPersisted,
+    FrontendCtrlC, FrontendTurnAbandoned, FrontendTurnFailed, FrontendTurnSubmitted, GatewayTurnStarted, PointFaultFired,
+    ProcessCrashed, StoreFaultFired, TurnPersisted,
 )
+from contract.events.base import Event
+from contract.points import STORE_PREFIX
 from contract.history import HistoryEvent
 from sim.invariants.base import Invariant, Violation
 from sim.invariants.lineage import refused_in_ended_conversation
@@ -80,19 +82,26 @@ class TurnAfterQuietPersists(Invariant):
 
 
 def _met_store_fault(history: Sequence[HistoryEvent], start: int, outcome: HistoryEvent) -> bool:
-    """Whether an injected store fault failed a write of the turn at `start`, on its own task, before `outcome`.
+    """Whether an injected store fault failed a write or a read of the turn at `start`, on its own task, before
+    `outcome`.
 
-    A silence is quiet only for what came before it: a stall that froze the whole world leaves a gap while the
-    run's fault windows are still open, and a write the turn itself makes may then meet a busy or failing store,
-    whose error the user is rightly shown.
+    A silence is quiet only for what came before it: a stall that froze the whole world leaves a gap, or a fault
+    window armed before the silence is still open after it, and a write or read the turn itself makes (a rotated
+    session's tip it must adopt before it can write) may then meet a busy or failing store, whose error the user
+    is rightly shown.
     """
     task = history[start].task
     for record in history[start + 1:]:
         if record is outcome:
             return False
-        if record.task == task and isinstance(record.event, StoreFaultFired):
+        if record.task == task and _is_store_fault(record.event):
             return True
     return False
+
+
+def _is_store_fault(event: Event) -> bool:
+    """A store write failed around its COMMIT, or a store read (a `db.` point) raised before its transaction."""
+    return isinstance(event, StoreFaultFired) or (isinstance(event, PointFaultFired) and event.point.startswith(STORE_PREFIX))
 
 
 def _after_silence(history: Sequence[HistoryEvent], quiet_s: float) -> list[tuple[int, float]]:
