@@ -12,15 +12,18 @@ from contract.events import (
     CompactionSummaryStarted,
     Event,
     ExternalRotated,
+    FaultFired,
     FrontendSessionEnded,
     FrontendTurnFailed,
     FrontendTurnSubmitted,
     GatewayTurnStarted,
     HostReturned,
     LeaseAcquired,
+    PointFaultFired,
     ProcessCrashed,
     SessionAdopted,
     SessionReopened,
+    StoreFaultFired,
     TurnPersisted,
 )
 from contract.history import HistoryEvent
@@ -246,6 +249,13 @@ class AutomaticEndNeverRefusesRotation(Invariant):
 
 
 class ClosedWriteAdoptsLiveTip(Invariant):
+    """R15: a write refused because its session was rotated adopts the lineage's live head and is written there.
+
+    A store error while adopting (the tip read or the retry failing, an injected fault raising in the turn's
+    task) makes the turn's failure that error's, which turn_fails_only_expectedly judges: the turn never learnt
+    the tip, so the check forgets its closed write.
+    """
+
     name = "closed_write_adopts_live_tip"
     races = ("R15",)
     description = "A turn whose write hits a session closed by compression is persisted in its lineage's live head; it fails only if the lineage has none."
@@ -266,6 +276,10 @@ class ClosedWriteAdoptsLiveTip(Invariant):
         head = self._live_head(event.session)
         if head is not None:
             self._closed[record.task] = (record, head)
+
+    @handles(PointFaultFired, StoreFaultFired)
+    def fault_raised(self, event: FaultFired, record: HistoryEvent) -> None:
+        self._closed.pop(record.task, None)  # the store failed under the adoption: the turn fails with the store's error
 
     @handles(AppendOk)
     def appended(self, event: AppendOk, record: HistoryEvent) -> None:
