@@ -7,6 +7,7 @@ from typing import Any
 from contract.events import (
     AttemptClaimed,
     AttemptRestored,
+    AttemptRetired,
     CompactionCommitted,
     CompactionFinished,
     CompactionRefused,
@@ -31,19 +32,28 @@ from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from sim.invariants.base import Invariant, Violation, forget_process, handles
 
+# Events by which an attempt writes a session's cooldown row (or its breaker counters).
+COOLDOWN_WRITES = (CooldownSet, CooldownCleared, CooldownRestored, CompactionStrike, CompactionCommitted)
+
 
 class StaleAttemptWritesNoState(Invariant):
     """Generations are numbered per compressor, and each agent has its own: two agents of one process claim 1,
     2, ... each, so a restore is judged only against its own agent's newer claims. The agent is the one whose
     user's task started the attempt (a terminal's drive, a gateway agent's queue); where the task says nothing
     (a real worker's log, one agent per process), the process incarnation stands for it.
+
+    A newer claim supersedes once its attempt took the lease, unless it gave the claim back (attempt.retired)
+    with no state written for it: an attempt that won the lease and then sat out before any work (its watermark
+    read failed) owned nothing, so the older attempt's hard-cancel rollback is still the current claim's (R1).
+    A state write for the attempt (its own, or its host's timeout record) makes it an owner whether or not it
+    retired: an older rollback would erase that write.
     """
 
     name = "stale_attempt_writes_no_state"
     races = ("R2", "R21")
     description = (
         "An attempt its host gave up on never clears the cooldown; a superseded attempt (a newer attempt of its "
-        "agent's compressor has taken the lease) never restores compressor state."
+        "agent's compressor has taken the lease and owns its claim or state) never restores compressor state."
     )
 
     def __init__(self, system) -> None:
@@ -51,7 +61,9 @@ class StaleAttemptWritesNoState(Invariant):
         self._given_up: dict[AttemptId, HistoryEvent] = {}
         self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
         self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
-        self._owners: dict[tuple[str, str | None], tuple[int, HistoryEvent]] = {}  # compressor -> newest generation that took the lease
+        self._lease_takers: dict[tuple[str, str | None], list[tuple[AttemptId, HistoryEvent]]] = {}  # compressor -> attempts that took the lease
+        self._retired: set[AttemptId] = set()  # attempts that gave their claim back
+        self._wrote: set[AttemptId] = set()  # attempts some compressor state was written for
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent) -> None:
@@ -63,13 +75,22 @@ class StaleAttemptWritesNoState(Invariant):
 
     @handles(CooldownCleared)
     def cleared(self, event: CooldownCleared, record: HistoryEvent) -> Violation | None:
+        self._wrote.add(event.attempt)
         if event.attempt in self._given_up:
             return self.violation(f"attempt {event.attempt} cleared the cooldown after its host gave up on it", self._given_up[event.attempt], record)
         return None
 
+    @handles(CooldownSet, CooldownRestored, CompactionStrike, CompactionCommitted)
+    def wrote(self, event: CooldownSet | CooldownRestored | CompactionStrike | CompactionCommitted, record: HistoryEvent) -> None:
+        self._wrote.add(event.attempt)
+
     @handles(AttemptClaimed)
     def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
         self._generation[event.attempt] = event.generation
+
+    @handles(AttemptRetired)
+    def retired(self, event: AttemptRetired, record: HistoryEvent) -> None:
+        self._retired.add(event.attempt)
 
     def _compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
         return self._compressor.get(attempt, (attempt.process, None))
@@ -79,13 +100,15 @@ class StaleAttemptWritesNoState(Invariant):
         """A claim supersedes only once its attempt owns the lease: a loser that sat out owned nothing (#198 F1)."""
         owner = event.holder.attempt
         if owner in self._generation:
-            compressor = self._compressor_of(owner)
-            if self._generation[owner] > self._owners.get(compressor, (0, record))[0]:
-                self._owners[compressor] = (self._generation[owner], record)
+            self._lease_takers.setdefault(self._compressor_of(owner), []).append((owner, record))
 
     @handles(AttemptRestored)
     def restored(self, event: AttemptRestored, record: HistoryEvent) -> Violation | None:
-        newest = self._owners.get(self._compressor_of(event.attempt))
+        owners = [
+            (self._generation[attempt], acquired) for attempt, acquired in self._lease_takers.get(self._compressor_of(event.attempt), [])
+            if attempt not in self._retired or attempt in self._wrote
+        ]
+        newest = max(owners, key=lambda owner: owner[0], default=None)
         if newest is not None and newest[0] > event.generation:
             return self.violation(
                 f"attempt {event.attempt} (generation {event.generation}) restored compressor state over "
@@ -135,9 +158,6 @@ class WouldGrowLatchesBreaker(Invariant):
             return self.violation(f"{len(streak)} would-grow refusals in a row on {event.session}: the breaker never latched", *streak)
         return None
 
-
-# Events by which an attempt writes a session's cooldown row (or its breaker counters).
-COOLDOWN_WRITES = (CooldownSet, CooldownCleared, CooldownRestored, CompactionStrike, CompactionCommitted)
 # Why a hard-cancelled attempt's rollback is not judged: it committed, or its host had already timed it out
 # (another attempt writing the row, or the rollback failing, are judged below). A newer claim on the
 # compressor is no excuse by itself: only what that claim observably wrote is (#198 F1); nor is a host
