@@ -59,6 +59,10 @@ FIXES: tuple[Fix, ...] = (
         ),
         ("rebind-caller-session", "R18", "after every attempt the host's own session binding follows the agent's"),
         (
+            "late-commit-keeps-newer-transcript", "R21",
+            "a commit that returns after a newer commit of the agent's compressor reached it leaves the agent's transcript alone",
+        ),
+        (
             "keep-appends-made-during-attempt", "R4",
             "a list an attempt hands back keeps, after it, the unsaved messages a turn appended after the attempt copied",
         ),
