@@ -240,6 +240,10 @@ FIXES: tuple[Fix, ...] = (
             "a claim takes the compressor's serial lock, so it cannot land between a rollback's check and its writes",
         ),
         ("stale-restore-noop", "R21", "a rollback by an attempt that is no longer the current claim writes nothing"),
+        (
+            "timeout-record-reclaims-retired-claim", "R21/R2",
+            "the host's timeout record makes the timed-out attempt's given-back claim current again",
+        ),
         ("owner-stamped-cancel-check", "R21", "only the attempt that installed the cancelled-check may clear it"),
     ),
     *_fixes(
