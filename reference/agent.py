@@ -127,6 +127,7 @@ class Agent:
         self._reply = reply
         self._hard_event = rt.event()
         self._turns = 0
+        self._newest_commit = 0  # the claim of the newest commit whose transcript this agent took
 
     async def open(self) -> None:
         """Create the session row, or load the durable transcript of an existing one."""
@@ -307,17 +308,23 @@ class Agent:
                 taken = job.taken
         finally:
             self.fences.remove(fence)
-        self._apply(outcome, taken)
+        # FIX late-commit-keeps-newer-transcript (R21): a commit that returns after a newer one reached the agent would hand back the transcript that one replaced
+        superseded = outcome.status in COMMITTED and outcome.generation < self._newest_commit
+        if not superseded:
+            self._apply(outcome, taken)
         # FIX rebind-caller-session (R18): the worker re-pointed the agent; the host's own binding must follow it
         self.caller_session_id = self.session_id
+        handed = self.messages if superseded else handed_back(outcome, caller, held)
         self._rt.emit(HostReturned(
             attempt=attempt, status=outcome.status, session=self.session_id, caller_session=self.caller_session_id,
-            transcript_before=before, transcript_after=fingerprint(handed_back(outcome, caller, held)),
+            transcript_before=before, transcript_after=fingerprint(handed),
         ))
         return outcome
 
     def _apply(self, outcome: Outcome, taken: list[Message]) -> None:
         """Take the list the outcome hands back; what a turn of this agent appended meanwhile stays after it."""
+        if outcome.status in COMMITTED:
+            self._newest_commit = outcome.generation
         if outcome.status == "adopted" and outcome.session_id is not None:
             self.session_id = SessionId(outcome.session_id)
             self.messages = (outcome.messages or []) + unpersisted(self.messages)

@@ -51,7 +51,7 @@ class Compressor:
         self.state = CompressorState()
         self.generation = 0
         self.working_generation = 0
-        self._retired: set[int] = set()
+        self._retired: dict[int, AttemptId] = {}  # claims given back, and whose
         self._serial = rt.lock()
         self._cancelled_check: tuple[int, CancelledCheck] | None = None
 
@@ -67,8 +67,14 @@ class Compressor:
     async def retire(self, attempt: AttemptId, generation: int) -> None:
         """Give back a claim that never owned the compressor; the counter itself never moves backwards."""
         async with self._serial:
-            self._retired.add(generation)
+            self._retired[generation] = attempt
         self._rt.emit(AttemptRetired(attempt=attempt, generation=generation))
+
+    async def own_timeout_record(self, attempt: AttemptId) -> None:
+        """The host records `attempt`'s timeout in this compressor: a claim it gave back owns that record now."""
+        async with self._serial:
+            # FIX timeout-record-reclaims-retired-claim (R21/R2): given back, the claim lets an older attempt's rollback erase the timeout backoff
+            self._retired = {generation: owner for generation, owner in self._retired.items() if owner != attempt}
 
     def current_claim(self) -> int:
         """The newest claim not retired: the attempt whose rollback may still write (0: none)."""

@@ -89,6 +89,7 @@ class Outcome:
     reason: str = ""
     messages: list[Message] | None = None
     session_id: SessionId | None = None
+    generation: int = 0  # a commit's: the claim it committed under (commits land in claim order)
 
 
 @dataclass
@@ -471,7 +472,7 @@ class Attempt:
         d.rt.emit(CommitArchived(session=self.session, attempt=self.attempt, rows=len(row_ids)))
         # FIX stamp-compacted-markers (R12): the compacted dicts are durable now; unmarked, the next flush re-inserts them all
         stamp(messages, row_ids)
-        return Outcome("committed", "in_place", messages, self.session), row_ids[len(messages):]
+        return Outcome("committed", "in_place", messages, self.session, self.generation), row_ids[len(messages):]
 
     async def _commit_rotation(
         self, messages: list[Message], flushed: list[Message], caller: CallerCopies,
@@ -499,7 +500,7 @@ class Attempt:
         # FIX stamp-handoff-markers (R10): the handoff rows (the user turn's anchor copy included) are durable in the child
         stamp(messages, row_ids)
         d.bind_session(child)
-        return Outcome("rotated", "rotation", messages, child), row_ids[len(messages):]
+        return Outcome("rotated", "rotation", messages, child, self.generation), row_ids[len(messages):]
 
     async def _carried_rows(self, session: SessionId, carried: list[int]) -> list[Message]:
         """The rows the commit cloned after the candidate (another writer's appends during the summary), as live

@@ -56,6 +56,7 @@ class Cooldowns:
 
     async def record_timeout(self, session: SessionId, attempt: AttemptId, kind: str) -> None:
         """The host's timeout record: the ladder (60/300/900 s) climbs with consecutive timeouts."""
+        await self._compressor.own_timeout_record(attempt)
         state = self._compressor.state
         state.consecutive_timeouts += 1
         seconds = self._config.timeout_cooldown_s(state.consecutive_timeouts)

@@ -59,6 +59,10 @@ FIXES: tuple[Fix, ...] = (
         ),
         ("rebind-caller-session", "R18", "after every attempt the host's own session binding follows the agent's"),
         (
+            "late-commit-keeps-newer-transcript", "R21",
+            "a commit that returns after a newer commit of the agent's compressor reached it leaves the agent's transcript alone",
+        ),
+        (
             "keep-appends-made-during-attempt", "R4",
             "a list an attempt hands back keeps, after it, the unsaved messages a turn appended after the attempt copied",
         ),
@@ -236,6 +240,10 @@ FIXES: tuple[Fix, ...] = (
             "a claim takes the compressor's serial lock, so it cannot land between a rollback's check and its writes",
         ),
         ("stale-restore-noop", "R21", "a rollback by an attempt that is no longer the current claim writes nothing"),
+        (
+            "timeout-record-reclaims-retired-claim", "R21/R2",
+            "the host's timeout record makes the timed-out attempt's given-back claim current again",
+        ),
         ("owner-stamped-cancel-check", "R21", "only the attempt that installed the cancelled-check may clear it"),
     ),
     *_fixes(

@@ -7,6 +7,7 @@ from typing import Any
 from contract.events import (
     AttemptClaimed,
     AttemptRestored,
+    AttemptRetired,
     CompactionCommitted,
     CompactionFinished,
     CompactionRefused,
@@ -39,14 +40,21 @@ class CompressorClaims:
     Generations are numbered per compressor, and each agent has its own: two agents of one process claim 1,
     2, ... each, so an attempt is superseded only by its own agent's newer claims. The agent is the one whose
     user's task started the attempt (a terminal's drive, a gateway agent's queue); where the task says nothing
-    (a real worker's log, one agent per process), the process incarnation stands for it. A claim supersedes
-    only once its attempt owns a lease: a loser that sat out owned nothing (#198 F1).
+    (a real worker's log, one agent per process), the process incarnation stands for it.
+
+    A newer claim supersedes once its attempt took the lease (a loser that sat out owned nothing, #198 F1), unless
+    it gave the claim back (attempt.retired) with no state written for it: an attempt that won the lease and then
+    sat out before any work (its watermark read failed) owned nothing either, so the older attempt's rollback is
+    still the current claim's (R1). A state write for the attempt (its own, or its host's timeout record) makes it
+    an owner whether or not it retired: an older rollback would erase that write.
     """
 
     def __init__(self) -> None:
         self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
         self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
-        self._owners: dict[tuple[str, str | None], tuple[int, HistoryEvent]] = {}  # compressor -> newest generation that took the lease
+        self._lease_takers: dict[tuple[str, str | None], list[tuple[AttemptId, HistoryEvent]]] = {}  # compressor -> attempts that took the lease
+        self._retired: set[AttemptId] = set()  # attempts that gave their claim back
+        self._wrote: set[AttemptId] = set()  # attempts some compressor state was written for
 
     def started(self, attempt: AttemptId, agent: str | None) -> None:
         self._compressor[attempt] = (attempt.process, agent)
@@ -59,16 +67,25 @@ class CompressorClaims:
 
     def took_lease(self, attempt: AttemptId | None, record: HistoryEvent) -> None:
         if attempt in self._generation:
-            compressor = self.compressor_of(attempt)
-            if self._generation[attempt] > self._owners.get(compressor, (0, record))[0]:
-                self._owners[compressor] = (self._generation[attempt], record)
+            self._lease_takers.setdefault(self.compressor_of(attempt), []).append((attempt, record))
+
+    def retired(self, attempt: AttemptId) -> None:
+        self._retired.add(attempt)
+
+    def wrote(self, attempt: AttemptId | None) -> None:
+        if attempt is not None:
+            self._wrote.add(attempt)
 
     def superseding(self, attempt: AttemptId, generation: int | None = None) -> tuple[int, HistoryEvent] | None:
-        """The newest claim of `attempt`'s compressor that took a lease, if newer than `attempt` (or `generation`)."""
+        """The newest owning claim of `attempt`'s compressor that took a lease, if newer than `attempt` (or `generation`)."""
         mine = self._generation.get(attempt) if generation is None else generation
         if mine is None:
             return None
-        newest = self._owners.get(self.compressor_of(attempt))
+        owners = [
+            (self._generation[taker], acquired) for taker, acquired in self._lease_takers.get(self.compressor_of(attempt), [])
+            if taker not in self._retired or taker in self._wrote
+        ]
+        newest = max(owners, key=lambda owner: owner[0], default=None)
         return newest if newest is not None and newest[0] > mine else None
 
 
@@ -97,13 +114,22 @@ class StaleAttemptWritesNoState(Invariant):
 
     @handles(CooldownCleared)
     def cleared(self, event: CooldownCleared, record: HistoryEvent) -> Violation | None:
+        self._claims.wrote(event.attempt)
         if event.attempt in self._given_up:
             return self.violation(f"attempt {event.attempt} cleared the cooldown after its host gave up on it", self._given_up[event.attempt], record)
         return None
 
+    @handles(CooldownSet, CooldownRestored, CompactionStrike, CompactionCommitted)
+    def wrote(self, event: CooldownSet | CooldownRestored | CompactionStrike | CompactionCommitted, record: HistoryEvent) -> None:
+        self._claims.wrote(event.attempt)
+
     @handles(AttemptClaimed)
     def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
         self._claims.claimed(event.attempt, event.generation)
+
+    @handles(AttemptRetired)
+    def retired(self, event: AttemptRetired, record: HistoryEvent) -> None:
+        self._claims.retired(event.attempt)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
@@ -179,7 +205,8 @@ class HardCancelRestoresCooldown(Invariant):
     failure's, which the attempt recorded before the user acted. And a rollback that a newer claim of the same
     compressor made stale by taking a lease (the stopped worker outlived the grace, the Ctrl+C freed its lease,
     the next turn compacted) must write nothing (R21, `stale_attempt_writes_no_state`), whichever session the
-    newer claim works on; a claim that sat out without a lease still excuses nothing.
+    newer claim works on; a claim that sat out without a lease, or gave its claim back before any state was written
+    for it, excuses nothing (see CompressorClaims).
     """
 
     name = "hard_cancel_restores_cooldown"
@@ -212,9 +239,10 @@ class HardCancelRestoresCooldown(Invariant):
         self._settled.discard(attempt)
         self._restored.discard(attempt)
         self._claims.took_lease(attempt, record)
-        self._excused.update(
-            a for a in self._found if a != attempt and a not in self._restored and self._claims.superseding(a) is not None
-        )
+
+    @handles(AttemptRetired)
+    def retired(self, event: AttemptRetired, record: HistoryEvent) -> None:
+        self._claims.retired(event.attempt)
 
     @handles(CompactionRefused)
     def refused(self, event: CompactionRefused, record: HistoryEvent) -> None:
@@ -247,6 +275,7 @@ class HardCancelRestoresCooldown(Invariant):
     @handles(*COOLDOWN_WRITES)
     def cooldown_written(self, event: CooldownSet | CooldownCleared | CooldownRestored | CompactionStrike | CompactionCommitted,
                          record: HistoryEvent) -> None:
+        self._claims.wrote(event.attempt)
         # another attempt wrote the row meanwhile: the rollback restores what its attempt read, not this
         self._excused.update(a for a, (session, _, _) in self._found.items() if session == event.session and a != event.attempt)
 
@@ -256,9 +285,10 @@ class HardCancelRestoresCooldown(Invariant):
             return None
         session, before, acquired = self._found.pop(event.attempt)
         self._settled.discard(event.attempt)
+        stale = event.attempt not in self._restored and self._claims.superseding(event.attempt) is not None
         self._restored.discard(event.attempt)
         hard = self._hard.pop(event.attempt, None)
-        if hard is None or event.attempt in self._excused or event.status == "error":
+        if hard is None or stale or event.attempt in self._excused or event.status == "error":
             return None
         after = self.system.store.cooldown_row(session)
         if after != before:

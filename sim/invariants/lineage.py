@@ -12,15 +12,18 @@ from contract.events import (
     CompactionSummaryStarted,
     Event,
     ExternalRotated,
+    FaultFired,
     FrontendSessionEnded,
     FrontendTurnFailed,
     FrontendTurnSubmitted,
     GatewayTurnStarted,
     HostReturned,
     LeaseAcquired,
+    PointFaultFired,
     ProcessCrashed,
     SessionAdopted,
     SessionReopened,
+    StoreFaultFired,
     TurnPersisted,
 )
 from contract.history import HistoryEvent
@@ -246,6 +249,15 @@ class AutomaticEndNeverRefusesRotation(Invariant):
 
 
 class ClosedWriteAdoptsLiveTip(Invariant):
+    """R15: a write refused because its session was rotated adopts the lineage's live head and is written there.
+
+    The fixed design adopts once per flush: if the head it adopted is rotated in turn before the retry lands (a
+    second closed write), the turn fails closed, naming compression. So the check forgets a closed write once the
+    turn adopted the head that was live when the write was refused, or a continuation of it, and its retry there
+    was refused again. A store error while adopting (the tip read or the retry failing, an injected fault raising
+    in the turn's task) makes the turn's failure that error's, which turn_fails_only_expectedly judges.
+    """
+
     name = "closed_write_adopts_live_tip"
     races = ("R15",)
     description = "A turn whose write hits a session closed by compression is persisted in its lineage's live head; it fails only if the lineage has none."
@@ -253,26 +265,38 @@ class ClosedWriteAdoptsLiveTip(Invariant):
     def __init__(self, system) -> None:
         super().__init__(system)
         self._closed: dict[str, tuple[HistoryEvent, str]] = {}  # task -> its failed append, and the live head
+        self._adopted: dict[str, str] = {}  # task -> the head its flush adopted after a closed write
 
     @handles(AppendFailed)
     def append_failed(self, event: AppendFailed, record: HistoryEvent) -> None:
         if event.writer is not None:
             return
-        if event.error != "SessionClosedByCompression":
-            # the retry in the tip met the store failing (an injected busy or failed write): the turn's failure is
-            # that error's, which turn_fails_only_expectedly judges, not a closed write left unadopted
-            self._closed.pop(record.task, None)
+        if event.error != "SessionClosedByCompression" or self._adopted.get(record.task) == event.session:
+            # the retry in the tip met the store failing (an injected busy or failed write), or met the tip rotated
+            # in turn, which fails closed by design: the turn's failure is not a closed write left unadopted
+            self._forget(record.task)
             return
         head = self._live_head(event.session)
         if head is not None:
             self._closed[record.task] = (record, head)
 
+    @handles(SessionAdopted)
+    def adopted(self, event: SessionAdopted, record: HistoryEvent) -> None:
+        pending = self._closed.get(record.task)
+        if pending is not None and self._continues(event.to_session, pending[1]):
+            self._adopted[record.task] = event.to_session
+
+    @handles(PointFaultFired, StoreFaultFired)
+    def fault_raised(self, event: FaultFired, record: HistoryEvent) -> None:
+        self._forget(record.task)  # the store failed under the adoption: the turn fails with the store's error
+
     @handles(AppendOk)
     def appended(self, event: AppendOk, record: HistoryEvent) -> None:
-        self._closed.pop(record.task, None)
+        self._forget(record.task)
 
     @handles(FrontendTurnFailed)
     def turn_failed(self, event: FrontendTurnFailed, record: HistoryEvent) -> Violation | None:
+        self._adopted.pop(record.task, None)
         if record.task not in self._closed:
             return None
         closed, head = self._closed.pop(record.task)
@@ -280,6 +304,21 @@ class ClosedWriteAdoptsLiveTip(Invariant):
             f"the turn failed writing to {closed.event.session}, closed by compression, although its lineage "  # type: ignore[attr-defined]
             f"continues live in {head}", closed, record,
         )
+
+    def _forget(self, task: str) -> None:
+        self._closed.pop(task, None)
+        self._adopted.pop(task, None)
+
+    def _continues(self, sid: str, head: str) -> bool:
+        """`sid` is `head` or a continuation of it: a head the lineage had at or after the refusal."""
+        store, seen = self.system.store, set()
+        while sid is not None and sid not in seen:
+            if sid == head:
+                return True
+            seen.add(sid)
+            row = store.get_session(sid)
+            sid = None if row is None else row.parent_id
+        return False
 
     def _live_head(self, session: SessionId | None) -> str | None:
         """The live session of `session`'s lineage other than itself, found by walking parents (not the store's tip walk)."""

@@ -569,50 +569,91 @@ class ArchivedRowsWereInInput(Invariant):
 
 
 class CommitReachesCaller(Invariant):
+    """What a commit left is what its caller gets, unless a newer commit rewrote that session before the caller
+    got it: a worker that stalls past its commit while the agent's next turn compacts again returns after that
+    newer commit reached the agent, and the rows it left are no longer anyone's live transcript. Such a late
+    return is judged by what the agent then holds: only rows live in its session, never the transcript the newer
+    commit replaced (the newer commit's own return is judged by its rows).
+    """
+
     name = "commit_reaches_caller"
     races = ("R14", "R4")
     description = (
         "A committed compaction hands its caller exactly the live transcript its commit left in the session: a "
         "message another writer appended during the summary, which the commit carried after it, is in the agent's "
         "context from the next reply on (unless reading the carried rows back failed: then the next attempt's "
-        "re-read takes them in)."
+        "re-read takes them in). A commit a newer one superseded before it returned leaves the agent's transcript "
+        "alone."
     )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._left: dict[AttemptId, tuple[str, SessionId, HistoryEvent]] = {}  # attempt -> what its commit left
+        self._superseded: dict[AttemptId, HistoryEvent] = {}  # attempt -> the newer commit that rewrote its session
 
     @handles(CommitArchived)
     def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
+        self._supersede(event.session, record)
         self._remember(event.attempt, event.session, record)
 
     @handles(CommitPublished)
     def published(self, event: CommitPublished, record: HistoryEvent) -> None:
+        self._supersede(event.parent, record)
         self._remember(event.attempt, event.child, record)
+
+    def _supersede(self, session: SessionId, record: HistoryEvent) -> None:
+        """A newer commit rewrites `session`: earlier commits there that have not returned yet are superseded."""
+        for attempt, left in list(self._left.items()):
+            if left[1] == session:
+                self._superseded[attempt] = record
 
     def _remember(self, attempt: AttemptId, session: SessionId, record: HistoryEvent) -> None:
         """The session's active rows as the commit transaction left them (read in the commit's own step)."""
         rows = self.system.store.active_messages(session)
         self._left[attempt] = (transcript_fingerprint(payload(row) for row in rows), session, record)
+        self._superseded.pop(attempt, None)
 
     @handles(CompactionCarriedUnread)
     def carried_unread(self, event: CompactionCarriedUnread, record: HistoryEvent) -> None:
         # a failed store read (an injected fault) leaves the carried rows to the next attempt's re-read
         self._left.pop(event.attempt, None)
+        self._superseded.pop(event.attempt, None)
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         self._left = forget_process(self._left, event.process, self.system.process_of)
+        self._superseded = forget_process(self._superseded, event.process, self.system.process_of)
 
     @handles(HostReturned)
     def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
         left = self._left.pop(event.attempt, None)
-        if left is None or event.status not in ("committed", "rotated") or left[0] == event.transcript_after:
+        newer = self._superseded.pop(event.attempt, None)
+        if left is None or event.status not in ("committed", "rotated"):
+            return None
+        if newer is not None:
+            return self._judge_superseded(event, left, newer, record)
+        if left[0] == event.transcript_after:
             return None
         return self.violation(
             f"attempt {event.attempt} committed to {left[1]} but handed its caller a transcript that differs from the "
             "session's live rows after the commit (a row the commit carried is missing from the agent's context)",
             left[2], record,
+        )
+
+    def _judge_superseded(self, event: HostReturned, left: tuple[str, SessionId, HistoryEvent], newer: HistoryEvent,
+                          record: HistoryEvent) -> Violation | None:
+        slot = self.system.agents.get(self.system.agent_of_task(record.task) or "")
+        if slot is None:
+            return None
+        agent = slot.agent
+        live = {row.id for row in self.system.store.active_messages(agent.session_id)}
+        stale = [message["_row_id"] for message in agent.messages if message.get("_row_id") not in (None, *live)]
+        if not stale:
+            return None
+        return self.violation(
+            f"attempt {event.attempt} committed to {left[1]}, which a newer commit rewrote before it returned, and "
+            f"its return left the agent on {agent.session_id} holding rows that are not live there ({stale[:5]})",
+            left[2], newer, record,
         )
 
 
