@@ -7,7 +7,6 @@ from typing import Any
 from contract.events import (
     AttemptClaimed,
     AttemptRestored,
-    AttemptRetired,
     CompactionCommitted,
     CompactionFinished,
     CompactionRefused,
@@ -43,17 +42,18 @@ class CompressorClaims:
     (a real worker's log, one agent per process), the process incarnation stands for it.
 
     A newer claim supersedes once its attempt took the lease (a loser that sat out owned nothing, #198 F1), unless
-    it gave the claim back (attempt.retired) with no state written for it: an attempt that won the lease and then
-    sat out before any work (its watermark read failed) owned nothing either, so the older attempt's rollback is
-    still the current claim's (R1). A state write for the attempt (its own, or its host's timeout record) makes it
-    an owner whether or not it retired: an older rollback would erase that write.
+    it finished with no state written for it: an attempt that won the lease and then sat out before any work (its
+    watermark read failed) owned nothing either, so the older attempt's rollback is still the current claim's (R1).
+    That is judged from what the attempt observably did, not from its giving the claim back (attempt.retired), which
+    is the reference's own account. A state write for the attempt (its own, or its host's timeout record, even after
+    it finished) makes it an owner: an older rollback would erase that write.
     """
 
     def __init__(self) -> None:
         self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
         self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
         self._lease_takers: dict[tuple[str, str | None], list[tuple[AttemptId, HistoryEvent]]] = {}  # compressor -> attempts that took the lease
-        self._retired: set[AttemptId] = set()  # attempts that gave their claim back
+        self._finished: set[AttemptId] = set()  # attempts that finished
         self._wrote: set[AttemptId] = set()  # attempts some compressor state was written for
 
     def started(self, attempt: AttemptId, agent: str | None) -> None:
@@ -69,8 +69,8 @@ class CompressorClaims:
         if attempt in self._generation:
             self._lease_takers.setdefault(self.compressor_of(attempt), []).append((attempt, record))
 
-    def retired(self, attempt: AttemptId) -> None:
-        self._retired.add(attempt)
+    def finished(self, attempt: AttemptId) -> None:
+        self._finished.add(attempt)
 
     def wrote(self, attempt: AttemptId | None) -> None:
         if attempt is not None:
@@ -83,7 +83,7 @@ class CompressorClaims:
             return None
         owners = [
             (self._generation[taker], acquired) for taker, acquired in self._lease_takers.get(self.compressor_of(attempt), [])
-            if taker not in self._retired or taker in self._wrote
+            if taker not in self._finished or taker in self._wrote
         ]
         newest = max(owners, key=lambda owner: owner[0], default=None)
         return newest if newest is not None and newest[0] > mine else None
@@ -127,9 +127,9 @@ class StaleAttemptWritesNoState(Invariant):
     def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
         self._claims.claimed(event.attempt, event.generation)
 
-    @handles(AttemptRetired)
-    def retired(self, event: AttemptRetired, record: HistoryEvent) -> None:
-        self._claims.retired(event.attempt)
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+        self._claims.finished(event.attempt)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
@@ -205,8 +205,8 @@ class HardCancelRestoresCooldown(Invariant):
     failure's, which the attempt recorded before the user acted. And a rollback that a newer claim of the same
     compressor made stale by taking a lease (the stopped worker outlived the grace, the Ctrl+C freed its lease,
     the next turn compacted) must write nothing (R21, `stale_attempt_writes_no_state`), whichever session the
-    newer claim works on; a claim that sat out without a lease, or gave its claim back before any state was written
-    for it, excuses nothing (see CompressorClaims).
+    newer claim works on; a claim that sat out without a lease, or finished before any state was written for it,
+    excuses nothing (see CompressorClaims).
     """
 
     name = "hard_cancel_restores_cooldown"
@@ -239,10 +239,6 @@ class HardCancelRestoresCooldown(Invariant):
         self._settled.discard(attempt)
         self._restored.discard(attempt)
         self._claims.took_lease(attempt, record)
-
-    @handles(AttemptRetired)
-    def retired(self, event: AttemptRetired, record: HistoryEvent) -> None:
-        self._claims.retired(event.attempt)
 
     @handles(CompactionRefused)
     def refused(self, event: CompactionRefused, record: HistoryEvent) -> None:
@@ -281,6 +277,7 @@ class HardCancelRestoresCooldown(Invariant):
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent) -> Violation | None:
+        self._claims.finished(event.attempt)
         if event.attempt not in self._found:
             return None
         session, before, acquired = self._found.pop(event.attempt)
