@@ -286,7 +286,8 @@ class RetryNeverOverlapsLiveWorker(Invariant):
     description = (
         "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still "
         "runs and its lease has not lapsed (its refresher gave up, or a TTL passed since its last renewal: a "
-        "suspended process)."
+        "suspended process), unless a Ctrl+C had stopped the attempt before the timeout (its lease is then the "
+        "Ctrl+C's to free)."
     )
 
     def __init__(self, system) -> None:
@@ -294,6 +295,7 @@ class RetryNeverOverlapsLiveWorker(Invariant):
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
         self._live: dict[AttemptId, HistoryEvent] = {}  # attempt -> its ceiling timeout, until its worker has finished
         self._renewed: dict[AttemptId | None, float] = {}  # attempt -> when it last acquired or refreshed its lease
+        self._hard_stopped: set[AttemptId] = set()  # attempts whose fence a Ctrl+C's hard cancel won
 
     @handles(LeaseRefreshed)
     def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> None:
@@ -314,14 +316,22 @@ class RetryNeverOverlapsLiveWorker(Invariant):
         self._renewed[attempt] = record.time
         return None
 
+    @handles(FenceCancelWon)
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+        """A Ctrl+C that won the fence must free the lease by its grace's end (hard_cancel_frees_lease): a later
+        ceiling timeout of the same attempt does not make the worker's lease the host's to keep."""
+        if event.hard:
+            self._hard_stopped.add(event.attempt)
+
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
-        if event.budget == "ceiling" and event.attempt in self._session_of:
+        if event.budget == "ceiling" and event.attempt in self._session_of and event.attempt not in self._hard_stopped:
             self._live[event.attempt] = record
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
         self._live.pop(event.attempt, None)
+        self._hard_stopped.discard(event.attempt)
 
     @handles(LeaseExpiredGiveup)
     def gave_up(self, event: LeaseExpiredGiveup, record: HistoryEvent) -> None:
