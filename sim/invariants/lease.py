@@ -371,12 +371,15 @@ class AbandonedAttemptFreesLease(Invariant):
     races = ("R1", "R3", "R25")
     description = (
         "No attempt sits out behind the lease of an attempt that has finished, or whose host has returned from an "
-        "idle timeout on it, unless releasing that lease failed (only the total ceiling keeps a live worker's lease)."
+        "idle timeout on it, unless releasing that lease failed (only the total ceiling keeps a live worker's lease, "
+        "which the host still waiting on the worker frees once it exits)."
     )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._idle_timeouts: set[AttemptId] = set()
+        self._ceiling_waits: set[AttemptId] = set()  # timed out at the ceiling, their host still waiting
+        self._finished_in_wait: set[AttemptId] = set()  # of those, finished: the lease is the host's to free
         self._abandoned: dict[AttemptId, HistoryEvent] = {}  # attempt -> the event after which it holds nothing
         self._release_failed: set[HolderId] = set()  # holders whose release raised: their row may stay until its TTL
 
@@ -384,14 +387,21 @@ class AbandonedAttemptFreesLease(Invariant):
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
         if event.budget == "idle":
             self._idle_timeouts.add(event.attempt)
+        elif event.budget == "ceiling":
+            self._ceiling_waits.add(event.attempt)
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
-        self._abandoned.setdefault(event.attempt, record)
+        if event.attempt in self._ceiling_waits:
+            self._finished_in_wait.add(event.attempt)
+        else:
+            self._abandoned.setdefault(event.attempt, record)
 
     @handles(HostReturned)
     def host_returned(self, event: HostReturned, record: HistoryEvent) -> None:
-        if event.attempt in self._idle_timeouts:
+        self._ceiling_waits.discard(event.attempt)
+        if event.attempt in self._idle_timeouts or event.attempt in self._finished_in_wait:
+            self._finished_in_wait.discard(event.attempt)
             self._abandoned.setdefault(event.attempt, record)
 
     @handles(LeaseReleaseFailed)
