@@ -286,8 +286,8 @@ class RetryNeverOverlapsLiveWorker(Invariant):
     description = (
         "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still "
         "runs and its lease has not lapsed (its refresher gave up, or a TTL passed since its last renewal: a "
-        "suspended process), unless a Ctrl+C had stopped the attempt before the timeout (its lease is then the "
-        "Ctrl+C's to free)."
+        "suspended process), unless a Ctrl+C stopped the attempt while its host still waited on it (its lease is "
+        "then the Ctrl+C's to free)."
     )
 
     def __init__(self, system) -> None:
@@ -296,6 +296,7 @@ class RetryNeverOverlapsLiveWorker(Invariant):
         self._live: dict[AttemptId, HistoryEvent] = {}  # attempt -> its ceiling timeout, until its worker has finished
         self._renewed: dict[AttemptId | None, float] = {}  # attempt -> when it last acquired or refreshed its lease
         self._hard_stopped: set[AttemptId] = set()  # attempts whose fence a Ctrl+C's hard cancel won
+        self._host_returned: set[AttemptId] = set()  # attempts whose host has returned: a Ctrl+C no longer stops them
 
     @handles(LeaseRefreshed)
     def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> None:
@@ -318,10 +319,15 @@ class RetryNeverOverlapsLiveWorker(Invariant):
 
     @handles(FenceCancelWon)
     def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
-        """A Ctrl+C that won the fence must free the lease by its grace's end (hard_cancel_frees_lease): a later
-        ceiling timeout of the same attempt does not make the worker's lease the host's to keep."""
-        if event.hard:
+        """A Ctrl+C that won the fence while the host still waited must free the lease by its grace's end
+        (hard_cancel_frees_lease), before or after a ceiling timeout: the live worker no longer keeps it."""
+        if event.hard and event.attempt not in self._host_returned:
             self._hard_stopped.add(event.attempt)
+            self._live.pop(event.attempt, None)
+
+    @handles(HostReturned)
+    def host_returned(self, event: HostReturned, record: HistoryEvent) -> None:
+        self._host_returned.add(event.attempt)
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
@@ -332,6 +338,7 @@ class RetryNeverOverlapsLiveWorker(Invariant):
     def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
         self._live.pop(event.attempt, None)
         self._hard_stopped.discard(event.attempt)
+        self._host_returned.discard(event.attempt)
 
     @handles(LeaseExpiredGiveup)
     def gave_up(self, event: LeaseExpiredGiveup, record: HistoryEvent) -> None:
