@@ -144,16 +144,24 @@ COOLDOWN_WRITES = (CooldownSet, CooldownCleared, CooldownRestored, CompactionStr
 # timeout after the user's stop: a stop is not a timeout, and must leave no timeout cooldown behind.
 
 
+# Refusals a cancel (or a newer attempt) causes, as opposed to an attempt's own outcome.
+STOPPED_REASONS = frozenset({"commit_fence_cancelled", "superseded", "hard_cancelled", "fence_cancelled"})
+
+
 class HardCancelRestoresCooldown(Invariant):
     name = "hard_cancel_restores_cooldown"
     races = ("R1",)
-    description = "A hard-cancelled attempt that never began a commit leaves its session's cooldown row exactly as it found it."
+    description = (
+        "A hard-cancelled attempt that never began a commit leaves its session's cooldown row exactly as it found it "
+        "(a Ctrl+C that wins the fence only after the attempt refused on its own stops nothing)."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._found: dict[AttemptId | None, tuple[SessionId, Any, HistoryEvent]] = {}
         self._hard: dict[AttemptId | None, HistoryEvent] = {}
         self._excused: set[AttemptId | None] = set()
+        self._settled: set[AttemptId | None] = set()  # refused on their own: a Ctrl+C after that stops nothing
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
@@ -161,10 +169,16 @@ class HardCancelRestoresCooldown(Invariant):
         self._found[attempt] = (event.session, self.system.store.cooldown_row(event.session), record)
         self._hard.pop(attempt, None)
         self._excused.discard(attempt)
+        self._settled.discard(attempt)
+
+    @handles(CompactionRefused)
+    def refused(self, event: CompactionRefused, record: HistoryEvent) -> None:
+        if event.reason not in STOPPED_REASONS:  # a refusal the stop itself caused settles nothing
+            self._settled.add(event.attempt)
 
     @handles(FenceCancelWon)
     def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
-        if event.hard:
+        if event.hard and event.attempt not in self._settled:
             self._hard.setdefault(event.attempt, record)
 
     @handles(FenceBeginOk)
