@@ -177,8 +177,8 @@ def test_the_benchs_search_draws_the_runs_the_campaign_draws(workloads):
 
 
 def test_the_race_measures_both_modes_under_a_mutant_and_they_agree_within_the_first_batch(workloads, tmp_path):
-    result = compare_feedback(workloads, ["stamp-compacted-markers"], roots=1, max_runs=BATCH, jobs=1, out_dir=tmp_path)
-    entry = result["per_mutant"]["stamp-compacted-markers"]
+    result = compare_feedback(workloads, ["appends-ignore-lease"], roots=1, max_runs=BATCH, jobs=1, out_dir=tmp_path)
+    entry = result["per_mutant"]["appends-ignore-lease"]
     assert entry["plain"]["runs"] == entry["feedback"]["runs"]
     assert entry["plain"]["runs"][0] is not None and 1 <= entry["plain"]["runs"][0] <= BATCH
-    assert "stamp-compacted-markers" in render(result)
+    assert "appends-ignore-lease" in render(result)

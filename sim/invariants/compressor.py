@@ -211,7 +211,10 @@ class HardCancelRestoresCooldown(Invariant):
 
     name = "hard_cancel_restores_cooldown"
     races = ("R1",)
-    description = "A hard-cancelled attempt that never began a commit leaves its session's cooldown row exactly as it found it."
+    description = (
+        "A hard-cancelled attempt that never began a commit leaves its session's cooldown row exactly as it found it "
+        "(a Ctrl+C that wins the fence only after the attempt refused on its own stops nothing)."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)

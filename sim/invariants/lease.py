@@ -301,16 +301,18 @@ class CommitHoldsLease(Invariant):
 
 
 class RetryNeverOverlapsLiveWorker(Invariant):
-    """A lease freed before the ceiling timeout (a user's Ctrl+C frees it at its grace expiry, R1) is no longer the
-    worker's when the host gives up: the ceiling path keeps the lease a live worker holds, it cannot keep one
-    already gone. A release after the timeout, while the worker runs, is the overlap this invariant is for."""
+    """A Ctrl+C that won the fence while the host still waited is the user's stop, and R1 frees the stopped
+    worker's lease by its grace's end (hard_cancel_frees_lease), before the ceiling timeout or after it: the ceiling
+    path keeps a live worker's lease from a retry, not from the user's stop. A retry taking the lease of a worker
+    nobody stopped, while it runs, is the overlap this invariant is for."""
 
     name = "retry_never_overlaps_live_worker"
     races = ("R25",)
     description = (
         "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still "
         "runs and its lease has not lapsed (its refresher gave up, or a TTL passed since its last renewal: a "
-        "suspended process) nor been freed before the timeout (a user's stop)."
+        "suspended process), unless a Ctrl+C stopped the attempt while its host still waited on it (its lease is "
+        "then the Ctrl+C's to free)."
     )
 
     def __init__(self, system) -> None:
@@ -318,6 +320,8 @@ class RetryNeverOverlapsLiveWorker(Invariant):
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
         self._live: dict[AttemptId, HistoryEvent] = {}  # attempt -> its ceiling timeout, until its worker has finished
         self._renewed: dict[AttemptId | None, float] = {}  # attempt -> when it last acquired or refreshed its lease
+        self._hard_stopped: set[AttemptId] = set()  # attempts whose fence a Ctrl+C's hard cancel won
+        self._host_returned: set[AttemptId] = set()  # attempts whose host has returned: a Ctrl+C no longer stops them
 
     @handles(LeaseRefreshed)
     def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> None:
@@ -338,20 +342,28 @@ class RetryNeverOverlapsLiveWorker(Invariant):
         self._renewed[attempt] = record.time
         return None
 
-    @handles(LeaseReleased)
-    def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
-        attempt = event.holder.attempt
-        if attempt not in self._live:
-            self._session_of.pop(attempt, None)
+    @handles(FenceCancelWon)
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+        """A Ctrl+C that won the fence while the host still waited must free the lease by its grace's end
+        (hard_cancel_frees_lease), before or after a ceiling timeout: the live worker no longer keeps it."""
+        if event.hard and event.attempt not in self._host_returned:
+            self._hard_stopped.add(event.attempt)
+            self._live.pop(event.attempt, None)
+
+    @handles(HostReturned)
+    def host_returned(self, event: HostReturned, record: HistoryEvent) -> None:
+        self._host_returned.add(event.attempt)
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
-        if event.budget == "ceiling" and event.attempt in self._session_of:
+        if event.budget == "ceiling" and event.attempt in self._session_of and event.attempt not in self._hard_stopped:
             self._live[event.attempt] = record
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
         self._live.pop(event.attempt, None)
+        self._hard_stopped.discard(event.attempt)
+        self._host_returned.discard(event.attempt)
 
     @handles(LeaseExpiredGiveup)
     def gave_up(self, event: LeaseExpiredGiveup, record: HistoryEvent) -> None:
