@@ -127,6 +127,7 @@ class Agent:
         self._reply = reply
         self._hard_event = rt.event()
         self._turns = 0
+        self._turns_running = 0  # turns in progress now: a Ctrl+C between them stops nothing
 
     async def open(self) -> None:
         """Create the session row, or load the durable transcript of an existing one."""
@@ -141,6 +142,13 @@ class Agent:
         """Recover the session, take the user turn, compress if over threshold, reply, persist once."""
         self._turns += 1
         self._hard_event = self._rt.event()
+        self._turns_running += 1
+        try:
+            return await self._run_turn(text, platform_message_id)
+        finally:
+            self._turns_running -= 1
+
+    async def _run_turn(self, text: str, platform_message_id: str | None) -> TurnResult:
         await self._recover_session()
         extra = {} if platform_message_id is None else {"platform_message_id": platform_message_id}
         self.messages.append(new_message("user", text, self._rt.now(), **extra))
@@ -333,11 +341,15 @@ class Agent:
         """Ctrl+C: stop the turn and cancel the active attempt unless its commit was already admitted.
 
         True if an attempt was cancelled. A running summary is unwound at once and rolled back; its lease is
-        freed by the worker, or after a short grace by the fence's holder-scoped hook.
+        freed by the worker, or after a short grace by the fence's holder-scoped hook. A press that finds no turn
+        and no attempt running (an idle prompt) stops nothing, and leaves nothing for the next command to find.
         """
         self._rt.emit(HardCancelRequested(session=self.session_id))
-        self._hard_event.set()
         fence = self.fences.top
+        # FIX idle-ctrl-c-stops-nothing (R1): latched at an idle prompt, the stop refuses the commit of a /compress typed later
+        if fence is None and not self._turns_running:
+            return False
+        self._hard_event.set()
         # FIX hard-cancel-through-fence (R1): a plain interrupt is masked during the summary; only the fence stops it safely
         return fence is not None and await self._cancel_hard(fence)
 

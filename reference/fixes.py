@@ -46,6 +46,10 @@ FIXES: tuple[Fix, ...] = (
             "Ctrl+C cancels the active attempt through its fence, waiting out an admitted commit",
         ),
         (
+            "idle-ctrl-c-stops-nothing", "R1",
+            "a Ctrl+C that finds no turn and no attempt running stops nothing and latches no stop for the next command",
+        ),
+        (
             "adopt-tip-on-closed-write", "R15",
             "a write to a rotated session adopts the live tip once per flush, else fails closed naming compression",
         ),
