@@ -99,6 +99,10 @@ FIXES: tuple[Fix, ...] = (
             "a timed-out attempt's lease is freed only after the host recorded the timeout backoff",
         ),
         (
+            "stop-ordered-at-timeout", "R2",
+            "the host orders the user's stop and its own timeout when the timeout fires, not by who wins the fence lock",
+        ),
+        (
             "user-stop-is-not-a-timeout", "R1",
             "a host whose attempt the user already stopped records no timeout cooldown when its wait runs out",
         ),
