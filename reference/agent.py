@@ -291,6 +291,9 @@ class Agent:
     async def compress(self, *, force: bool = False, bypass_cooldown: bool = False) -> Outcome:
         """Run one pooled attempt under the host's budget; `force` (manual /compress) skips the gates,
         `bypass_cooldown` (overflow recovery) only the failure cooldown."""
+        # FIX command-starts-unstopped (R1): a stop latched earlier (an idle prompt, a stopped /compress) would refuse this /compress's commit
+        if not self._turns_running:
+            self._hard_event = self._rt.event()  # a /compress typed at the prompt starts unstopped, as a turn does
         number = self.process.next_attempt()
         attempt = AttemptId.of(self.process.name, number)
         # the caller's transcript is the list it holds now, as long as it is now; a turn of this agent that runs
@@ -341,15 +344,11 @@ class Agent:
         """Ctrl+C: stop the turn and cancel the active attempt unless its commit was already admitted.
 
         True if an attempt was cancelled. A running summary is unwound at once and rolled back; its lease is
-        freed by the worker, or after a short grace by the fence's holder-scoped hook. A press that finds no turn
-        and no attempt running (an idle prompt) stops nothing, and leaves nothing for the next command to find.
+        freed by the worker, or after a short grace by the fence's holder-scoped hook.
         """
         self._rt.emit(HardCancelRequested(session=self.session_id))
-        fence = self.fences.top
-        # FIX idle-ctrl-c-stops-nothing (R1): latched at an idle prompt, the stop refuses the commit of a /compress typed later
-        if fence is None and not self._turns_running:
-            return False
         self._hard_event.set()
+        fence = self.fences.top
         # FIX hard-cancel-through-fence (R1): a plain interrupt is masked during the summary; only the fence stops it safely
         return fence is not None and await self._cancel_hard(fence)
 

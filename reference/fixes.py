@@ -46,8 +46,8 @@ FIXES: tuple[Fix, ...] = (
             "Ctrl+C cancels the active attempt through its fence, waiting out an admitted commit",
         ),
         (
-            "idle-ctrl-c-stops-nothing", "R1",
-            "a Ctrl+C that finds no turn and no attempt running stops nothing and latches no stop for the next command",
+            "command-starts-unstopped", "R1",
+            "a /compress typed at the prompt starts unstopped, as a turn does: a stop latched earlier does not reach it",
         ),
         (
             "adopt-tip-on-closed-write", "R15",
