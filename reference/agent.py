@@ -128,6 +128,7 @@ class Agent:
         self._hard_event = rt.event()
         self._turns = 0
         self._newest_commit = 0  # the claim of the newest commit whose transcript this agent took
+        self._turns_running = 0  # turns in progress now: a Ctrl+C between them stops nothing
 
     async def open(self) -> None:
         """Create the session row, or load the durable transcript of an existing one."""
@@ -142,6 +143,13 @@ class Agent:
         """Recover the session, take the user turn, compress if over threshold, reply, persist once."""
         self._turns += 1
         self._hard_event = self._rt.event()
+        self._turns_running += 1
+        try:
+            return await self._run_turn(text, platform_message_id)
+        finally:
+            self._turns_running -= 1
+
+    async def _run_turn(self, text: str, platform_message_id: str | None) -> TurnResult:
         await self._recover_session()
         extra = {} if platform_message_id is None else {"platform_message_id": platform_message_id}
         self.messages.append(new_message("user", text, self._rt.now(), **extra))
@@ -284,6 +292,9 @@ class Agent:
     async def compress(self, *, force: bool = False, bypass_cooldown: bool = False) -> Outcome:
         """Run one pooled attempt under the host's budget; `force` (manual /compress) skips the gates,
         `bypass_cooldown` (overflow recovery) only the failure cooldown."""
+        # FIX command-starts-unstopped (R1): a stop latched earlier (an idle prompt, a stopped /compress) would refuse this /compress's commit
+        if not self._turns_running:
+            self._hard_event = self._rt.event()  # a /compress typed at the prompt starts unstopped, as a turn does
         number = self.process.next_attempt()
         attempt = AttemptId.of(self.process.name, number)
         # the caller's transcript is the list it holds now, as long as it is now; a turn of this agent that runs

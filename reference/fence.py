@@ -54,6 +54,11 @@ class CommitFence:
         return self._hard
 
     @property
+    def stop_pressed(self) -> bool:
+        """The user's Ctrl+C reached this attempt, landed or still waiting for the fence lock (the hard event)."""
+        return self._hard or self._hard_event.is_set()
+
+    @property
     def commit_in_flight(self) -> bool:
         """Set under the lock by `begin_commit`; readable lock-free so a waiting host can tell a hung commit."""
         return self._commit_in_flight

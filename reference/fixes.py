@@ -46,6 +46,10 @@ FIXES: tuple[Fix, ...] = (
             "Ctrl+C cancels the active attempt through its fence, waiting out an admitted commit",
         ),
         (
+            "command-starts-unstopped", "R1",
+            "a /compress typed at the prompt starts unstopped, as a turn does: a stop latched earlier does not reach it",
+        ),
+        (
             "adopt-tip-on-closed-write", "R15",
             "a write to a rotated session adopts the live tip once per flush, else fails closed naming compression",
         ),
@@ -97,6 +101,10 @@ FIXES: tuple[Fix, ...] = (
         (
             "timeout-recorded-before-release", "R2",
             "a timed-out attempt's lease is freed only after the host recorded the timeout backoff",
+        ),
+        (
+            "stop-ordered-at-timeout", "R2",
+            "the host orders the user's stop and its own timeout when the timeout fires, not by who wins the fence lock",
         ),
         (
             "user-stop-is-not-a-timeout", "R1",

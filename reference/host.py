@@ -84,6 +84,7 @@ class HostWait:
         """Fence the worker off; None when its commit had already been admitted (then its outcome stands)."""
         fence = self._fence
         self._rt.emit(HostTimeout(attempt=fence.attempt, budget=kind, since_progress_s=fence.seconds_since_progress()))
+        stopped_at_timeout = fence.stop_pressed  # the order of a stop and the timeout is known now, not at the lock
         # FIX timeout-reaches-lease-setup (R8): a worker stalled in lease setup holds the fence lock; unmarked, it summarizes after the host gave up
         fence.give_up()
         # FIX ceiling-keeps-lease-for-live-worker (R25): at the ceiling the worker may still run; freeing its lease lets a retry overlap it
@@ -92,8 +93,10 @@ class HostWait:
         won = await self._cancel_or_join(release=False)
         if not won:
             return None
+        # FIX stop-ordered-at-timeout (R2): a Ctrl+C pressed after the timeout may win the fence lock first; it must not erase the timeout
+        user_stopped = stopped_at_timeout
         # FIX user-stop-is-not-a-timeout (R1): the user stopped this attempt first; a timeout record would block the next turns
-        if fence.hard_requested:
+        if user_stopped:
             if release_now:
                 await fence.release_cancelled()
             return Outcome("unchanged", "hard_cancelled")

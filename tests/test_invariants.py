@@ -596,6 +596,26 @@ def test_a_users_stop_after_the_host_timeout_keeps_the_timeout_backoff():
                               E(FenceCancelWon(attempt=A1, hard=True), 11)]
     assert check("timeout_backs_off", timed_out_then_stopped + NEXT_SUMMARY)
 
+
+def test_a_ctrl_c_pressed_before_the_timeout_is_a_stop_though_its_cancel_lands_after():
+    """swarm seed 0 run 4983: the stop queued behind a stalled lease setup; the press, not the landing, orders it."""
+    started = [E(HostStarted(attempt=A1, session=S, mode="forced"), 0, "agent:main"),
+               E(LeaseAcquired(session=S, holder=H1), 0)]
+    press = [E(FrontendCtrlC(agent="main", turn_running=False), 2, "ctrl_c"), E(HardCancelRequested(session=S), 2, "ctrl_c")]
+    stop_lands = [E(FenceCancelWon(attempt=A1, hard=True), 30, "ctrl_c"), E(LeaseReleased(session=S, holder=H1, held=True), 30, "ctrl_c")]
+    timeout = [E(timed_out(A1, "idle"), 5)]
+    next_turn = [E(HostStarted(attempt=A2, session=S, mode="automatic"), 20, "agent:main")] + NEXT_SUMMARY
+    assert check("timeout_backs_off", started + press + timeout + stop_lands + next_turn) == []
+    assert check("timeout_backs_off", started + timeout + press + stop_lands + next_turn)
+
+
+def test_a_timeout_on_an_admitted_commit_arms_no_backoff():
+    """swarm seed 0 run 77455: the host joins the admitted commit, which refused (would grow); nothing is recorded."""
+    admitted = [E(LeaseAcquired(session=S, holder=H1), 0), E(FenceBeginOk(attempt=A1), 2)]
+    waited_out = [E(timed_out(A1, "idle"), 7), E(LeaseReleased(session=S, holder=H1, held=True), 47)]
+    assert check("timeout_backs_off", admitted + waited_out + NEXT_SUMMARY) == []
+    assert check("timeout_backs_off", [admitted[0], waited_out[0], admitted[1], waited_out[1]] + NEXT_SUMMARY)
+
 def test_a_newer_claim_alone_does_not_excuse_a_skipped_rollback():
     """#198 F1: the owner's rollback was skipped because a lock loser claimed later; only a newer writer excuses it."""
     owner_cleared = [E(LeaseAcquired(session=S, holder=H1), 0), lambda store: store.clear_cooldown("s"),

@@ -501,7 +501,9 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
     races = ("R2",)
     description = (
         "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
-        "timeout), the timed-out attempt frees its lease only once the backoff is durable, and no automatic "
+        "timeout, and a Ctrl+C pressed while the host waited is a stop even when its cancel lands only after the "
+        "timeout; nor one whose commit was already admitted: the host waits for it and its outcome stands), the "
+        "timed-out attempt frees its lease only once the backoff is durable, and no automatic "
         "compaction of that session starts a summary within the first step of the timeout ladder, unless a forced "
         "attempt or a commit lifted the backoff meanwhile. Its own agent's compressor is bound from the timeout on; "
         "everyone else (another agent of its process too) from the durable record on, since only the record can "
@@ -513,6 +515,9 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         super().__init__(system)
         self._unrecorded: dict[AttemptId, HistoryEvent] = {}  # timed out, backoff not yet durable (or failed)
         self._admitted: set[AttemptId] = set()  # attempts whose commit began: a timeout on them records nothing
+        self._waited_on: dict[AttemptId, tuple[SessionId, str | None]] = {}  # host still waiting -> session, agent
+        self._timed_out: set[AttemptId] = set()
+        self._pressed_by: dict[str, str] = {}  # the task that pressed Ctrl+C -> its agent
 
     def step_s(self) -> float:
         return self.system.config.timeout_cooldown_s(1)
@@ -521,16 +526,40 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
     def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
         self._admitted.add(event.attempt)
 
+    @handles(HostStarted)
+    def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
+        super().host_started(event, record)
+        self._waited_on[event.attempt] = (event.session, self.system.agent_of_task(record.task))
+
+    @handles(HostReturned, HostUnwind)
+    def host_left(self, event: HostReturned | HostUnwind, record: HistoryEvent) -> None:
+        self._waited_on.pop(event.attempt, None)
+
+    @handles(FrontendCtrlC)
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
+        self._pressed_by[record.task] = event.agent
+
     @handles(HardCancelRequested)
     def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent) -> None:
-        """A Ctrl+C after the timeout: the host records nothing for an attempt the user stopped (R1)."""
+        """A Ctrl+C before the timeout stops the attempt its agent's host waits on (R1), even when its cancel waits
+        behind a worker holding the fence lock (a stalled lease setup) and lands after the timeout: the press is
+        what the host can know at its timeout, the landing is an accident of the lock. A Ctrl+C after the
+        timeout stops no timeout: the backoff stays due, though its lease may go free before the record (R1)."""
+        agent = self._pressed_by.pop(record.task, None)
+        waiting = [attempt for attempt, (session, caller) in self._waited_on.items()
+                   if session == event.session and (agent is None or caller in (None, agent))]
+        for attempt in waiting[-1:]:  # the agent's active attempt: the newest its host waits on
+            if attempt not in self._timed_out:
+                self._stopped.add(attempt)
         for attempt in [a for a in self._unrecorded if self._session_of.get(a) == event.session]:
             del self._unrecorded[attempt]
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
-        # an admitted commit is waited for, and lifts the backoff
-        if self.failed(event.attempt, record) and event.attempt not in self._admitted:
+        """A timeout on an admitted commit is no failure: the host waits for the commit and its outcome stands
+        (R7), whether it commits or refuses inside its commit (would grow), and the host records nothing."""
+        self._timed_out.add(event.attempt)
+        if event.attempt not in self._admitted and self.failed(event.attempt, record):
             self._unrecorded[event.attempt] = record
 
     def _settle(self, session: SessionId, attempt: AttemptId, *, failed: bool) -> None:
