@@ -88,7 +88,8 @@ def test_drawn_worlds_respect_the_references_rules():
         config = document["world"]["config"]
         assert config["ceiling_timeout_s"] >= config["idle_timeout_s"]
         live = [s for s in document["world"]["sessions"] if "end_reason" not in s]
-        assert live, "every lineage keeps a live head"
+        openings = [drive for drive in document["drive"] if drive["at"] == 0.0]
+        assert live or openings, "every lineage keeps a live head, or an orphan that an opening turn heals"
 
 
 @pytest.mark.parametrize("text, key, expected", [
@@ -289,3 +290,15 @@ def test_an_outside_write_that_fails_at_the_live_tip_is_recorded_and_the_run_goe
     assert report.result.error is None, report.violations
     failed = [record.fields for record in report.result.history if record.kind == "append.failed"]
     assert failed == [{"session": "s2", "error": "OperationalError", "writer": "external"}]
+
+
+def test_an_orphan_is_drawn_once_where_an_agent_starts_and_gets_an_opening_turn(tmp_path):
+    drawn = workload(tmp_path, '[swarm.world]\nsessions = 3\nagents = 2\norphan = 1.0\nfork = 1.0\n')
+    for run in range(10):
+        document = scenario_document(drawn, 0, run)
+        sessions = document["world"]["sessions"]
+        orphans = [s["id"] for s in sessions if s.get("end_reason") == "compression"]
+        started = {agent["session"]: agent["name"] for agent in reversed(document["world"]["agents"])}
+        assert len(orphans) == 1 and orphans[0] in started
+        assert [(d["at"], d["agent"]) for d in document["drive"] if d["at"] == 0.0] == [(0.0, started[orphans[0]])]
+        assert all(s["model_config"] == {next(iter(s["model_config"])): s["parent"]} for s in sessions[1:])

@@ -33,13 +33,15 @@ from sim.invariants.base import Invariant, Violation, forget_process, handles
 # Closes a terminal or a hook makes explicitly (#106459), named here rather than read from the store's taxonomy.
 EXPLICIT_CLOSES = frozenset({"tui_close", "cli_close", "webhook_complete"})
 
+# The model_config keys by which a branch, delegate or reset child names the session it forked from.
+FORK_MARKERS = ("_branched_from", "_delegate_from", "_reset_from")
+
 # Events after which the lineage in the store may have changed.
 LINEAGE_EVENTS = (CommitPublished, SessionReopened, SessionAdopted, ProcessCrashed, FrontendSessionEnded, ExternalRotated)
 
 
 def _is_fork(row: Any) -> bool:
-    markers = ("_branched_from", "_delegate_from", "_reset_from")
-    return any(row.model_config.get(marker) == row.parent_id for marker in markers)
+    return any(row.model_config.get(marker) == row.parent_id for marker in FORK_MARKERS)
 
 
 def continuations(store: Any, sid: str) -> list[str]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sim.invariants.lineage import FORK_MARKERS
 from sim.registry import registry
 from sim.rng import derive_seed
 from sim.scenario.loader import scenario_from_document
@@ -65,7 +66,7 @@ def scenario_document(workload: Workload, root_seed: int, run_index: int, bias: 
             faults += _faults(draw, world, swarm.active_s, streams(f"fault.{kind}"), bias.point_weights(kind))
     drives = [drive for kind in ActionKind if enable_key(workload, "action", str(kind)) in on
               for drive in _actions(workload, kind, world, streams)]
-    drives.sort(key=lambda drive: drive["at"])
+    drives = _openings(world) + sorted(drives, key=lambda drive: drive["at"])
     probe_at = _probe_time(swarm.active_s + swarm.quiet_s, world["config"], faults)
     drives += _probes(world, probe_at)
     return {
@@ -110,6 +111,7 @@ def enabled_kinds(workload: Workload, root_seed: int, run_index: int, bias: Bias
 def _world(workload: Workload, streams: Streams) -> dict[str, Any]:
     ranges = workload.swarm.world
     stream = streams("world")
+    shapes = streams("world.lineage")  # forks and orphans: their own stream, so the other world draws stay put
     sessions: list[dict[str, Any]] = []
     for number in range(1, int(stream.span(ranges.sessions)) + 1):
         session: dict[str, Any] = {"id": f"s{number}", "messages": stream.span(ranges.messages)}
@@ -117,6 +119,9 @@ def _world(workload: Workload, streams: Streams) -> dict[str, Any]:
             # A continuation: its parent was ended by the compression that created it, so one head stays live.
             session["parent"] = sessions[-1]["id"]
             sessions[-1]["end_reason"] = "compression"
+        elif sessions and shapes.chance(ranges.fork):
+            session["parent"] = sessions[-1]["id"]
+            session["model_config"] = {shapes.pick(FORK_MARKERS): sessions[-1]["id"]}
         sessions.append(session)
     agent_count = int(stream.span(ranges.agents))
     process_count = min(int(stream.span(ranges.processes)), agent_count)
@@ -125,6 +130,13 @@ def _world(workload: Workload, streams: Streams) -> dict[str, Any]:
         process = number if number <= process_count else 1 + stream.below(process_count)
         agents.append({"name": f"a{number}", "process": f"p{process}", "session": stream.pick(sessions)["id"],
                        "frontend": "gateway" if stream.chance(ranges.gateway) else "cli"})
+    # At most one orphan, and only where an agent starts: that agent's opening turn heals it, and any other
+    # lineage change before then (another orphan's healing among them) would see it.
+    started = {agent["session"] for agent in agents}
+    orphan = next((session for session in sessions if "end_reason" not in session and session["id"] in started
+                   and shapes.chance(ranges.orphan)), None)
+    if orphan is not None:
+        orphan["end_reason"] = "compression"
     return {"sessions": sessions, "config": _config(workload, streams("config")), "agents": agents}
 
 
@@ -222,6 +234,18 @@ def _trigger(draw: FaultDraw, active_s: float, stream: Stream, point_weights: tu
     if form == "per_hit":
         return {"point": point, "probability": 1.0, "per_hit": _rounded(stream.span(draw.per_hit))}
     return {"point": point, **at} if draw.at_point else at
+
+
+def _openings(world: dict[str, Any]) -> list[dict[str, Any]]:
+    """A turn at the start by the first agent on each orphan: the orphan is state a crash left before the run,
+    which the turn that starts on it heals; before that turn nothing may touch the lineage, or it sees the orphan."""
+    parents = {session.get("parent") for session in world["sessions"] if "model_config" not in session}
+    orphans = {session["id"] for session in world["sessions"]
+               if session.get("end_reason") == "compression" and session["id"] not in parents}
+    firsts = {agent["session"]: agent for agent in reversed(world["agents"])}
+    return [{"at": 0.0, "agent": agent["name"],
+             ("message" if agent["frontend"] == "gateway" else "turn"): f"opening turn of {agent['name']}"}
+            for sid, agent in firsts.items() if sid in orphans]
 
 
 # ---- the quiet phase and the probes ----------------------------------------------------------------

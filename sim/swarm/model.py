@@ -78,6 +78,12 @@ class WorldRanges:
     lineage: float = key(Probability(
         "The chance that a session after the first continues the previous one (its compression child; the "
         "parent ended).", default=0.0, example="0.3"))
+    fork: float = key(Probability(
+        "The chance that a session after the first, if not a continuation, is a fork of the previous one (a branch, "
+        "delegate or reset child naming it in a marker; the parent stays live).", default=0.0, example="0.3"))
+    orphan: float = key(Probability(
+        "The chance that a session nothing continues was closed by compression all the same (a legacy rotation "
+        "that died before it published its child).", default=0.0, example="0.1"))
     messages: Span = key(RangeOf("Messages already in each session.", item=Int(min=0, max=400), default=[0, 20],
                                  example="[0, 40]"))
     agents: Span = key(RangeOf("Agents.", item=Int(min=1, max=12), default=1, example="[1, 3]"))
