@@ -122,13 +122,13 @@ class SessionStore:
         with self._write("append_message") as db:
             return messages.append(db, sid, [msg], now=now)[0]
 
-    def active_messages(self, sid: str) -> list[MessageRow]:
+    def active_messages(self, sid: str, above: int = 0) -> list[MessageRow]:
         with self._read() as db:
-            return messages.active(db, sid)
+            return messages.active(db, sid, above)
 
-    def all_messages(self, sid: str) -> list[MessageRow]:
+    def all_messages(self, sid: str, above: int = 0) -> list[MessageRow]:
         with self._read() as db:
-            return messages.every(db, sid)
+            return messages.every(db, sid, above)
 
     def active_watermark(self, sid: str) -> int:
         with self._read() as db:
