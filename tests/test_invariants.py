@@ -1028,6 +1028,18 @@ def test_a_repeat_appended_to_a_session_found_clean_before_is_caught():
         "session s holds 2 active copies of the user message 'hello'", "session s holds 2 active copies of the user message 'hello'"]
 
 
+def test_repeats_among_the_rows_written_since_a_session_was_found_clean_are_caught():
+    """Rows read on from those found clean are judged among themselves too, not only against the rows before."""
+
+    def write(*messages: dict[str, Any]) -> Callable[[SessionStore], None]:
+        return lambda store: store.append_messages("s", list(messages), now=1)
+
+    twice = {"role": "assistant", "content": "twice", "timestamp": 2.0}
+    steps = [write({"role": "user", "content": "first", "timestamp": 1.0}), E(AppendOk(session=S, ids=[1])),
+             write(twice, twice), E(AppendOk(session=S, ids=[2, 3]))]
+    assert check("no_duplicate_persisted_turn", steps, one_head) == ["session s holds 2 active copies of the assistant message 'twice'"] * 2
+
+
 def test_a_row_held_after_the_last_check_is_read_and_judged():
     """Rows met once are kept; a row written later is read when an agent first holds it."""
     held: list[dict[str, Any]] = []

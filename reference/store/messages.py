@@ -138,15 +138,18 @@ def recount(db: sqlite3.Connection, sid: str) -> None:
     )
 
 
-def active(db: sqlite3.Connection, sid: str) -> list[MessageRow]:
+def active(db: sqlite3.Connection, sid: str, above: int = 0) -> list[MessageRow]:
+    """The active rows with ids above `above`, oldest first: a row's payload never changes and ids only grow,
+    so a reader that kept what it read up to an id can read on from there."""
     rows = db.execute(
-        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id", (sid,)
+        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND active = 1 AND id > ? ORDER BY id", (sid, above)
     )
     return [MessageRow.from_sql(row) for row in rows]
 
 
-def every(db: sqlite3.Connection, sid: str) -> list[MessageRow]:
-    rows = db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY id", (sid,))
+def every(db: sqlite3.Connection, sid: str, above: int = 0) -> list[MessageRow]:
+    """Every row with an id above `above`, active or not, oldest first (read on from an id as `active` is)."""
+    rows = db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND id > ? ORDER BY id", (sid, above))
     return [MessageRow.from_sql(row) for row in rows]
 
 

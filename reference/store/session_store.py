@@ -6,8 +6,8 @@ Time is never read here: every `now` is the caller's (virtual) clock, so a simul
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Collection, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from . import commits, cooldown, lease, lineage, messages, schema, sessions, titles
@@ -36,22 +36,8 @@ class SessionStore:
 
     # -- transactions ---------------------------------------------------------------------------
 
-    @contextmanager
-    def _txn(self, op: str | None) -> Iterator[sqlite3.Connection]:
-        """One BEGIN IMMEDIATE..COMMIT, rolled back on any error; reads run in one too, so each sees one state.
-
-        `op` names a write, whose COMMIT the fault hook brackets: raising before it rolls the write back,
-        raising after it leaves the write durable (an indeterminate outcome for the caller)."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-            self._fire(op, "before_commit")
-            self._db.execute("COMMIT")
-        except BaseException:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            raise
-        self._fire(op, "after_commit")
+    def _txn(self, op: str | None) -> Transaction:
+        return Transaction(self._db, op, self._fire)
 
     def _fire(self, op: str | None, point: str) -> None:
         if op is not None and self.fault_hook is not None:
@@ -122,13 +108,13 @@ class SessionStore:
         with self._write("append_message") as db:
             return messages.append(db, sid, [msg], now=now)[0]
 
-    def active_messages(self, sid: str) -> list[MessageRow]:
+    def active_messages(self, sid: str, above: int = 0) -> list[MessageRow]:
         with self._read() as db:
-            return messages.active(db, sid)
+            return messages.active(db, sid, above)
 
-    def all_messages(self, sid: str) -> list[MessageRow]:
+    def all_messages(self, sid: str, above: int = 0) -> list[MessageRow]:
         with self._read() as db:
-            return messages.every(db, sid)
+            return messages.every(db, sid, above)
 
     def active_watermark(self, sid: str) -> int:
         with self._read() as db:
@@ -285,3 +271,39 @@ class SessionStore:
         """All sessions, messages and lease rows as plain data in a fixed order, for invariant checkers."""
         with self._read() as db:
             return schema.dump(db)
+
+
+class Transaction:
+    """One BEGIN IMMEDIATE..COMMIT, rolled back on any error; reads run in one too, so each sees one state.
+
+    `op` names a write, whose COMMIT the fault hook brackets: raising before it rolls the write back,
+    raising after it leaves the write durable (an indeterminate outcome for the caller). A class rather than
+    a generator-based context manager: every store operation opens one, and the generator's machinery cost
+    about a sixth of a read."""
+
+    __slots__ = ("_db", "_op", "_fire")
+
+    def __init__(self, db: sqlite3.Connection, op: str | None, fire: Callable[[str | None, str], None]) -> None:
+        self._db = db
+        self._op = op
+        self._fire = fire
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._db.execute("BEGIN IMMEDIATE")
+        return self._db
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: Any) -> None:
+        if kind is not None:
+            self._roll_back()
+            return
+        try:
+            self._fire(self._op, "before_commit")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._roll_back()
+            raise
+        self._fire(self._op, "after_commit")
+
+    def _roll_back(self) -> None:
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")

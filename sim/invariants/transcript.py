@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 from contract.events import (
@@ -67,6 +67,10 @@ class NoDuplicatePersistedTurn(Invariant):
         "(its platform message id) has two active user rows."
     )
 
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._clean: dict[str, CleanRows] = {}  # session -> its active rows as last found without a duplicate
+
     @handles(AppendOk, CommitArchived, CommitPublished)
     def written(self, event: AppendOk | CommitArchived | CommitPublished, record: HistoryEvent) -> Violation | None:
         return self._check(record)
@@ -75,21 +79,65 @@ class NoDuplicatePersistedTurn(Invariant):
         return self._check(history[-1] if history else None)
 
     def _check(self, record: HistoryEvent | None) -> Violation | None:
-        store = self.system.store
-        for row in store.live_sessions():
-            active = store.active_messages(row.id)
-            duplicated = first_repeated([(m.role, m.content, m.timestamp) for m in active])
-            if duplicated is not None:
-                (role, content, _), copies = duplicated
-                return self.violation(
-                    f"session {row.id} holds {copies} active copies of the {role} message {content[:40]!r}", record,
-                )
-            twice = first_repeated([m.platform_message_id for m in active if m.role == "user" and m.platform_message_id])
-            if twice is not None:
-                return self.violation(
-                    f"session {row.id} holds {twice[1]} active user rows of platform message {twice[0]}", record,
-                )
+        for row in self.system.store.live_sessions():
+            violation = self._check_session(row.id, record)
+            if violation is not None:
+                return violation
         return None
+
+    def _check_session(self, sid: str, record: HistoryEvent | None) -> Violation | None:
+        """Only the rows above those last found clean are read while none of them repeats a key met before:
+        a row's payload never changes and ids only grow, so the rows at or below are the clean ones less those
+        retired since, and retiring a row makes no duplicate. A key met before (a retired row's, perhaps)
+        sends the check back to the whole active set, which is what it judges and reports."""
+        store = self.system.store
+        known = self._clean.pop(sid, None)
+        if known is None or not known.extend(store.active_messages(sid, above=known.above)):
+            known = CleanRows()
+            active = store.active_messages(sid)
+            if not known.extend(active):
+                return self._duplicated(sid, active, record)
+        self._clean[sid] = known
+        return None
+
+    def _duplicated(self, sid: str, active: list[Any], record: HistoryEvent | None) -> Violation:
+        duplicated = first_repeated([payload(m) for m in active])
+        if duplicated is not None:
+            (role, content, _), copies = duplicated
+            return self.violation(
+                f"session {sid} holds {copies} active copies of the {role} message {content[:40]!r}", record,
+            )
+        twice = first_repeated([m.platform_message_id for m in active if is_platform_user_row(m)])
+        assert twice is not None, f"session {sid}: a duplicate key was found, then not"
+        return self.violation(f"session {sid} holds {twice[1]} active user rows of platform message {twice[0]}", record)
+
+
+def is_platform_user_row(row: Any) -> bool:
+    return row.role == "user" and bool(row.platform_message_id)
+
+
+@dataclass
+class CleanRows:
+    """A session's active rows up to id `above` as last found without a duplicate: their payloads and the
+    platform message ids of their user rows (a superset of the keys still active there)."""
+
+    above: int = 0
+    payloads: set[tuple[str, str, float]] = field(default_factory=set)
+    platform_ids: set[str] = field(default_factory=set)
+
+    def extend(self, rows: list[Any]) -> bool:
+        """Take in the rows above `above` (oldest first) if none repeats a key; False, unchanged, if one does."""
+        payloads = [payload(row) for row in rows]
+        platform_ids = [row.platform_message_id for row in rows if is_platform_user_row(row)]
+        fresh_payloads, fresh_platform_ids = set(payloads), set(platform_ids)
+        if (len(fresh_payloads) < len(payloads) or len(fresh_platform_ids) < len(platform_ids)
+                or not fresh_payloads.isdisjoint(self.payloads) or not fresh_platform_ids.isdisjoint(self.platform_ids)):
+            return False
+        if rows:
+            self.above = rows[-1].id
+            self.payloads |= fresh_payloads
+            self.platform_ids |= fresh_platform_ids
+        return True
 
 
 def first_repeated(keys: list[Any]) -> tuple[Any, int] | None:
@@ -430,6 +478,7 @@ class DurableMessagesMatchRows(Invariant):
     def __init__(self, system) -> None:
         super().__init__(system)
         self._rows: dict[int, Any] = {}  # row id -> the row, as every later read would return it
+        self._read_above: dict[str, int] = {}  # session -> the highest id read of it: ids only grow, so read on from there
 
     @handles(HostReturned)
     def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
@@ -471,7 +520,10 @@ class DurableMessagesMatchRows(Invariant):
             sid = next(unread, None)
             if sid is None:
                 return None
-            self._rows.update((row.id, row) for row in store.all_messages(sid))
+            rows = store.all_messages(sid, above=self._read_above.get(sid, 0))
+            if rows:
+                self._read_above[sid] = rows[-1].id
+            self._rows.update((row.id, row) for row in rows)
         return self._rows[row_id]
 
 
