@@ -348,6 +348,10 @@ FIXES: tuple[Fix, ...] = (
             "the tail_count rewind rows are chosen at or below the watermark",
         ),
         (
+            "tail-rewind-only-carried-rows", "R14/R12",
+            "the rewind retires as copies only the slot rows the candidate keeps verbatim; a summarized one stays searchable",
+        ),
+        (
             "publish-verifies-and-refreshes-lease", "R25",
             "publication refreshes and verifies the lease in its transaction",
         ),

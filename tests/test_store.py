@@ -349,6 +349,16 @@ def test_tail_count_rewind_is_bounded_at_watermark_r14(store: SessionStore) -> N
     assert [f[n] for n in "abcdef"] == [(False, True)] * 2 + [(False, False)] * 4
 
 
+def test_tail_count_rewinds_only_carried_rows_r14(store: SessionStore) -> None:
+    """A slot row the candidate summarized (an unsaved message took its verbatim place) stays searchable."""
+    seed(store, "s", "a", "b", "c", "d")
+    wm = lease_and_mark(store)
+    store.archive_and_compact("s", [summary(), msg("d"), msg("new")], holder="h", watermark=wm, now=5.0,
+                              tail_count=2)
+    f = flags(store, "s")
+    assert [f[n] for n in "abcd"] == [(False, True)] * 3 + [(False, False)]
+
+
 def test_archive_without_watermark_archives_everything(store: SessionStore) -> None:
     seed(store, "s", "a", "b", "c")
     lease_and_mark(store)

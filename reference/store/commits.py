@@ -22,7 +22,10 @@ def archive_and_compact(
     now: float,
     tail_count: int,
 ) -> list[int]:
-    """Replace the active set with `compacted`, keeping rows appended since the snapshot live after it."""
+    """Replace the active set with `compacted`, keeping rows appended since the snapshot live after it.
+
+    A rewind slot row retires as a hidden copy only if `compacted` carries it verbatim; one the summary took
+    in is archived as summarized."""
     _require_rows(compacted, "compacted")
     if tail_count < 0:
         raise ValueError("tail_count must be >= 0")
@@ -33,6 +36,8 @@ def archive_and_compact(
     tail = messages.active_ids_above(db, sid, watermark)
     # FIX tail-rewind-bounded-at-watermark (R14/#99545): a concurrent append must not take a rewind slot
     rewind = messages.last_active_ids(db, sid, tail_count, watermark)
+    # FIX tail-rewind-only-carried-rows (R14/R12): a slot row the candidate summarized (a turn's unsaved message took its verbatim place) must stay searchable
+    rewind = messages.carried_verbatim(db, rewind, compacted)
     messages.retire_active(db, sid, superseded=rewind + tail)
     new_ids = messages.insert(db, sid, compacted, now=now)
     new_ids += messages.clone(db, tail, into=sid)

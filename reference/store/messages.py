@@ -95,6 +95,13 @@ def clone(db: sqlite3.Connection, ids: Iterable[int], *, into: str) -> list[int]
     ]
 
 
+def carried_verbatim(db: sqlite3.Connection, ids: Iterable[int], msgs: Iterable[Mapping[str, Any]]) -> list[int]:
+    """The rows of `ids`, in order, whose exact role, content and timestamp one of `msgs` carries."""
+    kept = {(msg["role"], msg["content"], msg.get("timestamp")) for msg in msgs}
+    query = "SELECT role, content, timestamp FROM messages WHERE id = ?"
+    return [row_id for row_id in ids if tuple(db.execute(query, (row_id,)).fetchone()) in kept]
+
+
 def active_ids_above(
     db: sqlite3.Connection, sid: str, watermark: int | None, ceiling: int | None = None
 ) -> list[int]:

@@ -430,9 +430,16 @@ class CallerTranscriptOnlyThroughCommit(Invariant):
 
 
 class RewindSlotsStayUnderWatermark(Invariant):
+    """R14/#99545: the rewind slots are the newest rows at or below the watermark, so an append made meanwhile
+    never takes one and a carried row is never marked summarized.
+
+    Only a slot row the commit carried verbatim (its payload is live after the commit) must be kept as a hidden
+    copy: the newest row under the watermark may have been summarized (a turn's unsaved message took its
+    verbatim place), and a summarized row rightly stays marked summarized, searchable."""
+
     name = "rewind_slots_stay_under_watermark"
     races = ("R14",)
-    description = "An in-place commit keeps its tail_count verbatim rows (the newest at or below its watermark) as hidden copies, never summarized; an append made meanwhile never takes their slot."
+    description = "An in-place commit keeps the verbatim rows among its tail_count rewind slots (the newest at or below its watermark) as hidden copies, never summarized; an append made meanwhile never takes their slot."
 
     def __init__(self, system) -> None:
         super().__init__(system)
@@ -456,7 +463,8 @@ class RewindSlotsStayUnderWatermark(Invariant):
         watermark, captured_at = captured
         # the rows this commit found active at or below its watermark; the newest `count` are its rewind slots
         under = [row for row in rows if floor < row.id <= watermark]
-        summarized = [row for row in under[-count:] if row.compacted]
+        live = {payload(row) for row in rows if row.active}
+        summarized = [row for row in under[-count:] if row.compacted and payload(row) in live]
         if summarized:
             row = summarized[0]
             return self.violation(
