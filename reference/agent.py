@@ -304,7 +304,9 @@ class Agent:
         before = fingerprint(self.messages)
         mode = "forced" if force else "overflow" if bypass_cooldown else "automatic"
         self._rt.emit(HostStarted(attempt=attempt, session=self.session_id, mode=mode))
-        fence = CommitFence(self._rt, attempt, ceiling_s=self.config.ceiling_timeout_s, hard_event=self._hard_event)
+        # FIX compress-beside-turn-starts-unstopped (R1): a /compress typed while a turn runs would share the stop pressed on that turn before it
+        stop = self._rt.event() if force and self._turns_running else self._hard_event
+        fence = CommitFence(self._rt, attempt, ceiling_s=self.config.ceiling_timeout_s, hard_event=stop)
         self.fences.push(fence)
         taken: list[Message] = []
         try:
@@ -355,6 +357,7 @@ class Agent:
         """
         self._rt.emit(HardCancelRequested(session=self.session_id))
         self._hard_event.set()
+        self.fences.press()  # a /compress typed beside a turn has a stop of its own, and this press reaches it too
         fence = self.fences.top
         # FIX hard-cancel-through-fence (R1): a plain interrupt is masked during the summary; only the fence stops it safely
         return fence is not None and await self._cancel_hard(fence)

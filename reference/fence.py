@@ -58,6 +58,10 @@ class CommitFence:
         """The user's Ctrl+C reached this attempt, landed or still waiting for the fence lock (the hard event)."""
         return self._hard or self._hard_event.is_set()
 
+    def press(self) -> None:
+        """The user's Ctrl+C, as pressed: seen by `stop_pressed` and refused at the commit before its cancel lands."""
+        self._hard_event.set()
+
     @property
     def commit_in_flight(self) -> bool:
         """Set under the lock by `begin_commit`; readable lock-free so a waiting host can tell a hung commit."""
@@ -232,6 +236,11 @@ class FenceStack:
     def remove(self, fence: CommitFence) -> None:
         # FIX fence-stack-own-entry (R22): attempts finish out of order; popping the top would drop a newer live fence
         self._entries.remove(fence)
+
+    def press(self) -> None:
+        """A Ctrl+C reaches every attempt running at the press, whichever stop (a turn's, a /compress's) it holds."""
+        for fence in self._entries:
+            fence.press()
 
     @property
     def top(self) -> CommitFence | None:

@@ -50,6 +50,10 @@ FIXES: tuple[Fix, ...] = (
             "a /compress typed at the prompt starts unstopped, as a turn does: a stop latched earlier does not reach it",
         ),
         (
+            "compress-beside-turn-starts-unstopped", "R1",
+            "a /compress typed while a turn runs holds a stop of its own: a Ctrl+C pressed on the turn before it does not reach it",
+        ),
+        (
             "adopt-tip-on-closed-write", "R15",
             "a write to a rotated session adopts the live tip once per flush, else fails closed naming compression",
         ),
