@@ -129,6 +129,10 @@ FIXES: tuple[Fix, ...] = (
             "caller-takes-attempt-writes", "R10",
             "after an attempt wrote its copies of the caller's unsaved messages, each original (and unstamped copy) is marked maybe-written",
         ),
+        (
+            "adopted-tip-skips-own-indeterminate-rows", "R10",
+            "an adopted tip's loaded rows leave out the row a maybe-written unsaved message may own; the message stands for it",
+        ),
     ),
     *_fixes(
         "reference.frontends",

@@ -112,17 +112,36 @@ def rows_not_written_for(rows: Sequence[MessageRow], pending: Sequence[Message])
     """`rows` without the one each maybe-written message of `pending` may own already: an earlier append of it
     raised, maybe after its COMMIT, and the store's next append of it hands back the first live row with its
     exact payload instead of writing it (`store.messages.append`). Each row stands for one message."""
+    return _unclaimed(rows, pending, lambda row: (row.role, row.content, row.timestamp))
+
+
+def loaded_beside_unsaved(loaded: Sequence[Message], held: Sequence[Message]) -> list[Message]:
+    """The transcript of an adopted tip: its live rows (`loaded`, as `from_row` made them), then the unsaved
+    messages of `held`, the agent's list before it moved.
+
+    A maybe-written message may own a loaded row: its append raised after the COMMIT, and the rotation that
+    made the tip copied that row into it; the store's next append hands the copy back for the message. Kept
+    beside it, the turn is twice in memory, and the next rotation writes both into its child (R10).
+    """
+    pending = unpersisted(held)
+    # FIX adopted-tip-skips-own-indeterminate-rows (R10): a loaded copy of a failed turn's committed append beside its unsaved message puts the turn in memory twice
+    loaded = _unclaimed(loaded, pending, lambda m: (m["role"], m["content"], m.get("timestamp")))
+    return list(loaded) + pending
+
+
+def _unclaimed(items: Sequence[Any], pending: Sequence[Message], key: Callable[[Any], tuple[Any, ...]]) -> list[Any]:
+    """`items` less the first one with each maybe-written (non-platform) message's payload `key`, in order."""
     claims = Counter(
         (m["role"], m["content"], m.get("timestamp"))
         for m in pending if m.get(MAYBE_WRITTEN) and m.get("platform_message_id") is None
     )
     kept = []
-    for row in rows:
-        key = (row.role, row.content, row.timestamp)
-        if claims[key] > 0:
-            claims[key] -= 1
+    for item in items:
+        found = key(item)
+        if claims[found] > 0:
+            claims[found] -= 1
         else:
-            kept.append(row)
+            kept.append(item)
     return kept
 
 
