@@ -131,7 +131,7 @@ FIXES: tuple[Fix, ...] = (
         ),
         (
             "adopted-tip-skips-own-indeterminate-rows", "R10",
-            "an adopted tip's loaded rows leave out the row a maybe-written unsaved message may own; the message stands for it",
+            "an adopted tip's loaded rows leave out the row an unsaved message may own (by platform id, or a maybe-written one's payload); the message stands for it",
         ),
     ),
     *_fixes(
