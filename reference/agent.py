@@ -42,6 +42,7 @@ from reference.transcript import (
     estimate_tokens,
     fingerprint,
     from_row,
+    loaded_beside_unsaved,
     new_message,
     persist,
     take_stamps,
@@ -250,7 +251,7 @@ class Agent:
         tip = SessionId(found)
         rows = await self._db.call("active_messages", tip)
         self._rt.emit(SessionAdopted(from_session=self.session_id, to_session=tip))
-        self.messages = [from_row(row) for row in rows] + unpersisted(self.messages)
+        self.messages = loaded_beside_unsaved([from_row(row) for row in rows], self.messages)
         self.session_id = self.caller_session_id = tip
         return True
 
@@ -340,7 +341,7 @@ class Agent:
             self._newest_commit = outcome.generation
         if outcome.status == "adopted" and outcome.session_id is not None:
             self.session_id = SessionId(outcome.session_id)
-            self.messages = (outcome.messages or []) + unpersisted(self.messages)
+            self.messages = loaded_beside_unsaved(outcome.messages or [], self.messages)
         elif outcome.messages is not None:
             # FIX keep-appends-made-during-attempt (R4): a message typed while the attempt ran is in no list it handed back; replaced, the turn's flush never saves it
             self.messages = outcome.messages + appended_meanwhile(self.messages, taken)

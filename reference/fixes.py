@@ -133,6 +133,10 @@ FIXES: tuple[Fix, ...] = (
             "caller-takes-attempt-writes", "R10",
             "after an attempt wrote its copies of the caller's unsaved messages, each original (and unstamped copy) is marked maybe-written",
         ),
+        (
+            "adopted-tip-skips-own-indeterminate-rows", "R10",
+            "an adopted tip's loaded rows leave out the row an unsaved message may own (by platform id, or a maybe-written one's payload); the message stands for it",
+        ),
     ),
     *_fixes(
         "reference.frontends",

@@ -109,21 +109,55 @@ class CallerCopies:
 
 
 def rows_not_written_for(rows: Sequence[MessageRow], pending: Sequence[Message]) -> list[MessageRow]:
-    """`rows` without the one each maybe-written message of `pending` may own already: an earlier append of it
-    raised, maybe after its COMMIT, and the store's next append of it hands back the first live row with its
-    exact payload instead of writing it (`store.messages.append`). Each row stands for one message."""
+    """`rows` without the one each message of `pending` may own already, the live row the store's next append of
+    it hands back instead of writing it (`store.messages.append`): a platform user message's row by its platform
+    message id (the gateway's receipt write, or an append that raised after its COMMIT), a maybe-written
+    message's by its exact payload (an earlier append of it raised, maybe after its COMMIT). Each row stands for
+    one message."""
+    return _unclaimed(rows, pending, lambda row: _claim_key(row.role, row.content, row.timestamp, row.platform_message_id))
+
+
+def loaded_beside_unsaved(loaded: Sequence[Message], held: Sequence[Message]) -> list[Message]:
+    """The transcript of an adopted tip: its live rows (`loaded`, as `from_row` made them), then the unsaved
+    messages of `held`, the agent's list before it moved, less each loaded row one of them may own already (as
+    `rows_not_written_for` says).
+
+    A turn whose append raised after its COMMIT, then a rotation that copied its rows into the tip: the store's
+    next append hands the copies back for the unsaved messages. Kept beside them, the turn is twice in memory,
+    and the next rotation writes both into its child (R10).
+    """
+    pending = unpersisted(held)
+    # FIX adopted-tip-skips-own-indeterminate-rows (R10): a loaded copy of a failed turn's committed append beside its unsaved message puts the turn in memory twice
+    loaded = _unclaimed(loaded, pending, _message_claim_key)
+    return list(loaded) + pending
+
+
+def _unclaimed(items: Sequence[Any], pending: Sequence[Message], key: Callable[[Any], tuple[Any, ...]]) -> list[Any]:
+    """`items` (oldest first) less the first one with each claiming message's key: a platform user message's,
+    or a maybe-written message's."""
     claims = Counter(
-        (m["role"], m["content"], m.get("timestamp"))
-        for m in pending if m.get(MAYBE_WRITTEN) and m.get("platform_message_id") is None
+        _message_claim_key(m) for m in pending if m.get(MAYBE_WRITTEN) or _message_claim_key(m)[0] == "platform"
     )
     kept = []
-    for row in rows:
-        key = (row.role, row.content, row.timestamp)
-        if claims[key] > 0:
-            claims[key] -= 1
+    for item in items:
+        found = key(item)
+        if claims[found] > 0:
+            claims[found] -= 1
         else:
-            kept.append(row)
+            kept.append(item)
     return kept
+
+
+def _message_claim_key(message: Message) -> tuple[Any, ...]:
+    return _claim_key(message["role"], message["content"], message.get("timestamp"), message.get("platform_message_id"))
+
+
+def _claim_key(role: str, content: str | None, timestamp: float | None, platform_id: str | None) -> tuple[Any, ...]:
+    """What the store's append finds a message's live row by: a platform user message's platform message id
+    (its one dedup authority, #104653), any other message's exact payload."""
+    if role == "user" and platform_id is not None:
+        return ("platform", platform_id)
+    return ("payload", role, content, timestamp)
 
 
 def without_copies_of(messages: list[Message], copies: Sequence[Message]) -> None:
