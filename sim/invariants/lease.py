@@ -27,6 +27,7 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from sim.invariants.base import Invariant, Violation, forget_process, handles
+from sim.invariants.host import job_attempt
 
 LEASE_REFUSALS = ("Lease", "Busy", "InProgress")
 
@@ -304,14 +305,19 @@ class RetryNeverOverlapsLiveWorker(Invariant):
     """A Ctrl+C that won the fence while the host still waited is the user's stop, and R1 frees the stopped
     worker's lease by its grace's end (hard_cancel_frees_lease), before the ceiling timeout or after it: the ceiling
     path keeps a live worker's lease from a retry, not from the user's stop. A retry taking the lease of a worker
-    nobody stopped, while it runs, is the overlap this invariant is for."""
+    nobody stopped, while it runs, is the overlap this invariant is for.
+
+    A worker that released its lease from its own task has left its work under the lease (it returns, refused or
+    done, right after): a retry taking the freed lease in the instant before its CompactionFinished overlaps
+    nothing. A release from any other task (the host's hook at the ceiling) frees the lease of a worker still
+    running, and is the overlap R25 forbids."""
 
     name = "retry_never_overlaps_live_worker"
     races = ("R25",)
     description = (
         "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still "
-        "runs and its lease has not lapsed (its refresher gave up, or a TTL passed since its last renewal: a "
-        "suspended process), unless a Ctrl+C stopped the attempt while its host still waited on it (its lease is "
+        "runs and its lease has neither been released by the worker itself nor lapsed (its refresher gave up, or a "
+        "TTL passed since its last renewal: a suspended process), unless a Ctrl+C stopped the attempt while its host still waited on it (its lease is "
         "then the Ctrl+C's to free)."
     )
 
@@ -353,6 +359,12 @@ class RetryNeverOverlapsLiveWorker(Invariant):
     @handles(HostReturned)
     def host_returned(self, event: HostReturned, record: HistoryEvent) -> None:
         self._host_returned.add(event.attempt)
+
+    @handles(LeaseReleased)
+    def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+        """Only the worker's own release ends its hold: it runs as the worker leaves its work under the lease."""
+        if job_attempt(record.task) == event.holder.attempt:
+            self._live.pop(event.holder.attempt, None)  # type: ignore[arg-type]
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
