@@ -317,8 +317,8 @@ class RetryNeverOverlapsLiveWorker(Invariant):
     description = (
         "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still "
         "runs and its lease has neither been released by the worker itself nor lapsed (its refresher gave up, or a "
-        "TTL passed since its last renewal: a suspended process), unless a Ctrl+C stopped the attempt while its host still waited on it (its lease is "
-        "then the Ctrl+C's to free)."
+        "TTL passed since its last renewal: a suspended process), unless a Ctrl+C stopped the attempt while its host "
+        "still waited on it (its lease is then the Ctrl+C's to free)."
     )
 
     def __init__(self, system) -> None:
