@@ -727,6 +727,20 @@ def test_only_the_overflow_recovery_may_summarize_inside_a_cooldown():
     assert check("no_summary_inside_cooldown", cooling + overflow + summary, cooling_until(60.0)) == []
 
 
+def test_a_cooldown_recorded_after_the_attempt_read_the_row_under_its_lease_is_not_its_to_honour():
+    """A displaced attempt's split-failure cooldown, written after a forced attempt cleared the row under its
+    lease, is not blamed on it; the same cooldown already live when an automatic attempt took its lease is."""
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+    displaced = [lambda store: store.record_cooldown("s", 60.0, "session_split_failed"), E(OTHER_FAILED, 1)]
+    forced = [E(HostStarted(attempt=A1, session=S, mode="forced"), 0), E(LeaseAcquired(session=S, holder=H1), 0),
+              lambda store: store.clear_cooldown("s"), E(CooldownCleared(session=S, attempt=A1), 0)]
+    automatic = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 5), E(LeaseAcquired(session=S, holder=H1), 5)]
+    summary = [E(CompactionSummaryStarted(attempt=A1, generation=1), 5)]
+    assert check("no_summary_inside_cooldown", forced + displaced + summary, arrange) == []
+    assert check("no_summary_inside_cooldown", displaced + automatic + summary, arrange)
+
+
 def test_an_overflow_recovery_refused_under_the_lease_for_a_cooldown_is_caught():
     """The recheck under the lease is a second place a cooldown can block the recovery; it counts like the gate."""
     events = [E(OVERFLOWED, 0), E(CompactionRefused(session=S, attempt=A1, reason="cooldown"), 0, "w"), E(RECOVERY_RETURNED, 1)]

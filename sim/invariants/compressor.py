@@ -343,10 +343,16 @@ class NoSummaryInsideCooldown(Invariant):
         "attempt is held off by it, a forced one clears it first (also when another agent or process recorded it). "
         "The one exception is the recovery of a provider-proven context overflow, which bypasses the cooldown (R23)."
     )
+    # The attempt reads the row once, under its lease (step 9), or a forced one clears it there: that is all it
+    # can know. An attempt whose lease was lost meanwhile may still record its split-failure cooldown (#97948)
+    # after that point; no lease holder is told of it, and the design re-reads nothing before the summary. So
+    # the deadline judged is the row as it stood when the attempt took its lease (none once it cleared it), and
+    # only while the row still holds it.
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId, SessionId] = {}  # attempt -> the session whose lease it took
+        self._seen: dict[AttemptId, float | None] = {}  # attempt -> the deadline live when it took the lease
         self._recorded: dict[SessionId, HistoryEvent] = {}  # session -> its latest cooldown.set
         self._overflow_recoveries: set[AttemptId] = set()  # attempts the host started to recover an overflow
 
@@ -358,17 +364,24 @@ class NoSummaryInsideCooldown(Invariant):
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
         self._session_of[event.holder.attempt] = event.session  # type: ignore[index]
+        self._seen[event.holder.attempt] = self.system.store.cooldown_row(event.session).until  # type: ignore[index]
 
     @handles(CooldownSet)
     def recorded(self, event: CooldownSet, record: HistoryEvent) -> None:
         self._recorded[event.session] = record
+
+    @handles(CooldownCleared)
+    def cleared(self, event: CooldownCleared, record: HistoryEvent) -> None:
+        if self._session_of.get(event.attempt) == event.session:
+            self._seen[event.attempt] = None
 
     @handles(CompactionSummaryStarted)
     def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
         if event.attempt not in self._session_of or event.attempt in self._overflow_recoveries:
             return None
         session = self._session_of[event.attempt]
-        until = self.system.store.cooldown_row(session).until
+        stored, seen = self.system.store.cooldown_row(session).until, self._seen.get(event.attempt)
+        until = None if stored is None or seen is None else min(stored, seen)
         if until is not None and until > record.time:
             return self.violation(
                 f"attempt {event.attempt} started its summary on {session} inside a failure cooldown that "
