@@ -54,6 +54,10 @@ FIXES: tuple[Fix, ...] = (
             "a /compress typed while a turn runs holds a stop of its own: a Ctrl+C pressed on the turn before it does not reach it",
         ),
         (
+            "ctrl-c-presses-active-attempt", "R1",
+            "a Ctrl+C presses only the active attempt it cancels: an older /compress still running beside it stays unstopped",
+        ),
+        (
             "adopt-tip-on-closed-write", "R15",
             "a write to a rotated session adopts the live tip once per flush, else fails closed naming compression",
         ),
