@@ -334,6 +334,7 @@ FIXES: tuple[Fix, ...] = (
         "reference.store.cooldown",
         ("cooldown-merge-max", "R2", "concurrent cooldown records keep the later deadline"),
         ("cooldown-exact-restore", "R1", "a rollback writes the raw row back and verifies it by reading it back"),
+        ("rollback-keeps-later-timeout", "R2", "a rollback keeps a host's timeout deadline recorded since it read the row"),
     ),
     *_fixes(
         "reference.store.lineage",
