@@ -54,10 +54,6 @@ FIXES: tuple[Fix, ...] = (
             "a /compress typed while a turn runs holds a stop of its own: a Ctrl+C pressed on the turn before it does not reach it",
         ),
         (
-            "ctrl-c-presses-active-attempt", "R1",
-            "a Ctrl+C presses only the active attempt it cancels: an older /compress still running beside it stays unstopped",
-        ),
-        (
             "adopt-tip-on-closed-write", "R15",
             "a write to a rotated session adopts the live tip once per flush, else fails closed naming compression",
         ),
@@ -275,6 +271,10 @@ FIXES: tuple[Fix, ...] = (
     ),
     *_fixes(
         "reference.fence",
+        (
+            "ctrl-c-presses-active-attempt", "R1",
+            "a Ctrl+C presses only the active attempt it cancels: an older /compress still running beside it stays unstopped",
+        ),
         (
             "lock-setup-spans-acquire", "R3",
             "lease acquire and hook publication happen under the fence lock; a dead attempt never acquires",
