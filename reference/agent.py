@@ -358,7 +358,7 @@ class Agent:
         """
         self._rt.emit(HardCancelRequested(session=self.session_id))
         self._hard_event.set()
-        self.fences.press()  # a /compress typed beside a turn has a stop of its own, and this press reaches it too
+        self.fences.press()  # a /compress typed beside a turn has a stop of its own: a press reaches it while it is the active one
         fence = self.fences.top
         # FIX hard-cancel-through-fence (R1): a plain interrupt is masked during the summary; only the fence stops it safely
         return fence is not None and await self._cancel_hard(fence)

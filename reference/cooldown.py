@@ -12,6 +12,7 @@ from typing import Callable
 from reference.attempt import Compressor
 from reference.config import CompactionConfig
 from reference.db import Database
+from reference.store.cooldown import TIMEOUT_ERROR
 from contract.events import CooldownClearSkipped, CooldownCleared, CooldownPersistFailed, CooldownSet
 from contract.ids import AttemptId, SessionId
 from contract.runtime import Runtime
@@ -60,7 +61,7 @@ class Cooldowns:
         state = self._compressor.state
         state.consecutive_timeouts += 1
         seconds = self._config.timeout_cooldown_s(state.consecutive_timeouts)
-        await self.record_failure(session, seconds, f"timeout:{kind}", attempt)
+        await self.record_failure(session, seconds, f"{TIMEOUT_ERROR}{kind}", attempt)
 
     def note_structural_noop(self) -> None:
         """An unchanged candidate: back off locally instead of re-summarizing the same input every turn."""

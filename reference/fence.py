@@ -238,8 +238,10 @@ class FenceStack:
         self._entries.remove(fence)
 
     def press(self) -> None:
-        """A Ctrl+C reaches every attempt running at the press, whichever stop (a turn's, a /compress's) it holds."""
-        for fence in self._entries:
+        """A Ctrl+C reaches the active attempt (the newest live registration, the one it cancels), whichever stop
+        (a turn's, a /compress's) it holds; an older attempt still running beside it is not the one stopped."""
+        # FIX ctrl-c-presses-active-attempt (R1): pressing every fence marks an older /compress stopped that no cancel reaches; its timeout then records no backoff
+        for fence in self._entries[-1:]:
             fence.press()
 
     @property

@@ -272,6 +272,10 @@ FIXES: tuple[Fix, ...] = (
     *_fixes(
         "reference.fence",
         (
+            "ctrl-c-presses-active-attempt", "R1",
+            "a Ctrl+C presses only the active attempt it cancels: an older /compress still running beside it stays unstopped",
+        ),
+        (
             "lock-setup-spans-acquire", "R3",
             "lease acquire and hook publication happen under the fence lock; a dead attempt never acquires",
         ),
@@ -330,6 +334,7 @@ FIXES: tuple[Fix, ...] = (
         "reference.store.cooldown",
         ("cooldown-merge-max", "R2", "concurrent cooldown records keep the later deadline"),
         ("cooldown-exact-restore", "R1", "a rollback writes the raw row back and verifies it by reading it back"),
+        ("rollback-keeps-later-timeout", "R2", "a rollback keeps a host's timeout deadline recorded since it read the row"),
     ),
     *_fixes(
         "reference.store.lineage",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 
 from . import sessions
 from .errors import CooldownRestoreMismatch, UnknownSessionError
 from .rows import COOLDOWN_COLUMNS, MISSING_COOLDOWN, CooldownRow
+
+TIMEOUT_ERROR = "timeout:"  # how a host's timeout record names its error (the budget follows)
 
 
 def record(db: sqlite3.Connection, sid: str, until: float, error: str) -> None:
@@ -37,7 +40,8 @@ def raw(db: sqlite3.Connection, sid: str) -> CooldownRow:
 
 
 def restore(db: sqlite3.Connection, sid: str, row: CooldownRow) -> None:
-    """Put back a snapshot exactly, earlier deadline or empty row included."""
+    """Put back a snapshot exactly, earlier deadline or empty row included, except a host's later timeout record."""
+    row = _keeping_later_timeout(raw(db, sid), row)
     # FIX cooldown-exact-restore (R1): a rollback writes the raw pre-attempt row, then proves it by reading it back
     db.execute(
         "UPDATE sessions SET cooldown_until = ?, cooldown_error = ?, ineffective_count = ?, fallback_streak = ?"
@@ -47,6 +51,17 @@ def restore(db: sqlite3.Connection, sid: str, row: CooldownRow) -> None:
     stored = raw(db, sid)
     if stored != row:
         raise CooldownRestoreMismatch(f"cooldown row of {sid!r} reads back as {stored}, wrote {row}")
+
+
+def _keeping_later_timeout(current: CooldownRow, snapshot: CooldownRow) -> CooldownRow:
+    """The snapshot, with the deadline of a timeout recorded since it was read. Only a host records a timeout, and
+    never the rolled-back attempt's own host (a rollback after its own timeout record keeps the whole row), so
+    such a record is another attempt's, perhaps another process's, and no effect of the attempt rolled back."""
+    later = current.until is not None and (snapshot.until is None or current.until > snapshot.until)
+    # FIX rollback-keeps-later-timeout (R2): erasing another attempt's timeout record lets the next turn re-enter the route that just stalled
+    if later and (current.error or "").startswith(TIMEOUT_ERROR):
+        return dataclasses.replace(snapshot, until=current.until, error=current.error)
+    return snapshot
 
 
 def clear(db: sqlite3.Connection, sid: str) -> None:
