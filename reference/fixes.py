@@ -107,6 +107,10 @@ FIXES: tuple[Fix, ...] = (
             "a timed-out attempt's lease is freed only after the host recorded the timeout backoff",
         ),
         (
+            "timeout-record-survives-unwind", "R2",
+            "once the host claimed its timeout record, the record and the lease's release finish even if the host is cancelled from outside",
+        ),
+        (
             "stop-ordered-at-timeout", "R2",
             "the host orders the user's stop and its own timeout when the timeout fires, not by who wins the fence lock",
         ),

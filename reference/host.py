@@ -101,12 +101,14 @@ class HostWait:
                 await fence.release_cancelled()
             return Outcome("unchanged", "hard_cancelled")
         fence.claim_timeout_record()  # same step as the check: a later stop finds the record claimed
-        write_label(self._rt, self._session, fence.attempt, TIMED_OUT, terminal=True)
-        # FIX timeout-arms-backoff (R2): without a recorded cooldown the next turn re-enters the route that just stalled
-        await self._cooldowns.record_timeout(self._session, fence.attempt, kind)
-        if release_now:
-            await fence.release_cancelled()
-        else:
+        # FIX timeout-record-survives-unwind (R2): a host cancelled from outside (its process stopping) between the claim and the record frees the lease with no backoff
+        with self._rt.cancel_scope(shield=True):
+            write_label(self._rt, self._session, fence.attempt, TIMED_OUT, terminal=True)
+            # FIX timeout-arms-backoff (R2): without a recorded cooldown the next turn re-enters the route that just stalled
+            await self._cooldowns.record_timeout(self._session, fence.attempt, kind)
+            if release_now:
+                await fence.release_cancelled()
+        if not release_now:
             await self._release_after_grace()
         return Outcome("timeout", kind)
 

@@ -260,7 +260,7 @@ MISTAKES = [
      "only one of the keys"),
     ("no action", "[[drive]]\nat = 0\n", "drive[0]", '"turn", "message", "title", "command" (the action)'),
     ("message to a cli agent", '[[drive]]\nat = 0\nmessage = "hi"\n', "drive[0].agent", 'a gateway agent (frontend = "gateway")'),
-    ("unknown command", '[[drive]]\nat = 0\ncommand = "stop"\n', "drive[0].command", 'one of "compress"'),
+    ("unknown command", '[[drive]]\nat = 0\ncommand = "halt"\n', "drive[0].command", 'one of "compress"'),
     ("end_reason on a turn", '[[drive]]\nat = 0\nturn = "x"\nend_reason = "idle"\n', "drive[0].end_reason",
      'end_reason only with command = "end_session"'),
     ("unknown config key", "[world]\nconfig = { threshold = 1 }\n", "world.config.threshold",

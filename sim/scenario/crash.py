@@ -3,7 +3,8 @@
 A process's code runs on its own `ProcessRuntime` (the World's clock and tasks, but a dead process's events
 are dropped) and talks to the store over its own connection, which its death closes: every later call raises
 `ProcessGone`. Its work runs in cancel scopes that the crash cancels, so it stops at its next await. What
-it committed stays, what it had not begun never happens, and whatever it was doing is gone with it.
+it committed stays, what it had not begun never happens, and whatever it was doing is gone with it. A clean
+stop (SIGTERM) first cancels that work and lets it unwind through its own cleanup, then dies the same way.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class SimProcess:
     pool: CompressionPool
     gateway: GatewayFrontend
     work: list[Any] = field(default_factory=list)  # the cancel scopes of the work it runs
+    stopping: Any = None  # set by a clean stop; the event is set once its last work has unwound
 
     @property
     def crashed(self) -> bool:
@@ -60,6 +62,8 @@ class SimProcess:
         """Run a piece of the process's work so that its crash stops it; a crash is the end of it, not an error."""
         with self.rt.cancel_scope() as scope:
             self.work.append(scope)
+            if self.stopping is not None:
+                scope.cancel()  # a stopping process starts nothing new
             try:
                 return await work
             except BaseException:
@@ -68,7 +72,20 @@ class SimProcess:
                 return None  # whatever a dead process was doing when it died is gone with it
             finally:
                 self.work.remove(scope)
+                if self.stopping is not None and not self.work:
+                    self.stopping.set()
         return None
+
+    async def stop(self, grace_s: float) -> None:
+        """Stop cleanly (SIGTERM): cancel all running work so it unwinds through its own cleanup (a shielded
+        step finishes first), and wait up to `grace_s` for the last of it."""
+        self.stopping = self.rt.event()
+        if not self.work:
+            return
+        for scope in list(self.work):
+            scope.cancel()
+        with self.rt.move_on_after(grace_s):
+            await self.stopping.wait()
 
     def crash(self) -> None:
         """Die: record nothing more, refuse every store call, and stop all running work."""

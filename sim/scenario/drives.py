@@ -1,7 +1,8 @@
 """The user's side of a scenario: each drive waits for its trigger, then its action is carried out.
 
 A drive sends a turn to an agent's terminal, a platform message to its gateway, a title to its session, or a
-command: a forced compaction, Ctrl+C, a frontend's end stamp on a session, or a restart of the agent's process.
+command: a forced compaction, Ctrl+C, a frontend's end stamp on a session, or a restart (a crash) or a clean stop and restart of the
+agent's process.
 Each action has one handler, chosen by its `DriveAction`; it runs in the incarnation of the process the agent
 was opened in, so a drive to an agent whose process died dies with it.
 """
@@ -49,6 +50,7 @@ class Drives:
             DriveAction.CTRL_C: self._ctrl_c,
             DriveAction.END_SESSION: self._end_session,
             DriveAction.RESTART: self._restart,
+            DriveAction.STOP: self._stop,
         }
 
     def track(self, moments: Moments) -> None:
@@ -122,4 +124,8 @@ class Drives:
 
     async def _restart(self, drive: DriveSpec, slot: AgentSlot) -> None:
         self._actions.crash(slot.spec.process)
+        await self._actions.restart(slot.spec.process)
+
+    async def _stop(self, drive: DriveSpec, slot: AgentSlot) -> None:
+        await self._actions.stop(slot.spec.process)
         await self._actions.restart(slot.spec.process)

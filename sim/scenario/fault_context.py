@@ -26,6 +26,9 @@ from sim.scenario.builder import SystemBuilder
 from sim.scenario.model import AgentSpec
 
 
+STOP_GRACE_S = 15.0  # a stopping process's unwind, as the real stress run waits before its SIGKILL
+
+
 class SystemFaultContext:
     """The `FaultContext` of one run."""
 
@@ -57,6 +60,12 @@ class SystemFaultContext:
         proc.crash()
         self._built.process_table.kill(proc.process)
         self.rt.emit(ProcessCrashed(process=process, pid=proc.process.pid, start=proc.process.start_ticks))
+
+    async def stop(self, process: str) -> None:
+        """A clean stop (SIGTERM): the process's work unwinds through its own cleanup for up to `STOP_GRACE_S`;
+        then the process is gone, and what still ran (a late worker, a stalled unwind) dies with it."""
+        await self._built.processes[process].stop(STOP_GRACE_S)
+        self.crash(process)
 
     async def restart(self, process: str, *, recycle_pid: bool = False) -> None:
         """A new incarnation reopens its agents; only then has it restarted, as far as anyone can tell.

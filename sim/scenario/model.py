@@ -165,6 +165,7 @@ class DriveAction(StrEnum):
     CTRL_C = "ctrl_c"
     END_SESSION = "end_session"
     RESTART = "restart"
+    STOP = "stop"
 
 
 # The actions a drive writes as their own key (with their text); every other action is a `command`.
@@ -197,7 +198,8 @@ class DriveSpec:
     ))
     command: DriveAction | None = key(Choice(
         "Send this command instead of a turn: `compress` forces a compaction, `ctrl_c` presses Ctrl+C, "
-        "`end_session` ends the session, `restart` kills the agent's process and starts it again.",
+        "`end_session` ends the session, `restart` kills the agent's process and starts it again, `stop` tells it to "
+        "stop (SIGTERM: its work is cancelled and unwinds through its own cleanup) and starts it again.",
         values=COMMANDS, default=None, example='"ctrl_c"',
     ))
     agent: str = key(Reference("The agent that receives it.", namespace="agent", default=Derived("the first agent"), example='"main"'))
