@@ -502,7 +502,8 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
     description = (
         "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
         "timeout, and a Ctrl+C pressed while the host waited is a stop even when its cancel lands only after the "
-        "timeout; nor one whose commit was already admitted: the host waits for it and its outcome stands), the "
+        "timeout; a Ctrl+C stops its agent's active attempt and the running turn, its own compactions included; "
+        "nor one whose commit was already admitted: the host waits for it and its outcome stands), the "
         "timed-out attempt frees its lease only once the backoff is durable, and no automatic "
         "compaction of that session starts a summary within the first step of the timeout ladder, unless a forced "
         "attempt or a commit lifted the backoff meanwhile. Its own agent's compressor is bound from the timeout on; "
@@ -518,6 +519,8 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         self._waited_on: dict[AttemptId, tuple[SessionId, str | None]] = {}  # host still waiting -> session, agent
         self._timed_out: set[AttemptId] = set()
         self._pressed_by: dict[str, str] = {}  # the task that pressed Ctrl+C -> its agent
+        self._host_task: dict[AttemptId, str] = {}  # attempt -> the task its host waits in
+        self._turn_tasks: dict[str, set[str]] = {}  # agent -> the tasks its turns ran in
 
     def step_s(self) -> float:
         return self.system.config.timeout_cooldown_s(1)
@@ -530,6 +533,11 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
     def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
         super().host_started(event, record)
         self._waited_on[event.attempt] = (event.session, self.system.agent_of_task(record.task))
+        self._host_task[event.attempt] = record.task
+
+    @handles(FrontendTurnSubmitted)
+    def turn_submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+        self._turn_tasks.setdefault(event.agent, set()).add(record.task)
 
     @handles(HostReturned, HostUnwind)
     def host_left(self, event: HostReturned | HostUnwind, record: HistoryEvent) -> None:
@@ -543,12 +551,15 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
     def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent) -> None:
         """A Ctrl+C before the timeout stops the attempt its agent's host waits on (R1), even when its cancel waits
         behind a worker holding the fence lock (a stalled lease setup) and lands after the timeout: the press is
-        what the host can know at its timeout, the landing is an accident of the lock. A Ctrl+C after the
-        timeout stops no timeout: the backoff stays due, though its lease may go free before the record (R1)."""
+        what the host can know at its timeout, the landing is an accident of the lock. It stops the active
+        attempt (the newest its agent's host waits on) and the running turn: the turn's own compactions share
+        the turn's stop (a /compress typed beside it has its own). A Ctrl+C after the timeout stops no timeout:
+        the backoff stays due, though its lease may go free before the record (R1)."""
         agent = self._pressed_by.pop(record.task, None)
         waiting = [attempt for attempt, (session, caller) in self._waited_on.items()
                    if session == event.session and (agent is None or caller in (None, agent))]
-        for attempt in waiting[-1:]:  # the agent's active attempt: the newest its host waits on
+        turns = self._turn_tasks.get(agent, set()) if agent is not None else set()
+        for attempt in [a for a in waiting if a == waiting[-1] or self._host_task.get(a) in turns]:
             if attempt not in self._timed_out:
                 self._stopped.add(attempt)
         for attempt in [a for a in self._unrecorded if self._session_of.get(a) == event.session]:
