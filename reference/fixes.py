@@ -115,6 +115,10 @@ FIXES: tuple[Fix, ...] = (
             "the host orders the user's stop and its own timeout when the timeout fires, not by who wins the fence lock",
         ),
         (
+            "user-stop-at-ceiling-frees-lease", "R1",
+            "a host whose attempt the user stopped frees its lease as a timed-out one does, at the ceiling too",
+        ),
+        (
             "user-stop-is-not-a-timeout", "R1",
             "a host whose attempt the user already stopped records no timeout cooldown when its wait runs out",
         ),

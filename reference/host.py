@@ -97,8 +97,8 @@ class HostWait:
         user_stopped = stopped_at_timeout
         # FIX user-stop-is-not-a-timeout (R1): the user stopped this attempt first; a timeout record would block the next turns
         if user_stopped:
-            if release_now:
-                await fence.release_cancelled()
+            # FIX user-stop-at-ceiling-frees-lease (R1): the stop's own cancel never reached this attempt (a turn's compaction beside its active /compress); at the ceiling nobody else frees its lease
+            await self._free_lease(release_now)
             return Outcome("unchanged", "hard_cancelled")
         fence.claim_timeout_record()  # same step as the check: a later stop finds the record claimed
         # FIX timeout-record-survives-unwind (R2): a host cancelled from outside (its process stopping) between the claim and the record frees the lease with no backoff
@@ -106,11 +106,15 @@ class HostWait:
             write_label(self._rt, self._session, fence.attempt, TIMED_OUT, terminal=True)
             # FIX timeout-arms-backoff (R2): without a recorded cooldown the next turn re-enters the route that just stalled
             await self._cooldowns.record_timeout(self._session, fence.attempt, kind)
-            if release_now:
-                await fence.release_cancelled()
-        if not release_now:
-            await self._release_after_grace()
+        await self._free_lease(release_now)
         return Outcome("timeout", kind)
+
+    async def _free_lease(self, release_now: bool) -> None:
+        """Free the fenced-off attempt's lease: at once on the idle path, after the worker's grace at the ceiling."""
+        if release_now:
+            await self._fence.release_cancelled()
+        else:
+            await self._release_after_grace()
 
     async def _cancel_or_join(self, *, release: bool) -> bool:
         """True once the cancel won; False after an admitted commit finished (waited for, never abandoned)."""
