@@ -382,7 +382,11 @@ def swarm_verdict(code: int, stdout: str, stderr: str) -> tuple[str | None, str]
 
 @dataclass(frozen=True)
 class Killers:
-    """What judges a mutant: catalogue scenarios, generated swarm runs of workloads, or both (in that order)."""
+    """What judges a mutant: generated swarm runs of workloads, catalogue scenarios, or both.
+
+    With both, the swarm judges first and stops at its first failing run: most mutants fall within a few
+    runs, and a mutant the swarm kills is one it kills alone, so the report tells the swarm's own score too.
+    """
 
     scenarios: tuple[str, ...] = ()
     workloads: tuple[str, ...] | None = None  # None: no swarm; empty: the default workloads
@@ -391,12 +395,13 @@ class Killers:
     def judge(self, folder: Path, timeout: float) -> tuple[str | None, str]:
         """The first killer's verdict that kills, over the overlay in `folder` (its outputs stay there)."""
         how, detail = None, "nothing judged"
-        if self.scenarios:
+        if self.workloads is not None:
+            argv = ["swarm", *self.workloads, "--runs", str(self.swarm_runs), "--exitfirst", "--json",
+                    "--out", str(folder / "out")]
+            how, detail = _overlay_run(folder, argv, timeout, swarm_verdict)
+        if how is None and self.scenarios:
             how, detail = _overlay_run(folder, ["run", *self.scenarios, "--json", "--out", str(folder / "out")],
                                        timeout, catalogue_verdict)
-        if how is None and self.workloads is not None:
-            argv = ["swarm", *self.workloads, "--runs", str(self.swarm_runs), "--json", "--out", str(folder / "out")]
-            how, detail = _overlay_run(folder, argv, timeout, swarm_verdict)
         return how, detail
 
 

@@ -148,3 +148,21 @@ def test_the_pytest_plugin_leaves_workloads_alone_unless_asked(tmp_path):
     done = pytest_run(str(tmp_path / "scenarios"), "--sim-runs", "2", "-v", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout and "quiet.toml" not in done.stdout
+
+
+def test_exitfirst_stops_at_the_first_failing_run(tmp_path):
+    """The runs before the first failure all held, and none after it ran: the same stop under any shard size."""
+    whole = sim("swarm", str(SINGLE), "--runs", "40", *CAUGHT, "--json", "--out", "all", cwd=tmp_path)
+    failing = [run["run"] for run in json.loads(whole.stdout)["per_run"] if run["failure"] is not None]
+    assert failing, "the mutant must be caught within 40 runs for this test to mean anything"
+    done = sim("swarm", str(SINGLE), "--runs", "40", *CAUGHT, "--exitfirst", "--json", "--out", "first", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    assert [run["run"] for run in result["per_run"]] == list(range(failing[0] + 1))
+    assert result["per_run"][-1]["failure"] is not None and not result["passed"]
+
+
+def test_exitfirst_refuses_workers_and_feedback(tmp_path):
+    for extra in (("-j", "2"), ("--feedback",)):
+        done = sim("swarm", str(SINGLE), "--runs", "5", "--exitfirst", *extra, cwd=tmp_path)
+        assert done.returncode == 2 and "--exitfirst" in done.stderr and "Traceback" not in done.stderr, done.stderr

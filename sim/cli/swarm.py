@@ -37,13 +37,16 @@ def _swarm(args: argparse.Namespace) -> int:
     if args.time_budget is not None and args.time_budget <= 0:
         raise UsageError(f"--time-budget: expected a positive number, got {args.time_budget:g}")
     shard = parse_shard(args.shard)
+    if args.exitfirst and (args.jobs != 1 or args.feedback):
+        raise UsageError("--exitfirst stops at the first failing run in run order: it needs -j 1 and no --feedback")
     if args.feedback and shard.count != 1:
         raise UsageError(f"--feedback with --shard {args.shard}: a feedback campaign cannot be sharded (each run depends on the runs before it)")
     workloads = load_workloads([Path(path) for path in paths], registry())
     runs = args.runs if args.runs is not None or args.time_budget is not None else workloads[0].swarm.runs
     lines = _progress(args, runs)
     done = campaign(workloads, args.seed, shard=shard, runs=runs, time_budget_s=args.time_budget,
-                    jobs=args.jobs, feedback=args.feedback, on_run=lambda run: lines.done(_run_line(run)))
+                    jobs=args.jobs, feedback=args.feedback, on_run=lambda run: lines.done(_run_line(run)),
+                    exitfirst=args.exitfirst)
     result = _results(done, workloads, args, lines)
     _write_results(result, args)
     if args.json:
@@ -176,6 +179,8 @@ def add_swarm(commands: Any) -> None:
                             "(deterministic for any -j; not with --shard)")
     swarm.add_argument("--baseline", type=Path, metavar="RESULT.json",
                        help="failure classes these results reported are known: reported, but only new ones fail (exit 1)")
+    swarm.add_argument("-x", "--exitfirst", action="store_true",
+                       help="stop at the first failing run (with -j 1 and no --feedback)")
     swarm.add_argument("--shrink", action="store_true", help=f"shrink each failure class's first run (up to {SHRINK_LIMIT_S:g}s each)")
     add_json_options(swarm)
     swarm.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",

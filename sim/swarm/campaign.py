@@ -106,8 +106,9 @@ def summarise(workloads: Sequence[Workload], root_seed: int, index: int, report:
 
 def run_indices(workloads: Sequence[Workload], root_seed: int, indices: Iterable[int],
                 on_run: Callable[[RunSummary], None] | None = None,
-                biases: dict[int, Bias] | None = None) -> list[RunSummary]:
-    """The summaries of the given runs (each with its bias, if any), in order, inside one wall-clock freeze."""
+                biases: dict[int, Bias] | None = None, exitfirst: bool = False) -> list[RunSummary]:
+    """The summaries of the given runs (each with its bias, if any), in order, inside one wall-clock freeze;
+    with `exitfirst`, up to and including the first that failed."""
     freeze_long_lived()
     summaries = []
     with frozen_time():
@@ -117,17 +118,22 @@ def run_indices(workloads: Sequence[Workload], root_seed: int, indices: Iterable
             summaries.append(summary)
             if on_run is not None:
                 on_run(summary)
+            if exitfirst and summary.failure is not None:
+                break
     return summaries
 
 
 def campaign(workloads: Sequence[Workload], root_seed: int, *, shard: Shard = Shard(), runs: int | None = None,
              time_budget_s: float | None = None, jobs: int = 1, feedback: bool = False,
-             on_run: Callable[[RunSummary], None] | None = None) -> Campaign:
+             on_run: Callable[[RunSummary], None] | None = None, exitfirst: bool = False) -> Campaign:
     """Run the shard's share of the campaign: `runs` runs, or as many as `time_budget_s` CPU seconds allow.
 
     With `jobs` > 1 the shard is split again among worker processes (each takes every jobs-th of the
     shard's runs); the summaries come back in run order, so the result does not depend on `jobs`.
+    `exitfirst` stops at the first failing run (one process in run order, so where it stops is fixed).
     """
+    if exitfirst and (jobs != 1 or feedback):
+        raise ValueError("exitfirst needs one worker process and no feedback: only then is the first failure fixed")
     started = time.process_time()
     done = Campaign(root_seed, shard, feedback=feedback)
     if feedback:
@@ -135,7 +141,8 @@ def campaign(workloads: Sequence[Workload], root_seed: int, *, shard: Shard = Sh
             raise ValueError(f"a feedback campaign cannot be sharded (shard {shard}): each run depends on the runs before it")
         done.cpu_s = _with_feedback(done, workloads, runs, time_budget_s, jobs, on_run)
     elif jobs == 1:
-        done.runs = run_indices(workloads, root_seed, within_budget(shard.seeds(0), runs, time_budget_s), on_run)
+        done.runs = run_indices(workloads, root_seed, within_budget(shard.seeds(0), runs, time_budget_s), on_run,
+                                exitfirst=exitfirst)
     else:
         done.runs, done.cpu_s = _in_workers(workloads, root_seed, shard, runs, time_budget_s, jobs, on_run)
     done.cpu_s += time.process_time() - started
