@@ -1,10 +1,10 @@
 """The user's side of a scenario: each drive waits for its trigger, then its action is carried out.
 
 A drive sends a turn to an agent's terminal, a platform message to its gateway, a title to its session, or a
-command: a forced compaction, Ctrl+C, a frontend's end stamp on a session, or a restart (a crash) or a clean stop and restart of the
-agent's process.
-Each action has one handler, chosen by its `DriveAction`; it runs in the incarnation of the process the agent
-was opened in, so a drive to an agent whose process died dies with it.
+command: a forced compaction, Ctrl+C, a frontend's end stamp on a session, a restart of the agent's process (a
+crash), or a clean stop of it (SIGTERM) and a restart. Each action has one handler, chosen by its
+`DriveAction`; it runs in the incarnation of the process the agent was opened in, so a drive to an agent whose
+process died dies with it.
 """
 
 from __future__ import annotations
