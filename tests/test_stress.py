@@ -73,3 +73,25 @@ def test_python_m_reference_stress_is_the_same_command():
     done = subprocess.run([sys.executable, "-m", "reference", "stress", "--help"], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0 and "--processes" in done.stdout
+
+
+KEPT_RUNS = Path(__file__).parent / "stress_runs"
+
+
+def test_a_killed_holder_is_not_credited_with_the_commit_of_the_next_holder(tmp_path):
+    """A real run kept as found (logs and database of `python -m sim stress --processes 2 --duration 8 --seed 2`):
+    w1 was killed (SIGKILL) while its attempt held the lease of a session, above whose watermark w2 then
+    appended a platform message and, once w1 was dead, committed a summary in place that covered it. The final
+    database shows w2's summary above w1's watermark; crediting it to w1 at its death (as if w1 had committed
+    just before it died) made w1's commit the first after the message, whose watermark does not cover it, and
+    `acknowledged_appends_survive` reported the message lost. A summary written after the death is not the
+    dead attempt's."""
+    import tarfile
+
+    from reference.stress_worker import STRESS_CONFIG
+    from sim.stress.check import check
+
+    with tarfile.open(KEPT_RUNS / "killed_holder_then_next_commit.tar.gz") as kept:
+        kept.extractall(tmp_path, filter="data")
+    result = check(tmp_path / "stress.db", merged_history(tmp_path.glob("*.jsonl")), STRESS_CONFIG)
+    assert result.violations == [] and "acknowledged_appends_survive" in result.invariants

@@ -212,19 +212,22 @@ class _CommitEffects(Invariant):
     def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
         self._unfinished.pop(event.attempt, None)
 
-    def _died_after_commit(self) -> list[tuple[SessionId, AttemptId]]:
+    def _died_after_commit(self, record: HistoryEvent) -> list[tuple[SessionId, AttemptId]]:
         """At a crash: the unfinished attempts, now of a dead holder, whose commit the store shows took effect."""
         died = [(session, attempt) for attempt, session in self._unfinished.items()
                 if self.system.holder_is_dead(self._holders[attempt])]
         for _, attempt in died:
             del self._unfinished[attempt]
-        return [(session, attempt) for session, attempt in died if self._took_effect(session, attempt)]
+        return [(session, attempt) for session, attempt in died if self._took_effect(session, attempt, record)]
 
-    def _took_effect(self, session: SessionId, attempt: AttemptId) -> bool:
-        """Whether the store holds what this attempt's commit writes: a child it minted, or a summary above its watermark.
+    def _took_effect(self, session: SessionId, attempt: AttemptId, record: HistoryEvent) -> bool:
+        """Whether the store holds what this attempt's commit writes by the event `record`: a child it minted, or a
+        summary above its watermark written by then.
 
         Never for an attempt that lost its lease first: its commit cannot take effect, and a summary above its
-        watermark is the commit of the holder after it (a stalled attempt whose commit then failed, lease lost)."""
+        watermark is the commit of the holder after it (a stalled attempt whose commit then failed, lease lost).
+        A summary written after the event is another attempt's: a real run's store is its final state, which
+        holds the commits of the processes that outlived this one."""
         if attempt in self._lost:
             return False
         store = self.system.store
@@ -236,7 +239,8 @@ class _CommitEffects(Invariant):
         captured = self._watermarks.get(attempt)
         if captured is None or captured[0] != session:
             return False
-        return any(row.is_summary and row.id > captured[1] for row in store.active_messages(session))
+        return any(row.is_summary and row.id > captured[1] and row.timestamp <= record.time
+                   for row in store.active_messages(session))
 
 
 class AcknowledgedAppendsSurvive(_CommitEffects):
@@ -274,7 +278,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
 
     @handles(CompactionCommitFailed)
     def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
-        if self._took_effect(event.session, event.attempt):
+        if self._took_effect(event.session, event.attempt, record):
             self._commit(event.session, event.attempt, record)
 
     @handles(CommitPublished)
@@ -283,7 +287,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        for session, attempt in self._died_after_commit():
+        for session, attempt in self._died_after_commit(record):
             self._commit(session, attempt, record)
 
     def _commit(self, session: SessionId, attempt: AttemptId, record: HistoryEvent) -> None:
@@ -786,13 +790,13 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
     @handles(CompactionCommitFailed)
     def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
         """A commit that raised after it took effect summarized its input all the same (indeterminate, not failed)."""
-        if self._took_effect(event.session, event.attempt):
+        if self._took_effect(event.session, event.attempt, record):
             self._summarized |= self._inputs.pop(event.attempt, set())
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         """A commit the dead process made just before it died summarized its input (it only never said so)."""
-        for _, attempt in self._died_after_commit():
+        for _, attempt in self._died_after_commit(record):
             self._summarized |= self._inputs.pop(attempt, set())
         self._inputs = forget_process(self._inputs, event.process, self.system.process_of)
 
