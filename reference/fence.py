@@ -84,6 +84,11 @@ class CommitFence:
             self._given_up = True
 
     @property
+    def given_up(self) -> bool:
+        """The host's timeout fenced the attempt off before any commit began."""
+        return self._given_up
+
+    @property
     def lease_left_to_host(self) -> bool:
         """The host gave up after this attempt won its lease: the host frees it through the hook once its timeout
         backoff is recorded (timeout-recorded-before-release), so the worker must not free it first, whether it

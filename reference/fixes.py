@@ -107,6 +107,10 @@ FIXES: tuple[Fix, ...] = (
             "a timed-out attempt's lease is freed only after the host recorded the timeout backoff",
         ),
         (
+            "owed-timeout-recorded-on-unwind", "R2",
+            "a host cancelled from outside after its timeout and before its record writes the record before its unwind frees the lease",
+        ),
+        (
             "timeout-record-survives-unwind", "R2",
             "once the host claimed its timeout record, the record and the lease's release finish even if the host is cancelled from outside",
         ),

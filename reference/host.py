@@ -32,6 +32,7 @@ class HostWait:
         self._job = job
         self._fence = fence
         self._session = session
+        self._owed_record: str | None = None  # a timeout's budget while its backoff is owed and not yet being written
 
     async def run(self) -> Outcome:
         """Launch the job and return its outcome, or a timeout outcome once the attempt is fenced off."""
@@ -43,8 +44,10 @@ class HostWait:
         finally:
             if not handled:
                 self._rt.emit(HostUnwind(attempt=self._fence.attempt))
-                # FIX revoke-on-host-unwind (R5): an unwinding host must leave no worker that can still begin a commit
                 with self._rt.cancel_scope(shield=True):
+                    # FIX owed-timeout-recorded-on-unwind (R2): a host cancelled from outside after its timeout, before its record, would free the lease with no backoff
+                    await self._record_owed_timeout()
+                    # FIX revoke-on-host-unwind (R5): an unwinding host must leave no worker that can still begin a commit
                     await self._fence.revoke_commit_admission()
 
     async def _launch_and_wait(self) -> Outcome:
@@ -87,6 +90,8 @@ class HostWait:
         stopped_at_timeout = fence.stop_pressed  # the order of a stop and the timeout is known now, not at the lock
         # FIX timeout-reaches-lease-setup (R8): a worker stalled in lease setup holds the fence lock; unmarked, it summarizes after the host gave up
         fence.give_up()
+        if fence.given_up and not stopped_at_timeout:
+            self._owed_record = kind  # no commit began and no stop came first: the backoff is owed, however this host ends
         # FIX ceiling-keeps-lease-for-live-worker (R25): at the ceiling the worker may still run; freeing its lease lets a retry overlap it
         release_now = kind != CEILING
         # FIX timeout-recorded-before-release (R2): a lease freed before the record lets another process re-enter the stalled route unwarned
@@ -100,14 +105,25 @@ class HostWait:
             # FIX user-stop-at-ceiling-frees-lease (R1): the stop's own cancel never reached this attempt (a turn's compaction beside its active /compress); at the ceiling nobody else frees its lease
             await self._free_lease(release_now)
             return Outcome("unchanged", "hard_cancelled")
+        await self._record_timeout(kind)
+        await self._free_lease(release_now)
+        return Outcome("timeout", kind)
+
+    async def _record_timeout(self, kind: str) -> None:
+        """Claim the timeout's record and write it, once: the label and the ladder's cooldown."""
+        fence = self._fence
+        self._owed_record = None
         fence.claim_timeout_record()  # same step as the check: a later stop finds the record claimed
         # FIX timeout-record-survives-unwind (R2): a host cancelled from outside (its process stopping) between the claim and the record frees the lease with no backoff
         with self._rt.cancel_scope(shield=True):
             write_label(self._rt, self._session, fence.attempt, TIMED_OUT, terminal=True)
             # FIX timeout-arms-backoff (R2): without a recorded cooldown the next turn re-enters the route that just stalled
             await self._cooldowns.record_timeout(self._session, fence.attempt, kind)
-        await self._free_lease(release_now)
-        return Outcome("timeout", kind)
+
+    async def _record_owed_timeout(self) -> None:
+        """An unwinding host that timed out and has not begun its record writes it before the lease can go."""
+        if self._owed_record is not None:
+            await self._record_timeout(self._owed_record)
 
     async def _free_lease(self, release_now: bool) -> None:
         """Free the fenced-off attempt's lease: at once on the idle path, after the worker's grace at the ceiling."""
