@@ -521,6 +521,8 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         self._pressed_by: dict[str, str] = {}  # the task that pressed Ctrl+C -> its agent
         self._host_task: dict[AttemptId, str] = {}  # attempt -> the task its host waits in
         self._turn_tasks: dict[str, set[str]] = {}  # agent -> the tasks its turns ran in
+        # timed out before its lease setup won the lease: the session its host waited on, and the timeout
+        self._timed_out_unleased: dict[AttemptId, tuple[SessionId, HistoryEvent]] = {}
 
     def step_s(self) -> float:
         return self.system.config.timeout_cooldown_s(1)
@@ -557,21 +559,37 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         the backoff stays due, though its lease may go free before the record (R1)."""
         agent = self._pressed_by.pop(record.task, None)
         waiting = [attempt for attempt, (session, caller) in self._waited_on.items()
-                   if session == event.session and (agent is None or caller in (None, agent))]
+                   if (session == event.session and (agent is None or caller in (None, agent)))
+                   or (agent is not None and caller == agent)]  # its agent may have moved on to a continuation
         turns = self._turn_tasks.get(agent, set()) if agent is not None else set()
         for attempt in [a for a in waiting if a == waiting[-1] or self._host_task.get(a) in turns]:
             if attempt not in self._timed_out:
                 self._stopped.add(attempt)
-        for attempt in [a for a in self._unrecorded if self._session_of.get(a) == event.session]:
+        for attempt in [a for a in self._unrecorded if a in waiting or self._session_of.get(a) == event.session]:
             del self._unrecorded[attempt]
+        for attempt in [a for a, (session, _) in self._timed_out_unleased.items() if a in waiting or session == event.session]:
+            del self._timed_out_unleased[attempt]
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
         """A timeout on an admitted commit is no failure: the host waits for the commit and its outcome stands
-        (R7), whether it commits or refuses inside its commit (would grow), and the host records nothing."""
+        (R7), whether it commits or refuses inside its commit (would grow), and the host records nothing. A
+        timeout before the attempt won its lease (its acquire stalled) is judged once the lease is won: the
+        lease is then the host's to free after the record, as any timed-out attempt's."""
         self._timed_out.add(event.attempt)
-        if event.attempt not in self._admitted and self.failed(event.attempt, record):
+        if event.attempt in self._admitted:
+            return
+        if self.failed(event.attempt, record):
             self._unrecorded[event.attempt] = record
+        elif event.attempt not in self._session_of and event.attempt in self._waited_on:
+            self._timed_out_unleased[event.attempt] = (self._waited_on[event.attempt][0], record)
+
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        super().acquired(event, record)
+        pending = self._timed_out_unleased.pop(event.holder.attempt, None)
+        if pending is not None and self.failed(event.holder.attempt, pending[1]):
+            self._unrecorded[event.holder.attempt] = pending[1]
 
     def _settle(self, session: SessionId, attempt: AttemptId, *, failed: bool) -> None:
         self._unrecorded.pop(attempt, None)
