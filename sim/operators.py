@@ -41,7 +41,10 @@ from sim import children
 from sim.mutants import EQUIVALENTS_FILE, MUTANTS_DIR, ROOT, overlay_process, overlay_with
 
 OPERATORS = ("compare", "boolop", "not", "constant", "guard", "return", "call", "swap")
-SKIPPED = ("reference/chat.py", "reference/__main__.py", "reference/fixes.py")  # a frontend, an entry point, the fix table
+# Never run by a simulated killer: a frontend, an entry point, the fix table, and the real host's own code (the real
+# process table, the real run's event log, the stress worker), which the real stress run and its tests judge instead.
+SKIPPED = ("reference/chat.py", "reference/__main__.py", "reference/fixes.py",
+           "reference/identity.py", "reference/eventlog.py", "reference/stress_worker.py")
 OBSERVERS = frozenset({"emit", "checkpoint"})  # calls that only record or name a scheduling point
 SMALL_INT = 16  # larger literals are sizes and ids, not bounds
 EQUIVALENTS = MUTANTS_DIR / EQUIVALENTS_FILE
