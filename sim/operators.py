@@ -286,6 +286,18 @@ def sample(candidates: Sequence[Candidate], seed: int, limit: int | None) -> lis
     return random.Random(seed).sample(list(candidates), count)
 
 
+def chosen(candidates: Sequence[Candidate], ids: Sequence[str]) -> list[Candidate]:
+    """The candidates named by id, in the order given (a last report's survivors, judged again after a fix).
+
+    Raises ValueError naming every id that is not a current candidate (a moved line changes its id).
+    """
+    by_id = {candidate.id: candidate for candidate in candidates}
+    unknown = [candidate_id for candidate_id in ids if candidate_id not in by_id]
+    if unknown:
+        raise ValueError(f"not a current candidate: {', '.join(unknown)}")
+    return [by_id[candidate_id] for candidate_id in dict.fromkeys(ids)]
+
+
 # ---- known equivalents -------------------------------------------------------------------------
 
 
@@ -478,6 +490,7 @@ class OperatorReport:
     jobs: int
     seconds: float
     stale: list[str] = field(default_factory=list)
+    by_id: bool = False  # the launch was named by id (--only), not sampled with the seed
 
     def equivalent_runs(self) -> list[MutantRun]:
         """Marked equivalent and survived: left out of the score."""
@@ -509,21 +522,27 @@ class OperatorReport:
 def mutate_operators(
     killers: Killers, *, seed: int, limit: int | None, budget: float | None, timeout: float, jobs: int,
     equivalents_path: Path = EQUIVALENTS, on_done: Callable[[MutantRun], None] | None = None,
+    only: Sequence[str] | None = None,
 ) -> OperatorReport:
-    """Enumerate, sample, run; the report says what was killed, how, and what survived."""
+    """Enumerate, sample (or take the candidates named in `only`), run; the report says what was killed, how,
+    and what survived."""
     sources = reference_sources()
     candidates = all_candidates(sources)
     equivalents = load_equivalents(equivalents_path)
-    launch = sample(candidates, seed, limit)
+    launch = sample(candidates, seed, limit) if only is None else chosen(candidates, only)
     started = time.monotonic()
     runs = run_sample(launch, sources, killers, jobs=jobs, timeout=timeout, budget=budget, on_done=on_done)
     return OperatorReport(candidates, launch, runs, equivalents, sources, seed, jobs, time.monotonic() - started,
-                          stale_equivalents(equivalents, candidates))
+                          stale_equivalents(equivalents, candidates), by_id=only is not None)
 
 
 def score_line(report: OperatorReport) -> str:
     return (f"mutation score: {report.killed()} killed / {report.non_equivalent()} non-equivalent = "
             f"{report.score():.1f}%")
+
+
+def _selection(report: OperatorReport) -> str:
+    return "named by id" if report.by_id else f"sampled (seed {report.seed})"
 
 
 def render(report: OperatorReport) -> str:
@@ -533,8 +552,7 @@ def render(report: OperatorReport) -> str:
         f"  by an invariant {report.killed('invariant')}, by a vacuity check {report.killed('vacuity')}, "
         f"crashed {report.killed('crash')}, timeouts {report.killed('timeout')}; survived {len(report.survivors())}; "
         f"equivalent {len(report.equivalent_runs())} (excluded)",
-        f"  {len(report.runs)} of {len(report.launch)} sampled (seed {report.seed}) from {len(report.candidates)} "
-        f"candidates in {report.seconds:.1f}s: {report.per_minute():.1f} mutants per minute, {report.jobs} jobs",
+        f"  {len(report.runs)} of {len(report.launch)} {_selection(report)} from {len(report.candidates)} candidates in {report.seconds:.1f}s: {report.per_minute():.1f} mutants per minute, {report.jobs} jobs",
     ]
     for run in report.contradicted():
         lines.append(f"marked equivalent but killed ({run.how}: {run.detail}): {run.candidate.id}")
@@ -559,6 +577,6 @@ def report_json(report: OperatorReport) -> dict[str, Any]:
         "equivalent": len(report.equivalent_runs()), "survived": [run.candidate.id for run in report.survivors()],
         "contradicted_equivalents": [run.candidate.id for run in report.contradicted()],
         "stale_equivalents": report.stale, "candidates": len(report.candidates), "sampled": len(report.launch),
-        "run": len(report.runs), "seed": report.seed, "jobs": report.jobs, "seconds": round(report.seconds, 1),
+        "run": len(report.runs), "seed": None if report.by_id else report.seed, "jobs": report.jobs, "seconds": round(report.seconds, 1),
         "mutants_per_minute": round(report.per_minute(), 1), "mutants": [entry(run) for run in report.runs],
     }

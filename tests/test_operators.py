@@ -24,6 +24,7 @@ from sim.operators import (
     OperatorReport,
     all_candidates,
     catalogue_verdict,
+    chosen,
     load_equivalents,
     module_candidates,
     reference_sources,
@@ -255,3 +256,21 @@ def test_mutate_operators_end_to_end_on_a_tiny_catalogue(tmp_path: Path):
 
 def test_the_known_equivalent_mutants_name_current_candidates():
     assert stale_equivalents(load_equivalents(), all_candidates(reference_sources())) == []
+
+
+def test_only_takes_the_named_candidates_in_order_and_names_the_unknown():
+    candidates = module_candidates(FILE, SYNTHETIC)
+    second, first = candidates[1].id, candidates[0].id
+    assert chosen(candidates, [second, first, second]) == [candidates[1], candidates[0]]
+    with pytest.raises(ValueError, match="not a current candidate: reference/x.py:1:1:call"):
+        chosen(candidates, [first, "reference/x.py:1:1:call"])
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--only", "reference/nowhere.py:1:1:call"], "--only: not a current candidate: reference/nowhere.py:1:1:call"),
+    (["--only", "reference/lease.py:1:1:call", "--seed", "1"], "it takes neither --seed nor --max"),
+])
+def test_only_refuses_unknown_ids_and_a_sample(tmp_path: Path, extra: list[str], expected: str):
+    done = subprocess.run([sys.executable, "-m", "sim", "mutate", "--operators", *extra],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60, env=checkout_env())
+    assert done.returncode == 2 and expected in done.stderr, done.stderr

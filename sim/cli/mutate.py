@@ -14,7 +14,7 @@ from sim.cli.common import (
     CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, load_scenarios, positive_int, progress,
 )
 
-OPERATOR_OPTIONS = ("seed", "budget", "max", "timeout", "min_score", "killers", "swarm", "swarm_runs")
+OPERATOR_OPTIONS = ("seed", "budget", "max", "timeout", "min_score", "killers", "swarm", "swarm_runs", "only")
 KILLERS = ("catalogue", "swarm", "both")
 DEFAULT_SWARM_RUNS = 500
 DEFAULT_MUTANT_TIMEOUT_S = 120.0
@@ -88,6 +88,13 @@ def _mutate_operators(args: argparse.Namespace) -> int:
         raise UsageError("--operators takes none of --revert, --repo, --paths, --mutant or test arguments")
     if any(value is not None and value <= 0 for value in (args.budget, args.max, args.timeout)):
         raise UsageError("--budget, --max and --timeout must be positive")
+    if args.only is not None and (args.seed is not None or args.max is not None):
+        raise UsageError("--only names the mutants itself: it takes neither --seed nor --max")
+    if args.only is not None:
+        try:
+            operators.chosen(operators.all_candidates(operators.reference_sources()), args.only)
+        except ValueError as error:
+            raise UsageError(f"--only: {error}") from None
     scenarios = load_scenarios(args.scenarios)
     judged_by = args.killers or "catalogue"
     if judged_by == "catalogue" and (args.swarm is not None or args.swarm_runs is not None):
@@ -105,7 +112,7 @@ def _mutate_operators(args: argparse.Namespace) -> int:
         print(f"python -m sim mutate --operators: {problem}", file=sys.stderr)
         return EXIT_VIOLATION
     report = operators.mutate_operators(killers, seed=args.seed or 0, limit=args.max, budget=args.budget,
-                                        timeout=timeout, jobs=args.jobs,
+                                        timeout=timeout, jobs=args.jobs, only=args.only,
                                         on_done=lambda run: lines.done(f"{run.candidate.id}: {run.how or 'SURVIVED'}, {run.seconds:.1f}s"))
     min_score = DEFAULT_MIN_SCORE if args.min_score is None else args.min_score
     passed = report.score() >= min_score
@@ -145,4 +152,6 @@ def _add_operator_options(mutate: argparse.ArgumentParser) -> None:
                         help="operators: the swarm workloads for --killers swarm/both (default: scenarios/swarm/)")
     mutate.add_argument("--swarm-runs", type=positive_int, metavar="N",
                         help=f"operators: generated runs per mutant for --killers swarm/both (default {DEFAULT_SWARM_RUNS})")
+    mutate.add_argument("--only", nargs="+", metavar="ID",
+                        help="operators: judge only these candidate ids (<file>:<line>:<col>:<operator>, as a report names them), not a sample")
     mutate.add_argument("--min-score", type=float, metavar="PERCENT", help=f"operators: exit 1 below this mutation score (default {DEFAULT_MIN_SCORE:g})")
