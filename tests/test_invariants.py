@@ -279,6 +279,13 @@ CASES: dict[str, tuple[list[Any], list[Any], Callable | None, Callable | None]] 
         [E(FenceBeginOk(attempt=A1)), E(FenceRevoked(attempt=A1, commit_in_flight=True)),
          E(CommitArchived(session=S, attempt=A1, rows=2))],
         None, None),
+    "no_admission_after_ctrl_c": (
+        [E(HostStarted(attempt=A1, session=S, mode="forced"), 0, "agent:main"),
+         E(FrontendCtrlC(agent="main", turn_running=True), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c"),
+         E(FenceBeginOk(attempt=A1), 1)],
+        [E(HostStarted(attempt=A1, session=S, mode="forced"), 0, "agent:main"), E(FenceBeginOk(attempt=A1), 1),
+         E(FrontendCtrlC(agent="main", turn_running=True), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c")],
+        None, None),
     "lease_held_across_commit": (
         [E(FenceBeginOk(attempt=A1)), E(LeaseReleased(session=S, holder=H1, held=True))],
         [E(FenceBeginOk(attempt=A1)), E(CommitArchived(session=S, attempt=A1, rows=2)), E(LeaseReleased(session=S, holder=H1, held=True))],
@@ -813,6 +820,19 @@ def test_a_ctrl_c_stops_only_the_attempts_its_own_agent_started():
                 E(grace_expired(), 1, "ctrl_c")]
     assert check("hard_cancel_frees_lease", pressed_during_attempt_of("a3")) == []
     assert check("hard_cancel_frees_lease", pressed_during_attempt_of("a1"))
+
+
+def test_a_ctrl_c_stops_only_its_own_agents_active_attempt_from_the_press():
+    """main's /compress a2, typed beside the turn whose compaction a1 still runs, is the active attempt: main's
+    press stops a2 alone (a1 is judged by the turn's stop, not here), and another terminal's press stops neither."""
+    def admitted_after_press(by: str, admitted: AttemptId) -> list[tuple]:
+        return [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0, "agent:main"),
+                E(HostStarted(attempt=A2, session=S, mode="forced"), 1, "agent:main"),
+                E(FrontendCtrlC(agent=by, turn_running=True), 2, "ctrl_c"), E(HardCancelRequested(session=S), 2, "ctrl_c"),
+                E(FenceBeginOk(attempt=admitted), 3)]
+    assert check("no_admission_after_ctrl_c", admitted_after_press("main", A2))
+    assert check("no_admission_after_ctrl_c", admitted_after_press("main", A1)) == []
+    assert check("no_admission_after_ctrl_c", admitted_after_press("a1", A2)) == []
 
 
 def test_a_ctrl_c_is_judged_at_its_own_grace_expiry_not_another_terminals():

@@ -10,7 +10,12 @@ from sim.invariants.compressor import (
     WouldGrowLatchesBreaker,
     CommitBelowThresholdClearsStrikes,
 )
-from sim.invariants.fence import CancelNeverBeatsAdmittedCommit, LeaseHeldAcrossCommit, NoCommitAfterCancel
+from sim.invariants.fence import (
+    CancelNeverBeatsAdmittedCommit,
+    LeaseHeldAcrossCommit,
+    NoAdmissionAfterCtrlC,
+    NoCommitAfterCancel,
+)
 from sim.invariants.host import (
     NoRelabelAfterTerminal,
     FailedSummaryBacksOff,
@@ -69,7 +74,8 @@ from sim.invariants.transcript import (
 INVARIANTS: dict[str, type[Invariant]] = {
     invariant.name: invariant
     for invariant in (
-        NoCommitAfterCancel, LeaseHeldAcrossCommit, SingleLiveHead, OneContinuationPerParent, NoOrphanParent,
+        NoCommitAfterCancel, NoAdmissionAfterCtrlC, LeaseHeldAcrossCommit, SingleLiveHead, OneContinuationPerParent,
+        NoOrphanParent,
         CallerSessionFollowsRotation, NoDuplicatePersistedTurn, AcknowledgedAppendsSurvive,
         AbortedAttemptLeavesParentUnchanged, CallerTranscriptOnlyThroughCommit, LeaseMutualExclusion,
         AppendsNeverRefusedByLease, LeaseReleasedWithinTtl, DeadHolderReclaimable, StaleAttemptWritesNoState,

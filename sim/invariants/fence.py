@@ -11,12 +11,17 @@ from contract.events import (
     FenceBeginOk,
     FenceCancelWon,
     FenceRevoked,
+    FrontendCtrlC,
+    HardCancelRequested,
+    HostReturned,
+    HostStarted,
     HostUnwind,
     LeaseReleased,
+    ProcessCrashed,
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId
-from sim.invariants.base import Invariant, Violation, handles
+from sim.invariants.base import Invariant, Violation, forget_process, handles
 from sim.invariants.host import job_attempt
 
 
@@ -48,6 +53,67 @@ class NoCommitAfterCancel(Invariant):
         if event.attempt not in self._admitted:
             return self.violation(f"attempt {event.attempt} committed ({record.kind}) without an admitted fence", record)
         return None
+
+
+class NoAdmissionAfterCtrlC(Invariant):
+    """A Ctrl+C stops its agent's active attempt (the top of the agent's fence stack: the newest attempt its
+    agent started whose host has not returned) at the press, not where its cancel lands: the cancel may queue
+    behind a worker already inside commit admission, so the press itself (the stop the fence reads) is what
+    refuses that commit. A /compress typed beside a running turn holds a stop of its own, which only the press
+    of the active attempt sets. An attempt whose host unwound stays the agent's newest here until its host
+    returns (it never does): its fence may still be on the stack, and it is revoked, so judging it is safe; the
+    older attempt below it is then not judged."""
+
+    name = "no_admission_after_ctrl_c"
+    races = ("R1",)
+    description = (
+        "Once a Ctrl+C is pressed, its agent's active attempt (the newest it started whose host still waits), "
+        "unless its commit was already admitted, is never admitted to commit: the stop counts from the press, "
+        "even when its cancel queues behind the worker at the commit door."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._pressed_by: dict[str, str] = {}  # the task that pressed Ctrl+C -> its agent
+        self._caller: dict[AttemptId, str] = {}  # attempts whose host has not returned -> the agent that started them
+        self._admitted: set[AttemptId] = set()
+        self._stopped: dict[AttemptId, HistoryEvent] = {}  # attempt -> the Ctrl+C that stopped it before admission
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        agent = self.system.agent_of_task(record.task)
+        if agent is not None:
+            self._caller[event.attempt] = agent
+
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> None:
+        self._caller.pop(event.attempt, None)
+
+    @handles(FrontendCtrlC)
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
+        self._pressed_by[record.task] = event.agent
+
+    @handles(HardCancelRequested)
+    def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent) -> None:
+        agent = self._pressed_by.pop(record.task, None)
+        mine = [attempt for attempt, caller in self._caller.items() if caller == agent]
+        if mine and mine[-1] not in self._admitted:
+            self._stopped.setdefault(mine[-1], record)
+
+    @handles(FenceBeginOk)
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> Violation | None:
+        self._admitted.add(event.attempt)
+        pressed = self._stopped.get(event.attempt)
+        if pressed is not None:
+            return self.violation(f"attempt {event.attempt} was admitted to commit after a Ctrl+C stopped it", pressed, record)
+        return None
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        # a dead process's attempts run no more, and its restart numbers them from 1 again
+        self._caller = forget_process(self._caller, event.process, self.system.process_of)
+        self._stopped = forget_process(self._stopped, event.process, self.system.process_of)
+        self._admitted = set(forget_process(dict.fromkeys(self._admitted), event.process, self.system.process_of))
 
 
 class LeaseHeldAcrossCommit(Invariant):
