@@ -51,6 +51,7 @@ from contract.events import (
     FrontendSessionEnded,
     FrontendTurnFailed,
     FrontendTurnSubmitted,
+    GatewayTurnStarted,
     HardCancelRequested,
     HostCommitOverrun,
     HostReturned,
@@ -96,7 +97,7 @@ OTHER_FAILED = CooldownSet(session=S, until_s=60.0, attempt=AttemptId.of("p2", 1
 @dataclass
 class FakeSystem:
     store: SessionStore = field(default_factory=SessionStore)
-    config: CompactionConfig = field(default_factory=lambda: CompactionConfig(lease_ttl_s=60, idle_timeout_s=10, ceiling_timeout_s=100, commit_overrun_slice_s=5, tail_count=1))
+    config: CompactionConfig = field(default_factory=lambda: CompactionConfig(lease_ttl_s=60, idle_timeout_s=10, ceiling_timeout_s=100, commit_overrun_slice_s=5, tail_count=1, gateway_writes_on_receipt=True))
     dead: set[str] = field(default_factory=lambda: {DEAD})
     agents: dict[str, Any] = field(default_factory=dict)
     restarted: dict[str, str] = field(default_factory=dict)  # incarnation -> its process, once restarted
@@ -585,6 +586,38 @@ CASES.update({
         [E(labeled(A1, "started"), 0), E(labeled(A1, "timed_out", terminal=True), 5), E(labeled(A2, "started"), 70)],
         None, None),
 })
+
+def gateway_in_p1(received: bool) -> Callable[[SessionStore], dict[str, Any]]:
+    """The gateway agent `bot` runs in process p1; its platform message tg:1 has a user row if `received`."""
+    def arrange(store: SessionStore) -> dict[str, Any]:
+        store.create_session("s", now=0)
+        if received:
+            message = {"role": "user", "content": "hi", "timestamp": 0.0, "platform_message_id": "tg:1"}
+            store.append_messages("s", [message], now=0)
+        return {"bot": SimpleNamespace(spec=SimpleNamespace(process="p1"))}
+    return arrange
+
+
+GATEWAY_COMPACTS_THEN_DIES = [E(GatewayTurnStarted(agent="bot", platform_message_id="tg:1"), 0, "agent:bot"),
+                              E(HostStarted(attempt=A1, session=S, mode="automatic"), 0, "agent:bot"),
+                              E(ProcessCrashed(process="p1", pid=100), 5)]
+
+CASES.update({
+    "received_message_survives_gateway_crash": (
+        GATEWAY_COMPACTS_THEN_DIES, GATEWAY_COMPACTS_THEN_DIES, gateway_in_p1(False), gateway_in_p1(True)),
+})
+
+
+def test_a_failed_receipt_write_leaves_the_message_to_the_flush():
+    """Fail-open (#104653): a receipt write that raised promises nothing; the turn's flush is the only writer."""
+    failed = [GATEWAY_COMPACTS_THEN_DIES[0], E(AppendFailed(session=S, error="OperationalError"), 0, "agent:bot"),
+              *GATEWAY_COMPACTS_THEN_DIES[1:]]
+    assert check("received_message_survives_gateway_crash", failed, gateway_in_p1(False)) == []
+
+
+def test_a_turn_still_writing_on_receipt_when_the_gateway_dies_promised_nothing():
+    assert check("received_message_survives_gateway_crash", GATEWAY_COMPACTS_THEN_DIES[::2], gateway_in_p1(False)) == []
+
 
 def test_a_close_made_during_the_turn_must_outlive_the_turn():
     """hermes O: a close that lands mid-turn fails that turn's rotation; nothing but the next turn's start clears it."""

@@ -69,6 +69,7 @@ from sim.invariants.transcript import (
     ToldMessagesKeptOnceInOrder,
     MessageCountMatchesActiveRows,
     CompletedTurnPersistsUserMessage,
+    ReceivedMessageSurvivesGatewayCrash,
 )
 
 INVARIANTS: dict[str, type[Invariant]] = {
@@ -93,6 +94,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown, CommitReachesCaller,
         AutomaticEndNeverRefusesRotation, ToldMessagesKeptOnceInOrder,
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
+        ReceivedMessageSurvivesGatewayCrash,
     )
 }
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 from contract.events import (
+    AppendFailed,
     AppendOk,
     AttemptClaimed,
     CommitArchived,
@@ -20,6 +21,7 @@ from contract.events import (
     CompactionWatermarkFailed,
     ExternalRotated,
     FrontendTurnSubmitted,
+    GatewayTurnStarted,
     HostReturned,
     HostStarted,
     LeaseAcquired,
@@ -831,3 +833,63 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
 
 def key(row: Any) -> Key:
     return (row.role, row.content)
+
+
+class ReceivedMessageSurvivesGatewayCrash(Invariant):
+    """#104653: a gateway that writes on receipt makes a platform message durable as it takes it, before its turn
+    compacts (a summary may take minutes), so killing the gateway's process during that compaction does not lose
+    the message: the conversation the restarted gateway continues holds it. No reply was shown yet, so the
+    invariants of what the user was told see nothing when such a message is lost (a receipt write that never
+    ran acknowledges nothing): the promise is the receipt write's own. A receipt write that failed
+    (`append.failed` before the compaction) is fail-open by design: the turn's flush is then the only writer.
+    """
+
+    name = "received_message_survives_gateway_crash"
+    races = ("R10",)
+    description = (
+        "With the gateway writing on receipt, a platform message whose turn went on to compact (its receipt write "
+        "not failed) has a user row with its platform message id if the gateway's process dies during that turn."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._taken: dict[str, tuple[str, HistoryEvent | None]] = {}  # gateway task -> its message's id, its compaction
+
+    @handles(GatewayTurnStarted)
+    def taken(self, event: GatewayTurnStarted, record: HistoryEvent) -> None:
+        self._taken.pop(record.task, None)
+        if event.platform_message_id is not None and self.system.config.gateway_writes_on_receipt:
+            self._taken[record.task] = (event.platform_message_id, None)
+
+    @handles(AppendFailed)
+    def write_failed(self, event: AppendFailed, record: HistoryEvent) -> None:
+        taken = self._taken.get(record.task)
+        if taken is not None and taken[1] is None:  # the receipt write failed: fail-open, the flush writes it
+            del self._taken[record.task]
+
+    @handles(HostStarted)
+    def compacting(self, event: HostStarted, record: HistoryEvent) -> None:
+        taken = self._taken.get(record.task)
+        if taken is not None and taken[1] is None:
+            self._taken[record.task] = (taken[0], record)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> Violation | None:
+        dying = [task for task in self._taken if self._process_of_task(task) == event.process]
+        taken = [self._taken.pop(task) for task in dying]
+        for platform_id, compaction in taken:
+            if compaction is not None and not self._durable(platform_id):
+                return self.violation(
+                    f"platform message {platform_id} was taken by a gateway that writes on receipt, yet no user row holds it "
+                    f"when the gateway's process {event.process} died during its turn's compaction", compaction, record,
+                )
+        return None
+
+    def _process_of_task(self, task: str) -> str | None:
+        slot = self.system.agents.get(self.system.agent_of_task(task) or "")
+        return None if slot is None else slot.spec.process
+
+    def _durable(self, platform_id: str) -> bool:
+        store = self.system.store
+        return any(row.role == "user" and row.platform_message_id == platform_id
+                   for sid in store.session_ids() for row in store.all_messages(sid))
