@@ -680,6 +680,24 @@ def test_only_a_host_timeout_before_the_users_stop_excuses_the_rollback():
     assert check("hard_cancel_restores_cooldown", acquired + timeout + stop + rolled_back, one_head) == []
 
 
+def test_a_rollback_after_the_hosts_timeout_writes_no_cooldown_row():
+    """R2 (hermes #7): the host reported the timeout, so the cooldown is its record's; the rollback is inert for it,
+    whether it runs before the record lands or after (here it put back the longer cooldown a /compress lifted)."""
+    acquired = [E(LeaseAcquired(session=S, holder=H1), 0), lambda store: store.clear_cooldown("s"),
+                E(CooldownCleared(session=S, attempt=A1), 0), E(timed_out(A1, "idle"), 5)]
+    stop = [E(FenceCancelWon(attempt=A1, hard=True), 6)]
+    rewrote = [lambda store: store.record_cooldown("s", 600.0, "summary_failed"), E(CooldownRestored(session=S, attempt=A1), 6)]
+    recorded = [lambda store: store.record_cooldown("s", 65.0, "timeout:idle"),
+                E(CooldownSet(session=S, until_s=65.0, attempt=A1, error="timeout:idle"), 8), E(returned("timeout"), 8)]
+    inert = [E(AttemptRestored(attempt=A1, generation=1), 6)]
+    ended = [E(finished(A1, "unchanged", "hard_cancelled"), 6)]
+    assert check("hard_cancel_restores_cooldown", acquired + stop + rewrote + ended + recorded, one_head)
+    assert check("hard_cancel_restores_cooldown", acquired + recorded + stop + rewrote + ended, one_head)
+    assert check("hard_cancel_restores_cooldown", acquired + stop + inert + ended + recorded, one_head) == []
+    user_stop = [E(returned("unchanged"), 8)]  # the stop came first: no timeout, the rollback is the attempt's
+    assert check("hard_cancel_restores_cooldown", acquired + stop + rewrote + ended + user_stop, one_head) == []
+
+
 def test_a_stop_reaching_an_attempt_that_already_refused_keeps_its_failure_cooldown():
     """The summary failed and its cooldown was recorded before the press: the stop has nothing left to undo."""
     acquired = [E(LeaseAcquired(session=S, holder=H1), 0)]

@@ -21,6 +21,7 @@ from contract.events import (
     FenceBeginRefused,
     FenceCancelWon,
     FenceRevoked,
+    HostReturned,
     HostStarted,
     HostTimeout,
     HostUnwind,
@@ -207,13 +208,19 @@ class HardCancelRestoresCooldown(Invariant):
     the next turn compacted) must write nothing (R21, `stale_attempt_writes_no_state`), whichever session the
     newer claim works on; a claim that sat out without a lease, or finished before any state was written for it,
     excuses nothing (see CompressorClaims).
+
+    A host timeout before the stop excuses the row from being as found, not the rollback from writing it: the
+    host reported a timeout, so the cooldown is its record's (hermes: a late same-generation rollback is inert),
+    and a rollback that writes the row anyway (before the record lands or after it) puts back whatever the
+    attempt found, e.g. the longer cooldown a /compress had lifted, which then outlives the timeout's backoff.
     """
 
     name = "hard_cancel_restores_cooldown"
     races = ("R1",)
     description = (
         "A hard-cancelled attempt that never began a commit leaves its session's cooldown row exactly as it found it "
-        "(a Ctrl+C that wins the fence only after the attempt refused on its own stops nothing)."
+        "(a Ctrl+C that wins the fence only after the attempt refused on its own stops nothing); one its host "
+        "reported timed out leaves the row to the host's timeout record: its rollback writes no row."
     )
 
     def __init__(self, system) -> None:
@@ -223,11 +230,20 @@ class HardCancelRestoresCooldown(Invariant):
         self._excused: set[AttemptId | None] = set()
         self._settled: set[AttemptId | None] = set()  # refused before any stop reached them
         self._restored: set[AttemptId | None] = set()  # their rollback ran: a later claim excuses nothing
+        self._timed_out: dict[AttemptId, HistoryEvent] = {}  # attempt -> its host's return as a timeout
+        self._rewrote: dict[AttemptId, HistoryEvent] = {}  # attempt -> its rollback's write of the cooldown row
         self._claims = CompressorClaims()
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent) -> None:
         self._claims.started(event.attempt, self.system.agent_of_task(record.task))
+
+    @handles(HostReturned)
+    def host_returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+        if event.status != "timeout":
+            return None
+        self._timed_out[event.attempt] = record
+        return self._rollback_over_timeout(event.attempt)
 
     @handles(AttemptClaimed)
     def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
@@ -273,10 +289,25 @@ class HardCancelRestoresCooldown(Invariant):
 
     @handles(*COOLDOWN_WRITES)
     def cooldown_written(self, event: CooldownSet | CooldownCleared | CooldownRestored | CompactionStrike | CompactionCommitted,
-                         record: HistoryEvent) -> None:
+                         record: HistoryEvent) -> Violation | None:
         self._claims.wrote(event.attempt)
         # another attempt wrote the row meanwhile: the rollback restores what its attempt read, not this
         self._excused.update(a for a, (session, _, _) in self._found.items() if session == event.session and a != event.attempt)
+        if not isinstance(event, CooldownRestored):
+            return None
+        self._rewrote[event.attempt] = record
+        return self._rollback_over_timeout(event.attempt)
+
+    def _rollback_over_timeout(self, attempt: AttemptId) -> Violation | None:
+        """The attempt's rollback wrote the cooldown row although its host reported it timed out (either order:
+        the host may still be writing its record when the rollback runs)."""
+        if attempt not in self._timed_out or attempt not in self._rewrote:
+            return None
+        return self.violation(
+            f"attempt {attempt}'s rollback wrote the cooldown row although its host had timed it out: the cooldown "
+            f"is the host's timeout record, not the attempt's to roll back",
+            self._timed_out.pop(attempt), self._rewrote.pop(attempt),
+        )
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent) -> Violation | None:
