@@ -585,6 +585,12 @@ CASES.update({
         [E(labeled(A1, "started"), 0), E(labeled(A1, "timed_out", terminal=True), 5), E(labeled(A1, "in_progress"), 6)],
         [E(labeled(A1, "started"), 0), E(labeled(A1, "timed_out", terminal=True), 5), E(labeled(A2, "started"), 70)],
         None, None),
+    "running_summary_labelled": (
+        [E(labeled(A1, "started"), 0), E(labeled(A1, "timed_out", terminal=True), 5),
+         E(CompactionSummaryStarted(attempt=A2, generation=2), 70), E(labeled(A2, "in_progress"), 72)],
+        [E(labeled(A1, "started"), 0), E(labeled(A1, "timed_out", terminal=True), 5), E(labeled(A2, "started"), 70),
+         E(CompactionSummaryStarted(attempt=A2, generation=2), 70)],
+        None, None),
 })
 
 def gateway_in_p1(received: bool) -> Callable[[SessionStore], dict[str, Any]]:

@@ -25,6 +25,7 @@ from sim.invariants.host import (
     NextTurnPersistsAfterCtrlC,
     NoProgressAfterGiveUp,
     PoolAdmissionBounded,
+    RunningSummaryLabelled,
     StaleJobNeverRuns,
     TimeoutBacksOff,
     TurnFailsOnlyExpectedly,
@@ -95,6 +96,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         AutomaticEndNeverRefusesRotation, ToldMessagesKeptOnceInOrder,
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
         ReceivedMessageSurvivesGatewayCrash,
+        RunningSummaryLabelled,
     )
 }
 

@@ -709,6 +709,36 @@ class NoRelabelAfterTerminal(Invariant):
         self._terminal = forget_process(self._terminal, event.process, self.system.process_of)
 
 
+class RunningSummaryLabelled(Invariant):
+    """The status line is the user's only sign that a long summary is running (R26): each compression episode
+    labels the agent "started" as it begins, whatever the line said before. A new attempt that left the label
+    alone until its first heartbeat tick showed, for a whole interval of its summary, the previous attempt's
+    state: its "completed", or its host's "timed out" (hermes test_heartbeat_start_republishes_new_compression_
+    episode). An attempt's heartbeat starts before its summary and is silent only once its fence is cancelled,
+    after which no summary starts: so a started summary always follows a label of its own attempt."""
+
+    name = "running_summary_labelled"
+    races = ("R26",)
+    description = (
+        "An attempt has labelled the agent (\"compression started\") before its summary starts: the status line never "
+        "shows an earlier attempt's state, its \"timed out\" included, for a summary that is running."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._labelled: set[AttemptId] = set()
+
+    @handles(ActivityLabeled)
+    def labeled(self, event: ActivityLabeled, record: HistoryEvent) -> None:
+        self._labelled.add(event.attempt)
+
+    @handles(CompactionSummaryStarted)
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+        if event.attempt not in self._labelled:
+            return self.violation(f"attempt {event.attempt} started its summary with the status line showing no label of its own", record)
+        return None
+
+
 # Errors that are never an injected fault's doing, however a run was disturbed: a bug in the system.
 PROGRAMMING_ERRORS = (
     "RuntimeError", "TypeError", "AttributeError", "KeyError", "IndexError", "ValueError", "AssertionError",
