@@ -831,6 +831,19 @@ CASES.update({
 })
 
 
+def archive_unchanged(store: SessionStore) -> None:
+    store.archive_and_compact("s", [{"role": "user", "content": f"m{i}", "timestamp": float(i)} for i in range(3)],
+                              holder=H1, watermark=3, now=5)
+
+
+CASES.update({
+    "commit_changes_transcript": (
+        [E(CompactionInput(session=S, attempt=A1, rows=[1, 2, 3]), 1), archive_unchanged, E(CommitArchived(session=S, attempt=A1, rows=3), 5)],
+        [E(CompactionInput(session=S, attempt=A1, rows=[1, 2, 3]), 1), archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5)],
+        three_rows_leased, three_rows_leased),
+})
+
+
 def test_a_row_above_the_watermark_marked_summarized_was_not_seen_by_the_summary():
     """The commit marks row 3, above the attempt's watermark and outside its input, as summarized."""
     def archive_everything(store: SessionStore) -> None:

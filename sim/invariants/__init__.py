@@ -63,6 +63,7 @@ from sim.invariants.transcript import (
     AcknowledgedAppendsSurvive,
     ArchivedRowsWereInInput,
     CallerTranscriptOnlyThroughCommit,
+    CommitChangesTranscript,
     CommitReachesCaller,
     DurableMessagesMatchRows,
     NoDuplicatePersistedTurn,
@@ -96,7 +97,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         AutomaticEndNeverRefusesRotation, ToldMessagesKeptOnceInOrder,
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
         ReceivedMessageSurvivesGatewayCrash,
-        RunningSummaryLabelled,
+        RunningSummaryLabelled, CommitChangesTranscript,
     )
 }
 

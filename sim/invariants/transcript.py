@@ -580,6 +580,49 @@ class CompletedTurnPersistsUserMessage(Invariant):
         return None
 
 
+class CommitChangesTranscript(Invariant):
+    """A candidate that reads as its input changes nothing (§2 step 12): the attempt refuses it as no progress
+    and backs off, instead of archiving the rows only to write them again (the table grows by a copy of the
+    transcript each time, R12) and telling the user the conversation was compressed. The screen compares
+    marker-free messages: a row loaded without its summary flag made an unchanged summary-of-a-summary look
+    new. Judged on the store: the commit's new transcript must not begin with its input rows, verbatim."""
+
+    name = "commit_changes_transcript"
+    races = ("R12",)
+    description = (
+        "A commit never writes its input back unchanged: a candidate that reads as the rows it summarized is refused "
+        "(no progress) before it is written, so no commit's transcript begins with its input rows verbatim."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._input: dict[AttemptId, tuple[SessionId, list[int]]] = {}
+
+    @handles(CompactionInput)
+    def input(self, event: CompactionInput, record: HistoryEvent) -> None:
+        self._input[event.attempt] = (event.session, event.rows)
+
+    @handles(CommitArchived)
+    def archived(self, event: CommitArchived, record: HistoryEvent) -> Violation | None:
+        return self._judge(event.attempt, event.session, record)
+
+    @handles(CommitPublished)
+    def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
+        return self._judge(event.attempt, event.child, record)
+
+    def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent) -> Violation | None:
+        session, rows = self._input.pop(attempt, (None, []))
+        if session is None or not rows:
+            return None
+        store = self.system.store
+        payloads = {row.id: row.payload for row in store.all_messages(session)}
+        before = [payloads[row_id] for row_id in rows if row_id in payloads]
+        after = [row.payload for row in store.active_messages(written)]
+        if after[:len(before)] == before:
+            return self.violation(f"attempt {attempt} committed its input rows {rows} back unchanged into {written}", commit)
+        return None
+
+
 class ArchivedRowsWereInInput(Invariant):
     name = "archived_rows_were_in_input"
     races = ("R14",)

@@ -53,6 +53,7 @@ NOT_APPLICABLE = {
     "no_summary_inside_cooldown": _STORE_AT_EVENT,
     "abandoned_attempt_frees_lease": _STORE_AT_EVENT,
     "archived_rows_were_in_input": _STORE_AT_EVENT,
+    "commit_changes_transcript": _STORE_AT_EVENT,
     "commit_reaches_caller": _STORE_AT_EVENT,
     "automatic_end_never_refuses_rotation": _STORE_AT_EVENT,
     "told_messages_kept_once_in_order": _STORE_AT_EVENT,
