@@ -831,6 +831,15 @@ CASES.update({
 })
 
 
+CASES.update({
+    "ctrl_c_sees_idle_prompt": (
+        [TURN_STARTS, E(persisted(1), 2), E(persisted(2, "assistant"), 2), E(FrontendCtrlC(agent="main", turn_running=True), 5, "ctrl_c")],
+        [TURN_STARTS, E(persisted(1), 2), E(FrontendCtrlC(agent="main", turn_running=True), 2, "ctrl_c"),
+         E(persisted(2, "assistant"), 3), E(FrontendCtrlC(agent="main", turn_running=False), 5, "ctrl_c")],
+        None, None),
+})
+
+
 def archive_unchanged(store: SessionStore) -> None:
     store.archive_and_compact("s", [{"role": "user", "content": f"m{i}", "timestamp": float(i)} for i in range(3)],
                               holder=H1, watermark=3, now=5)

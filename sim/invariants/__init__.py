@@ -17,6 +17,7 @@ from sim.invariants.fence import (
     NoCommitAfterCancel,
 )
 from sim.invariants.host import (
+    CtrlCSeesIdlePrompt,
     NoRelabelAfterTerminal,
     FailedSummaryBacksOff,
     HardCancelFreesLease,
@@ -97,7 +98,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         AutomaticEndNeverRefusesRotation, ToldMessagesKeptOnceInOrder,
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
         ReceivedMessageSurvivesGatewayCrash,
-        RunningSummaryLabelled, CommitChangesTranscript,
+        RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt,
     )
 }
 

@@ -22,6 +22,7 @@ from contract.events import (
     FenceRevoked,
     FrontendCtrlC,
     FrontendCtrlCGraceExpired,
+    FrontendTurnAbandoned,
     FrontendTurnFailed,
     FrontendTurnSubmitted,
     HardCancelRequested,
@@ -39,6 +40,7 @@ from contract.events import (
     StoreFaultFired,
     TaskExit,
     TaskSpawn,
+    TurnPersisted,
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
@@ -736,6 +738,46 @@ class RunningSummaryLabelled(Invariant):
     def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
         if event.attempt not in self._labelled:
             return self.violation(f"attempt {event.attempt} started its summary with the status line showing no label of its own", record)
+        return None
+
+
+class CtrlCSeesIdlePrompt(Invariant):
+    """What Ctrl+C does depends on whether a turn is running: during one it is a hard cancel with a grace
+    period, at the prompt it ends the chat (`reference/chat.py`). A terminal that thought a turn was running at
+    its prompt (before its first turn, or after one ended) would make the user's Ctrl+C wait out a grace period
+    on nothing, and abandon a turn that had long given its reply. A turn has ended once the terminal showed its
+    error or gave it up, or once its reply was persisted (the last thing it does, in the step it returns); a
+    turn that ends otherwise (stopped without a reply) is still counted as running, so this judges only
+    presses at a prompt it can prove idle."""
+
+    name = "ctrl_c_sees_idle_prompt"
+    races = ("R1",)
+    description = (
+        "Ctrl+C reports a turn running only while one of its terminal's turns is: at the prompt (before the first "
+        "turn, or after one's reply was persisted or its failure shown) it finds none, so it abandons none."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._running: dict[str, str] = {}  # agent -> the task of its terminal's turn not yet known to have ended
+
+    @handles(FrontendTurnSubmitted)
+    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+        self._running[event.agent] = record.task
+
+    @handles(FrontendTurnFailed, FrontendTurnAbandoned)
+    def ended(self, event: FrontendTurnFailed | FrontendTurnAbandoned, record: HistoryEvent) -> None:
+        self._running.pop(event.agent, None)
+
+    @handles(TurnPersisted)
+    def replied(self, event: TurnPersisted, record: HistoryEvent) -> None:
+        if event.role == "assistant":
+            self._running = {agent: task for agent, task in self._running.items() if task != record.task}
+
+    @handles(FrontendCtrlC)
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> Violation | None:
+        if event.turn_running and event.agent not in self._running:
+            return self.violation(f"Ctrl+C at {event.agent}'s idle prompt reported a turn running", record)
         return None
 
 
