@@ -275,8 +275,13 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
     @handles(ExternalRotated)
     def rotated_externally(self, event: ExternalRotated, record: HistoryEvent) -> None:
         """A writer without the lease copied the head's active rows into a child: it summarized nothing, and a
-        row it carried is judged by its copy there, as a commit's clone is."""
+        row it carried is judged by its copy there, as a commit's clone is. The copies are written now: a turn
+        whose stalled write is acknowledged with one of them later (its own /compress had carried it there) is
+        judged from this moment, so the commit that summarized the copy in between counts (a harness-only
+        fault, so the store read here is the one at this event)."""
         self._commits.setdefault(event.parent, []).append((record.seq, 0))
+        for row in self.system.store.all_messages(event.child):
+            self._appended_at.setdefault(row.id, record.seq)
 
     @handles(CompactionCommitFailed)
     def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
