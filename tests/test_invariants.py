@@ -840,6 +840,37 @@ CASES.update({
 })
 
 
+FAILED = CooldownSet(session=S, until_s=60.0, attempt=A1, error="summary_failed")
+BLOCKED_A3 = [E(AttemptClaimed(attempt=A3, generation=3), 20), E(CompactionBlocked(session=S, attempt=A3, reason="cooldown"), 20)]
+
+CASES.update({
+    "cooldown_blocks_only_while_in_force": (
+        [E(FAILED, 1), E(CooldownCleared(session=S, attempt=A2), 10)] + BLOCKED_A3,
+        [E(FAILED, 1)] + BLOCKED_A3,
+        None, None),
+})
+
+
+def test_a_clear_by_another_agent_leaves_the_local_deadline_in_force():
+    """Each agent's compressor keeps its own deadline: another agent's clear empties the row, not that deadline."""
+    started = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0, "agent:a"),
+               E(HostStarted(attempt=A2, session=S, mode="forced"), 5, "agent:b"),
+               E(HostStarted(attempt=A3, session=S, mode="automatic"), 20, "agent:a")]
+    history = [started[0], E(FAILED, 1), started[1], E(CooldownCleared(session=S, attempt=A2), 10), started[2]] + BLOCKED_A3
+    assert check("cooldown_blocks_only_while_in_force", history) == []
+
+
+def test_a_failure_recorded_after_a_block_of_its_compressor_explains_it():
+    """A failure sets its compressor's deadline a step before its record: a sibling attempt may be blocked between."""
+    history = [E(AttemptClaimed(attempt=A1, generation=1), 0)] + BLOCKED_A3 + [E(FAILED, 20)]
+    assert check("cooldown_blocks_only_while_in_force", history) == []
+    assert check("cooldown_blocks_only_while_in_force", BLOCKED_A3 + [E(AttemptClaimed(attempt=A1, generation=4), 21), E(FAILED, 21)])
+
+def test_a_deadline_that_ran_out_before_the_claim_blocks_nothing():
+    late = [E(AttemptClaimed(attempt=A3, generation=3), 61), E(CompactionBlocked(session=S, attempt=A3, reason="cooldown"), 61)]
+    assert check("cooldown_blocks_only_while_in_force", [E(FAILED, 1)] + late)
+
+
 def archive_unchanged(store: SessionStore) -> None:
     store.archive_and_compact("s", [{"role": "user", "content": f"m{i}", "timestamp": float(i)} for i in range(3)],
                               holder=H1, watermark=3, now=5)

@@ -2,6 +2,7 @@
 
 from sim.invariants.base import Invariant, InvariantSet, SystemView, Violation
 from sim.invariants.compressor import (
+    CooldownBlocksOnlyWhileInForce,
     CooldownNeverShortened,
     CurrentAttemptOwnsCompressor,
     HardCancelRestoresCooldown,
@@ -98,7 +99,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         AutomaticEndNeverRefusesRotation, ToldMessagesKeptOnceInOrder,
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
         ReceivedMessageSurvivesGatewayCrash,
-        RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt,
+        RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt, CooldownBlocksOnlyWhileInForce,
     )
 }
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Sequence
 
 from contract.events import (
     AttemptClaimed,
     AttemptRestored,
+    CompactionBlocked,
     CompactionCommitted,
     CompactionFinished,
     CompactionRefused,
@@ -15,6 +17,7 @@ from contract.events import (
     CompactionSummaryStarted,
     CooldownClearSkipped,
     CooldownCleared,
+    CooldownPersistFailed,
     CooldownRestored,
     CooldownSet,
     FenceBeginOk,
@@ -419,6 +422,157 @@ class NoSummaryInsideCooldown(Invariant):
                 f"lasts until {until:g}s", self._recorded.get(session), record,
             )
         return None
+
+
+# What an unseen write may have left as a session's deadline: anything.
+UNKNOWN_DEADLINE = math.inf
+# Store writes of the cooldown row that an injected failure may make land without their event.
+COOLDOWN_STORE_OPS = ("record_cooldown", "clear_cooldown", "restore_cooldown_row")
+
+
+class _Deadlines:
+    """A cooldown deadline per key (a session's row, a compressor) as it changed over a run (0.0: none)."""
+
+    def __init__(self) -> None:
+        self._changes: dict[Any, list[tuple[int, float]]] = {}  # key -> (seq, deadline) from that event on
+        self._initial = 0.0  # the deadline of a key no event touched yet
+
+    def set(self, key: Any, record: HistoryEvent, deadline: float) -> None:
+        self._changes.setdefault(key, []).append((record.seq, deadline))
+
+    def raise_to(self, key: Any, record: HistoryEvent, deadline: float) -> None:
+        """The later of the current deadline and `deadline` (the durable row's merge-max)."""
+        if deadline > self.current(key):
+            self.set(key, record, deadline)
+
+    def current(self, key: Any) -> float:
+        changes = self._changes.get(key)
+        return changes[-1][1] if changes else self._initial
+
+    def max_since(self, key: Any, seq: int) -> float:
+        """The latest deadline in force at any moment from event `seq` on."""
+        changes = self._changes.get(key, [])
+        before = [deadline for at, deadline in changes if at <= seq]
+        return max([before[-1] if before else self._initial] + [deadline for at, deadline in changes if at > seq])
+
+    def forget(self, record: HistoryEvent) -> None:
+        """A write may have landed unseen: every deadline is unknown until its next reported change."""
+        self._initial = UNKNOWN_DEADLINE
+        for key in self._changes:
+            self.set(key, record, UNKNOWN_DEADLINE)
+
+
+class CooldownBlocksOnlyWhileInForce(Invariant):
+    name = "cooldown_blocks_only_while_in_force"
+    races = ("R2",)
+    description = (
+        "An automatic attempt is blocked by a failure cooldown only while the cooldowns the system reported say "
+        "one is in force: a recorded deadline (a failure's or a host timeout's cooldown.set) not lifted since by a "
+        "reported clear of the session's row or of the attempt's own compressor; a reported clear really lifts it."
+    )
+    # The converse of no_summary_inside_cooldown, judged from events only (no store read): a model of the
+    # durable row (merge-max of cooldown.set, emptied by cooldown.cleared) and of each compressor's local
+    # deadline (its own records and clears, and the row a gate of it was blocked by). The gate reads both at
+    # some moment between its claim and its block, against the clock at its start, so a block is lawful when a
+    # deadline later than the claim was in force at any moment of that window. A rollback (cooldown.restored,
+    # attempt.restored) puts back a value captured after the attempt's claim: at most the largest its window
+    # saw. A durable write and its event share one step (so do the gate's read and its block); only a store
+    # fault around a cooldown write leaves the rows unknown (any deadline lawful) until their next reported
+    # clear. A failure's local deadline, though, is set a step before its record: a block the model cannot
+    # explain waits for a record by an attempt of the same compressor that was under way at the block (or for
+    # that process's crash, which may swallow the record), and is reported only if none comes.
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._durable = _Deadlines()  # by session
+        self._local = _Deadlines()  # by compressor
+        self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
+        self._claimed: dict[AttemptId, HistoryEvent] = {}  # attempt -> its attempt.claimed
+        self._cleared: dict[SessionId, HistoryEvent] = {}  # session -> its latest reported clear
+        self._unexplained: list[tuple[HistoryEvent, HistoryEvent]] = []  # (claim, block) no reported cooldown explains
+
+    @handles(HostStarted)
+    def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._compressor[event.attempt] = (event.attempt.process, self.system.agent_of_task(record.task))
+
+    @handles(AttemptClaimed)
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
+        self._claimed[event.attempt] = record
+
+    @handles(CooldownSet)
+    def recorded(self, event: CooldownSet, record: HistoryEvent) -> None:
+        self._durable.raise_to(event.session, record, event.until_s)
+        self._local.raise_to(self._compressor_of(event.attempt), record, event.until_s)
+        self._explain(event.attempt, event.until_s)
+
+    @handles(CooldownPersistFailed)
+    def persist_failed(self, event: CooldownPersistFailed, record: HistoryEvent) -> None:
+        self._local.raise_to(self._compressor_of(event.attempt), record, UNKNOWN_DEADLINE)
+        self._explain(event.attempt, UNKNOWN_DEADLINE)
+
+    @handles(CooldownCleared)
+    def cleared(self, event: CooldownCleared, record: HistoryEvent) -> None:
+        self._durable.set(event.session, record, 0.0)
+        self._local.set(self._compressor_of(event.attempt), record, 0.0)
+        self._cleared[event.session] = record
+
+    @handles(CooldownRestored)
+    def row_restored(self, event: CooldownRestored, record: HistoryEvent) -> None:
+        claim = self._claimed.get(event.attempt)
+        put_back = UNKNOWN_DEADLINE if claim is None else self._durable.max_since(event.session, claim.seq)
+        self._durable.raise_to(event.session, record, put_back)
+
+    @handles(AttemptRestored)
+    def snapshot_restored(self, event: AttemptRestored, record: HistoryEvent) -> None:
+        compressor, claim = self._compressor_of(event.attempt), self._claimed.get(event.attempt)
+        put_back = UNKNOWN_DEADLINE if claim is None else self._local.max_since(compressor, claim.seq)
+        self._local.raise_to(compressor, record, put_back)
+
+    @handles(StoreFaultFired)
+    def store_fault(self, event: StoreFaultFired, record: HistoryEvent) -> None:
+        if event.op in COOLDOWN_STORE_OPS:
+            self._durable.forget(record)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._unexplained = [(claim, block) for claim, block in self._unexplained
+                             if self.system.process_of(self._compressor_of(block.event.attempt)[0]) != event.process]
+
+    @handles(CompactionBlocked)
+    def blocked(self, event: CompactionBlocked, record: HistoryEvent) -> None:
+        claim = self._claimed.get(event.attempt)
+        if event.reason != "cooldown" or claim is None:
+            return
+        compressor = self._compressor_of(event.attempt)
+        durable = self._durable.max_since(event.session, claim.seq)
+        local = self._local.max_since(compressor, claim.seq)
+        self._local.raise_to(compressor, record, durable)  # the gate keeps the row's deadline locally
+        if max(durable, local) <= claim.time - 1e-9:
+            self._unexplained.append((claim, record))
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        if not self._unexplained:
+            return None
+        claim, block = self._unexplained[0]
+        session = block.event.session
+        return self.violation(
+            f"attempt {block.event.attempt} was blocked by a cooldown on {session} although every cooldown the "
+            f"system reported had been cleared or had run out by its claim at {claim.time:g}s",
+            self._cleared.get(session), claim, block,
+        )
+
+    def _explain(self, writer: AttemptId, until_s: float) -> None:
+        """`writer`'s record explains its compressor's blocks that came while it was under way (claimed before)."""
+        claimed, compressor = self._claimed.get(writer), self._compressor_of(writer)
+        self._unexplained = [
+            (claim, block) for claim, block in self._unexplained
+            if not (self._compressor_of(block.event.attempt) == compressor and until_s > claim.time - 1e-9
+                    and (claimed is None or claimed.seq < block.seq))
+        ]
+
+    def _compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
+        """Whose local deadline an attempt set and obeys (an attempt no host started: its process's)."""
+        return self._compressor.get(attempt, (attempt.process, None))
 
 
 # How a host stops an attempt: from then on the attempt's cancelled-check rightly answers "cancelled".

@@ -67,6 +67,7 @@ NOT_APPLICABLE = {
     "hung_commit_reported": _VIRTUAL_TIME,
     "next_turn_persists_after_ctrl_c": _VIRTUAL_TIME,
     "turn_after_quiet_persists": _VIRTUAL_TIME,
+    "cooldown_blocks_only_while_in_force": _VIRTUAL_TIME,
     "hard_cancel_frees_lease": _VIRTUAL_TIME,
     "no_admission_after_ctrl_c": "needs the agent whose host started each attempt, which a real worker's log does not say",
     "stale_attempt_writes_no_state": "keys compressor generations by process; a stress process runs two agents, each with its own compressor",
