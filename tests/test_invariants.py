@@ -49,6 +49,7 @@ from contract.events import (
     FrontendCtrlC,
     FrontendCtrlCGraceExpired,
     FrontendSessionEnded,
+    FrontendTitleFailed,
     FrontendTurnFailed,
     FrontendTurnSubmitted,
     GatewayTurnStarted,
@@ -461,6 +462,14 @@ def titled(source: str) -> Callable[[SessionStore], None]:
     return arrange
 
 
+def shown_by(titles: dict[str, str]) -> Callable[[SessionStore], None]:
+    """One conversation per session named, each showing its title."""
+    def arrange(store: SessionStore) -> None:
+        for sid, title in titles.items():
+            store.create_session(sid, now=0, title=title, title_source="user")
+    return arrange
+
+
 RESET = SessionAutoReset(from_session=S, to_session=SessionId("s/r"), reason="x")
 OVERFLOWED = TurnContextOverflow(session=S, tokens=900)
 RECOVERY_RETURNED = HostReturned(attempt=A1, status="unchanged", session=S, caller_session=S, transcript_before="",
@@ -470,6 +479,10 @@ CASES.update({
         [E(SessionTitled(session=S, title="T", source="derived", stored="T"), 0), E(CommitPublished(parent=S, child=CHILD, attempt=A1), 1)],
         [E(SessionTitled(session=S, title="T", source="derived", stored="T"), 0), E(CommitPublished(parent=S, child=CHILD, attempt=A1), 1)],
         titled("user"), titled("derived")),
+    "title_names_one_conversation": (
+        [E(SessionTitled(session=S, title="T", source="user", stored="T"), 0)],
+        [E(SessionTitled(session=S, title="T", source="user", stored="T"), 0)],
+        shown_by({"s": "T", "t": "T"}), shown_by({"s": "T", "t": "U"})),
     "no_false_auto_reset": (
         [E(finished(A1, "unchanged", "cooldown"), 0), E(RESET, 1)],
         [E(finished(A1, "unchanged", "ineffective"), 0), E(RESET, 1)],
@@ -1105,6 +1118,30 @@ def test_a_lease_less_writer_may_leave_the_title_on_the_parent_it_rotated():
     assert check("title_follows_conversation", [rotated], arrange) == []
     published = E(CommitPublished(parent=S, child=SessionId("s/x"), attempt=A1), 1)
     assert "s, closed by compression, still shows the title 'T'" in check("title_follows_conversation", [published], arrange)
+
+
+def test_an_automatic_title_yields_to_equal_or_higher_authority_and_improves_a_lower_one():
+    """Judged against the title last given to the conversation: here the world's, then the one just given."""
+    def given(source: str, stored: str | None, title: str = "U") -> tuple:
+        return E(SessionTitled(session=S, title=title, source=source, stored=stored), 0)
+
+    def world(source: str) -> Callable[[SessionStore], None]:
+        return lambda store: store.create_session("s", now=0, title="T", title_source=source)
+
+    assert "replaced 'T' (user)" in check("title_follows_conversation", [given("llm", "U")], world("user"))[0]
+    assert "replaced 'T' (llm)" in check("title_follows_conversation", [given("llm", "U")], world("llm"))[0]
+    assert "was refused" in check("title_follows_conversation", [given("llm", None)], world("derived"))[0]
+    assert check("title_follows_conversation", [given("llm", None)], world("user")) == []
+    assert check("title_follows_conversation", [given("llm", None)], world("llm")) == []
+    renamed = [lambda store: store.set_session_title("s", "V"), given("user", "V", "V"), given("llm", None)]
+    assert check("title_follows_conversation", renamed, world("derived")) == []
+
+
+def test_a_users_title_is_refused_only_when_another_conversation_shows_it():
+    """A rename to the conversation's own title is no conflict; one another conversation shows is."""
+    refused = E(FrontendTitleFailed(session=S, title="T", error="title 'T' is already in use"), 0)
+    assert "yet no other conversation shows it" in check("title_names_one_conversation", [refused], shown_by({"s": "T"}))[0]
+    assert check("title_names_one_conversation", [refused], shown_by({"s": "U", "t": "T"})) == []
 
 
 def test_a_job_started_after_its_host_gave_up_does_no_work():

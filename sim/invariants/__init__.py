@@ -59,7 +59,7 @@ from sim.invariants.lineage import (
 )
 from sim.invariants.liveness import TurnAfterQuietPersists
 from sim.invariants.overflow import NoFalseAutoReset, OverflowRecoveryIgnoresCooldown
-from sim.invariants.titles import TitleFollowsConversation
+from sim.invariants.titles import TitleFollowsConversation, TitleNamesOneConversation
 from sim.invariants.transcript import (
     AbortedAttemptLeavesParentUnchanged,
     AcknowledgedAppendsSurvive,
@@ -95,7 +95,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         CancelNeverBeatsAdmittedCommit, SummaryStartsUnderLease, MessageCountMatchesActiveRows,
         CompletedTurnPersistsUserMessage, CommitBelowThresholdClearsStrikes, NoSummaryInsideCooldown,
         AbandonedAttemptFreesLease, TimeoutBacksOff, ArchivedRowsWereInInput,
-        TitleFollowsConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown, CommitReachesCaller,
+        TitleFollowsConversation, TitleNamesOneConversation, NoFalseAutoReset, OverflowRecoveryIgnoresCooldown, CommitReachesCaller,
         AutomaticEndNeverRefusesRotation, ToldMessagesKeptOnceInOrder,
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
         ReceivedMessageSurvivesGatewayCrash,

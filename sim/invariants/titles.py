@@ -1,14 +1,23 @@
-"""Invariants of session titles: one conversation shows one title, the one last given to it, by whom (R17)."""
+"""Invariants of session titles: one conversation shows one title, the one last given to it, by whom; one title
+names one conversation (R17)."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from contract.events import CommitPublished, Event, ExternalRotated, SessionTitled, SessionTitleIndeterminate
+from contract.events import (
+    CommitPublished,
+    Event,
+    ExternalRotated,
+    FrontendTitleFailed,
+    SessionTitled,
+    SessionTitleIndeterminate,
+)
 from contract.history import HistoryEvent
 from sim.invariants.base import Invariant, Violation, handles
 from sim.invariants.lineage import lineage_roots
 from sim.invariants.transcript import live_sessions_by_root
+from sim.scenario.model import TITLE_SOURCES
 
 
 class TitleFollowsConversation(Invariant):
@@ -18,13 +27,19 @@ class TitleFollowsConversation(Invariant):
     parent's title to its child and leaves it on the parent, as the code before R17's fix did; that hidden
     copy is its doing, not the reference's, which clears it when it next gives the conversation a title (a
     title held by a compression ancestor moves). So a parent closed that way may keep the title it had then.
+
+    Who may give the title is judged as it is given: the auto-titler improves a title of lower authority and
+    yields to one of equal or higher (above all, it never renames a conversation the user named); the title
+    before is the one last given to the conversation, which the rest of this invariant holds the store to.
     """
 
     name = "title_follows_conversation"
     races = ("R17",)
     description = (
         "After a rotation and at the end, a conversation's live session shows the title last given to it, with "
-        "the source that gave it (a carried auto title stays auto), and no other session of it shows one."
+        "the source that gave it (a carried auto title stays auto), and no other session of it shows one; an "
+        "automatic title replaces only a title of lower authority (never the user's) and is refused only by one "
+        "of equal or higher."
     )
 
     def __init__(self, system) -> None:
@@ -39,11 +54,28 @@ class TitleFollowsConversation(Invariant):
         self._seed()
 
     @handles(SessionTitled)
-    def titled(self, event: SessionTitled, record: HistoryEvent) -> None:
+    def titled(self, event: SessionTitled, record: HistoryEvent) -> Violation | None:
         self._seed()
+        root = lineage_roots(self.system.store).get(event.session, event.session)
+        before = self._given.get(root)
         if event.stored is not None:
-            root = lineage_roots(self.system.store).get(event.session, event.session)
             self._given[root] = (event.stored, event.source, record)
+        return self._judge_authority(event, before, record)
+
+    def _judge_authority(self, event: SessionTitled, before: tuple[str, str | None, HistoryEvent | None] | None,
+                         record: HistoryEvent) -> Violation | None:
+        """An automatic title against the one its conversation showed: taken only over a lower authority."""
+        if event.source == "user" or before is None:
+            return None  # a user's title always applies; over no title, an automatic one always does
+        title, source, given = before
+        outranked = _authority(source) >= _authority(event.source)
+        if event.stored is not None and outranked:
+            return self.violation(f"the automatic title {event.stored!r} ({event.source}) replaced {title!r} "
+                                  f"({source}), a title of equal or higher authority", given, record)
+        if event.stored is None and not outranked:
+            return self.violation(f"the automatic title {event.title!r} ({event.source}) was refused, yet the "
+                                  f"conversation showed only {title!r} ({source})", given, record)
+        return None
 
     @handles(SessionTitleIndeterminate)
     def titled_maybe(self, event: SessionTitleIndeterminate, record: HistoryEvent) -> None:
@@ -97,6 +129,57 @@ class TitleFollowsConversation(Invariant):
                 if sid not in heads.get(root, []) and row.title is not None and row.rotated and not left_behind:
                     return self.violation(f"{sid}, closed by compression, still shows the title {row.title!r}", given, event)
         return None
+
+
+class TitleNamesOneConversation(Invariant):
+    """R17: the session list finds a conversation by its title, so a title names one conversation.
+
+    Judged where a title is given or refused: a title just stored must be shown by no other conversation (an
+    automatic one is numbered instead, a user's refused: what the user typed is stored as typed or not at
+    all), and a user's title is refused only when another conversation shows it (a rename to the
+    conversation's own title, or to one only its closed ancestor keeps, is no conflict). Sessions of one
+    lineage are one conversation; a fork starts its own.
+    """
+
+    name = "title_names_one_conversation"
+    races = ("R17",)
+    description = (
+        "A title stored on a conversation is shown by no other conversation; a user's title is stored as typed, "
+        "and refused only when another conversation shows it."
+    )
+
+    @handles(SessionTitled)
+    def titled(self, event: SessionTitled, record: HistoryEvent) -> Violation | None:
+        if event.source == "user" and event.stored != event.title:
+            return self.violation(f"the user's title {event.title!r} was stored as {event.stored!r}: one in use is "
+                                  "refused, never renamed", record)
+        if event.stored is None:
+            return None
+        other = self._other_holder(event.session, event.stored)
+        if other is not None:
+            return self.violation(f"{event.stored!r} was given to {event.session}'s conversation while {other}, "
+                                  "of another conversation, shows it", record)
+        return None
+
+    @handles(FrontendTitleFailed)
+    def refused(self, event: FrontendTitleFailed, record: HistoryEvent) -> Violation | None:
+        if self._other_holder(event.session, event.title) is None:
+            return self.violation(f"the user's title {event.title!r} for {event.session} was refused ({event.error}), "
+                                  "yet no other conversation shows it", record)
+        return None
+
+    def _other_holder(self, sid: str, title: str) -> str | None:
+        """A session outside `sid`'s conversation that shows `title`, if any."""
+        store = self.system.store
+        roots = lineage_roots(store)
+        root = roots.get(sid, sid)
+        return next((other for other in sorted(roots)
+                     if roots[other] != root and store.get_session(other).title == title), None)
+
+
+def _authority(source: str | None) -> int:
+    """A title's authority: its source's rank; a legacy title with no source ranks as the user's."""
+    return TITLE_SOURCES.index(source or "user")
 
 
 def _is_variant(shown: str | None, title: str) -> bool:

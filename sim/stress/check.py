@@ -50,6 +50,7 @@ NOT_APPLICABLE = {
     "commit_below_threshold_clears_strikes": _STORE_AT_EVENT,
     "closed_write_adopts_live_tip": _STORE_AT_EVENT,
     "title_follows_conversation": _STORE_AT_EVENT,
+    "title_names_one_conversation": _STORE_AT_EVENT,
     "no_summary_inside_cooldown": _STORE_AT_EVENT,
     "abandoned_attempt_frees_lease": _STORE_AT_EVENT,
     "archived_rows_were_in_input": _STORE_AT_EVENT,
