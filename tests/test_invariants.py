@@ -1120,6 +1120,26 @@ def test_a_lease_less_writer_may_leave_the_title_on_the_parent_it_rotated():
     assert "s, closed by compression, still shows the title 'T'" in check("title_follows_conversation", [published], arrange)
 
 
+def test_a_lease_less_writers_copy_is_cleared_when_the_reference_carries_its_title_on():
+    """The carry moves the title off the one ancestor holding it; of several copies only the first moves."""
+    def copies_then_published(copies: int) -> tuple[list[tuple], Callable[[SessionStore], None]]:
+        chain = ["s", "s/x0", "s/x0/x1"][:copies + 2]  # the last lease-less child holds no copy
+        def arrange(store: SessionStore) -> None:
+            store.create_session("s", now=0, title="T", title_source="user")
+            for n, (parent, child) in enumerate(zip(chain, chain[1:])):
+                keeps = n + 1 < copies
+                store.rotate_without_lease(parent, child, [], now=1, model_config={}, title="T" if keeps else None,
+                                           title_source="user" if keeps else None)
+            store.create_session(f"{chain[-1]}/c", now=2, parent=chain[-1], title="T", title_source="user")
+            store.end_session(chain[-1], now=2, reason="compression")
+        rotated = [E(ExternalRotated(parent=SessionId(p), child=SessionId(c)), 1) for p, c in zip(chain, chain[1:])]
+        published = E(CommitPublished(parent=SessionId(chain[-1]), child=SessionId(f"{chain[-1]}/c"), attempt=A1), 2)
+        return rotated + [published], arrange
+
+    assert "s, closed by compression, still shows the title 'T'" in check("title_follows_conversation", *copies_then_published(1))
+    assert check("title_follows_conversation", *copies_then_published(2)) == []
+
+
 def test_an_automatic_title_yields_to_equal_or_higher_authority_and_improves_a_lower_one():
     """Judged against the title last given to the conversation: here the world's, then the one just given."""
     def given(source: str, stored: str | None, title: str = "U") -> tuple:

@@ -26,7 +26,8 @@ class TitleFollowsConversation(Invariant):
     A lease-less writer (an older agent sharing the database, the `unleased_rotation` fault) copies the
     parent's title to its child and leaves it on the parent, as the code before R17's fix did; that hidden
     copy is its doing, not the reference's, which clears it when it next gives the conversation a title (a
-    title held by a compression ancestor moves). So a parent closed that way may keep the title it had then.
+    title held by a compression ancestor moves). So a parent closed that way may keep the title it had then,
+    until a rotation of the reference's carries that title on (the carry moves it off the ancestor).
 
     Who may give the title is judged as it is given: the auto-titler improves a title of lower authority and
     yields to one of equal or higher (above all, it never renames a conversation the user named); the title
@@ -96,7 +97,22 @@ class TitleFollowsConversation(Invariant):
     @handles(CommitPublished)
     def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
         self._seed()
+        self._carried_off_copy(event)
         return self._check(record)
+
+    def _carried_off_copy(self, event: CommitPublished) -> None:
+        """The rotation's carry gives the child its title the way a /title does, so a title held by a compression
+        ancestor moves to it: a lease-less writer's copy of that title is the reference's to clear now. Only the
+        title's first holder moves (reference/FIXES.md, title-leaves-rotated-parent), so where the writer left
+        several copies of it, none is judged."""
+        title = self.system.store.get_session(event.child).title
+        if title is None:
+            return
+        roots = lineage_roots(self.system.store)
+        copies = [sid for sid, left in self._left_behind.items()
+                  if left == title and sid != event.parent and roots.get(sid) == roots.get(event.child)]
+        if len(copies) == 1:
+            del self._left_behind[copies[0]]
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         return self._check(history[-1] if history else None)
