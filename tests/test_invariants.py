@@ -1157,6 +1157,26 @@ def test_an_automatic_title_yields_to_equal_or_higher_authority_and_improves_a_l
     assert check("title_follows_conversation", renamed, world("derived")) == []
 
 
+def test_a_title_in_use_takes_its_lowest_free_number_and_only_when_another_conversation_shows_it():
+    """s2's own old "T #2" is free for its new title only because it gives it up; "T #3", another's, is not."""
+    def numbered(stored: str) -> list[tuple]:
+        return [E(persisted(1), 0), lambda store: store.set_session_title("s2", stored, source="llm"),
+                E(SessionTitled(session=SessionId("s2"), title="T", source="llm", stored=stored), 0)]
+
+    def world(store: SessionStore) -> None:
+        shown_by({"s1": "T", "s3": "T #3"})(store)
+        store.create_session("s2", now=0, title="T #2", title_source="derived")
+
+    assert check("title_follows_conversation", numbered("T #4"), world) == []
+    def others_only(store: SessionStore) -> None:
+        shown_by({"s1": "T", "s3": "T #3"})(store)
+        store.create_session("s2", now=0)
+    assert "yet 'T' #2 was free" in check("title_follows_conversation", numbered("T #4"), others_only)[0]
+    assert check("title_names_one_conversation", numbered("T #4"), world) == []
+    alone = shown_by({"s2": "T"})
+    assert "yet no other conversation shows it" in check("title_names_one_conversation", numbered("T #2"), alone)[0]
+
+
 def test_a_users_title_is_refused_only_when_another_conversation_shows_it():
     """A rename to the conversation's own title is no conflict; one another conversation shows is."""
     refused = E(FrontendTitleFailed(session=S, title="T", error="title 'T' is already in use"), 0)

@@ -30,8 +30,9 @@ class TitleFollowsConversation(Invariant):
     until a rotation of the reference's carries that title on (the carry moves it off the ancestor).
 
     Who may give the title is judged as it is given: the auto-titler improves a title of lower authority and
-    yields to one of equal or higher (above all, it never renames a conversation the user named); the title
-    before is the one last given to the conversation, which the rest of this invariant holds the store to.
+    yields to one of equal or higher (above all, it never renames a conversation the user named), and a title
+    numbered because another conversation shows it takes the lowest free number; the title before is the one
+    last given to the conversation, which the rest of this invariant holds the store to.
     """
 
     name = "title_follows_conversation"
@@ -40,7 +41,7 @@ class TitleFollowsConversation(Invariant):
         "After a rotation and at the end, a conversation's live session shows the title last given to it, with "
         "the source that gave it (a carried auto title stays auto), and no other session of it shows one; an "
         "automatic title replaces only a title of lower authority (never the user's) and is refused only by one "
-        "of equal or higher."
+        "of equal or higher; a numbered title takes the lowest free number."
     )
 
     def __init__(self, system) -> None:
@@ -61,7 +62,7 @@ class TitleFollowsConversation(Invariant):
         before = self._given.get(root)
         if event.stored is not None:
             self._given[root] = (event.stored, event.source, record)
-        return self._judge_authority(event, before, record)
+        return self._judge_authority(event, before, record) or self._judge_numbering(event, before, record)
 
     def _judge_authority(self, event: SessionTitled, before: tuple[str, str | None, HistoryEvent | None] | None,
                          record: HistoryEvent) -> Violation | None:
@@ -76,6 +77,22 @@ class TitleFollowsConversation(Invariant):
         if event.stored is None and not outranked:
             return self.violation(f"the automatic title {event.title!r} ({event.source}) was refused, yet the "
                                   f"conversation showed only {title!r} ({source})", given, record)
+        return None
+
+    def _judge_numbering(self, event: SessionTitled, before: tuple[str, str | None, HistoryEvent | None] | None,
+                         record: HistoryEvent) -> Violation | None:
+        """A numbered title takes the lowest free number: each lower variant was shown before the write, by some
+        session now or by the conversation itself (the title it gave up for this one)."""
+        if event.stored is None or event.stored == event.title:
+            return None
+        store = self.system.store
+        shown = {store.get_session(sid).title for sid in store.session_ids()}
+        if before is not None:
+            shown.add(before[0])
+        free = next((n for n in range(2, _number(event.stored, event.title)) if f"{event.title} #{n}" not in shown), None)
+        if free is not None:
+            return self.violation(f"{event.title!r} was numbered {event.stored!r}, yet {event.title!r} #{free} was "
+                                  "free", record)
         return None
 
     @handles(SessionTitleIndeterminate)
@@ -152,7 +169,7 @@ class TitleNamesOneConversation(Invariant):
 
     Judged where a title is given or refused: a title just stored must be shown by no other conversation (an
     automatic one is numbered instead, a user's refused: what the user typed is stored as typed or not at
-    all), and a user's title is refused only when another conversation shows it (a rename to the
+    all), an automatic title is numbered and a user's refused only when another conversation shows it (a rename to the
     conversation's own title, or to one only its closed ancestor keeps, is no conflict). Sessions of one
     lineage are one conversation; a fork starts its own.
     """
@@ -160,8 +177,8 @@ class TitleNamesOneConversation(Invariant):
     name = "title_names_one_conversation"
     races = ("R17",)
     description = (
-        "A title stored on a conversation is shown by no other conversation; a user's title is stored as typed, "
-        "and refused only when another conversation shows it."
+        "A title stored on a conversation is shown by no other conversation; a user's title is stored as typed; "
+        "an automatic title is numbered, and a user's refused, only when another conversation shows it."
     )
 
     @handles(SessionTitled)
@@ -171,6 +188,9 @@ class TitleNamesOneConversation(Invariant):
                                   "refused, never renamed", record)
         if event.stored is None:
             return None
+        if event.stored != event.title and self._other_holder(event.session, event.title) is None:
+            return self.violation(f"the automatic title {event.title!r} was numbered {event.stored!r}, yet no other "
+                                  "conversation shows it", record)
         other = self._other_holder(event.session, event.stored)
         if other is not None:
             return self.violation(f"{event.stored!r} was given to {event.session}'s conversation while {other}, "
@@ -196,6 +216,11 @@ class TitleNamesOneConversation(Invariant):
 def _authority(source: str | None) -> int:
     """A title's authority: its source's rank; a legacy title with no source ranks as the user's."""
     return TITLE_SOURCES.index(source or "user")
+
+
+def _number(shown: str, title: str) -> int:
+    """The number of `title`'s numbered variant `shown` (0 when `shown` is not one)."""
+    return int(shown[len(title) + 2:]) if shown != title and _is_variant(shown, title) else 0
 
 
 def _is_variant(shown: str | None, title: str) -> bool:
