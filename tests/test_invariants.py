@@ -780,6 +780,22 @@ def test_a_failed_release_is_resolved_by_the_store():
     assert check("lease_mutual_exclusion", acquired + failed + next_holder, taken)
 
 
+def test_an_unwinding_hosts_revoke_frees_the_lease_itself():
+    """R5: past its lease setup, an attempt whose host unwound holds nothing; a sit-out behind its row is the
+    store's delay when the host's own release frees it, and the lease outliving its attempt when only the worker
+    frees it later."""
+    set_up = [E(LeaseAcquired(session=S, holder=H1), 0), E(CompactionWatermark(session=S, attempt=A1, watermark=2), 0),
+              E(FenceRevoked(attempt=A1, commit_in_flight=False), 1, "turn"), E(LeaseContended(session=S, holder=P2_H1), 2)]
+
+    def released_by(task: str) -> list[tuple]:
+        return [lambda store: store.release_lease("s", H1), E(LeaseReleased(session=S, holder=H1, held=True), 20, task)]
+
+    assert check("abandoned_attempt_frees_lease", set_up + released_by("turn"), lease_held_by(H1)) == []
+    assert "whose unwinding host had revoked it" in check(
+        "abandoned_attempt_frees_lease", set_up + released_by("compress:p1.1"), lease_held_by(H1))[0]
+    assert check("abandoned_attempt_frees_lease", set_up, lease_held_by(H1))
+
+
 def test_a_rollback_is_judged_against_its_own_agents_generations():
     """main's A2 (its generation 3) took the lease; a2's A1 (its own generation 1) then rolls back: generations
     count per agent, so that is no stale write; the same claims by one agent are."""

@@ -11,7 +11,9 @@ from contract.events import (
     CommitPublished,
     CompactionFinished,
     CompactionSummaryStarted,
+    CompactionWatermark,
     FenceCancelWon,
+    FenceRevoked,
     HostReturned,
     HostTimeout,
     LeaseAcquired,
@@ -415,14 +417,23 @@ class AbandonedAttemptFreesLease(Invariant):
     after recording the timeout (late-worker-leaves-lease-to-host, timeout-recorded-before-release): until that
     host returns, a sit-out behind the finished attempt's row is the design keeping the stalled route closed, and
     a store slow to take the host's record or release cannot be helped by anyone. Such an attempt holds nothing
-    once its host has returned; any other attempt, once it has finished."""
+    once its host has returned; any other attempt, once it has finished.
+
+    A host that unwinds (its turn cancelled or failed, its process stopping) abandons its attempt too: its revoke
+    frees the lease at once when no commit or lease setup holds the fence lock (revoke-on-host-unwind), since the
+    worker may stay in a provider call long after. A sit-out behind that row after the revoke is judged when the
+    row goes: freed by the unwinding host itself (a store slow to take that release) or in the revoke's own
+    moment (a lock just handed to the worker or a Ctrl+C, whose step frees it), the wait was the store's; freed
+    later by anyone else (the worker refused at its commit, or leaving), it was the lease outliving its attempt."""
 
     name = "abandoned_attempt_frees_lease"
     races = ("R1", "R3", "R25")
     description = (
         "No attempt sits out behind the lease of an attempt that has finished (and whose timed-out host, which frees "
         "the lease it was left, has returned), or whose host has returned from an idle timeout on it, unless "
-        "releasing that lease failed (only the total ceiling keeps a live worker's lease)."
+        "releasing that lease failed (only the total ceiling keeps a live worker's lease); nor behind the lease of an "
+        "attempt whose unwinding host revoked it with no commit or setup holding the fence lock, unless that host "
+        "frees it (the store may be slow to)."
     )
 
     def __init__(self, system) -> None:
@@ -432,6 +443,10 @@ class AbandonedAttemptFreesLease(Invariant):
         self._finished: dict[AttemptId, HistoryEvent] = {}  # attempt -> its finish, while its timed-out host has not returned
         self._abandoned: dict[AttemptId, HistoryEvent] = {}  # attempt -> the event after which it holds nothing
         self._release_failed: set[HolderId] = set()  # holders whose release raised: their row may stay until its TTL
+        self._set_up: dict[AttemptId, HolderId] = {}  # attempts past their lease setup, still holding their lease
+        self._revoked: dict[HolderId, HistoryEvent] = {}  # such a lease whose unwinding host revoked it with the lock free
+        self._sat_out: dict[HolderId, HistoryEvent] = {}  # the first sit-out behind a revoked lease, until its release
+        self._acquired: dict[AttemptId, HolderId] = {}  # attempts in their lease setup, the lease won
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
@@ -452,9 +467,47 @@ class AbandonedAttemptFreesLease(Invariant):
         if event.attempt in self._idle_timeouts or self._finished.pop(event.attempt, None) is not None:
             self._abandoned.setdefault(event.attempt, record)
 
-    @handles(LeaseReleaseFailed)
-    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent) -> None:
-        self._release_failed.add(event.holder)
+    @handles(LeaseAcquired)
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        if event.holder.attempt is not None:
+            self._set_up.pop(event.holder.attempt, None)
+            self._acquired[event.holder.attempt] = event.holder
+
+    @handles(CompactionWatermark)
+    def set_up(self, event: CompactionWatermark, record: HistoryEvent) -> None:
+        """The watermark read is the last step under the setup lock: from here the lock is free until a commit."""
+        holder = self._acquired.pop(event.attempt, None)
+        if holder is not None:
+            self._set_up[event.attempt] = holder
+
+    @handles(FenceRevoked)
+    def revoked(self, event: FenceRevoked, record: HistoryEvent) -> None:
+        holder = self._set_up.get(event.attempt)
+        if holder is not None and not event.commit_in_flight:
+            self._revoked[holder] = record
+
+    @handles(LeaseReleased, LeaseReleaseFailed)
+    def released(self, event: LeaseReleased | LeaseReleaseFailed, record: HistoryEvent) -> Violation | None:
+        if isinstance(event, LeaseReleaseFailed):
+            self._release_failed.add(event.holder)
+        if event.holder.attempt is not None and self._set_up.get(event.holder.attempt) == event.holder:
+            del self._set_up[event.holder.attempt]
+        revoke = self._revoked.pop(event.holder, None)
+        sat_out = self._sat_out.pop(event.holder, None)
+        if revoke is None or sat_out is None or record.task == revoke.task or record.time <= revoke.time:
+            return None
+        return self._outlived(event.holder, revoke, sat_out, record)
+
+    def _outlived(self, holder: HolderId, revoke: HistoryEvent, sat_out: HistoryEvent, *more: HistoryEvent) -> Violation:
+        return self.violation(
+            f"{sat_out.event.holder} sat out behind the lease of {holder.attempt}, whose unwinding host had revoked "
+            "it with the fence lock free and did not free it", revoke, sat_out, *more,
+        )
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        """A sit-out behind a revoked lease that nobody freed by the end: the lease outlived its attempt."""
+        holder = next(iter(self._sat_out), None)
+        return None if holder is None else self._outlived(holder, self._revoked[holder], self._sat_out[holder])
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
@@ -462,11 +515,18 @@ class AbandonedAttemptFreesLease(Invariant):
         self._abandoned = forget_process(self._abandoned, event.process, self.system.process_of)
         self._host_timed_out = forget_process(self._host_timed_out, event.process, self.system.process_of)
         self._finished = forget_process(self._finished, event.process, self.system.process_of)
+        self._set_up = forget_process(self._set_up, event.process, self.system.process_of)
+        self._acquired = forget_process(self._acquired, event.process, self.system.process_of)
+        gone = {holder for holder in self._revoked if self.system.process_of(holder.attempt.process) == event.process}  # type: ignore[union-attr]
+        self._revoked = {holder: record for holder, record in self._revoked.items() if holder not in gone}
+        self._sat_out = {holder: record for holder, record in self._sat_out.items() if holder not in gone}
 
     @handles(LeaseContended)
     def contended(self, event: LeaseContended, record: HistoryEvent) -> Violation | None:
         row = self.system.store.lease_row(event.session)
         owner = None if row is None else HolderId(row.holder).attempt
+        if row is not None and HolderId(row.holder) in self._revoked:
+            self._sat_out.setdefault(HolderId(row.holder), record)
         if owner in self._abandoned and row.holder not in self._release_failed:
             return self.violation(
                 f"{event.holder} sat out behind the lease of {owner}, which its attempt had left behind "
