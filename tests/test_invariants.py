@@ -951,6 +951,18 @@ def test_a_lease_another_process_took_after_the_ctrl_c_is_not_the_stopped_attemp
     assert check("hard_cancel_frees_lease", [event for event in history if not isinstance(event[0], LeaseReleased)])
 
 
+def test_a_ctrl_c_that_lost_to_a_finished_commit_frees_no_lease():
+    """The commit of a1 finished, then a Ctrl+C's cancel took the fence: it lost, so it frees nothing. The same
+    release made by the host's own task (its revoke after the turn was abandoned), or after the grace, is lawful."""
+    def released_by(task: str, at: float) -> list[tuple]:
+        return [E(FenceBeginOk(attempt=A1), 0), E(FenceFinish(attempt=A1), 2),
+                E(FrontendCtrlC(agent="main", turn_running=True), 3, "ctrl_c"), E(HardCancelRequested(session=S), 3, "ctrl_c"),
+                E(grace_expired(), 8, "ctrl_c"), E(LeaseReleased(session=S, holder=H1, held=True), at, task)]
+    assert check("cancel_never_beats_admitted_commit", sorted(released_by("ctrl_c", 3), key=lambda step: step[1]))
+    assert check("cancel_never_beats_admitted_commit", released_by("turn", 8)) == []
+    assert check("cancel_never_beats_admitted_commit", released_by("ctrl_c", 9)) == []
+
+
 def test_a_ctrl_c_stops_only_the_attempts_its_own_agent_started():
     """a3's /compress and a1's terminal share process p1 and session s; a1's Ctrl+C does not stop a3's attempt."""
     def pressed_during_attempt_of(caller: str) -> list[tuple]:

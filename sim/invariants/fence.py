@@ -12,15 +12,17 @@ from contract.events import (
     FenceCancelWon,
     FenceRevoked,
     FrontendCtrlC,
+    FrontendCtrlCGraceExpired,
     HardCancelRequested,
     HostReturned,
     HostStarted,
     HostUnwind,
+    LeaseReleaseFailed,
     LeaseReleased,
     ProcessCrashed,
 )
 from contract.history import HistoryEvent
-from contract.ids import AttemptId
+from contract.ids import AttemptId, HolderId
 from sim.invariants.base import Invariant, Violation, forget_process, handles
 from sim.invariants.host import job_attempt
 
@@ -161,13 +163,24 @@ class LeaseHeldAcrossCommit(Invariant):
 
 
 class CancelNeverBeatsAdmittedCommit(Invariant):
+    """A cancel that waited out an admitted commit loses, and a Ctrl+C that lost must not act as if it had won.
+    What a Ctrl+C's cancel answered is seen by nobody but its own code; what it then does is: only a winner
+    frees the stopped attempt's lease through the fence's hook, from the Ctrl+C's own task within its grace. A
+    Ctrl+C that frees an admitted attempt's lease took a committed compaction for cancelled (the hermes report
+    behind cancel-loses-to-finished-commit: reported cancelled, lease freed a second time), even where its fence
+    emitted no win."""
+
     name = "cancel_never_beats_admitted_commit"
     races = ("R1", "R6")
-    description = "Once an attempt's commit was admitted, no cancel of that attempt wins its fence (a cancel waits out the commit and loses)."
+    description = (
+        "Once an attempt's commit was admitted, no cancel of that attempt wins its fence (a cancel waits out the "
+        "commit and loses), and no Ctrl+C frees that attempt's lease as a winning cancel would."
+    )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._admitted: dict[AttemptId, HistoryEvent] = {}
+        self._pressing: dict[str, HistoryEvent] = {}  # tasks inside a Ctrl+C (until its grace expired) -> the request
 
     @handles(FenceBeginOk)
     def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
@@ -177,4 +190,23 @@ class CancelNeverBeatsAdmittedCommit(Invariant):
     def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> Violation | None:
         if event.attempt in self._admitted:
             return self.violation(f"a cancel won attempt {event.attempt}'s fence after its commit was admitted", self._admitted[event.attempt], record)
+        return None
+
+    @handles(HardCancelRequested)
+    def pressed(self, event: HardCancelRequested, record: HistoryEvent) -> None:
+        self._pressing[record.task] = record
+
+    @handles(FrontendCtrlCGraceExpired)
+    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> None:
+        self._pressing.pop(record.task, None)
+
+    @handles(LeaseReleased, LeaseReleaseFailed)
+    def freed(self, event: LeaseReleased | LeaseReleaseFailed, record: HistoryEvent) -> Violation | None:
+        attempt = HolderId(event.holder).attempt
+        pressed = self._pressing.get(record.task)
+        if pressed is not None and attempt in self._admitted:
+            return self.violation(
+                f"a Ctrl+C freed attempt {attempt}'s lease as a winning cancel would, after its commit was admitted",
+                self._admitted[attempt], pressed, record,
+            )
         return None
