@@ -333,12 +333,16 @@ def stale_equivalents(equivalents: dict[str, Equivalent], candidates: Sequence[C
 
 @dataclass
 class MutantRun:
-    """One mutant's catalogue run. `how` it was killed: invariant, vacuity, crash or timeout; None survived."""
+    """One mutant's run. `how` it was killed: invariant, vacuity, crash or timeout; None survived.
+
+    `killer` is the judge that killed it, "swarm" or "catalogue" (None: survived).
+    """
 
     candidate: Candidate
     how: str | None
     detail: str
     seconds: float
+    killer: str | None = None
 
     @property
     def killed(self) -> bool:
@@ -407,17 +411,20 @@ class Killers:
     workloads: tuple[str, ...] | None = None  # None: no swarm; empty: the default workloads
     swarm_runs: int = 500
 
-    def judge(self, folder: Path, timeout: float) -> tuple[str | None, str]:
-        """The first killer's verdict that kills, over the overlay in `folder` (its outputs stay there)."""
-        how, detail = None, "nothing judged"
+    def judge(self, folder: Path, timeout: float) -> tuple[str | None, str, str | None]:
+        """The first killer's verdict that kills, over the overlay in `folder` (its outputs stay there), and
+        which killer gave it ("swarm" or "catalogue"; None when nothing killed)."""
         if self.workloads is not None:
             argv = ["swarm", *self.workloads, "--runs", str(self.swarm_runs), "--exitfirst", "--json",
                     "--out", str(folder / "out")]
             how, detail = _overlay_run(folder, argv, timeout, swarm_verdict)
-        if how is None and self.scenarios:
-            how, detail = _overlay_run(folder, ["run", *self.scenarios, "--json", "--out", str(folder / "out")],
-                                       timeout, catalogue_verdict)
-        return how, detail
+            if how is not None or not self.scenarios:
+                return how, detail, None if how is None else "swarm"
+        if not self.scenarios:
+            return None, "nothing judged", None
+        how, detail = _overlay_run(folder, ["run", *self.scenarios, "--json", "--out", str(folder / "out")],
+                                   timeout, catalogue_verdict)
+        return how, detail, None if how is None else "catalogue"
 
 
 def _overlay_run(folder: Path, argv: Sequence[str], timeout: float,
@@ -433,15 +440,15 @@ def _overlay_run(folder: Path, argv: Sequence[str], timeout: float,
 def baseline_problem(killers: Killers, timeout: float, file: str = "reference/__init__.py") -> str | None:
     """None if the killers pass over an unmutated overlay; a failing baseline would make every mutant look killed."""
     with overlay_with(file, (ROOT / file).read_text(encoding="utf-8"), label="baseline") as folder:
-        how, detail = killers.judge(folder, timeout)
+        how, detail, _ = killers.judge(folder, timeout)
     return None if how is None else f"the killers fail on the unmutated reference ({how}: {detail})"
 
 
 def run_candidate(candidate: Candidate, source: str, killers: Killers, timeout: float) -> MutantRun:
     started = time.monotonic()
     with overlay_with(candidate.file, candidate.apply(source), label=candidate.operator) as folder:
-        how, detail = killers.judge(folder, timeout)
-    return MutantRun(candidate, how, detail, time.monotonic() - started)
+        how, detail, killer = killers.judge(folder, timeout)
+    return MutantRun(candidate, how, detail, time.monotonic() - started, killer)
 
 
 def run_sample(
@@ -491,6 +498,7 @@ class OperatorReport:
     seconds: float
     stale: list[str] = field(default_factory=list)
     by_id: bool = False  # the launch was named by id (--only), not sampled with the seed
+    both: bool = False  # the swarm judged first, then the catalogue: the swarm's own score is reported too
 
     def equivalent_runs(self) -> list[MutantRun]:
         """Marked equivalent and survived: left out of the score."""
@@ -505,15 +513,16 @@ class OperatorReport:
         found = [run for run in self.runs if not run.killed and run.candidate.id not in self.equivalents]
         return sorted(found, key=lambda run: (run.candidate.file, run.candidate.start, run.candidate.operator))
 
-    def killed(self, how: str | None = None) -> int:
-        return sum(1 for run in self.runs if run.killed and how in (None, run.how))
+    def killed(self, how: str | None = None, killer: str | None = None) -> int:
+        return sum(1 for run in self.runs if run.killed and how in (None, run.how) and killer in (None, run.killer))
 
     def non_equivalent(self) -> int:
         return len(self.runs) - len(self.equivalent_runs())
 
-    def score(self) -> float:
-        """Killed over non-equivalent, in percent; 100 when nothing non-equivalent was run."""
-        return 100.0 * self.killed() / self.non_equivalent() if self.non_equivalent() else 100.0
+    def score(self, killer: str | None = None) -> float:
+        """Killed (by `killer` alone, or by any) over non-equivalent, in percent; 100 when nothing
+        non-equivalent was run."""
+        return 100.0 * self.killed(killer=killer) / self.non_equivalent() if self.non_equivalent() else 100.0
 
     def per_minute(self) -> float:
         return len(self.runs) / self.seconds * 60 if self.seconds else 0.0
@@ -533,12 +542,17 @@ def mutate_operators(
     started = time.monotonic()
     runs = run_sample(launch, sources, killers, jobs=jobs, timeout=timeout, budget=budget, on_done=on_done)
     return OperatorReport(candidates, launch, runs, equivalents, sources, seed, jobs, time.monotonic() - started,
-                          stale_equivalents(equivalents, candidates), by_id=only is not None)
+                          stale_equivalents(equivalents, candidates), by_id=only is not None,
+                          both=killers.workloads is not None and bool(killers.scenarios))
 
 
 def score_line(report: OperatorReport) -> str:
-    return (f"mutation score: {report.killed()} killed / {report.non_equivalent()} non-equivalent = "
+    line = (f"mutation score: {report.killed()} killed / {report.non_equivalent()} non-equivalent = "
             f"{report.score():.1f}%")
+    if report.both:
+        line += (f"; the swarm alone {report.killed(killer='swarm')} = {report.score('swarm'):.1f}%, "
+                 f"the catalogue after it {report.killed(killer='catalogue')}")
+    return line
 
 
 def _selection(report: OperatorReport) -> str:
@@ -566,13 +580,15 @@ def report_json(report: OperatorReport) -> dict[str, Any]:
     def entry(run: MutantRun) -> dict[str, Any]:
         marked = report.equivalents.get(run.candidate.id)
         return {
-            "id": run.candidate.id, "killed": run.killed, "how": run.how, "detail": run.detail,
+            "id": run.candidate.id, "killed": run.killed, "killer": run.killer, "how": run.how, "detail": run.detail,
             "seconds": round(run.seconds, 2), "equivalent": None if marked is None else marked.reason,
             "diff": run.candidate.diff(report.sources[run.candidate.file]),
         }
 
     return {
         "score": round(report.score(), 2), "killed": report.killed(), "non_equivalent": report.non_equivalent(),
+        "swarm_score": round(report.score("swarm"), 2) if report.both else None,
+        "killed_by_swarm": report.killed(killer="swarm"), "killed_by_catalogue": report.killed(killer="catalogue"),
         "crashed": report.killed("crash"), "timeouts": report.killed("timeout"), "vacuous": report.killed("vacuity"),
         "equivalent": len(report.equivalent_runs()), "survived": [run.candidate.id for run in report.survivors()],
         "contradicted_equivalents": [run.candidate.id for run in report.contradicted()],

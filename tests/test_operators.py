@@ -213,6 +213,20 @@ def test_equivalents_are_left_out_of_the_score_and_a_killed_one_is_contradicted(
     ]
 
 
+def test_with_both_killers_the_swarm_alone_is_scored_over_the_same_non_equivalent_mutants():
+    """The swarm judges first: its kills are its own, the catalogue's come after, and both share one denominator."""
+    candidates = module_candidates(FILE, SYNTHETIC)[:4]
+    judged = [("invariant", "swarm"), ("vacuity", "catalogue"), (None, None), ("crash", "swarm")]
+    runs = [MutantRun(c, how, "", 1.0, killer) for c, (how, killer) in zip(candidates, judged)]
+    report = OperatorReport(candidates, candidates, runs, {}, {FILE: SYNTHETIC}, 1, 2, 60.0, both=True)
+    assert report.killed(killer="swarm") == 2 and report.killed(killer="catalogue") == 1
+    assert operators.score_line(report) == (
+        "mutation score: 3 killed / 4 non-equivalent = 75.0%; the swarm alone 2 = 50.0%, the catalogue after it 1")
+    document = operators.report_json(report)
+    assert (document["swarm_score"], document["killed_by_swarm"], document["killed_by_catalogue"]) == (50.0, 2, 1)
+    assert [entry["killer"] for entry in document["mutants"]] == ["swarm", "catalogue", None, "swarm"]
+
+
 def test_stale_equivalent_ids_are_reported_by_name(tmp_path: Path):
     path = tmp_path / "equivalent.toml"
     path.write_text(
