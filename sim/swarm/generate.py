@@ -30,8 +30,10 @@ from sim.swarm.streams import Stream, Streams
 
 MAX_ACTIONS_PER_AGENT = 60  # per action kind: a bound on one run's length whatever the rate
 SEED_MASK = (1 << 63) - 1  # a run seed fits a scenario's explore.seed (a TOML integer)
-END_REASONS = ("tui_shutdown", "session_reset", "idle")
+# An automatic end, a deliberate one and an explicit close: each is handled differently by lineage (#106459).
+END_REASONS = ("tui_shutdown", "session_reset", "idle", "cli_close")
 TITLE_SOURCES = ("derived", "llm", "user")
+TITLE_POOL = 3  # titles are drawn from a few shared texts, so conversations compete for one (numbering, refusal)
 PROBE_TEXT = "probe"
 DURATION_PARAMS = ("duration", "past_host_by", "restart_after")  # parameters that keep something busy for a while
 RECOVERY_KEYS = ("ceiling_timeout_s", "lease_ttl_s", "ctrl_c_grace_s", "provider_latency_s")
@@ -184,7 +186,7 @@ def _action(kind: ActionKind, agent: str, at: float, number: int, stream: Stream
     if kind is ActionKind.MESSAGE:
         return [{**base, "message": f"message {number} to {agent}"}]
     if kind is ActionKind.TITLE:
-        return [{**base, "title": f"title {number} of {agent}", "title_source": stream.pick(TITLE_SOURCES)}]
+        return [{**base, "title": f"title {1 + stream.below(TITLE_POOL)}", "title_source": stream.pick(TITLE_SOURCES)}]
     if kind is ActionKind.END_SESSION:
         return [{**base, "command": "end_session", "end_reason": stream.pick(END_REASONS)}]
     if kind is ActionKind.CTRL_C_REPEAT:
