@@ -869,6 +869,23 @@ CASES.update({
 })
 
 
+GIVEN_UP = E(FrontendCtrlCGraceExpired(agent="main", turn_abandoned=True), 4, "ctrl_c")
+
+CASES.update({
+    "abandoned_turn_stays_silent": (
+        [TURN_STARTS, E(persisted(1), 2), GIVEN_UP, E(persisted(2, "assistant"), 9)],
+        [TURN_STARTS, E(persisted(1), 2), GIVEN_UP, E(FrontendTurnSubmitted(agent="main", text="next"), 5),
+         E(persisted(2), 5)],
+        None, None),
+})
+
+
+def test_a_grace_that_found_the_turn_ended_abandons_nothing():
+    """The turn replied within the grace: the expiry gave nothing up, so what the turn wrote is not judged."""
+    ended = E(FrontendCtrlCGraceExpired(agent="main", turn_abandoned=False), 4, "ctrl_c")
+    assert check("abandoned_turn_stays_silent", [TURN_STARTS, ended, E(persisted(2, "assistant"), 4)]) == []
+
+
 FAILED = CooldownSet(session=S, until_s=60.0, attempt=A1, error="summary_failed")
 BLOCKED_A3 = [E(AttemptClaimed(attempt=A3, generation=3), 20), E(CompactionBlocked(session=S, attempt=A3, reason="cooldown"), 20)]
 

@@ -18,6 +18,7 @@ from sim.invariants.fence import (
     NoCommitAfterCancel,
 )
 from sim.invariants.host import (
+    AbandonedTurnStaysSilent,
     CtrlCSeesIdlePrompt,
     NoRelabelAfterTerminal,
     FailedSummaryBacksOff,
@@ -100,6 +101,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
         ReceivedMessageSurvivesGatewayCrash,
         RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt, CooldownBlocksOnlyWhileInForce,
+        AbandonedTurnStaysSilent,
     )
 }
 

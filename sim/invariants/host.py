@@ -781,6 +781,44 @@ class CtrlCSeesIdlePrompt(Invariant):
         return None
 
 
+class AbandonedTurnStaysSilent(Invariant):
+    """R1: when a Ctrl+C's grace period ends with the turn still running, the terminal gives the turn up and the
+    prompt is back: the user has been told that turn is over. Whatever it was doing (a stalled compaction, a
+    slow model call) must not then write to the conversation or end in a reply. A terminal that let such a turn
+    run on would show a reply to a question the user took back, and persist it after the next turn's."""
+
+    name = "abandoned_turn_stays_silent"
+    races = ("R1",)
+    description = (
+        "A turn its terminal abandoned at the end of a Ctrl+C's grace period persists nothing afterwards (no user "
+        "row, no reply)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._running: dict[str, str] = {}  # agent -> the task of its terminal's turn in progress
+        self._abandoned: dict[str, HistoryEvent] = {}  # task -> the grace expiry that gave its turn up
+
+    @handles(FrontendTurnSubmitted)
+    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+        self._running[event.agent] = record.task
+        self._abandoned.pop(record.task, None)  # the task's previous turn is over: it takes a new one
+
+    @handles(FrontendCtrlCGraceExpired)
+    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> None:
+        task = self._running.get(event.agent)
+        if event.turn_abandoned and task is not None:
+            self._abandoned[task] = record
+
+    @handles(TurnPersisted)
+    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> Violation | None:
+        expired = self._abandoned.get(record.task)
+        if expired is None:
+            return None
+        return self.violation(f"a turn abandoned after Ctrl+C's grace persisted its {event.role} row {event.row} "
+                              f"in {event.session} afterwards", expired, record)
+
+
 # Errors that are never an injected fault's doing, however a run was disturbed: a bug in the system.
 PROGRAMMING_ERRORS = (
     "RuntimeError", "TypeError", "AttributeError", "KeyError", "IndexError", "ValueError", "AssertionError",
