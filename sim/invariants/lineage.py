@@ -147,22 +147,25 @@ EXPLICIT_CLOSE_REASONS = frozenset({"tui_close", "cli_close", "webhook_complete"
 
 def refused_in_ended_conversation(store: Any, history: Sequence[HistoryEvent], start: HistoryEvent, failed: HistoryEvent) -> bool:
     """The turn from `start` to `failed` failed because its write was refused on a session closed by compression
-    whose conversation the user ended on purpose: no session of it is live, and its last one has a deliberate end.
+    whose conversation the user ended on purpose: no session of it is live, and its last one has a deliberate end
+    or an explicit close that was already in force when the turn failed.
 
-    No writer may adopt such an end (a reset is final: deliberate_end_is_final), so a terminal still bound to a
-    closed ancestor has nowhere to write, and the reference fails that turn closed, naming compression, as R15's
-    fix says. The store is read at the end of the run: a deliberate end never comes undone.
+    No writer may adopt such an end (a reset is final: deliberate_end_is_final; an explicit close is cleared
+    only by a turn of the host that routes the closed session, #106459), so a terminal still bound to a closed
+    ancestor has nowhere to write, and the reference fails that turn closed, naming compression, as R15's fix
+    says. The store is read at the end of the run: a deliberate end never comes undone, and an explicit close
+    still standing then, stamped before the failure, stood at the failure too.
     """
     for record in history[start.seq + 1:failed.seq]:
         event = record.event
         if record.task == failed.task and isinstance(event, AppendFailed) and event.writer is None \
                 and event.error == "SessionClosedByCompression":
-            return _ended_on_purpose(store, event.session)
+            return _ended_on_purpose(store, event.session, failed.time)
     return False
 
 
-def _ended_on_purpose(store: Any, sid: str) -> bool:
-    """`sid`'s continuations end in a deliberately ended session, and no session of its lineage is live."""
+def _ended_on_purpose(store: Any, sid: str, at: float) -> bool:
+    """`sid`'s continuations end in a session ended on purpose by time `at`, and no session of its lineage is live."""
     current, seen = sid, set()
     row = store.get_session(current)
     while row is not None and row.end_reason == "compression" and current not in seen:
@@ -172,10 +175,17 @@ def _ended_on_purpose(store: Any, sid: str) -> bool:
             return False
         current = children[0]
         row = store.get_session(current)
-    if row is None or row.end_reason not in DELIBERATE_END_REASONS:
+    if row is None or not _closed_to_stale_writers(row, at):
         return False
     roots = lineage_roots(store)
     return all(store.get_session(other).ended_at is not None for other, root in roots.items() if root == roots[sid])
+
+
+def _closed_to_stale_writers(row: Any, at: float) -> bool:
+    """A deliberate end, or an explicit close stamped by time `at`: neither is adopted by a writer bound elsewhere."""
+    if row.end_reason in DELIBERATE_END_REASONS:
+        return True
+    return row.end_reason in EXPLICIT_CLOSE_REASONS and row.ended_at is not None and row.ended_at <= at
 
 
 class DeliberateEndIsFinal(_LineageCheck):
