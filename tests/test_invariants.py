@@ -66,6 +66,7 @@ from contract.events import (
     LeaseReleased,
     LeaseReleaseFailed,
     PointFaultFired,
+    PoolSaturated,
     ProcessCrashed,
     SessionAdopted,
     SessionAutoReset,
@@ -1106,6 +1107,31 @@ CASES.update({
         [E(persisted(1), 10), QUIET_TURN, E(FrontendTurnFailed(agent="main", error="PersistenceFailed: closed"), 300, "probe")],
         [E(persisted(1), 10), QUIET_TURN, E(persisted(2), 300, "probe"), E(persisted(3, "assistant"), 300, "probe"),
          E(FrontendTurnSubmitted(agent="main", text="soon after"), 301, "next"), E(FrontendTurnFailed(agent="main", error="x"), 301, "next")],
+        None, None),
+})
+
+
+def started(attempt: AttemptId, task: str) -> tuple[Event, float, str]:
+    return E(HostStarted(attempt=attempt, session=S, mode="automatic"), 0, task)
+
+
+def saturated(admitted: int, task: str) -> tuple[Event, float, str]:
+    return E(PoolSaturated(admitted=admitted, cap=4), 0, task)
+
+
+CASES.update({
+    # four jobs of p1 in flight, a fifth refused; refused while one of the four had finished
+    "pool_refuses_only_when_full": (
+        [started(a, f"h{n}") for n, a in enumerate((A1, A2, A3, A4))] + [E(finished(A1, "committed"), 1),
+                                                                         started(A5, "h5"), saturated(3, "h5")],
+        [started(a, f"h{n}") for n, a in enumerate((A1, A2, A3, A4))] + [started(A5, "h5"), saturated(4, "h5"),
+                                                                         started(P2_A1, "h6")],
+        None, None),
+    "admitted_job_runs": (
+        [started(A1, "h1"), E(returned("timeout"), 10, "h1")],
+        [started(A1, "h1"), E(TaskSpawn(), 0, "compress:p1.1"), E(returned("timeout"), 10, "h1"),
+         started(A2, "h2"), saturated(4, "h2"), E(HostReturned(attempt=A2, status="saturated", session=S, caller_session=S,
+                                                               transcript_before="a", transcript_after="a"), 0, "h2")],
         None, None),
 })
 

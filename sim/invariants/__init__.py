@@ -18,6 +18,7 @@ from sim.invariants.fence import (
     NoCommitAfterCancel,
 )
 from sim.invariants.host import (
+    AdmittedJobRuns,
     CtrlCSeesIdlePrompt,
     NoRelabelAfterTerminal,
     FailedSummaryBacksOff,
@@ -27,6 +28,7 @@ from sim.invariants.host import (
     NextTurnPersistsAfterCtrlC,
     NoProgressAfterGiveUp,
     PoolAdmissionBounded,
+    PoolRefusesOnlyWhenFull,
     RunningSummaryLabelled,
     StaleJobNeverRuns,
     TimeoutBacksOff,
@@ -100,6 +102,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
         ReceivedMessageSurvivesGatewayCrash,
         RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt, CooldownBlocksOnlyWhileInForce,
+        PoolRefusesOnlyWhenFull, AdmittedJobRuns,
     )
 }
 

@@ -35,6 +35,7 @@ from contract.events import (
     LeaseReleased,
     LeaseReleaseFailed,
     PointFaultFired,
+    PoolSaturated,
     ProcessCrashed,
     StallFired,
     StoreFaultFired,
@@ -244,6 +245,100 @@ class PoolAdmissionBounded(Invariant):
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         self._jobs.pop(event.process, None)
+
+
+class PoolRefusesOnlyWhenFull(Invariant):
+    """The other half of the bounded pool: a refusal is owed only to a full pool.
+
+    A process's jobs in flight are counted from the history, not read from the pool: an attempt is admitted in
+    the step its host starts it (`host.started`) unless that same step refuses it (`pool.saturated`, from the
+    same task), and it leaves the pool with its worker's last act (`compaction.finished`). An attempt admitted
+    whose worker never finished stays counted, so a leak makes this check lenient, never falsely alarmed.
+    """
+
+    name = "pool_refuses_only_when_full"
+    races = ("R8",)
+    description = (
+        "A process's compression pool refuses an attempt only while as many of its attempts as the pool's cap are "
+        "in flight (admitted and not yet finished, counted from the history): a pool that refuses below its cap "
+        "silently stops compaction."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._in_flight: dict[str, set[AttemptId]] = {}  # incarnation -> its admitted, unfinished attempts
+        self._starting: dict[str, AttemptId] = {}  # host task -> the attempt it started last
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._in_flight.setdefault(event.attempt.process, set()).add(event.attempt)
+        self._starting[record.task] = event.attempt
+
+    @handles(PoolSaturated)
+    def refused(self, event: PoolSaturated, record: HistoryEvent) -> Violation | None:
+        attempt = self._starting.get(record.task)
+        if attempt is None:
+            return None
+        in_flight = self._in_flight.get(attempt.process, set())
+        in_flight.discard(attempt)
+        cap = self.system.config.pool_cap
+        if len(in_flight) < cap:
+            return self.violation(f"the pool refused {attempt} with {len(in_flight)} of its process's attempts in flight (cap {cap})", record)
+        return None
+
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+        self._in_flight.get(event.attempt.process, set()).discard(event.attempt)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        for incarnation in [name for name in self._in_flight if self.system.process_of(name) == event.process]:
+            del self._in_flight[incarnation]
+
+
+class AdmittedJobRuns(Invariant):
+    """An admitted attempt is a promise that its worker runs: a host that returns without ever having started
+    its job reports an outcome (a timeout, typically) for work that never began, and its admission slot leaks.
+
+    Judged when the host returns normally (`host.returned`): its job's task (`compress:<attempt>`) must have
+    been spawned by then. A host that unwinds returns nothing and is not judged.
+    """
+
+    name = "admitted_job_runs"
+    races = ("R8",)
+    description = (
+        "An attempt the pool admitted has its worker started (its `compress:<attempt>` task spawned) before its "
+        "host returns an outcome."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._refused: set[AttemptId] = set()
+        self._starting: dict[str, AttemptId] = {}  # host task -> the attempt it started last
+        self._spawned: set[AttemptId] = set()
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._starting[record.task] = event.attempt
+
+    @handles(PoolSaturated)
+    def refused(self, event: PoolSaturated, record: HistoryEvent) -> None:
+        attempt = self._starting.get(record.task)
+        if attempt is not None:
+            self._refused.add(attempt)
+
+    @handles(TaskSpawn)
+    def spawned(self, event: TaskSpawn, record: HistoryEvent) -> None:
+        attempt = job_attempt(record.task)
+        if attempt is not None:
+            self._spawned.add(attempt)
+
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+        attempt = event.attempt
+        if attempt in self._refused or attempt in self._spawned:
+            return None
+        return self.violation(f"the host of {attempt} returned `{event.status}` though its admitted job never started", record)
 
 
 class NextTurnPersistsAfterCtrlC(Invariant):
@@ -837,3 +932,4 @@ class WorkerRaisesOnlyAfterFault(_FaultAware):
         if bug is not None:
             return self.violation(f"the worker of {event.attempt} raised a programming error ({bug}): {event.error}", self._fault, record)
         return None
+

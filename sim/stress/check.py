@@ -29,6 +29,7 @@ HISTORY_INVARIANTS = (
     "retry_never_overlaps_live_worker", "aborted_attempt_leaves_parent_unchanged", "no_false_auto_reset",
     "overflow_recovery_ignores_cooldown", "timeout_backs_off", "no_relabel_after_terminal",
     "running_summary_labelled", "ctrl_c_sees_idle_prompt",
+    "pool_refuses_only_when_full",
 )
 # Properties of the final database: checked once, at the end (their per-event checks read the store, which
 # after a real run holds only its final state).
@@ -63,6 +64,7 @@ NOT_APPLICABLE = {
     "durable_messages_match_rows": "reads the agents' in-memory transcripts, which die with their processes",
     "stale_job_never_runs": "follows the simulator kernel's task.spawn events, which trio does not record",
     "pool_admission_bounded": "follows the simulator kernel's task.spawn events, which trio does not record",
+    "admitted_job_runs": "follows the simulator kernel's task.spawn events, which trio does not record",
     "failed_summary_backs_off": "follows the simulator kernel's task.exit events, which trio does not record",
     "idle_timeout_within_bounds": _VIRTUAL_TIME,
     "hung_commit_reported": _VIRTUAL_TIME,
