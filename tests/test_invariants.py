@@ -59,6 +59,7 @@ from contract.events import (
     HostStarted,
     HostTimeout,
     LeaseAcquired,
+    LeaseAcquireFailed,
     LeaseContended,
     LeaseExpiredGiveup,
     LeaseRefreshed,
@@ -1132,6 +1133,11 @@ CASES.update({
         [started(A1, "h1"), E(TaskSpawn(), 0, "compress:p1.1"), E(returned("timeout"), 10, "h1"),
          started(A2, "h2"), saturated(4, "h2"), E(HostReturned(attempt=A2, status="saturated", session=S, caller_session=S,
                                                                transcript_before="a", transcript_after="a"), 0, "h2")],
+        None, None),
+    "caught_errors_are_not_bugs": (
+        [E(LeaseAcquireFailed(session=S, holder=H1, error="AttributeError(\"'NoneType' object has no attribute 'holder'\")"))],
+        [E(LeaseAcquireFailed(session=S, holder=H1, error="OperationalError('disk I/O error')")),
+         E(AppendFailed(session=S, error="SessionClosedByCompression"))],
         None, None),
 })
 

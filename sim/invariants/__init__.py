@@ -19,6 +19,7 @@ from sim.invariants.fence import (
 )
 from sim.invariants.host import (
     AdmittedJobRuns,
+    CaughtErrorsAreNotBugs,
     CtrlCSeesIdlePrompt,
     NoRelabelAfterTerminal,
     FailedSummaryBacksOff,
@@ -102,7 +103,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
         ReceivedMessageSurvivesGatewayCrash,
         RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt, CooldownBlocksOnlyWhileInForce,
-        PoolRefusesOnlyWhenFull, AdmittedJobRuns,
+        PoolRefusesOnlyWhenFull, AdmittedJobRuns, CaughtErrorsAreNotBugs,
     )
 }
 

@@ -6,12 +6,17 @@ from typing import ClassVar, Sequence
 
 from contract.events import (
     ActivityLabeled,
+    AppendFailed,
     AttemptClaimed,
+    CompactionCarriedUnread,
+    CompactionCommitFailed,
     CompactionCommitted,
     CompactionError,
     CompactionFinished,
+    CompactionStrikeResetFailed,
     CompactionSummaryProgress,
     CompactionSummaryStarted,
+    CompactionWatermarkFailed,
     CooldownCleared,
     CooldownPersistFailed,
     CooldownSet,
@@ -32,6 +37,7 @@ from contract.events import (
     HostTimeout,
     HostUnwind,
     LeaseAcquired,
+    LeaseAcquireFailed,
     LeaseReleased,
     LeaseReleaseFailed,
     PointFaultFired,
@@ -928,8 +934,42 @@ class WorkerRaisesOnlyAfterFault(_FaultAware):
     def worker_raised(self, event: CompactionError, record: HistoryEvent) -> Violation | None:
         if self._fault is None:
             return self.violation(f"the worker of {event.attempt} raised with no fault injected: {event.error}", record)
-        bug = next((name for name in PROGRAMMING_ERRORS if f"{name}(" in event.error), None)  # the error is a repr
+        bug = names_programming_error(event.error)
         if bug is not None:
             return self.violation(f"the worker of {event.attempt} raised a programming error ({bug}): {event.error}", self._fault, record)
         return None
 
+
+CaughtError = (
+    LeaseAcquireFailed | LeaseReleaseFailed | CompactionWatermarkFailed | CompactionCommitFailed | CompactionCarriedUnread
+    | CompactionStrikeResetFailed | CooldownPersistFailed | AppendFailed
+)
+
+
+def names_programming_error(error: str) -> str | None:
+    """The programming error an `error` field names, as a type (`TypeError`) or a repr (`TypeError(...)`), if any."""
+    return next((name for name in PROGRAMMING_ERRORS if error == name or f"{name}(" in error), None)
+
+
+class CaughtErrorsAreNotBugs(Invariant):
+    """A step that catches an error and carries on (sits out, retries, fails closed) is a fault handler, not a
+    hiding place: a programming error caught there turns a bug into a quiet no-op that no other check sees
+    (an acquire that always raises looks like a contended lease forever)."""
+
+    name = "caught_errors_are_not_bugs"
+    races = ("R3", "R14", "R25")
+    description = (
+        "An error the system catches and carries on from (a failed lease acquire or release, watermark read, "
+        "commit, strike reset or cooldown write, a carried-unread tail, a failed append) is never a programming "
+        "error (a TypeError, AttributeError, ...)."
+    )
+
+    @handles(
+        LeaseAcquireFailed, LeaseReleaseFailed, CompactionWatermarkFailed, CompactionCommitFailed,
+        CompactionCarriedUnread, CompactionStrikeResetFailed, CooldownPersistFailed, AppendFailed,
+    )
+    def caught(self, event: CaughtError, record: HistoryEvent) -> Violation | None:
+        bug = names_programming_error(event.error)
+        if bug is None:
+            return None
+        return self.violation(f"a {event.kind} caught a programming error ({bug}): {event.error}", record)

@@ -28,7 +28,7 @@ HISTORY_INVARIANTS = (
     "acknowledged_appends_survive", "completed_turn_persists_user_message", "would_grow_latches_breaker",
     "retry_never_overlaps_live_worker", "aborted_attempt_leaves_parent_unchanged", "no_false_auto_reset",
     "overflow_recovery_ignores_cooldown", "timeout_backs_off", "no_relabel_after_terminal",
-    "running_summary_labelled", "ctrl_c_sees_idle_prompt",
+    "running_summary_labelled", "ctrl_c_sees_idle_prompt", "caught_errors_are_not_bugs",
     "pool_refuses_only_when_full",
 )
 # Properties of the final database: checked once, at the end (their per-event checks read the store, which
