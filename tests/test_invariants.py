@@ -1139,6 +1139,13 @@ CASES.update({
         [E(LeaseAcquireFailed(session=S, holder=H1, error="OperationalError('disk I/O error')")),
          E(AppendFailed(session=S, error="SessionClosedByCompression"))],
         None, None),
+    "old_messages_get_summarized": (
+        [E(CompactionInput(session=S, attempt=A1, rows=[1, 2, 3])), E(CompactionRefused(session=S, attempt=A1, reason="no_progress"))],
+        [E(CompactionInput(session=S, attempt=A1, rows=[1, 2, 3])), E(CompactionSummaryStarted(attempt=A1, generation=1)),
+         E(CompactionRefused(session=S, attempt=A1, reason="no_progress")),
+         E(CompactionInput(session=S, attempt=A2, rows=[1, 2, 3])), E(CompactionRefused(session=S, attempt=A2, reason="hard_cancelled")),
+         E(CompactionInput(session=S, attempt=A3, rows=[1, 2])), E(CompactionRefused(session=S, attempt=A3, reason="no_progress"))],
+        None, None),
 })
 
 

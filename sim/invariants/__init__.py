@@ -7,6 +7,7 @@ from sim.invariants.compressor import (
     CurrentAttemptOwnsCompressor,
     HardCancelRestoresCooldown,
     NoSummaryInsideCooldown,
+    OldMessagesGetSummarized,
     StaleAttemptWritesNoState,
     WouldGrowLatchesBreaker,
     CommitBelowThresholdClearsStrikes,
@@ -103,7 +104,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
         ReceivedMessageSurvivesGatewayCrash,
         RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt, CooldownBlocksOnlyWhileInForce,
-        PoolRefusesOnlyWhenFull, AdmittedJobRuns, CaughtErrorsAreNotBugs,
+        PoolRefusesOnlyWhenFull, AdmittedJobRuns, CaughtErrorsAreNotBugs, OldMessagesGetSummarized,
     )
 }
 
