@@ -1120,6 +1120,18 @@ def saturated(admitted: int, task: str) -> tuple[Event, float, str]:
     return E(PoolSaturated(admitted=admitted, cap=4), 0, task)
 
 
+def compacted_into_child(*messages: tuple[str, str, bool]) -> Callable[[SessionStore], None]:
+    """The rotation's child, holding these (role, text, is_summary) rows."""
+    def write(store: SessionStore) -> None:
+        store.create_session("s/c", now=2, parent="s")
+        rows = [{"role": role, "content": text, "timestamp": 2.0, "is_summary": summary} for role, text, summary in messages]
+        store.append_messages("s/c", rows, now=2)
+    return write
+
+
+# A /compress of [user, assistant] that kept one message: the kept reply alone, or the user's message anchored.
+COMPACTED = [E(CompactionInput(session=S, attempt=A1, rows=[1, 2]), 1)]
+PUBLISHED = E(CommitPublished(parent=S, child=CHILD, attempt=A1), 2)
 CASES.update({
     # four jobs of p1 in flight, a fifth refused; refused while one of the four had finished
     "pool_refuses_only_when_full": (
@@ -1146,6 +1158,10 @@ CASES.update({
          E(CompactionInput(session=S, attempt=A2, rows=[1, 2, 3])), E(CompactionRefused(session=S, attempt=A2, reason="hard_cancelled")),
          E(CompactionInput(session=S, attempt=A3, rows=[1, 2])), E(CompactionRefused(session=S, attempt=A3, reason="no_progress"))],
         None, None),
+    "commit_keeps_a_user_turn": (
+        COMPACTED + [compacted_into_child(("user", "[summary]", True), ("assistant", "a", False)), PUBLISHED],
+        COMPACTED + [compacted_into_child(("user", "[summary]", True), ("user", "q", False), ("assistant", "a", False)), PUBLISHED],
+        conversation(("user", "q"), ("assistant", "a")), conversation(("user", "q"), ("assistant", "a"))),
 })
 
 

@@ -70,6 +70,7 @@ from sim.invariants.transcript import (
     ArchivedRowsWereInInput,
     CallerTranscriptOnlyThroughCommit,
     CommitChangesTranscript,
+    CommitKeepsAUserTurn,
     CommitReachesCaller,
     DurableMessagesMatchRows,
     NoDuplicatePersistedTurn,
@@ -105,6 +106,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         ReceivedMessageSurvivesGatewayCrash,
         RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt, CooldownBlocksOnlyWhileInForce,
         PoolRefusesOnlyWhenFull, AdmittedJobRuns, CaughtErrorsAreNotBugs, OldMessagesGetSummarized,
+        CommitKeepsAUserTurn,
     )
 }
 
