@@ -77,6 +77,7 @@ from contract.events import (
     TaskExit,
     TaskSpawn,
     TurnContextOverflow,
+    TurnOverflowDeferred,
     TurnPersisted,
 )
 from contract.events.turns import transcript_fingerprint
@@ -658,6 +659,16 @@ def test_a_users_stop_after_the_host_timeout_keeps_the_timeout_backoff():
     assert check("timeout_backs_off", timed_out_then_stopped + NEXT_SUMMARY)
 
 
+def test_overflow_recovery_runs_past_the_timeout_backoff():
+    """R23: the provider proved the overflow, so the one attempt that can fix it runs inside the backoff."""
+    timed_out_then = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0, "agent:main"),
+                      E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "idle"), 10)]
+    recovery = [E(HostStarted(attempt=A2, session=S, mode="overflow"), 20, "agent:main")]
+    assert check("timeout_backs_off", timed_out_then + recovery + NEXT_SUMMARY) == []
+    automatic = [E(HostStarted(attempt=A2, session=S, mode="automatic"), 20, "agent:main")]
+    assert check("timeout_backs_off", timed_out_then + automatic + NEXT_SUMMARY)
+
+
 def test_a_ctrl_c_pressed_before_the_timeout_is_a_stop_though_its_cancel_lands_after():
     """swarm seed 0 run 4983: the stop queued behind a stalled lease setup; the press, not the landing, orders it."""
     started = [E(HostStarted(attempt=A1, session=S, mode="forced"), 0, "agent:main"),
@@ -1110,6 +1121,13 @@ CASES.update({
          E(FrontendTurnSubmitted(agent="main", text="soon after"), 301, "next"), E(FrontendTurnFailed(agent="main", error="x"), 301, "next")],
         None, None),
 })
+
+
+def test_a_quiet_turn_whose_overflow_recovery_deferred_owes_no_reply():
+    """R23: one compression left the context over the window; the design defers the turn without a reply."""
+    deferred = E(TurnOverflowDeferred(session=S, reason="in_place"), 300, "probe")
+    assert check("turn_after_quiet_persists", [E(persisted(1), 10), QUIET_TURN, deferred]) == []
+    assert check("turn_after_quiet_persists", [E(persisted(1), 10), QUIET_TURN])
 
 
 def started(attempt: AttemptId, task: str) -> tuple[Event, float, str]:

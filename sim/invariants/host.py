@@ -511,7 +511,9 @@ HOST_GAVE_UP = (HostTimeout, FenceCancelWon, FenceRevoked, HostUnwind)
 class _BacksOffAfterFailure(Invariant):
     """After a failure of a session's compaction that arms a cooldown, no automatic compaction of that session
     starts a summary within `step_s`, unless a forced attempt or a commit lifted the backoff meanwhile. The
-    failed attempt's own compressor is bound from the failure on; everyone else from the durable record on.
+    recovery of a provider-proven context overflow is not bound: the design runs it past the failure cooldown
+    (R23, `overflow_recovery_ignores_cooldown`). The failed attempt's own compressor is bound from the failure
+    on; everyone else from the durable record on.
     The local deadline lives on one agent's compressor, so another agent of the same process, like another
     process, can learn of the backoff only from the record: when that record failed, it is not bound.
 
@@ -527,6 +529,7 @@ class _BacksOffAfterFailure(Invariant):
         # session -> (the failed attempt, the failure's record, whether its durable record landed)
         self._backoff: dict[SessionId, tuple[AttemptId, HistoryEvent, bool]] = {}
         self._cleared_by: set[AttemptId] = set()  # attempts that cleared the cooldown (forced) before their summary
+        self._overflow: set[AttemptId] = set()  # attempts recovering a provider-proven overflow: past the cooldown (R23)
         self._stopped: set[AttemptId] = set()  # attempts the user hard-cancelled
 
     def step_s(self) -> float:
@@ -542,6 +545,8 @@ class _BacksOffAfterFailure(Invariant):
     @handles(HostStarted)
     def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
         self._compressor[event.attempt] = (event.attempt.process, self.system.agent_of_task(record.task))
+        if event.mode == "overflow":
+            self._overflow.add(event.attempt)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
@@ -578,7 +583,7 @@ class _BacksOffAfterFailure(Invariant):
 
     @handles(CompactionSummaryStarted)
     def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
-        if event.attempt in self._cleared_by:
+        if event.attempt in self._cleared_by or event.attempt in self._overflow:
             return None
         session = self._session_of.get(event.attempt)
         if session not in self._backoff:
