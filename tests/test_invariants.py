@@ -101,7 +101,7 @@ OTHER_FAILED = CooldownSet(session=S, until_s=60.0, attempt=AttemptId.of("p2", 1
 @dataclass
 class FakeSystem:
     store: SessionStore = field(default_factory=SessionStore)
-    config: CompactionConfig = field(default_factory=lambda: CompactionConfig(lease_ttl_s=60, idle_timeout_s=10, ceiling_timeout_s=100, commit_overrun_slice_s=5, tail_count=1, gateway_writes_on_receipt=True))
+    config: CompactionConfig = field(default_factory=lambda: CompactionConfig(lease_ttl_s=60, idle_timeout_s=10, ceiling_timeout_s=100, commit_overrun_slice_s=5, tail_count=1, gateway_writes_on_receipt=True, context_limit_tokens=100))
     dead: set[str] = field(default_factory=lambda: {DEAD})
     agents: dict[str, Any] = field(default_factory=dict)
     restarted: dict[str, str] = field(default_factory=dict)  # incarnation -> its process, once restarted
@@ -1176,6 +1176,11 @@ CASES.update({
          E(CompactionInput(session=S, attempt=A2, rows=[1, 2, 3])), E(CompactionRefused(session=S, attempt=A2, reason="hard_cancelled")),
          E(CompactionInput(session=S, attempt=A3, rows=[1, 2])), E(CompactionRefused(session=S, attempt=A3, reason="no_progress"))],
         None, None),
+    # a window of 100 tokens: a 400-character question is 101 tokens of context for its reply
+    "reply_fits_context": (
+        [E(persisted(2, "assistant"))], [E(persisted(2, "assistant")), E(TurnPersisted(session=S, caller_session=S, turn=1,
+                                                                                       role="assistant", row=1, writer="external"))],
+        conversation(("user", "q" * 400), ("assistant", "a")), conversation(("user", "q" * 396), ("assistant", "a"))),
     "commit_keeps_a_user_turn": (
         COMPACTED + [compacted_into_child(("user", "[summary]", True), ("assistant", "a", False)), PUBLISHED],
         COMPACTED + [compacted_into_child(("user", "[summary]", True), ("user", "q", False), ("assistant", "a", False)), PUBLISHED],

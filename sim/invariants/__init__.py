@@ -62,7 +62,7 @@ from sim.invariants.lineage import (
     SingleLiveHead,
 )
 from sim.invariants.liveness import TurnAfterQuietPersists
-from sim.invariants.overflow import NoFalseAutoReset, OverflowRecoveryIgnoresCooldown
+from sim.invariants.overflow import NoFalseAutoReset, OverflowRecoveryIgnoresCooldown, ReplyFitsContext
 from sim.invariants.titles import TitleFollowsConversation, TitleNamesOneConversation
 from sim.invariants.transcript import (
     AbortedAttemptLeavesParentUnchanged,
@@ -106,7 +106,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         ReceivedMessageSurvivesGatewayCrash,
         RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt, CooldownBlocksOnlyWhileInForce,
         PoolRefusesOnlyWhenFull, AdmittedJobRuns, CaughtErrorsAreNotBugs, OldMessagesGetSummarized,
-        CommitKeepsAUserTurn,
+        CommitKeepsAUserTurn, ReplyFitsContext,
     )
 }
 
