@@ -1181,6 +1181,14 @@ CASES.update({
         [E(persisted(2, "assistant"))], [E(persisted(2, "assistant")), E(TurnPersisted(session=S, caller_session=S, turn=1,
                                                                                        role="assistant", row=1, writer="external"))],
         conversation(("user", "q" * 400), ("assistant", "a")), conversation(("user", "q" * 396), ("assistant", "a"))),
+    # idle timeout at 10s, the fence won at once: back at 10s (+3s its own stall), not when the worker ends at 40s
+    "timed_out_host_returns_promptly": (
+        [E(timed_out(A1), 10, "h1"), E(FenceCancelWon(attempt=A1, hard=False), 10, "h1"), E(finished(A1, "unchanged"), 40),
+         E(returned("timeout"), 40, "h1")],
+        [E(timed_out(A1), 10, "h1"), E(FenceCancelWon(attempt=A1, hard=False), 10, "h1"),
+         E(StallFired(fault=0, fault_kind="stall", firing=1, point="db.record_cooldown", duration_s=3.0), 10, "h1"),
+         E(returned("timeout"), 13, "h1"), E(finished(A1, "unchanged"), 40)],
+        None, None),
     "commit_keeps_a_user_turn": (
         COMPACTED + [compacted_into_child(("user", "[summary]", True), ("assistant", "a", False)), PUBLISHED],
         COMPACTED + [compacted_into_child(("user", "[summary]", True), ("user", "q", False), ("assistant", "a", False)), PUBLISHED],

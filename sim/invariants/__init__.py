@@ -33,6 +33,7 @@ from sim.invariants.host import (
     PoolRefusesOnlyWhenFull,
     RunningSummaryLabelled,
     StaleJobNeverRuns,
+    TimedOutHostReturnsPromptly,
     TimeoutBacksOff,
     TurnFailsOnlyExpectedly,
     WorkerRaisesOnlyAfterFault,
@@ -106,7 +107,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         ReceivedMessageSurvivesGatewayCrash,
         RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt, CooldownBlocksOnlyWhileInForce,
         PoolRefusesOnlyWhenFull, AdmittedJobRuns, CaughtErrorsAreNotBugs, OldMessagesGetSummarized,
-        CommitKeepsAUserTurn, ReplyFitsContext,
+        CommitKeepsAUserTurn, ReplyFitsContext, TimedOutHostReturnsPromptly,
     )
 }
 

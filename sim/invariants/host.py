@@ -115,6 +115,60 @@ class IdleTimeoutWithinBounds(Invariant):
         return None
 
 
+class TimedOutHostReturnsPromptly(Invariant):
+    """Once its host has won the fence on a timeout, the attempt is the worker's to finish alone.
+
+    From that win the host only writes its record and frees the lease (store calls, which take no virtual time
+    unless a stall holds its own task) and, at the ceiling, gives the cancelled worker one grace to exit. A host
+    still there later is waiting for its late worker: the turn it serves stays blocked for as long as the stalled
+    summary runs, the very hang the budget exists to bound.
+    """
+
+    name = "timed_out_host_returns_promptly"
+    races = ("R2", "R9")
+    description = (
+        "A host that timed out and won the fence returns its timeout no later than the win plus the stalls of its "
+        "own task since, plus the cancelled worker's grace at the ceiling: it never waits for its late worker."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._timed_out: dict[AttemptId, tuple[str, str]] = {}  # attempt -> its host's task and the budget it ran out of
+        self._won: dict[str, tuple[AttemptId, HistoryEvent, float]] = {}  # host task -> its win, and its stalls since
+
+    @handles(HostTimeout)
+    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+        self._timed_out[event.attempt] = (record.task, event.budget)
+
+    @handles(FenceCancelWon)
+    def won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+        host = self._timed_out.get(event.attempt)
+        if host is not None and host[0] == record.task:
+            self._won[record.task] = (event.attempt, record, 0.0)
+
+    @handles(StallFired)
+    def stalled(self, event: StallFired, record: HistoryEvent) -> None:
+        won = self._won.get(record.task)
+        if won is not None:
+            self._won[record.task] = (won[0], won[1], won[2] + event.duration_s)
+
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+        won = self._won.pop(record.task, None)
+        host = self._timed_out.pop(event.attempt, None)
+        if won is None or host is None or won[0] != event.attempt or event.status != "timeout":
+            return None
+        attempt, win, stalled_s = won
+        grace_s = self.system.config.cancelled_worker_grace_s if host[1] == "ceiling" else 0.0
+        late_s = record.time - (win.time + stalled_s + grace_s)
+        if late_s > 1e-9:
+            return self.violation(
+                f"the host of {attempt} returned its {host[1]} timeout {late_s:g}s after it could have (won at "
+                f"{win.time:g}s, {stalled_s:g}s stalled, {grace_s:g}s grace): it waited for its late worker", win, record,
+            )
+        return None
+
+
 class HungCommitReported(Invariant):
     """At the end of the run only a commit still running can be hanging unreported.
 

@@ -70,6 +70,7 @@ NOT_APPLICABLE = {
     "failed_summary_backs_off": "follows the simulator kernel's task.exit events, which trio does not record",
     "idle_timeout_within_bounds": _VIRTUAL_TIME,
     "hung_commit_reported": _VIRTUAL_TIME,
+    "timed_out_host_returns_promptly": _VIRTUAL_TIME,
     "next_turn_persists_after_ctrl_c": _VIRTUAL_TIME,
     "turn_after_quiet_persists": _VIRTUAL_TIME,
     "cooldown_blocks_only_while_in_force": _VIRTUAL_TIME,
