@@ -59,6 +59,7 @@ from contract.events import (
     HostStarted,
     HostTimeout,
     LeaseAcquired,
+    LeaseAcquireFailed,
     LeaseContended,
     LeaseExpiredGiveup,
     LeaseRefreshed,
@@ -66,6 +67,7 @@ from contract.events import (
     LeaseReleased,
     LeaseReleaseFailed,
     PointFaultFired,
+    PoolSaturated,
     ProcessCrashed,
     SessionAdopted,
     SessionAutoReset,
@@ -75,6 +77,7 @@ from contract.events import (
     TaskExit,
     TaskSpawn,
     TurnContextOverflow,
+    TurnOverflowDeferred,
     TurnPersisted,
 )
 from contract.events.turns import transcript_fingerprint
@@ -98,7 +101,7 @@ OTHER_FAILED = CooldownSet(session=S, until_s=60.0, attempt=AttemptId.of("p2", 1
 @dataclass
 class FakeSystem:
     store: SessionStore = field(default_factory=SessionStore)
-    config: CompactionConfig = field(default_factory=lambda: CompactionConfig(lease_ttl_s=60, idle_timeout_s=10, ceiling_timeout_s=100, commit_overrun_slice_s=5, tail_count=1, gateway_writes_on_receipt=True))
+    config: CompactionConfig = field(default_factory=lambda: CompactionConfig(lease_ttl_s=60, idle_timeout_s=10, ceiling_timeout_s=100, commit_overrun_slice_s=5, tail_count=1, gateway_writes_on_receipt=True, context_limit_tokens=100))
     dead: set[str] = field(default_factory=lambda: {DEAD})
     agents: dict[str, Any] = field(default_factory=dict)
     restarted: dict[str, str] = field(default_factory=dict)  # incarnation -> its process, once restarted
@@ -656,6 +659,16 @@ def test_a_users_stop_after_the_host_timeout_keeps_the_timeout_backoff():
     assert check("timeout_backs_off", timed_out_then_stopped + NEXT_SUMMARY)
 
 
+def test_overflow_recovery_runs_past_the_timeout_backoff():
+    """R23: the provider proved the overflow, so the one attempt that can fix it runs inside the backoff."""
+    timed_out_then = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0, "agent:main"),
+                      E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "idle"), 10)]
+    recovery = [E(HostStarted(attempt=A2, session=S, mode="overflow"), 20, "agent:main")]
+    assert check("timeout_backs_off", timed_out_then + recovery + NEXT_SUMMARY) == []
+    automatic = [E(HostStarted(attempt=A2, session=S, mode="automatic"), 20, "agent:main")]
+    assert check("timeout_backs_off", timed_out_then + automatic + NEXT_SUMMARY)
+
+
 def test_a_ctrl_c_pressed_before_the_timeout_is_a_stop_though_its_cancel_lands_after():
     """swarm seed 0 run 4983: the stop queued behind a stalled lease setup; the press, not the landing, orders it."""
     started = [E(HostStarted(attempt=A1, session=S, mode="forced"), 0, "agent:main"),
@@ -1124,6 +1137,79 @@ CASES.update({
         [E(persisted(1), 10), QUIET_TURN, E(persisted(2), 300, "probe"), E(persisted(3, "assistant"), 300, "probe"),
          E(FrontendTurnSubmitted(agent="main", text="soon after"), 301, "next"), E(FrontendTurnFailed(agent="main", error="x"), 301, "next")],
         None, None),
+})
+
+
+def test_a_quiet_turn_whose_overflow_recovery_deferred_owes_no_reply():
+    """R23: one compression left the context over the window; the design defers the turn without a reply."""
+    deferred = E(TurnOverflowDeferred(session=S, reason="in_place"), 300, "probe")
+    assert check("turn_after_quiet_persists", [E(persisted(1), 10), QUIET_TURN, deferred]) == []
+    assert check("turn_after_quiet_persists", [E(persisted(1), 10), QUIET_TURN])
+
+
+def started(attempt: AttemptId, task: str) -> tuple[Event, float, str]:
+    return E(HostStarted(attempt=attempt, session=S, mode="automatic"), 0, task)
+
+
+def saturated(admitted: int, task: str) -> tuple[Event, float, str]:
+    return E(PoolSaturated(admitted=admitted, cap=4), 0, task)
+
+
+def compacted_into_child(*messages: tuple[str, str, bool]) -> Callable[[SessionStore], None]:
+    """The rotation's child, holding these (role, text, is_summary) rows."""
+    def write(store: SessionStore) -> None:
+        store.create_session("s/c", now=2, parent="s")
+        rows = [{"role": role, "content": text, "timestamp": 2.0, "is_summary": summary} for role, text, summary in messages]
+        store.append_messages("s/c", rows, now=2)
+    return write
+
+
+# A /compress of [user, assistant] that kept one message: the kept reply alone, or the user's message anchored.
+COMPACTED = [E(CompactionInput(session=S, attempt=A1, rows=[1, 2]), 1)]
+PUBLISHED = E(CommitPublished(parent=S, child=CHILD, attempt=A1), 2)
+CASES.update({
+    # four jobs of p1 in flight, a fifth refused; refused while one of the four had finished
+    "pool_refuses_only_when_full": (
+        [started(a, f"h{n}") for n, a in enumerate((A1, A2, A3, A4))] + [E(finished(A1, "committed"), 1),
+                                                                         started(A5, "h5"), saturated(3, "h5")],
+        [started(a, f"h{n}") for n, a in enumerate((A1, A2, A3, A4))] + [started(A5, "h5"), saturated(4, "h5"),
+                                                                         started(P2_A1, "h6")],
+        None, None),
+    "admitted_job_runs": (
+        [started(A1, "h1"), E(returned("timeout"), 10, "h1")],
+        [started(A1, "h1"), E(TaskSpawn(), 0, "compress:p1.1"), E(returned("timeout"), 10, "h1"),
+         started(A2, "h2"), saturated(4, "h2"), E(HostReturned(attempt=A2, status="saturated", session=S, caller_session=S,
+                                                               transcript_before="a", transcript_after="a"), 0, "h2")],
+        None, None),
+    "caught_errors_are_not_bugs": (
+        [E(LeaseAcquireFailed(session=S, holder=H1, error="AttributeError(\"'NoneType' object has no attribute 'holder'\")"))],
+        [E(LeaseAcquireFailed(session=S, holder=H1, error="OperationalError('disk I/O error')")),
+         E(AppendFailed(session=S, error="SessionClosedByCompression"))],
+        None, None),
+    "old_messages_get_summarized": (
+        [E(CompactionInput(session=S, attempt=A1, rows=[1, 2, 3])), E(CompactionRefused(session=S, attempt=A1, reason="no_progress"))],
+        [E(CompactionInput(session=S, attempt=A1, rows=[1, 2, 3])), E(CompactionSummaryStarted(attempt=A1, generation=1)),
+         E(CompactionRefused(session=S, attempt=A1, reason="no_progress")),
+         E(CompactionInput(session=S, attempt=A2, rows=[1, 2, 3])), E(CompactionRefused(session=S, attempt=A2, reason="hard_cancelled")),
+         E(CompactionInput(session=S, attempt=A3, rows=[1, 2])), E(CompactionRefused(session=S, attempt=A3, reason="no_progress"))],
+        None, None),
+    # a window of 100 tokens: a 400-character question is 101 tokens of context for its reply
+    "reply_fits_context": (
+        [E(persisted(2, "assistant"))], [E(persisted(2, "assistant")), E(TurnPersisted(session=S, caller_session=S, turn=1,
+                                                                                       role="assistant", row=1, writer="external"))],
+        conversation(("user", "q" * 400), ("assistant", "a")), conversation(("user", "q" * 396), ("assistant", "a"))),
+    # idle timeout at 10s, the fence won at once: back at 10s (+3s its own stall), not when the worker ends at 40s
+    "timed_out_host_returns_promptly": (
+        [E(timed_out(A1), 10, "h1"), E(FenceCancelWon(attempt=A1, hard=False), 10, "h1"), E(finished(A1, "unchanged"), 40),
+         E(returned("timeout"), 40, "h1")],
+        [E(timed_out(A1), 10, "h1"), E(FenceCancelWon(attempt=A1, hard=False), 10, "h1"),
+         E(StallFired(fault=0, fault_kind="stall", firing=1, point="db.record_cooldown", duration_s=3.0), 10, "h1"),
+         E(returned("timeout"), 13, "h1"), E(finished(A1, "unchanged"), 40)],
+        None, None),
+    "commit_keeps_a_user_turn": (
+        COMPACTED + [compacted_into_child(("user", "[summary]", True), ("assistant", "a", False)), PUBLISHED],
+        COMPACTED + [compacted_into_child(("user", "[summary]", True), ("user", "q", False), ("assistant", "a", False)), PUBLISHED],
+        conversation(("user", "q"), ("assistant", "a")), conversation(("user", "q"), ("assistant", "a"))),
 })
 
 

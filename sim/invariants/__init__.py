@@ -7,6 +7,7 @@ from sim.invariants.compressor import (
     CurrentAttemptOwnsCompressor,
     HardCancelRestoresCooldown,
     NoSummaryInsideCooldown,
+    OldMessagesGetSummarized,
     StaleAttemptWritesNoState,
     WouldGrowLatchesBreaker,
     CommitBelowThresholdClearsStrikes,
@@ -19,6 +20,8 @@ from sim.invariants.fence import (
 )
 from sim.invariants.host import (
     AbandonedTurnStaysSilent,
+    AdmittedJobRuns,
+    CaughtErrorsAreNotBugs,
     CtrlCSeesIdlePrompt,
     NoRelabelAfterTerminal,
     FailedSummaryBacksOff,
@@ -28,8 +31,10 @@ from sim.invariants.host import (
     NextTurnPersistsAfterCtrlC,
     NoProgressAfterGiveUp,
     PoolAdmissionBounded,
+    PoolRefusesOnlyWhenFull,
     RunningSummaryLabelled,
     StaleJobNeverRuns,
+    TimedOutHostReturnsPromptly,
     TimeoutBacksOff,
     TurnFailsOnlyExpectedly,
     WorkerRaisesOnlyAfterFault,
@@ -59,7 +64,7 @@ from sim.invariants.lineage import (
     SingleLiveHead,
 )
 from sim.invariants.liveness import TurnAfterQuietPersists
-from sim.invariants.overflow import NoFalseAutoReset, OverflowRecoveryIgnoresCooldown
+from sim.invariants.overflow import NoFalseAutoReset, OverflowRecoveryIgnoresCooldown, ReplyFitsContext
 from sim.invariants.titles import TitleFollowsConversation, TitleNamesOneConversation
 from sim.invariants.transcript import (
     AbortedAttemptLeavesParentUnchanged,
@@ -67,6 +72,7 @@ from sim.invariants.transcript import (
     ArchivedRowsWereInInput,
     CallerTranscriptOnlyThroughCommit,
     CommitChangesTranscript,
+    CommitKeepsAUserTurn,
     CommitReachesCaller,
     DurableMessagesMatchRows,
     NoDuplicatePersistedTurn,
@@ -102,6 +108,8 @@ INVARIANTS: dict[str, type[Invariant]] = {
         ReceivedMessageSurvivesGatewayCrash,
         RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt, CooldownBlocksOnlyWhileInForce,
         AbandonedTurnStaysSilent,
+        PoolRefusesOnlyWhenFull, AdmittedJobRuns, CaughtErrorsAreNotBugs, OldMessagesGetSummarized,
+        CommitKeepsAUserTurn, ReplyFitsContext, TimedOutHostReturnsPromptly,
     )
 }
 

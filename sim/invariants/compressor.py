@@ -11,6 +11,7 @@ from contract.events import (
     CompactionBlocked,
     CompactionCommitted,
     CompactionFinished,
+    CompactionInput,
     CompactionRefused,
     CompactionStrike,
     CompactionStrikeResetFailed,
@@ -699,3 +700,46 @@ class CommitBelowThresholdClearsStrikes(Invariant):
                 strike, record,
             )
         return None
+
+
+class OldMessagesGetSummarized(Invariant):
+    """An attempt that reached its input has something to summarize once that input holds more than the
+    `keep_recent` messages kept verbatim; it may stop short of a summary only because it was cancelled.
+
+    The input's durable rows (`compaction.input`) are a lower bound on the messages it works from (its own
+    unsaved messages have no row yet), so "more rows than keep_recent" proves there were old messages. A
+    refusal as `no_progress` (nothing changed) or a commit with no summary dispatched then says compaction
+    silently did nothing.
+    """
+
+    name = "old_messages_get_summarized"
+    races = ("R13",)
+    description = (
+        "An attempt whose input holds more durable rows than keep_recent dispatches a summary before it commits or "
+        "refuses, unless it was cancelled first (`hard_cancelled`, `fence_cancelled`)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._unsummarized: dict[AttemptId, HistoryEvent] = {}  # attempt -> its input of old messages, no summary yet
+
+    @handles(CompactionInput)
+    def input(self, event: CompactionInput, record: HistoryEvent) -> None:
+        if len(event.rows) > self.system.config.keep_recent:
+            self._unsummarized[event.attempt] = record
+
+    @handles(CompactionSummaryStarted)
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> None:
+        self._unsummarized.pop(event.attempt, None)
+
+    @handles(CompactionRefused, CompactionCommitted)
+    def settled(self, event: CompactionRefused | CompactionCommitted, record: HistoryEvent) -> Violation | None:
+        given = self._unsummarized.pop(event.attempt, None)
+        if given is None or getattr(event, "reason", None) in ("hard_cancelled", "fence_cancelled"):
+            return None
+        keep = self.system.config.keep_recent
+        what = f"refused as {event.reason}" if isinstance(event, CompactionRefused) else "committed"
+        return self.violation(
+            f"attempt {event.attempt} {what} without a summary though its input held "
+            f"{len(given.event.rows)} rows (keep_recent {keep})", given, record,
+        )

@@ -6,12 +6,17 @@ from typing import ClassVar, Sequence
 
 from contract.events import (
     ActivityLabeled,
+    AppendFailed,
     AttemptClaimed,
+    CompactionCarriedUnread,
+    CompactionCommitFailed,
     CompactionCommitted,
     CompactionError,
     CompactionFinished,
+    CompactionStrikeResetFailed,
     CompactionSummaryProgress,
     CompactionSummaryStarted,
+    CompactionWatermarkFailed,
     CooldownCleared,
     CooldownPersistFailed,
     CooldownSet,
@@ -32,9 +37,11 @@ from contract.events import (
     HostTimeout,
     HostUnwind,
     LeaseAcquired,
+    LeaseAcquireFailed,
     LeaseReleased,
     LeaseReleaseFailed,
     PointFaultFired,
+    PoolSaturated,
     ProcessCrashed,
     StallFired,
     StoreFaultFired,
@@ -104,6 +111,60 @@ class IdleTimeoutWithinBounds(Invariant):
             return self.violation(
                 f"the idle timeout fired after {silence:g}s of silence (idle is {idle:g}s), "
                 f"{record.time - could_notice:g}s after the host could first notice it", record,
+            )
+        return None
+
+
+class TimedOutHostReturnsPromptly(Invariant):
+    """Once its host has won the fence on a timeout, the attempt is the worker's to finish alone.
+
+    From that win the host only writes its record and frees the lease (store calls, which take no virtual time
+    unless a stall holds its own task) and, at the ceiling, gives the cancelled worker one grace to exit. A host
+    still there later is waiting for its late worker: the turn it serves stays blocked for as long as the stalled
+    summary runs, the very hang the budget exists to bound.
+    """
+
+    name = "timed_out_host_returns_promptly"
+    races = ("R2", "R9")
+    description = (
+        "A host that timed out and won the fence returns its timeout no later than the win plus the stalls of its "
+        "own task since, plus the cancelled worker's grace at the ceiling: it never waits for its late worker."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._timed_out: dict[AttemptId, tuple[str, str]] = {}  # attempt -> its host's task and the budget it ran out of
+        self._won: dict[str, tuple[AttemptId, HistoryEvent, float]] = {}  # host task -> its win, and its stalls since
+
+    @handles(HostTimeout)
+    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+        self._timed_out[event.attempt] = (record.task, event.budget)
+
+    @handles(FenceCancelWon)
+    def won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+        host = self._timed_out.get(event.attempt)
+        if host is not None and host[0] == record.task:
+            self._won[record.task] = (event.attempt, record, 0.0)
+
+    @handles(StallFired)
+    def stalled(self, event: StallFired, record: HistoryEvent) -> None:
+        won = self._won.get(record.task)
+        if won is not None:
+            self._won[record.task] = (won[0], won[1], won[2] + event.duration_s)
+
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+        won = self._won.pop(record.task, None)
+        host = self._timed_out.pop(event.attempt, None)
+        if won is None or host is None or won[0] != event.attempt or event.status != "timeout":
+            return None
+        attempt, win, stalled_s = won
+        grace_s = self.system.config.cancelled_worker_grace_s if host[1] == "ceiling" else 0.0
+        late_s = record.time - (win.time + stalled_s + grace_s)
+        if late_s > 1e-9:
+            return self.violation(
+                f"the host of {attempt} returned its {host[1]} timeout {late_s:g}s after it could have (won at "
+                f"{win.time:g}s, {stalled_s:g}s stalled, {grace_s:g}s grace): it waited for its late worker", win, record,
             )
         return None
 
@@ -244,6 +305,100 @@ class PoolAdmissionBounded(Invariant):
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         self._jobs.pop(event.process, None)
+
+
+class PoolRefusesOnlyWhenFull(Invariant):
+    """The other half of the bounded pool: a refusal is owed only to a full pool.
+
+    A process's jobs in flight are counted from the history, not read from the pool: an attempt is admitted in
+    the step its host starts it (`host.started`) unless that same step refuses it (`pool.saturated`, from the
+    same task), and it leaves the pool with its worker's last act (`compaction.finished`). An attempt admitted
+    whose worker never finished stays counted, so a leak makes this check lenient, never falsely alarmed.
+    """
+
+    name = "pool_refuses_only_when_full"
+    races = ("R8",)
+    description = (
+        "A process's compression pool refuses an attempt only while as many of its attempts as the pool's cap are "
+        "in flight (admitted and not yet finished, counted from the history): a pool that refuses below its cap "
+        "silently stops compaction."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._in_flight: dict[str, set[AttemptId]] = {}  # incarnation -> its admitted, unfinished attempts
+        self._starting: dict[str, AttemptId] = {}  # host task -> the attempt it started last
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._in_flight.setdefault(event.attempt.process, set()).add(event.attempt)
+        self._starting[record.task] = event.attempt
+
+    @handles(PoolSaturated)
+    def refused(self, event: PoolSaturated, record: HistoryEvent) -> Violation | None:
+        attempt = self._starting.get(record.task)
+        if attempt is None:
+            return None
+        in_flight = self._in_flight.get(attempt.process, set())
+        in_flight.discard(attempt)
+        cap = self.system.config.pool_cap
+        if len(in_flight) < cap:
+            return self.violation(f"the pool refused {attempt} with {len(in_flight)} of its process's attempts in flight (cap {cap})", record)
+        return None
+
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+        self._in_flight.get(event.attempt.process, set()).discard(event.attempt)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        for incarnation in [name for name in self._in_flight if self.system.process_of(name) == event.process]:
+            del self._in_flight[incarnation]
+
+
+class AdmittedJobRuns(Invariant):
+    """An admitted attempt is a promise that its worker runs: a host that returns without ever having started
+    its job reports an outcome (a timeout, typically) for work that never began, and its admission slot leaks.
+
+    Judged when the host returns normally (`host.returned`): its job's task (`compress:<attempt>`) must have
+    been spawned by then. A host that unwinds returns nothing and is not judged.
+    """
+
+    name = "admitted_job_runs"
+    races = ("R8",)
+    description = (
+        "An attempt the pool admitted has its worker started (its `compress:<attempt>` task spawned) before its "
+        "host returns an outcome."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._refused: set[AttemptId] = set()
+        self._starting: dict[str, AttemptId] = {}  # host task -> the attempt it started last
+        self._spawned: set[AttemptId] = set()
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._starting[record.task] = event.attempt
+
+    @handles(PoolSaturated)
+    def refused(self, event: PoolSaturated, record: HistoryEvent) -> None:
+        attempt = self._starting.get(record.task)
+        if attempt is not None:
+            self._refused.add(attempt)
+
+    @handles(TaskSpawn)
+    def spawned(self, event: TaskSpawn, record: HistoryEvent) -> None:
+        attempt = job_attempt(record.task)
+        if attempt is not None:
+            self._spawned.add(attempt)
+
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+        attempt = event.attempt
+        if attempt in self._refused or attempt in self._spawned:
+            return None
+        return self.violation(f"the host of {attempt} returned `{event.status}` though its admitted job never started", record)
 
 
 class NextTurnPersistsAfterCtrlC(Invariant):
@@ -410,7 +565,9 @@ HOST_GAVE_UP = (HostTimeout, FenceCancelWon, FenceRevoked, HostUnwind)
 class _BacksOffAfterFailure(Invariant):
     """After a failure of a session's compaction that arms a cooldown, no automatic compaction of that session
     starts a summary within `step_s`, unless a forced attempt or a commit lifted the backoff meanwhile. The
-    failed attempt's own compressor is bound from the failure on; everyone else from the durable record on.
+    recovery of a provider-proven context overflow is not bound: the design runs it past the failure cooldown
+    (R23, `overflow_recovery_ignores_cooldown`). The failed attempt's own compressor is bound from the failure
+    on; everyone else from the durable record on.
     The local deadline lives on one agent's compressor, so another agent of the same process, like another
     process, can learn of the backoff only from the record: when that record failed, it is not bound.
 
@@ -426,6 +583,7 @@ class _BacksOffAfterFailure(Invariant):
         # session -> (the failed attempt, the failure's record, whether its durable record landed)
         self._backoff: dict[SessionId, tuple[AttemptId, HistoryEvent, bool]] = {}
         self._cleared_by: set[AttemptId] = set()  # attempts that cleared the cooldown (forced) before their summary
+        self._overflow: set[AttemptId] = set()  # attempts recovering a provider-proven overflow: past the cooldown (R23)
         self._stopped: set[AttemptId] = set()  # attempts the user hard-cancelled
 
     def step_s(self) -> float:
@@ -441,6 +599,8 @@ class _BacksOffAfterFailure(Invariant):
     @handles(HostStarted)
     def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
         self._compressor[event.attempt] = (event.attempt.process, self.system.agent_of_task(record.task))
+        if event.mode == "overflow":
+            self._overflow.add(event.attempt)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
@@ -477,7 +637,7 @@ class _BacksOffAfterFailure(Invariant):
 
     @handles(CompactionSummaryStarted)
     def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
-        if event.attempt in self._cleared_by:
+        if event.attempt in self._cleared_by or event.attempt in self._overflow:
             return None
         session = self._session_of.get(event.attempt)
         if session not in self._backoff:
@@ -871,7 +1031,42 @@ class WorkerRaisesOnlyAfterFault(_FaultAware):
     def worker_raised(self, event: CompactionError, record: HistoryEvent) -> Violation | None:
         if self._fault is None:
             return self.violation(f"the worker of {event.attempt} raised with no fault injected: {event.error}", record)
-        bug = next((name for name in PROGRAMMING_ERRORS if f"{name}(" in event.error), None)  # the error is a repr
+        bug = names_programming_error(event.error)
         if bug is not None:
             return self.violation(f"the worker of {event.attempt} raised a programming error ({bug}): {event.error}", self._fault, record)
         return None
+
+
+CaughtError = (
+    LeaseAcquireFailed | LeaseReleaseFailed | CompactionWatermarkFailed | CompactionCommitFailed | CompactionCarriedUnread
+    | CompactionStrikeResetFailed | CooldownPersistFailed | AppendFailed
+)
+
+
+def names_programming_error(error: str) -> str | None:
+    """The programming error an `error` field names, as a type (`TypeError`) or a repr (`TypeError(...)`), if any."""
+    return next((name for name in PROGRAMMING_ERRORS if error == name or f"{name}(" in error), None)
+
+
+class CaughtErrorsAreNotBugs(Invariant):
+    """A step that catches an error and carries on (sits out, retries, fails closed) is a fault handler, not a
+    hiding place: a programming error caught there turns a bug into a quiet no-op that no other check sees
+    (an acquire that always raises looks like a contended lease forever)."""
+
+    name = "caught_errors_are_not_bugs"
+    races = ("R3", "R14", "R25")
+    description = (
+        "An error the system catches and carries on from (a failed lease acquire or release, watermark read, "
+        "commit, strike reset or cooldown write, a carried-unread tail, a failed append) is never a programming "
+        "error (a TypeError, AttributeError, ...)."
+    )
+
+    @handles(
+        LeaseAcquireFailed, LeaseReleaseFailed, CompactionWatermarkFailed, CompactionCommitFailed,
+        CompactionCarriedUnread, CompactionStrikeResetFailed, CooldownPersistFailed, AppendFailed,
+    )
+    def caught(self, event: CaughtError, record: HistoryEvent) -> Violation | None:
+        bug = names_programming_error(event.error)
+        if bug is None:
+            return None
+        return self.violation(f"a {event.kind} caught a programming error ({bug}): {event.error}", record)

@@ -21,7 +21,7 @@ from typing import Sequence
 
 from contract.events import (
     FrontendCtrlC, FrontendTurnAbandoned, FrontendTurnFailed, FrontendTurnSubmitted, GatewayTurnStarted, PointFaultFired,
-    ProcessCrashed, StoreFaultFired, TurnPersisted,
+    ProcessCrashed, StoreFaultFired, TurnOverflowDeferred, TurnPersisted,
 )
 from contract.events.base import Event
 from contract.points import STORE_PREFIX
@@ -37,7 +37,8 @@ class TurnAfterQuietPersists(Invariant):
     name = "turn_after_quiet_persists"
     races = ("R1", "R15", "R20", "R24")
     description = ("A turn that starts after a silence longer than the host's ceiling plus one lease TTL persists its "
-                   "reply, and the user sees no error for it (unless they press Ctrl+C or its process is killed).")
+                   "reply, and the user sees no error for it (unless they press Ctrl+C, its process is killed, or the model refused "
+                   "its context and recovery had to defer it).")
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         config = self.system.config
@@ -51,6 +52,8 @@ class TurnAfterQuietPersists(Invariant):
                 continue  # its process was killed under it: no one is left to reply
             if outcome is not None and refused_in_ended_conversation(self.system.store, history, record, outcome):
                 continue  # its conversation was reset or switched away from: there is nowhere to write it
+            if outcome is not None and isinstance(outcome.event, TurnOverflowDeferred):
+                continue  # the model refused its context and one compression could not bring it under: no reply (R23)
             if outcome is not None and isinstance(outcome.event, FrontendTurnFailed) and _met_store_fault(history, index, outcome):
                 continue  # its own write was failed by an injected fault: the error it shows is that fault's
             if outcome is None or not isinstance(outcome.event, TurnPersisted):
@@ -61,8 +64,8 @@ class TurnAfterQuietPersists(Invariant):
 
 
     def _outcome(self, history: Sequence[HistoryEvent], start: int) -> HistoryEvent | None:
-        """How the turn at `start` ended: its persisted reply or its error (on its own task), the user's Ctrl+C,
-        the crash of its agent's process, or nothing."""
+        """How the turn at `start` ended: its persisted reply, its error or its deferred overflow (on its own task),
+        the user's Ctrl+C, the crash of its agent's process, or nothing."""
         task, agent = history[start].task, history[start].event.agent  # type: ignore[attr-defined]
         slot = self.system.agents.get(agent)
         process = None if slot is None else slot.spec.process
@@ -74,7 +77,7 @@ class TurnAfterQuietPersists(Invariant):
                 return record
             if record.task != task:
                 continue
-            if isinstance(event, TurnPersisted) and event.role == "assistant":
+            if isinstance(event, TurnPersisted) and event.role == "assistant" or isinstance(event, TurnOverflowDeferred):
                 return record
             if isinstance(event, _TURN_ENDS) or isinstance(event, _TURN_STARTS):
                 return record

@@ -14,12 +14,14 @@ from contract.events import (
     HostReturned,
     SessionAutoReset,
     TurnContextOverflow,
+    TurnPersisted,
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from sim.invariants.base import Invariant, Violation, handles
 
 EXHAUSTED = frozenset({"ineffective", "no_progress", "would_grow"})
+CHARS_PER_TOKEN = 4  # the model's count: a token per four characters, at least one per message
 
 
 class NoFalseAutoReset(Invariant):
@@ -75,4 +77,32 @@ class OverflowRecoveryIgnoresCooldown(Invariant):
                 f"the recovery of {overflow.session}'s context overflow (attempt {event.attempt}) "
                 "was blocked by a failure cooldown", overflowed, blocked,
             )
+        return None
+
+
+class ReplyFitsContext(Invariant):
+    """The model refuses a context longer than its window (`context_limit_tokens`), so no reply can answer one:
+    a turn whose context overflows must recover (compress, or reset the session) or go without a reply.
+
+    Judged by the rows: when a reply becomes durable, the live rows of its session before it are the context
+    it answered, counted as the model counts them. Compaction only shrinks that prefix and a reset starts a fresh
+    session, so a reply made after a recovery fits; a reply that skipped recovery is over the window.
+    """
+
+    name = "reply_fits_context"
+    races = ("R23",)
+    description = (
+        "With a context window set, every reply that becomes durable answers a context within it: the live rows "
+        "before the reply in its session, one token per four characters and at least one per message."
+    )
+
+    @handles(TurnPersisted)
+    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> Violation | None:
+        limit = self.system.config.context_limit_tokens
+        if limit <= 0 or event.role != "assistant" or event.writer is not None:
+            return None
+        rows = self.system.store.active_messages(event.session)
+        tokens = sum(1 + len(row.content or "") // CHARS_PER_TOKEN for row in rows if row.id < event.row)
+        if tokens > limit:
+            return self.violation(f"a reply (row {event.row}) answered {tokens} tokens of {event.session}, over the {limit}-token window", record)
         return None

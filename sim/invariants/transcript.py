@@ -628,6 +628,54 @@ class CommitChangesTranscript(Invariant):
         return None
 
 
+class CommitKeepsAUserTurn(Invariant):
+    """A compacted transcript still holds a message the user wrote, when its input held one.
+
+    The summary is filed under the user role but is not the user's words; a transcript of a summary and
+    replies alone leaves the model nothing to answer, so the candidate anchors the last user message in front
+    of a kept tail that has none (hermes-compaction §2 step 12). Judged by the rows: the input's durable rows
+    as they were when the attempt took them, the committed session's live rows right after its commit.
+    """
+
+    name = "commit_keeps_a_user_turn"
+    races = ("R13",)
+    description = (
+        "A commit whose input held a message the user wrote (not a summary) leaves at least one such message live "
+        "in the session it wrote: the user's turn is never compacted away entirely."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._had_user_turn: set[AttemptId] = set()
+
+    @handles(CompactionInput)
+    def input(self, event: CompactionInput, record: HistoryEvent) -> None:
+        rows = set(event.rows)
+        if any(row.id in rows and is_user_turn(row) for row in self.system.store.active_messages(event.session)):
+            self._had_user_turn.add(event.attempt)
+
+    @handles(CommitArchived)
+    def archived(self, event: CommitArchived, record: HistoryEvent) -> Violation | None:
+        return self._judge(event.attempt, event.session, record)
+
+    @handles(CommitPublished)
+    def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
+        return self._judge(event.attempt, event.child, record)
+
+    def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent) -> Violation | None:
+        if attempt not in self._had_user_turn:
+            return None
+        self._had_user_turn.discard(attempt)
+        if any(is_user_turn(row) for row in self.system.store.active_messages(written)):
+            return None
+        return self.violation(f"attempt {attempt}'s commit left no message of the user's live in {written}", commit)
+
+
+def is_user_turn(row: Any) -> bool:
+    """A row the user wrote: the user role, and not a compaction's summary (filed under that role)."""
+    return row.role == "user" and not row.is_summary
+
+
 class ArchivedRowsWereInInput(Invariant):
     name = "archived_rows_were_in_input"
     races = ("R14",)

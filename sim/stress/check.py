@@ -28,7 +28,8 @@ HISTORY_INVARIANTS = (
     "acknowledged_appends_survive", "completed_turn_persists_user_message", "would_grow_latches_breaker",
     "retry_never_overlaps_live_worker", "aborted_attempt_leaves_parent_unchanged", "no_false_auto_reset",
     "overflow_recovery_ignores_cooldown", "timeout_backs_off", "no_relabel_after_terminal",
-    "running_summary_labelled", "ctrl_c_sees_idle_prompt", "abandoned_turn_stays_silent",
+    "running_summary_labelled", "ctrl_c_sees_idle_prompt", "abandoned_turn_stays_silent", "caught_errors_are_not_bugs",
+    "pool_refuses_only_when_full", "old_messages_get_summarized",
 )
 # Properties of the final database: checked once, at the end (their per-event checks read the store, which
 # after a real run holds only its final state).
@@ -60,12 +61,16 @@ NOT_APPLICABLE = {
     "told_messages_kept_once_in_order": _STORE_AT_EVENT,
     "explicit_close_cleared_at_turn_start": _STORE_AT_EVENT,
     "received_message_survives_gateway_crash": _STORE_AT_EVENT,
+    "commit_keeps_a_user_turn": _STORE_AT_EVENT,
+    "reply_fits_context": _STORE_AT_EVENT,
     "durable_messages_match_rows": "reads the agents' in-memory transcripts, which die with their processes",
     "stale_job_never_runs": "follows the simulator kernel's task.spawn events, which trio does not record",
     "pool_admission_bounded": "follows the simulator kernel's task.spawn events, which trio does not record",
+    "admitted_job_runs": "follows the simulator kernel's task.spawn events, which trio does not record",
     "failed_summary_backs_off": "follows the simulator kernel's task.exit events, which trio does not record",
     "idle_timeout_within_bounds": _VIRTUAL_TIME,
     "hung_commit_reported": _VIRTUAL_TIME,
+    "timed_out_host_returns_promptly": _VIRTUAL_TIME,
     "next_turn_persists_after_ctrl_c": _VIRTUAL_TIME,
     "turn_after_quiet_persists": _VIRTUAL_TIME,
     "cooldown_blocks_only_while_in_force": _VIRTUAL_TIME,
