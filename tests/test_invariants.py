@@ -33,6 +33,7 @@ from contract.events import (
     CompactionRefused,
     CompactionStrike,
     CompactionSummaryProgress,
+    CompactionSummaryDone,
     CompactionSummaryStarted,
     CompactionWatermark,
     CooldownCleared,
@@ -287,6 +288,14 @@ CASES: dict[str, tuple[list[Any], list[Any], Callable | None, Callable | None]] 
          E(FenceBeginOk(attempt=A1), 1)],
         [E(HostStarted(attempt=A1, session=S, mode="forced"), 0, "agent:main"), E(FenceBeginOk(attempt=A1), 1),
          E(FrontendCtrlC(agent="main", turn_running=True), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c")],
+        None, None),
+    "summarized_attempt_refused_only_for_a_cause": (
+        [E(HostStarted(attempt=A1, session=S, mode="forced"), 0), E(CompactionSummaryDone(attempt=A1, chars=10), 5),
+         E(FenceBeginRefused(attempt=A1, reason="deadline"), 6),
+         E(CompactionRefused(session=S, attempt=A1, reason="commit_fence_cancelled"), 6)],
+        [E(HostStarted(attempt=A1, session=S, mode="forced"), 0), E(CompactionSummaryDone(attempt=A1, chars=10), 5),
+         E(FenceBeginRefused(attempt=A1, reason="deadline"), 100),
+         E(CompactionRefused(session=S, attempt=A1, reason="commit_fence_cancelled"), 100)],
         None, None),
     "lease_held_across_commit": (
         [E(FenceBeginOk(attempt=A1)), E(LeaseReleased(session=S, holder=H1, held=True))],
@@ -1316,3 +1325,28 @@ def test_the_store_never_edits_a_message_row():
         "UPDATE messages SET active = 0, compacted = 0 WHERE id = ? AND session_id = ? AND active = 1",
         "UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1"]
     assert not re.search(r"DELETE FROM messages|REPLACE INTO messages|INSERT OR REPLACE|ON CONFLICT", sql)
+
+
+def test_a_summarized_attempt_refused_for_no_named_cause_is_caught():
+    summarized = [E(HostStarted(attempt=A1, session=S, mode="forced"), 0), E(CompactionSummaryDone(attempt=A1, chars=10), 5)]
+    name = "summarized_attempt_refused_only_for_a_cause"
+    assert check(name, summarized + [E(CompactionRefused(session=S, attempt=A1, reason=None), 6)])
+    assert check(name, summarized + [E(CompactionRefused(session=S, attempt=A1, reason="would_grow"), 6)])
+    assert check(name, summarized + [E(CompactionStrike(session=S, attempt=A1, strikes=1), 6),
+                                     E(CompactionRefused(session=S, attempt=A1, reason="would_grow"), 6)]) == []
+    assert check(name, summarized + [E(CompactionRefused(session=S, attempt=A1, reason="no_progress"), 6)]) == []
+
+
+def test_a_fence_refusal_is_judged_by_what_reached_its_attempt():
+    name = "summarized_attempt_refused_only_for_a_cause"
+    begun = [E(HostStarted(attempt=A1, session=S, mode="forced"), 0)]
+    assert check(name, begun + [E(FenceBeginRefused(attempt=A1, reason="cancelled"), 1)])
+    assert check(name, begun + [E(FenceCancelWon(attempt=A2, hard=False), 1), E(FenceBeginRefused(attempt=A1, reason="cancelled"), 1)])
+    assert check(name, begun + [E(FenceCancelWon(attempt=A1, hard=False), 1), E(FenceBeginRefused(attempt=A1, reason="cancelled"), 1)]) == []
+    assert check(name, begun + [E(FenceBeginRefused(attempt=A1, reason="superseded"), 1)])
+    assert check(name, [E(CompactionSummaryStarted(attempt=A2, generation=2), 0)] + begun
+                 + [E(FenceBeginRefused(attempt=A1, reason="superseded"), 1)])
+    assert check(name, begun + [E(CompactionSummaryStarted(attempt=A2, generation=2), 0),
+                                E(FenceBeginRefused(attempt=A1, reason="superseded"), 1)]) == []
+    assert check(name, begun + [E(FenceBeginRefused(attempt=A1, reason="hard_cancel"), 1)])
+    assert check(name, begun + [E(HardCancelRequested(session=S), 1), E(FenceBeginRefused(attempt=A1, reason="hard_cancel"), 1)]) == []

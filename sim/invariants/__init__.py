@@ -16,6 +16,7 @@ from sim.invariants.fence import (
     LeaseHeldAcrossCommit,
     NoAdmissionAfterCtrlC,
     NoCommitAfterCancel,
+    SummarizedAttemptRefusedOnlyForACause,
 )
 from sim.invariants.host import (
     CtrlCSeesIdlePrompt,
@@ -100,6 +101,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
         ReceivedMessageSurvivesGatewayCrash,
         RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt, CooldownBlocksOnlyWhileInForce,
+        SummarizedAttemptRefusedOnlyForACause,
     )
 }
 
