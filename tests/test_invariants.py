@@ -53,6 +53,7 @@ from contract.events import (
     FrontendTitleFailed,
     FrontendTurnFailed,
     FrontendTurnSubmitted,
+    GatewayDelivered,
     GatewayTurnStarted,
     HardCancelRequested,
     HostCommitOverrun,
@@ -68,6 +69,7 @@ from contract.events import (
     LeaseReleaseFailed,
     PointFaultFired,
     ProcessCrashed,
+    ProcessRestarted,
     SessionAdopted,
     SessionAutoReset,
     SessionTitled,
@@ -1350,3 +1352,19 @@ def test_a_fence_refusal_is_judged_by_what_reached_its_attempt():
                                 E(FenceBeginRefused(attempt=A1, reason="superseded"), 1)]) == []
     assert check(name, begun + [E(FenceBeginRefused(attempt=A1, reason="hard_cancel"), 1)])
     assert check(name, begun + [E(HardCancelRequested(session=S), 1), E(FenceBeginRefused(attempt=A1, reason="hard_cancel"), 1)]) == []
+
+
+def test_a_platform_message_delivered_after_quiet_must_be_taken_by_its_gateway():
+    def on_p1(store: SessionStore) -> dict[str, Any]:
+        return {"bot": SimpleNamespace(spec=SimpleNamespace(process="p1"))}
+
+    delivered = [E(persisted(1), 10), E(GatewayDelivered(agent="bot", platform_message_id="tg:1"), 300, "drive")]
+    taken = E(GatewayTurnStarted(agent="bot", platform_message_id="tg:1"), 300, "gateway")
+    assert check("turn_after_quiet_persists", delivered, on_p1)
+    assert check("turn_after_quiet_persists", delivered + [taken, E(persisted(2), 300, "gateway"),
+                                                           E(persisted(3, "assistant"), 300, "gateway")], on_p1) == []
+    assert check("turn_after_quiet_persists", delivered + [E(ProcessCrashed(process="p1", pid=1), 301)], on_p1) == []
+    down = [E(ProcessCrashed(process="p1", pid=1), 5)] + delivered
+    assert check("turn_after_quiet_persists", down, on_p1) == []
+    assert check("turn_after_quiet_persists", [E(ProcessRestarted(process="p1", pid=2), 6)] + down[:1] + delivered[1:], on_p1) == []
+    assert check("turn_after_quiet_persists", down[:1] + [E(ProcessRestarted(process="p1", pid=2), 6)] + delivered, on_p1)
