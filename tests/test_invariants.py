@@ -1110,6 +1110,29 @@ def test_two_agents_of_a_restarted_process_keep_their_own_generations():
     assert [invariant.on_event(HistoryEvent(seq, 0.0, "t", event)) for seq, event in enumerate(events)] == [None] * 4
 
 
+def tip_of_two(held: list[dict[str, Any]]) -> Callable[[SessionStore], dict[str, Any]]:
+    """Session `s` holds two live rows (ids 1 and 2); agent `main` holds `held`."""
+    def arrange(store: SessionStore) -> dict[str, Any]:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": "hi", "timestamp": 1.0},
+                                    {"role": "assistant", "content": "hello", "timestamp": 2.0}], now=2)
+        agent = SimpleNamespace(messages=held, session_id=S)
+        return {"main": SimpleNamespace(spec=SimpleNamespace(name="main", process="p1"), agent=agent)}
+    return arrange
+
+
+# An attempt of `main` adopts `s`, then its host returns: the agent must hold the tip's rows 1 and 2.
+ADOPTED = [E(SessionAdopted(from_session=T, to_session=S, attempt=A1), 5),
+           E(HostReturned(attempt=A1, status="adopted", session=S, caller_session=S, transcript_before="a",
+                          transcript_after="b"), 5, "agent:main")]
+UNSAVED = {"role": "user", "content": "new", "timestamp": 3.0}
+TIP_ROWS = [{"role": "user", "content": "hi", "timestamp": 1.0, "_row_id": 1},
+            {"role": "assistant", "content": "hello", "timestamp": 2.0, "_row_id": 2}]
+CASES.update({
+    "adopted_tip_reaches_agent": (ADOPTED, ADOPTED, tip_of_two([UNSAVED]), tip_of_two(TIP_ROWS + [UNSAVED])),
+})
+
+
 # A probe turn after more than ceiling + TTL (100s + 60s) of quiet: it must end with its reply persisted.
 QUIET_TURN = E(FrontendTurnSubmitted(agent="main", text="probe"), 300, "probe")
 CASES.update({
@@ -1368,3 +1391,10 @@ def test_a_platform_message_delivered_after_quiet_must_be_taken_by_its_gateway()
     assert check("turn_after_quiet_persists", down, on_p1) == []
     assert check("turn_after_quiet_persists", [E(ProcessRestarted(process="p1", pid=2), 6)] + down[:1] + delivered[1:], on_p1) == []
     assert check("turn_after_quiet_persists", down[:1] + [E(ProcessRestarted(process="p1", pid=2), 6)] + delivered, on_p1)
+
+
+
+def test_an_adopted_tip_row_may_stand_in_memory_as_the_unsaved_message_that_owns_it():
+    maybe_written = {"role": "assistant", "content": "hello", "timestamp": 2.0, "_maybe_written": True}
+    assert check("adopted_tip_reaches_agent", ADOPTED, tip_of_two(TIP_ROWS[:1] + [maybe_written])) == []
+    assert check("adopted_tip_reaches_agent", ADOPTED, tip_of_two(TIP_ROWS[:1] + [UNSAVED]))

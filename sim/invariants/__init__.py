@@ -63,6 +63,7 @@ from sim.invariants.overflow import NoFalseAutoReset, OverflowRecoveryIgnoresCoo
 from sim.invariants.titles import TitleFollowsConversation, TitleNamesOneConversation
 from sim.invariants.transcript import (
     AbortedAttemptLeavesParentUnchanged,
+    AdoptedTipReachesAgent,
     AcknowledgedAppendsSurvive,
     ArchivedRowsWereInInput,
     CallerTranscriptOnlyThroughCommit,
@@ -101,7 +102,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
         ReceivedMessageSurvivesGatewayCrash,
         RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt, CooldownBlocksOnlyWhileInForce,
-        SummarizedAttemptRefusedOnlyForACause,
+        SummarizedAttemptRefusedOnlyForACause, AdoptedTipReachesAgent,
     )
 }
 

@@ -27,6 +27,7 @@ from contract.events import (
     LeaseAcquired,
     LeaseReleased,
     ProcessCrashed,
+    SessionAdopted,
     TurnPersisted,
 )
 from contract.events.turns import transcript_fingerprint
@@ -941,3 +942,58 @@ class ReceivedMessageSurvivesGatewayCrash(Invariant):
         store = self.system.store
         return any(row.role == "user" and row.platform_message_id == platform_id
                    for sid in store.session_ids() for row in store.all_messages(sid))
+
+
+class AdoptedTipReachesAgent(Invariant):
+    """An agent that finds its session rotated by another writer moves to the tip and goes on from the tip's live
+    transcript (§2 step 8, R15/R19): the conversation so far is there, summarized or not, and the agent's next
+    reply must see it. Only a tip row that one of the agent's own unsaved messages owns already (a failed write
+    that committed all the same) may stand in memory as that message instead of as the row. An adoption that
+    loses the tip's rows from memory goes unnoticed by every store check: nothing durable changed, the agent
+    merely forgot the conversation, and its next compaction summarizes what it still holds.
+
+    Judged for an attempt's adoption (R19), with the tip's rows read in the adoption's own step, when its host
+    returns `adopted`: the agent's new list is applied in that step. A turn's adoption replaces the list in its
+    own step, before its event can be judged, and the turn's next write may come after a compaction rewrote
+    the list again, so it is not judged here.
+    """
+
+    name = "adopted_tip_reaches_agent"
+    races = ("R19",)
+    description = (
+        "An agent whose attempt adopts a compression tip holds every row live in the tip at the adoption, as that "
+        "row or as an unsaved message of its own with the same role, text and time."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._by_attempt: dict[AttemptId, tuple[list[Any], HistoryEvent]] = {}
+
+    @handles(SessionAdopted)
+    def adopted(self, event: SessionAdopted, record: HistoryEvent) -> None:
+        if event.attempt is not None:
+            self._by_attempt[event.attempt] = (self.system.store.active_messages(event.to_session), record)
+
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+        adopted = self._by_attempt.pop(event.attempt, None)
+        if adopted is None or event.status != "adopted":
+            return None
+        return self._judge(adopted, record)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._by_attempt = forget_process(self._by_attempt, event.process, self.system.process_of)
+
+    def _judge(self, adopted: tuple[list[Any], HistoryEvent], record: HistoryEvent) -> Violation | None:
+        slot = self.system.agents.get(self.system.agent_of_task(record.task) or "")
+        if slot is None:
+            return None
+        rows, adoption = adopted
+        held = {message.get("_row_id") for message in slot.agent.messages}
+        payloads = {(m.get("role"), m.get("content"), m.get("timestamp")) for m in slot.agent.messages}
+        missing = [row.id for row in rows if row.id not in held and payload(row) not in payloads]
+        if not missing:
+            return None
+        return self.violation(f"{slot.spec.name} adopted {adoption.event.to_session} but does not hold its live rows "
+                              f"{missing[:5]}", adoption, record)
