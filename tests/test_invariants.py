@@ -1398,3 +1398,8 @@ def test_an_adopted_tip_row_may_stand_in_memory_as_the_unsaved_message_that_owns
     maybe_written = {"role": "assistant", "content": "hello", "timestamp": 2.0, "_maybe_written": True}
     assert check("adopted_tip_reaches_agent", ADOPTED, tip_of_two(TIP_ROWS[:1] + [maybe_written])) == []
     assert check("adopted_tip_reaches_agent", ADOPTED, tip_of_two(TIP_ROWS[:1] + [UNSAVED]))
+
+
+def test_a_commit_fails_only_as_the_store_refuses_it():
+    assert check("worker_raises_only_after_fault", [E(CompactionCommitFailed(session=S, attempt=A1, error="KeyError('role')"))])
+    assert check("worker_raises_only_after_fault", [E(CompactionCommitFailed(session=S, attempt=A1, error="ParentEndedError('s')"))]) == []

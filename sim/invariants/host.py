@@ -8,6 +8,7 @@ from contract.events import (
     ActivityLabeled,
     AttemptClaimed,
     CompactionCommitted,
+    CompactionCommitFailed,
     CompactionError,
     CompactionFinished,
     CompactionSummaryProgress,
@@ -826,14 +827,29 @@ class WorkerRaisesOnlyAfterFault(_FaultAware):
     races = ("R21",)
     description = (
         "A compression worker raises unexpectedly (compaction.error) only in a run where an injected fault fired, "
-        "and never with a programming error (a TypeError, RuntimeError, ... anywhere in what it raised)."
+        "and never with a programming error (a TypeError, RuntimeError, ... anywhere in what it raised); nor does "
+        "its commit fail with one."
     )
 
     @handles(CompactionError)
     def worker_raised(self, event: CompactionError, record: HistoryEvent) -> Violation | None:
         if self._fault is None:
             return self.violation(f"the worker of {event.attempt} raised with no fault injected: {event.error}", record)
-        bug = next((name for name in PROGRAMMING_ERRORS if f"{name}(" in event.error), None)  # the error is a repr
+        bug = _programming_error(event.error)
         if bug is not None:
             return self.violation(f"the worker of {event.attempt} raised a programming error ({bug}): {event.error}", self._fault, record)
         return None
+
+    @handles(CompactionCommitFailed)
+    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> Violation | None:
+        # a commit may fail without a fault of ours (a parent ended or rotated by another writer, a lost lease), but
+        # only as the store refuses it: a programming error there is the worker's own, whatever else fired
+        bug = _programming_error(event.error)
+        if bug is not None:
+            return self.violation(f"the commit of {event.attempt} failed with a programming error ({bug}): {event.error}", record)
+        return None
+
+
+def _programming_error(error: str) -> str | None:
+    """The programming error named in an exception's repr, if any."""
+    return next((name for name in PROGRAMMING_ERRORS if f"{name}(" in error), None)
