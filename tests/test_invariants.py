@@ -1403,3 +1403,18 @@ def test_an_adopted_tip_row_may_stand_in_memory_as_the_unsaved_message_that_owns
 def test_a_commit_fails_only_as_the_store_refuses_it():
     assert check("worker_raises_only_after_fault", [E(CompactionCommitFailed(session=S, attempt=A1, error="KeyError('role')"))])
     assert check("worker_raises_only_after_fault", [E(CompactionCommitFailed(session=S, attempt=A1, error="ParentEndedError('s')"))]) == []
+
+
+def test_a_committed_return_leaves_the_agent_only_rows_live_in_its_session():
+    """The list handed back is what the commit left (row 4), but the agent also kept row 2, which it retired."""
+    def holding(rows: list[int]) -> Callable[[SessionStore], dict[str, Any]]:
+        def arrange(store: SessionStore) -> dict[str, Any]:
+            three_rows_leased(store)
+            held = [{"role": "user", "content": "x", "timestamp": 0.0, "_db_persisted": True, "_row_id": row} for row in rows]
+            return {"main": SimpleNamespace(spec=SimpleNamespace(name="main", process="p1"),
+                                            agent=SimpleNamespace(messages=held, session_id=S))}
+        return arrange
+
+    history = [archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5), E(commit_returned(SUMMARY_ONLY), 5, "agent:main")]
+    assert check("commit_reaches_caller", history, holding([4, 2]))
+    assert check("commit_reaches_caller", history, holding([4])) == []

@@ -697,8 +697,8 @@ class CommitReachesCaller(Invariant):
         "A committed compaction hands its caller exactly the live transcript its commit left in the session: a "
         "message another writer appended during the summary, which the commit carried after it, is in the agent's "
         "context from the next reply on (unless reading the carried rows back failed: then the next attempt's "
-        "re-read takes them in). A commit a newer one superseded before it returned leaves the agent's transcript "
-        "alone."
+        "re-read takes them in), and the agent keeps no row that is not live in its session. A commit a newer one "
+        "superseded before it returned leaves the agent's transcript alone."
     )
 
     def __init__(self, system) -> None:
@@ -747,29 +747,42 @@ class CommitReachesCaller(Invariant):
             return None
         if newer is not None:
             return self._judge_superseded(event, left, newer, record)
-        if left[0] == event.transcript_after:
+        if left[0] != event.transcript_after:
+            return self.violation(
+                f"attempt {event.attempt} committed to {left[1]} but handed its caller a transcript that differs from "
+                "the session's live rows after the commit (a row the commit carried is missing from the agent's context)",
+                left[2], record,
+            )
+        stale = self._stale_rows(record)
+        if stale is None:
             return None
+        # the list handed back is right, but the agent keeps more: a turn's dicts appended again after the rows
+        # the commit carried for them (the commit retired the turn's rows as it cloned them)
         return self.violation(
-            f"attempt {event.attempt} committed to {left[1]} but handed its caller a transcript that differs from the "
-            "session's live rows after the commit (a row the commit carried is missing from the agent's context)",
-            left[2], record,
+            f"attempt {event.attempt} committed to {left[1]} and its return left the agent on {stale[0]} holding rows "
+            f"that are not live there ({stale[1][:5]})", left[2], record,
         )
 
     def _judge_superseded(self, event: HostReturned, left: tuple[str, SessionId, HistoryEvent], newer: HistoryEvent,
                           record: HistoryEvent) -> Violation | None:
+        stale = self._stale_rows(record)
+        if stale is None:
+            return None
+        return self.violation(
+            f"attempt {event.attempt} committed to {left[1]}, which a newer commit rewrote before it returned, and "
+            f"its return left the agent on {stale[0]} holding rows that are not live there ({stale[1][:5]})",
+            left[2], newer, record,
+        )
+
+    def _stale_rows(self, record: HistoryEvent) -> tuple[SessionId, list[int]] | None:
+        """The agent returned to at `record` and the rows it holds that are not live in its session, if any."""
         slot = self.system.agents.get(self.system.agent_of_task(record.task) or "")
         if slot is None:
             return None
         agent = slot.agent
         live = {row.id for row in self.system.store.active_messages(agent.session_id)}
         stale = [message["_row_id"] for message in agent.messages if message.get("_row_id") not in (None, *live)]
-        if not stale:
-            return None
-        return self.violation(
-            f"attempt {event.attempt} committed to {left[1]}, which a newer commit rewrote before it returned, and "
-            f"its return left the agent on {agent.session_id} holding rows that are not live there ({stale[:5]})",
-            left[2], newer, record,
-        )
+        return (agent.session_id, stale) if stale else None
 
 
 Key = tuple[str, str]  # a message as the user knows it: its role and its text
@@ -997,3 +1010,4 @@ class AdoptedTipReachesAgent(Invariant):
             return None
         return self.violation(f"{slot.spec.name} adopted {adoption.event.to_session} but does not hold its live rows "
                               f"{missing[:5]}", adoption, record)
+
