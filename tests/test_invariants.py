@@ -33,6 +33,7 @@ from contract.events import (
     CompactionRefused,
     CompactionStrike,
     CompactionSummaryProgress,
+    CompactionSummaryDone,
     CompactionSummaryStarted,
     CompactionWatermark,
     CooldownCleared,
@@ -52,6 +53,7 @@ from contract.events import (
     FrontendTitleFailed,
     FrontendTurnFailed,
     FrontendTurnSubmitted,
+    GatewayDelivered,
     GatewayTurnStarted,
     HardCancelRequested,
     HostCommitOverrun,
@@ -69,6 +71,7 @@ from contract.events import (
     PointFaultFired,
     PoolSaturated,
     ProcessCrashed,
+    ProcessRestarted,
     SessionAdopted,
     SessionAutoReset,
     SessionTitled,
@@ -290,6 +293,14 @@ CASES: dict[str, tuple[list[Any], list[Any], Callable | None, Callable | None]] 
          E(FenceBeginOk(attempt=A1), 1)],
         [E(HostStarted(attempt=A1, session=S, mode="forced"), 0, "agent:main"), E(FenceBeginOk(attempt=A1), 1),
          E(FrontendCtrlC(agent="main", turn_running=True), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c")],
+        None, None),
+    "summarized_attempt_refused_only_for_a_cause": (
+        [E(HostStarted(attempt=A1, session=S, mode="forced"), 0), E(CompactionSummaryDone(attempt=A1, chars=10), 5),
+         E(FenceBeginRefused(attempt=A1, reason="deadline"), 6),
+         E(CompactionRefused(session=S, attempt=A1, reason="commit_fence_cancelled"), 6)],
+        [E(HostStarted(attempt=A1, session=S, mode="forced"), 0), E(CompactionSummaryDone(attempt=A1, chars=10), 5),
+         E(FenceBeginRefused(attempt=A1, reason="deadline"), 100),
+         E(CompactionRefused(session=S, attempt=A1, reason="commit_fence_cancelled"), 100)],
         None, None),
     "lease_held_across_commit": (
         [E(FenceBeginOk(attempt=A1)), E(LeaseReleased(session=S, holder=H1, held=True))],
@@ -1129,6 +1140,29 @@ def test_two_agents_of_a_restarted_process_keep_their_own_generations():
     assert [invariant.on_event(HistoryEvent(seq, 0.0, "t", event)) for seq, event in enumerate(events)] == [None] * 4
 
 
+def tip_of_two(held: list[dict[str, Any]]) -> Callable[[SessionStore], dict[str, Any]]:
+    """Session `s` holds two live rows (ids 1 and 2); agent `main` holds `held`."""
+    def arrange(store: SessionStore) -> dict[str, Any]:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": "hi", "timestamp": 1.0},
+                                    {"role": "assistant", "content": "hello", "timestamp": 2.0}], now=2)
+        agent = SimpleNamespace(messages=held, session_id=S)
+        return {"main": SimpleNamespace(spec=SimpleNamespace(name="main", process="p1"), agent=agent)}
+    return arrange
+
+
+# An attempt of `main` adopts `s`, then its host returns: the agent must hold the tip's rows 1 and 2.
+ADOPTED = [E(SessionAdopted(from_session=T, to_session=S, attempt=A1), 5),
+           E(HostReturned(attempt=A1, status="adopted", session=S, caller_session=S, transcript_before="a",
+                          transcript_after="b"), 5, "agent:main")]
+UNSAVED = {"role": "user", "content": "new", "timestamp": 3.0}
+TIP_ROWS = [{"role": "user", "content": "hi", "timestamp": 1.0, "_row_id": 1},
+            {"role": "assistant", "content": "hello", "timestamp": 2.0, "_row_id": 2}]
+CASES.update({
+    "adopted_tip_reaches_agent": (ADOPTED, ADOPTED, tip_of_two([UNSAVED]), tip_of_two(TIP_ROWS + [UNSAVED])),
+})
+
+
 # A probe turn after more than ceiling + TTL (100s + 60s) of quiet: it must end with its reply persisted.
 QUIET_TURN = E(FrontendTurnSubmitted(agent="main", text="probe"), 300, "probe")
 CASES.update({
@@ -1419,3 +1453,73 @@ def test_the_store_never_edits_a_message_row():
         "UPDATE messages SET active = 0, compacted = 0 WHERE id = ? AND session_id = ? AND active = 1",
         "UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1"]
     assert not re.search(r"DELETE FROM messages|REPLACE INTO messages|INSERT OR REPLACE|ON CONFLICT", sql)
+
+
+def test_a_summarized_attempt_refused_for_no_named_cause_is_caught():
+    summarized = [E(HostStarted(attempt=A1, session=S, mode="forced"), 0), E(CompactionSummaryDone(attempt=A1, chars=10), 5)]
+    name = "summarized_attempt_refused_only_for_a_cause"
+    assert check(name, summarized + [E(CompactionRefused(session=S, attempt=A1, reason=None), 6)])
+    assert check(name, summarized + [E(CompactionRefused(session=S, attempt=A1, reason="would_grow"), 6)])
+    assert check(name, summarized + [E(CompactionStrike(session=S, attempt=A1, strikes=1), 6),
+                                     E(CompactionRefused(session=S, attempt=A1, reason="would_grow"), 6)]) == []
+    assert check(name, summarized + [E(CompactionRefused(session=S, attempt=A1, reason="no_progress"), 6)]) == []
+
+
+def test_a_fence_refusal_is_judged_by_what_reached_its_attempt():
+    name = "summarized_attempt_refused_only_for_a_cause"
+    begun = [E(HostStarted(attempt=A1, session=S, mode="forced"), 0)]
+    assert check(name, begun + [E(FenceBeginRefused(attempt=A1, reason="cancelled"), 1)])
+    assert check(name, begun + [E(FenceCancelWon(attempt=A2, hard=False), 1), E(FenceBeginRefused(attempt=A1, reason="cancelled"), 1)])
+    assert check(name, begun + [E(FenceCancelWon(attempt=A1, hard=False), 1), E(FenceBeginRefused(attempt=A1, reason="cancelled"), 1)]) == []
+    assert check(name, begun + [E(FenceBeginRefused(attempt=A1, reason="superseded"), 1)])
+    assert check(name, [E(CompactionSummaryStarted(attempt=A2, generation=2), 0)] + begun
+                 + [E(FenceBeginRefused(attempt=A1, reason="superseded"), 1)])
+    assert check(name, begun + [E(CompactionSummaryStarted(attempt=A2, generation=2), 0),
+                                E(FenceBeginRefused(attempt=A1, reason="superseded"), 1)]) == []
+    assert check(name, begun + [E(FenceBeginRefused(attempt=A1, reason="hard_cancel"), 1)])
+    assert check(name, begun + [E(HardCancelRequested(session=S), 1), E(FenceBeginRefused(attempt=A1, reason="hard_cancel"), 1)]) == []
+
+
+def test_a_platform_message_delivered_after_quiet_must_be_taken_by_its_gateway():
+    def on_p1(store: SessionStore) -> dict[str, Any]:
+        return {"bot": SimpleNamespace(spec=SimpleNamespace(process="p1"))}
+
+    delivered = [E(persisted(1), 10), E(GatewayDelivered(agent="bot", platform_message_id="tg:1"), 300, "drive")]
+    taken = E(GatewayTurnStarted(agent="bot", platform_message_id="tg:1"), 300, "gateway")
+    assert check("turn_after_quiet_persists", delivered, on_p1)
+    assert check("turn_after_quiet_persists", delivered + [taken, E(persisted(2), 300, "gateway"),
+                                                           E(persisted(3, "assistant"), 300, "gateway")], on_p1) == []
+    assert check("turn_after_quiet_persists", delivered + [E(ProcessCrashed(process="p1", pid=1), 301)], on_p1) == []
+    down = [E(ProcessCrashed(process="p1", pid=1), 5)] + delivered
+    assert check("turn_after_quiet_persists", down, on_p1) == []
+    assert check("turn_after_quiet_persists", [E(ProcessRestarted(process="p1", pid=2), 6)] + down[:1] + delivered[1:], on_p1) == []
+    assert check("turn_after_quiet_persists", down[:1] + [E(ProcessRestarted(process="p1", pid=2), 6)] + delivered, on_p1)
+
+
+
+def test_an_adopted_tip_row_may_stand_in_memory_as_the_unsaved_message_that_owns_it():
+    maybe_written = {"role": "assistant", "content": "hello", "timestamp": 2.0, "_maybe_written": True}
+    assert check("adopted_tip_reaches_agent", ADOPTED, tip_of_two(TIP_ROWS[:1] + [maybe_written])) == []
+    assert check("adopted_tip_reaches_agent", ADOPTED, tip_of_two(TIP_ROWS[:1] + [UNSAVED]))
+
+
+def test_a_commit_fails_only_as_the_store_refuses_it():
+    """A commit the worker caught failing is judged however the run was disturbed: a store refusal is a failure,
+    a KeyError (a candidate built wrong) is a bug the worker hid as one."""
+    assert check("caught_errors_are_not_bugs", [E(CompactionCommitFailed(session=S, attempt=A1, error="KeyError('role')"))])
+    assert check("caught_errors_are_not_bugs", [E(CompactionCommitFailed(session=S, attempt=A1, error="ParentEndedError('s')"))]) == []
+
+
+def test_a_committed_return_leaves_the_agent_only_rows_live_in_its_session():
+    """The list handed back is what the commit left (row 4), but the agent also kept row 2, which it retired."""
+    def holding(rows: list[int]) -> Callable[[SessionStore], dict[str, Any]]:
+        def arrange(store: SessionStore) -> dict[str, Any]:
+            three_rows_leased(store)
+            held = [{"role": "user", "content": "x", "timestamp": 0.0, "_db_persisted": True, "_row_id": row} for row in rows]
+            return {"main": SimpleNamespace(spec=SimpleNamespace(name="main", process="p1"),
+                                            agent=SimpleNamespace(messages=held, session_id=S))}
+        return arrange
+
+    history = [archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5), E(commit_returned(SUMMARY_ONLY), 5, "agent:main")]
+    assert check("commit_reaches_caller", history, holding([4, 2]))
+    assert check("commit_reaches_caller", history, holding([4])) == []

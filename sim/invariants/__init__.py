@@ -17,6 +17,7 @@ from sim.invariants.fence import (
     LeaseHeldAcrossCommit,
     NoAdmissionAfterCtrlC,
     NoCommitAfterCancel,
+    SummarizedAttemptRefusedOnlyForACause,
 )
 from sim.invariants.host import (
     AbandonedTurnStaysSilent,
@@ -68,6 +69,7 @@ from sim.invariants.overflow import NoFalseAutoReset, OverflowRecoveryIgnoresCoo
 from sim.invariants.titles import TitleFollowsConversation, TitleNamesOneConversation
 from sim.invariants.transcript import (
     AbortedAttemptLeavesParentUnchanged,
+    AdoptedTipReachesAgent,
     AcknowledgedAppendsSurvive,
     ArchivedRowsWereInInput,
     CallerTranscriptOnlyThroughCommit,
@@ -110,6 +112,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         AbandonedTurnStaysSilent,
         PoolRefusesOnlyWhenFull, AdmittedJobRuns, CaughtErrorsAreNotBugs, OldMessagesGetSummarized,
         CommitKeepsAUserTurn, ReplyFitsContext, TimedOutHostReturnsPromptly,
+        SummarizedAttemptRefusedOnlyForACause, AdoptedTipReachesAgent,
     )
 }
 

@@ -8,7 +8,12 @@ from contract.events import (
     CompactionCommitFailed,
     CompactionFinished,
     CompactionRefused,
+    CompactionStaticFallback,
+    CompactionStrike,
+    CompactionSummaryDone,
+    CompactionSummaryStarted,
     FenceBeginOk,
+    FenceBeginRefused,
     FenceCancelWon,
     FenceRevoked,
     FrontendCtrlC,
@@ -16,6 +21,7 @@ from contract.events import (
     HardCancelRequested,
     HostReturned,
     HostStarted,
+    HostTimeout,
     HostUnwind,
     LeaseReleaseFailed,
     LeaseReleased,
@@ -210,3 +216,100 @@ class CancelNeverBeatsAdmittedCommit(Invariant):
                 self._admitted[attempt], pressed, record,
             )
         return None
+
+
+class SummarizedAttemptRefusedOnlyForACause(Invariant):
+    """An attempt whose summary arrived is the one the user waited for: refusing it then throws that wait away,
+    so it may only happen for a cause the history shows, never silently. After the summary (§2 steps 12-13) an
+    attempt ends in its commit (archived, published, or failed), or is refused because its candidate changes
+    nothing (`no_progress`), would grow the transcript (a `would_grow` that bumped the breaker: its strike is
+    recorded first), or its fence refused admission. The fence refuses for what others did to the attempt: a
+    cancel that won its fence, a revoke or unwinding host, a host that timed out (its wait gave the attempt up),
+    a Ctrl+C pressed, the attempt's ceiling run out since its host started, or a newer attempt of its process
+    that started a summary since (`superseded`). Without this, an admission or screen that refuses every
+    candidate leaves every other invariant quiet: nothing committed, so nothing committed wrongly.
+    """
+
+    name = "summarized_attempt_refused_only_for_a_cause"
+    races = ("R1", "R13", "R21")
+    description = (
+        "An attempt whose summary arrived commits, or is refused as no progress, as would-grow after its strike, "
+        "or by a fence refusal with a witnessed cause (a won cancel, a revoke, a host timeout or unwind, a Ctrl+C, "
+        "its ceiling elapsed, or a newer summary of its process)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._started: dict[AttemptId, tuple[float, int]] = {}  # attempt -> its host's start (its fence's deadline base): time, seq
+        self._summaries: list[tuple[int, AttemptId]] = []  # each summary start: its sequence number, its attempt
+        self._stopped: set[AttemptId] = set()  # attempts a cancel, revoke, host timeout or unwind reached
+        self._pressed = False  # a Ctrl+C was pressed (a stop may be latched on a later attempt of its agent)
+        self._summarized: set[AttemptId] = set()
+        self._struck: set[AttemptId] = set()
+        self._fence_refused: set[AttemptId] = set()
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._started[event.attempt] = (record.time, record.seq)
+
+    @handles(CompactionSummaryStarted)
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> None:
+        self._summaries.append((record.seq, event.attempt))
+
+    @handles(CompactionSummaryDone, CompactionStaticFallback)
+    def summarized(self, event: CompactionSummaryDone | CompactionStaticFallback, record: HistoryEvent) -> None:
+        self._summarized.add(event.attempt)
+
+    @handles(FenceCancelWon, FenceRevoked, HostTimeout, HostUnwind)
+    def stopped(self, event: FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind, record: HistoryEvent) -> None:
+        self._stopped.add(event.attempt)
+
+    @handles(HardCancelRequested)
+    def pressed(self, event: HardCancelRequested, record: HistoryEvent) -> None:
+        self._pressed = True
+
+    @handles(CompactionStrike)
+    def struck(self, event: CompactionStrike, record: HistoryEvent) -> None:
+        self._struck.add(event.attempt)
+
+    @handles(FenceBeginRefused)
+    def fence_refused(self, event: FenceBeginRefused, record: HistoryEvent) -> Violation | None:
+        if not self._fence_cause(event.attempt, event.reason, record):
+            return self.violation(f"attempt {event.attempt}'s commit was refused admission ({event.reason!r}) with no "
+                                  "cancel, revoke, timeout, Ctrl+C, elapsed ceiling or newer summary behind it", record)
+        self._fence_refused.add(event.attempt)
+        return None
+
+    @handles(CompactionRefused)
+    def refused(self, event: CompactionRefused, record: HistoryEvent) -> Violation | None:
+        if event.attempt not in self._summarized:
+            return None
+        reason = event.reason
+        if reason == "no_progress" or (reason == "would_grow" and event.attempt in self._struck):
+            return None
+        if reason in ("superseded", "commit_fence_cancelled") and event.attempt in self._fence_refused:
+            return None
+        return self.violation(f"attempt {event.attempt}'s summary arrived, then it was refused ({reason!r}) with no "
+                              "refusal of its fence, strike or unchanged candidate behind it", record)
+
+    def _fence_cause(self, attempt: AttemptId, reason: str, record: HistoryEvent) -> bool:
+        if reason in ("cancelled", "revoked"):
+            return attempt in self._stopped
+        if reason == "hard_cancel":
+            return self._pressed
+        if reason == "deadline":
+            started = self._started.get(attempt)
+            return started is not None and record.time >= started[0] + self.system.config.ceiling_timeout_s
+        if reason == "superseded":
+            return self._newer_summary(attempt)
+        return False
+
+    def _newer_summary(self, attempt: AttemptId) -> bool:
+        """Another attempt of `attempt`'s process started a summary after `attempt`'s host started."""
+        started = self._started.get(attempt)
+        for seq, other in reversed(self._summaries):
+            if started is not None and seq < started[1]:
+                return False
+            if other != attempt and other.process == attempt.process:
+                return True
+        return False

@@ -10,7 +10,9 @@ world and every drive then starts at once), an injected store fault failed the t
 fault window may still be open when a silence ends: the store's error is what the user is rightly shown), or
 the turn's terminal is still bound to a session closed by compression whose conversation the user has ended on
 purpose since (a reset, a switch): no writer may continue that conversation, so that turn fails closed by design
-(`refused_in_ended_conversation`). Generated workloads end with
+(`refused_in_ended_conversation`). A platform message delivered after such a silence is the same promise one step
+earlier: its gateway takes it (starts its turn, judged as above) unless the gateway's process is down or dies
+before it could. Generated workloads end with
 such a probe turn per agent (`sim.swarm`); a scripted scenario whose drives leave such a gap is held to the
 same rule.
 """
@@ -20,8 +22,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from contract.events import (
-    FrontendCtrlC, FrontendTurnAbandoned, FrontendTurnFailed, FrontendTurnSubmitted, GatewayTurnStarted, PointFaultFired,
-    ProcessCrashed, StoreFaultFired, TurnOverflowDeferred, TurnPersisted,
+    FrontendCtrlC, FrontendTurnAbandoned, FrontendTurnFailed, FrontendTurnSubmitted, GatewayDelivered, GatewayTurnStarted,
+    PointFaultFired, ProcessCrashed, ProcessRestarted, StoreFaultFired, TurnOverflowDeferred, TurnPersisted,
 )
 from contract.events.base import Event
 from contract.points import STORE_PREFIX
@@ -38,12 +40,17 @@ class TurnAfterQuietPersists(Invariant):
     races = ("R1", "R15", "R20", "R24")
     description = ("A turn that starts after a silence longer than the host's ceiling plus one lease TTL persists its "
                    "reply, and the user sees no error for it (unless they press Ctrl+C, its process is killed, or the model refused "
-                   "its context and recovery had to defer it).")
+                   "its context and recovery had to defer it); a platform message delivered then is taken by its gateway.")
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         config = self.system.config
         quiet_s = config.ceiling_timeout_s + config.lease_ttl_s
-        for index, silence_s in _after_silence(history, quiet_s):
+        for index, silence_s in _after_silence(history, quiet_s, (GatewayDelivered,)):
+            if not self._taken_or_excused(history, index):
+                record = history[index]
+                return self.violation(f"a platform message for {record.event.agent} delivered after {silence_s:g}s of quiet "
+                                      "was never taken by its gateway", record)
+        for index, silence_s in _after_silence(history, quiet_s, _TURN_STARTS):
             record = history[index]
             outcome = self._outcome(history, index)
             if outcome is not None and isinstance(outcome.event, FrontendCtrlC):
@@ -63,12 +70,35 @@ class TurnAfterQuietPersists(Invariant):
         return None
 
 
+    def _taken_or_excused(self, history: Sequence[HistoryEvent], start: int) -> bool:
+        """Whether the platform message delivered at `start` started its turn, or its gateway's process was down at
+        the delivery (crashed, not yet restarted) or crashed after it."""
+        delivered: GatewayDelivered = history[start].event  # type: ignore[assignment]
+        process = self._process_of_agent(delivered.agent)
+        down = False
+        for record in history[:start]:
+            if isinstance(record.event, (ProcessCrashed, ProcessRestarted)) and self.system.process_of(record.event.process) == process:
+                down = isinstance(record.event, ProcessCrashed)
+        if down:
+            return True
+        for record in history[start + 1:]:
+            event = record.event
+            if isinstance(event, GatewayTurnStarted) and event.agent == delivered.agent and \
+                    event.platform_message_id == delivered.platform_message_id:
+                return True
+            if isinstance(event, ProcessCrashed) and self.system.process_of(event.process) == process:
+                return True
+        return False
+
+    def _process_of_agent(self, agent: str) -> str | None:
+        slot = self.system.agents.get(agent)
+        return None if slot is None else slot.spec.process
+
     def _outcome(self, history: Sequence[HistoryEvent], start: int) -> HistoryEvent | None:
         """How the turn at `start` ended: its persisted reply, its error or its deferred overflow (on its own task),
         the user's Ctrl+C, the crash of its agent's process, or nothing."""
         task, agent = history[start].task, history[start].event.agent  # type: ignore[attr-defined]
-        slot = self.system.agents.get(agent)
-        process = None if slot is None else slot.spec.process
+        process = self._process_of_agent(agent)
         for record in history[start + 1:]:
             event = record.event
             if isinstance(event, FrontendCtrlC) and event.agent == agent:
@@ -107,8 +137,9 @@ def _is_store_fault(event: Event) -> bool:
     return isinstance(event, StoreFaultFired) or (isinstance(event, PointFaultFired) and event.point.startswith(STORE_PREFIX))
 
 
-def _after_silence(history: Sequence[HistoryEvent], quiet_s: float) -> list[tuple[int, float]]:
-    """The turns that start at an instant preceded by at least `quiet_s` without any event, with that silence.
+def _after_silence(history: Sequence[HistoryEvent], quiet_s: float, kinds: tuple[type[Event], ...]) -> list[tuple[int, float]]:
+    """The events of `kinds` (turn starts, deliveries) at an instant preceded by at least `quiet_s` without any
+    event, with that silence.
 
     Events at the turn's own instant (a gateway's delivery, another agent's probe) do not break the silence.
     """
@@ -117,6 +148,6 @@ def _after_silence(history: Sequence[HistoryEvent], quiet_s: float) -> list[tupl
     for index, record in enumerate(history):
         if record.time != current:
             current, earlier = record.time, current
-        if isinstance(record.event, _TURN_STARTS) and earlier is not None and record.time - earlier >= quiet_s:
+        if isinstance(record.event, kinds) and earlier is not None and record.time - earlier >= quiet_s:
             found.append((index, record.time - earlier))
     return found

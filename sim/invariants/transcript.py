@@ -27,6 +27,7 @@ from contract.events import (
     LeaseAcquired,
     LeaseReleased,
     ProcessCrashed,
+    SessionAdopted,
     TurnPersisted,
 )
 from contract.events.turns import transcript_fingerprint
@@ -744,8 +745,8 @@ class CommitReachesCaller(Invariant):
         "A committed compaction hands its caller exactly the live transcript its commit left in the session: a "
         "message another writer appended during the summary, which the commit carried after it, is in the agent's "
         "context from the next reply on (unless reading the carried rows back failed: then the next attempt's "
-        "re-read takes them in). A commit a newer one superseded before it returned leaves the agent's transcript "
-        "alone."
+        "re-read takes them in), and the agent keeps no row that is not live in its session. A commit a newer one "
+        "superseded before it returned leaves the agent's transcript alone."
     )
 
     def __init__(self, system) -> None:
@@ -794,29 +795,42 @@ class CommitReachesCaller(Invariant):
             return None
         if newer is not None:
             return self._judge_superseded(event, left, newer, record)
-        if left[0] == event.transcript_after:
+        if left[0] != event.transcript_after:
+            return self.violation(
+                f"attempt {event.attempt} committed to {left[1]} but handed its caller a transcript that differs from "
+                "the session's live rows after the commit (a row the commit carried is missing from the agent's context)",
+                left[2], record,
+            )
+        stale = self._stale_rows(record)
+        if stale is None:
             return None
+        # the list handed back is right, but the agent keeps more: a turn's dicts appended again after the rows
+        # the commit carried for them (the commit retired the turn's rows as it cloned them)
         return self.violation(
-            f"attempt {event.attempt} committed to {left[1]} but handed its caller a transcript that differs from the "
-            "session's live rows after the commit (a row the commit carried is missing from the agent's context)",
-            left[2], record,
+            f"attempt {event.attempt} committed to {left[1]} and its return left the agent on {stale[0]} holding rows "
+            f"that are not live there ({stale[1][:5]})", left[2], record,
         )
 
     def _judge_superseded(self, event: HostReturned, left: tuple[str, SessionId, HistoryEvent], newer: HistoryEvent,
                           record: HistoryEvent) -> Violation | None:
+        stale = self._stale_rows(record)
+        if stale is None:
+            return None
+        return self.violation(
+            f"attempt {event.attempt} committed to {left[1]}, which a newer commit rewrote before it returned, and "
+            f"its return left the agent on {stale[0]} holding rows that are not live there ({stale[1][:5]})",
+            left[2], newer, record,
+        )
+
+    def _stale_rows(self, record: HistoryEvent) -> tuple[SessionId, list[int]] | None:
+        """The agent returned to at `record` and the rows it holds that are not live in its session, if any."""
         slot = self.system.agents.get(self.system.agent_of_task(record.task) or "")
         if slot is None:
             return None
         agent = slot.agent
         live = {row.id for row in self.system.store.active_messages(agent.session_id)}
         stale = [message["_row_id"] for message in agent.messages if message.get("_row_id") not in (None, *live)]
-        if not stale:
-            return None
-        return self.violation(
-            f"attempt {event.attempt} committed to {left[1]}, which a newer commit rewrote before it returned, and "
-            f"its return left the agent on {agent.session_id} holding rows that are not live there ({stale[:5]})",
-            left[2], newer, record,
-        )
+        return (agent.session_id, stale) if stale else None
 
 
 Key = tuple[str, str]  # a message as the user knows it: its role and its text
@@ -989,3 +1003,59 @@ class ReceivedMessageSurvivesGatewayCrash(Invariant):
         store = self.system.store
         return any(row.role == "user" and row.platform_message_id == platform_id
                    for sid in store.session_ids() for row in store.all_messages(sid))
+
+
+class AdoptedTipReachesAgent(Invariant):
+    """An agent that finds its session rotated by another writer moves to the tip and goes on from the tip's live
+    transcript (§2 step 8, R15/R19): the conversation so far is there, summarized or not, and the agent's next
+    reply must see it. Only a tip row that one of the agent's own unsaved messages owns already (a failed write
+    that committed all the same) may stand in memory as that message instead of as the row. An adoption that
+    loses the tip's rows from memory goes unnoticed by every store check: nothing durable changed, the agent
+    merely forgot the conversation, and its next compaction summarizes what it still holds.
+
+    Judged for an attempt's adoption (R19), with the tip's rows read in the adoption's own step, when its host
+    returns `adopted`: the agent's new list is applied in that step. A turn's adoption replaces the list in its
+    own step, before its event can be judged, and the turn's next write may come after a compaction rewrote
+    the list again, so it is not judged here.
+    """
+
+    name = "adopted_tip_reaches_agent"
+    races = ("R19",)
+    description = (
+        "An agent whose attempt adopts a compression tip holds every row live in the tip at the adoption, as that "
+        "row or as an unsaved message of its own with the same role, text and time."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._by_attempt: dict[AttemptId, tuple[list[Any], HistoryEvent]] = {}
+
+    @handles(SessionAdopted)
+    def adopted(self, event: SessionAdopted, record: HistoryEvent) -> None:
+        if event.attempt is not None:
+            self._by_attempt[event.attempt] = (self.system.store.active_messages(event.to_session), record)
+
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+        adopted = self._by_attempt.pop(event.attempt, None)
+        if adopted is None or event.status != "adopted":
+            return None
+        return self._judge(adopted, record)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._by_attempt = forget_process(self._by_attempt, event.process, self.system.process_of)
+
+    def _judge(self, adopted: tuple[list[Any], HistoryEvent], record: HistoryEvent) -> Violation | None:
+        slot = self.system.agents.get(self.system.agent_of_task(record.task) or "")
+        if slot is None:
+            return None
+        rows, adoption = adopted
+        held = {message.get("_row_id") for message in slot.agent.messages}
+        payloads = {(m.get("role"), m.get("content"), m.get("timestamp")) for m in slot.agent.messages}
+        missing = [row.id for row in rows if row.id not in held and payload(row) not in payloads]
+        if not missing:
+            return None
+        return self.violation(f"{slot.spec.name} adopted {adoption.event.to_session} but does not hold its live rows "
+                              f"{missing[:5]}", adoption, record)
+
