@@ -555,7 +555,7 @@ CASES.update({
          E(finished(A1, "unchanged", "fence_cancelled"), 1), E(LeaseContended(session=S, holder=H2), 2)],
         lease_held_by(H1), lease_held_by(H1)),
     "timeout_backs_off": (
-        [E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "idle"), 10),
+        [E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "idle"), 10), E(FenceCancelWon(attempt=A1, hard=False), 10),
          E(LeaseAcquired(session=S, holder=H2), 20), E(CompactionSummaryStarted(attempt=A2, generation=2), 20)],
         [E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "idle"), 10),
          E(LeaseAcquired(session=S, holder=H2), 20), E(CooldownCleared(session=S, attempt=A2), 20),
@@ -670,10 +670,19 @@ def test_a_users_stop_after_the_host_timeout_keeps_the_timeout_backoff():
     assert check("timeout_backs_off", timed_out_then_stopped + NEXT_SUMMARY)
 
 
+def test_a_timeout_binds_its_own_compressor_only_once_its_host_has_won_the_fence():
+    """R2 orders the cancel's win before the record: while a worker stalled in lease setup holds the fence lock,
+    nothing of the timeout is written, and a next attempt that took the expired lease owes it nothing yet."""
+    waiting = [E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "idle"), 10)]
+    assert check("timeout_backs_off", waiting + NEXT_SUMMARY) == []
+    assert check("timeout_backs_off", waiting + [E(FenceCancelWon(attempt=A1, hard=False), 15)] + NEXT_SUMMARY)
+
+
 def test_overflow_recovery_runs_past_the_timeout_backoff():
     """R23: the provider proved the overflow, so the one attempt that can fix it runs inside the backoff."""
     timed_out_then = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0, "agent:main"),
-                      E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "idle"), 10)]
+                      E(LeaseAcquired(session=S, holder=H1), 0), E(timed_out(A1, "idle"), 10),
+                      E(FenceCancelWon(attempt=A1, hard=False), 10)]
     recovery = [E(HostStarted(attempt=A2, session=S, mode="overflow"), 20, "agent:main")]
     assert check("timeout_backs_off", timed_out_then + recovery + NEXT_SUMMARY) == []
     automatic = [E(HostStarted(attempt=A2, session=S, mode="automatic"), 20, "agent:main")]

@@ -643,7 +643,7 @@ class _BacksOffAfterFailure(Invariant):
         if session not in self._backoff:
             return None
         attempt, failed, durable = self._backoff[session]
-        if not durable and self._compressor_of(event.attempt) != self._compressor_of(attempt):
+        if not durable and (self._compressor_of(event.attempt) != self._compressor_of(attempt) or not self.locally_bound(attempt)):
             return None
         step = self.step_s()
         if record.time < failed.time + step - 1e-9:
@@ -652,6 +652,10 @@ class _BacksOffAfterFailure(Invariant):
                 f"{self.failure} {attempt}, inside the {step:g}s backoff", failed, record,
             )
         return None
+
+    def locally_bound(self, attempt: AttemptId) -> bool:
+        """Whether the failed attempt's own compressor holds its deadline yet (before the durable record)."""
+        return True
 
     def _compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
         """Whose local deadline an attempt set and obeys (an attempt no known agent's task started: its process's)."""
@@ -668,9 +672,10 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         "nor one whose commit was already admitted: the host waits for it and its outcome stands), the "
         "timed-out attempt frees its lease only once the backoff is durable, and no automatic "
         "compaction of that session starts a summary within the first step of the timeout ladder, unless a forced "
-        "attempt or a commit lifted the backoff meanwhile. Its own agent's compressor is bound from the timeout on; "
-        "everyone else (another agent of its process too) from the durable record on, since only the record can "
-        "tell them."
+        "attempt or a commit lifted the backoff meanwhile. Its own agent's compressor is bound from the timeout on, "
+        "once its host has won the fence (at once, unless a worker stalled in lease setup holds the fence lock: "
+        "until the host wins it, nothing of the timeout is written, here or in the store); everyone else (another "
+        "agent of its process too) from the durable record on, since only the record can tell them."
     )
     failure = "the host timed out on"
 
@@ -680,6 +685,7 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         self._admitted: set[AttemptId] = set()  # attempts whose commit began: a timeout on them records nothing
         self._waited_on: dict[AttemptId, tuple[SessionId, str | None]] = {}  # host still waiting -> session, agent
         self._timed_out: set[AttemptId] = set()
+        self._won: set[AttemptId] = set()  # timed out, and its host's cancel has won the fence since
         self._pressed_by: dict[str, str] = {}  # the task that pressed Ctrl+C -> its agent
         self._host_task: dict[AttemptId, str] = {}  # attempt -> the task its host waits in
         self._turn_tasks: dict[str, set[str]] = {}  # agent -> the tasks its turns ran in
@@ -688,6 +694,18 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
 
     def step_s(self) -> float:
         return self.system.config.timeout_cooldown_s(1)
+
+    @handles(FenceCancelWon)
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+        super().cancel_won(event, record)
+        if event.attempt in self._timed_out:
+            self._won.add(event.attempt)
+
+    def locally_bound(self, attempt: AttemptId) -> bool:
+        """The host arms its agent's deadline as it writes the timeout's record, which waits for its fence win (R2:
+        the cancel wins, then the record): a worker stalled in lease setup past its lease's TTL leaves the lease
+        to the next turn's attempt before then, and that attempt owes nothing to a timeout not yet written."""
+        return attempt in self._won
 
     @handles(FenceBeginOk)
     def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
