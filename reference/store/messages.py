@@ -23,8 +23,8 @@ def append(
 
     A user message whose platform message id already has a live row in the session is not written again: the
     gateway wrote it on receipt (#104653), and that row's id is returned as the message's own. Nor is any other
-    message marked `MAYBE_WRITTEN` whose exact payload is live in the session: that is its own earlier append,
-    which raised after its COMMIT (a platform message has its id as its one dedup authority).
+    message marked `MAYBE_WRITTEN` whose exact payload the session holds, live or summarized since: that is its
+    own earlier write (an append that raised after its COMMIT, a commit that carried it; platform id rules).
     """
     # FIX appends-ignore-lease (R14/R1): the lease fences compressor against compressor; a turn never waits on it
     row = sessions.require_writable(db, sid)
@@ -36,17 +36,17 @@ def append(
         written = platform_message_row(db, sid, msg)
         if written is None and msg.get(MAYBE_WRITTEN) and msg.get("platform_message_id") is None:
             # FIX indeterminate-append-written-once (R10): an append reported failed may have committed; written again, the turn is live twice
-            written = live_row_of(db, sid, msg)
+            written = written_row_of(db, sid, msg)
         ids.append(insert(db, sid, [msg], now=now)[0] if written is None else written)
     recount(db, sid)
     return ids
 
 
-def live_row_of(db: sqlite3.Connection, sid: str, msg: Mapping[str, Any]) -> int | None:
-    """The live row in `sid` with exactly `msg`'s role, content and timestamp, if there is one."""
+def written_row_of(db: sqlite3.Connection, sid: str, msg: Mapping[str, Any]) -> int | None:
+    """The row in `sid` with exactly `msg`'s role, content and timestamp, a live one first, if there is one."""
     found = db.execute(
-        "SELECT id FROM messages WHERE session_id = ? AND active = 1 AND role = ? AND content = ? AND timestamp = ?"
-        " ORDER BY id LIMIT 1",
+        "SELECT id FROM messages WHERE session_id = ? AND role = ? AND content = ? AND timestamp = ?"
+        " ORDER BY active DESC, id LIMIT 1",
         (sid, msg["role"], msg["content"], msg.get("timestamp")),
     ).fetchone()
     return None if found is None else found[0]

@@ -267,11 +267,22 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
 
     @handles(AppendOk)
     def appended(self, event: AppendOk, record: HistoryEvent) -> None:
-        self._appended_at.update(dict.fromkeys(event.ids, record.seq))
+        """An id an append reports may be a row written before (its own earlier write, found again): a row is
+        timed from its first write."""
+        for row_id in event.ids:
+            self._appended_at.setdefault(row_id, record.seq)
 
     @handles(CommitArchived)
     def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
         self._commit(event.session, event.attempt, record)
+        self._written_now(event.session, record)
+
+    def _written_now(self, session: SessionId, record: HistoryEvent) -> None:
+        """A commit writes rows no append reports (its summary, its kept tail, the caller's unsaved messages it
+        carried): they are timed from the commit, so a turn whose stalled write is acknowledged later with one of
+        them (the store finds its own message there) is judged against the commits since it was written."""
+        for row in self.system.store.all_messages(session):
+            self._appended_at.setdefault(row.id, record.seq)
 
     @handles(ExternalRotated)
     def rotated_externally(self, event: ExternalRotated, record: HistoryEvent) -> None:
@@ -281,8 +292,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         judged from this moment, so the commit that summarized the copy in between counts (a harness-only
         fault, so the store read here is the one at this event)."""
         self._commits.setdefault(event.parent, []).append((record.seq, 0))
-        for row in self.system.store.all_messages(event.child):
-            self._appended_at.setdefault(row.id, record.seq)
+        self._written_now(event.child, record)
 
     @handles(CompactionCommitFailed)
     def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
@@ -292,6 +302,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
     @handles(CommitPublished)
     def published(self, event: CommitPublished, record: HistoryEvent) -> None:
         self._commit(event.parent, event.attempt, record)
+        self._written_now(event.child, record)
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
@@ -321,7 +332,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
             row = rows.get(event.row)
             if row is None or payload(row) in live_payloads.get(roots[row.session_id], set()):
                 continue
-            since = self._appended_at.get(row.id, record.seq)
+            since = min(self._appended_at.get(row.id, record.seq), record.seq)  # never after its acknowledgement
             if not self._summarized(row, since, sorted(copies[(roots[row.session_id], payload(row))], key=lambda r: r.id)):
                 return self.violation(
                     f"acknowledged {row.role} row {row.id} ({row.content[:40]!r}) is not active in the live head of its lineage "
