@@ -567,6 +567,29 @@ CASES.update({
 })
 
 
+def latched(store: SessionStore) -> None:
+    """Session `s` whose ineffective count reached the default breaker threshold (2)."""
+    struck(store)
+    store.bump_ineffective("s")
+
+
+AUTOMATIC_START = E(HostStarted(attempt=A1, session=S, mode="automatic"), 0)
+
+CASES.update({
+    "breaker_blocks_only_when_latched": (
+        [AUTOMATIC_START, E(CompactionBlocked(session=S, attempt=A1, reason="ineffective"), 0)],
+        [AUTOMATIC_START, E(CompactionBlocked(session=S, attempt=A1, reason="ineffective"), 0)],
+        one_head, latched),
+})
+
+
+def test_a_strike_that_latched_the_breaker_after_the_start_explains_the_refusal_though_a_commit_reset_it():
+    assert check("breaker_blocks_only_when_latched", [
+        AUTOMATIC_START, lambda store: [store.bump_ineffective("s") for _ in range(2)], E(CompactionStrike(session=S, attempt=A2, strikes=2), 1), lambda store: store.reset_ineffective("s"),
+        E(CompactionRefused(session=S, attempt=A1, reason="ineffective"), 2),
+    ], one_head) == []
+
+
 def routed_after(reason: str) -> Callable[[SessionStore], dict[str, Any]]:
     """Session `s`, ended with `reason` before the run's turn, still routed by the agent `main`."""
     def arrange(store: SessionStore) -> dict[str, Any]:

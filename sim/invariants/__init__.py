@@ -2,6 +2,7 @@
 
 from sim.invariants.base import Invariant, InvariantSet, SystemView, Violation
 from sim.invariants.compressor import (
+    BreakerBlocksOnlyWhenLatched,
     CooldownBlocksOnlyWhileInForce,
     CooldownNeverShortened,
     CurrentAttemptOwnsCompressor,
@@ -100,6 +101,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
         ReceivedMessageSurvivesGatewayCrash,
         RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt, CooldownBlocksOnlyWhileInForce,
+        BreakerBlocksOnlyWhenLatched,
     )
 }
 
