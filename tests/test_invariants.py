@@ -576,6 +576,10 @@ def latched(store: SessionStore) -> None:
 AUTOMATIC_START = E(HostStarted(attempt=A1, session=S, mode="automatic"), 0)
 
 CASES.update({
+    "failed_summary_never_commits": (
+        [E(TaskExit(error="ProviderError"), 1, "summary:p1.1"), E(CompactionCommitted(session=S, attempt=A1, tokens=5, tokens_before=9), 2)],
+        [E(TaskExit(error="ProviderError"), 1, "summary:p1.1"), E(CompactionCommitted(session=S, attempt=A2, tokens=5, tokens_before=9), 2)],
+        None, None),
     "breaker_blocks_only_when_latched": (
         [AUTOMATIC_START, E(CompactionBlocked(session=S, attempt=A1, reason="ineffective"), 0)],
         [AUTOMATIC_START, E(CompactionBlocked(session=S, attempt=A1, reason="ineffective"), 0)],

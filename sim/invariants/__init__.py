@@ -22,6 +22,7 @@ from sim.invariants.host import (
     CtrlCSeesIdlePrompt,
     NoRelabelAfterTerminal,
     FailedSummaryBacksOff,
+    FailedSummaryNeverCommits,
     HardCancelFreesLease,
     HungCommitReported,
     IdleTimeoutWithinBounds,
@@ -101,7 +102,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
         ReceivedMessageSurvivesGatewayCrash,
         RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt, CooldownBlocksOnlyWhileInForce,
-        BreakerBlocksOnlyWhenLatched,
+        BreakerBlocksOnlyWhenLatched, FailedSummaryNeverCommits,
     )
 }
 

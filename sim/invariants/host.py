@@ -660,6 +660,40 @@ class FailedSummaryBacksOff(_BacksOffAfterFailure):
         return super().summary_started(event, record)
 
 
+class FailedSummaryNeverCommits(Invariant):
+    """The static fallback summary is opt-in: with it off, a failed provider call ends the attempt (its failure
+    cooldown follows). A commit anyway replaces the user's conversation with a summary no model wrote, and the
+    cooldown that should hold the next turn off is never armed, so `failed_summary_backs_off` sees a commit,
+    not a failure."""
+
+    name = "failed_summary_never_commits"
+    races = ("R1", "R2")
+    description = (
+        "An attempt whose provider call raised never commits, unless the static fallback summary is configured "
+        "(static_fallback_summary)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._failed: dict[AttemptId, HistoryEvent] = {}  # attempt -> its provider call's failed exit
+
+    @handles(TaskExit)
+    def task_exited(self, event: TaskExit, record: HistoryEvent) -> None:
+        if event.error is None or not record.task.startswith(SUMMARY_TASK) or self.system.config.static_fallback_summary:
+            return
+        self._failed[AttemptId(record.task[len(SUMMARY_TASK):])] = record
+
+    @handles(CompactionCommitted)
+    def committed(self, event: CompactionCommitted, record: HistoryEvent) -> Violation | None:
+        failed = self._failed.pop(event.attempt, None)
+        if failed is None:
+            return None
+        return self.violation(
+            f"attempt {event.attempt} committed although its provider call raised ({failed.event.error}) and the "
+            "static fallback summary is off", failed, record,
+        )
+
+
 class NoProgressAfterGiveUp(Invariant):
     name = "no_progress_after_give_up"
     races = ("R26",)
