@@ -573,12 +573,17 @@ def latched(store: SessionStore) -> None:
     store.bump_ineffective("s")
 
 
+COMMIT_FAILED = [E(LeaseAcquired(session=S, holder=H1), 0), E(CompactionCommitFailed(session=S, attempt=A1, error="OperationalError()"), 1)]
 AUTOMATIC_START = E(HostStarted(attempt=A1, session=S, mode="automatic"), 0)
 
 CASES.update({
     "failed_summary_never_commits": (
         [E(TaskExit(error="ProviderError"), 1, "summary:p1.1"), E(CompactionCommitted(session=S, attempt=A1, tokens=5, tokens_before=9), 2)],
         [E(TaskExit(error="ProviderError"), 1, "summary:p1.1"), E(CompactionCommitted(session=S, attempt=A2, tokens=5, tokens_before=9), 2)],
+        None, None),
+    "failed_commit_backs_off": (
+        COMMIT_FAILED + NEXT_SUMMARY,
+        COMMIT_FAILED + [E(LeaseAcquired(session=S, holder=H2), 61), E(CompactionSummaryStarted(attempt=A2, generation=2), 61)],
         None, None),
     "breaker_blocks_only_when_latched": (
         [AUTOMATIC_START, E(CompactionBlocked(session=S, attempt=A1, reason="ineffective"), 0)],

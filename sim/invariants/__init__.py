@@ -21,6 +21,7 @@ from sim.invariants.fence import (
 from sim.invariants.host import (
     CtrlCSeesIdlePrompt,
     NoRelabelAfterTerminal,
+    FailedCommitBacksOff,
     FailedSummaryBacksOff,
     FailedSummaryNeverCommits,
     HardCancelFreesLease,
@@ -102,7 +103,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
         ReceivedMessageSurvivesGatewayCrash,
         RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt, CooldownBlocksOnlyWhileInForce,
-        BreakerBlocksOnlyWhenLatched, FailedSummaryNeverCommits,
+        BreakerBlocksOnlyWhenLatched, FailedSummaryNeverCommits, FailedCommitBacksOff,
     )
 }
 

@@ -7,6 +7,7 @@ from typing import ClassVar, Sequence
 from contract.events import (
     ActivityLabeled,
     AttemptClaimed,
+    CompactionCommitFailed,
     CompactionCommitted,
     CompactionError,
     CompactionFinished,
@@ -692,6 +693,25 @@ class FailedSummaryNeverCommits(Invariant):
             f"attempt {event.attempt} committed although its provider call raised ({failed.event.error}) and the "
             "static fallback summary is off", failed, record,
         )
+
+
+class FailedCommitBacksOff(_BacksOffAfterFailure):
+    name = "failed_commit_backs_off"
+    races = ("R11", "R12")
+    description = (
+        "After an admitted commit of a session's compaction raised (the archive or the split failed in the store), "
+        "no automatic compaction of that session starts a summary inside the split-failure cooldown, unless a "
+        "forced attempt or a commit lifted it meanwhile: re-summarizing at once only re-runs the write that just "
+        "failed (R11's wedge), each failed try another chance to leave copies behind (R12)."
+    )
+    failure = "the commit failed for"
+
+    def step_s(self) -> float:
+        return self.system.config.split_failure_cooldown_s
+
+    @handles(CompactionCommitFailed)
+    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
+        self.failed(event.attempt, record)
 
 
 class NoProgressAfterGiveUp(Invariant):
