@@ -58,6 +58,7 @@ from contract.events import (
     HostReturned,
     HostStarted,
     HostTimeout,
+    IsolatedAbandoned,
     LeaseAcquired,
     LeaseContended,
     LeaseExpiredGiveup,
@@ -590,6 +591,20 @@ CASES.update({
         [AUTOMATIC_START, E(CompactionBlocked(session=S, attempt=A1, reason="ineffective"), 0)],
         one_head, latched),
 })
+
+
+HARD_CANCEL_IN_SUMMARY = E(FenceCancelWon(attempt=A1, hard=True), 5)
+
+CASES.update({
+    "hard_cancel_abandons_summary": (
+        [HARD_CANCEL_IN_SUMMARY, E(TaskExit(), 20, "summary:p1.1")],
+        [HARD_CANCEL_IN_SUMMARY, E(IsolatedAbandoned(call="summary:p1.1"), 5), E(TaskExit(), 20, "summary:p1.1")],
+        None, None),
+})
+
+
+def test_a_summary_call_ending_at_the_moment_of_the_hard_cancel_may_beat_its_delivery():
+    assert check("hard_cancel_abandons_summary", [HARD_CANCEL_IN_SUMMARY, E(TaskExit(), 5, "summary:p1.1")]) == []
 
 
 def test_a_strike_that_latched_the_breaker_after_the_start_explains_the_refusal_though_a_commit_reset_it():

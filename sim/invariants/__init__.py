@@ -14,6 +14,7 @@ from sim.invariants.compressor import (
 )
 from sim.invariants.fence import (
     CancelNeverBeatsAdmittedCommit,
+    HardCancelAbandonsSummary,
     LeaseHeldAcrossCommit,
     NoAdmissionAfterCtrlC,
     NoCommitAfterCancel,
@@ -103,7 +104,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         FailedSummaryBacksOff, ExplicitCloseClearedAtTurnStart, NoRelabelAfterTerminal, TurnAfterQuietPersists,
         ReceivedMessageSurvivesGatewayCrash,
         RunningSummaryLabelled, CommitChangesTranscript, CtrlCSeesIdlePrompt, CooldownBlocksOnlyWhileInForce,
-        BreakerBlocksOnlyWhenLatched, FailedSummaryNeverCommits, FailedCommitBacksOff,
+        BreakerBlocksOnlyWhenLatched, FailedSummaryNeverCommits, FailedCommitBacksOff, HardCancelAbandonsSummary,
     )
 }
 

@@ -66,6 +66,7 @@ NOT_APPLICABLE = {
     "pool_admission_bounded": "follows the simulator kernel's task.spawn events, which trio does not record",
     "failed_summary_backs_off": "follows the simulator kernel's task.exit events, which trio does not record",
     "failed_summary_never_commits": "follows the simulator kernel's task.exit events, which trio does not record",
+    "hard_cancel_abandons_summary": "follows the simulator kernel's task.exit events, which trio does not record",
     "idle_timeout_within_bounds": _VIRTUAL_TIME,
     "hung_commit_reported": _VIRTUAL_TIME,
     "next_turn_persists_after_ctrl_c": _VIRTUAL_TIME,
