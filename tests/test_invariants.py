@@ -607,6 +607,14 @@ def test_a_summary_call_ending_at_the_moment_of_the_hard_cancel_may_beat_its_del
     assert check("hard_cancel_abandons_summary", [HARD_CANCEL_IN_SUMMARY, E(TaskExit(), 5, "summary:p1.1")]) == []
 
 
+def test_only_the_failures_own_record_binds_another_process_not_the_hosts_timeout_record():
+    other_process = [E(LeaseAcquired(session=S, holder=P2_H2), 20), E(CompactionSummaryStarted(attempt=AttemptId.of("p2", 2), generation=2), 20)]
+    def record(error: str) -> tuple[Event, float, str]:
+        return E(CooldownSet(session=S, until_s=69.0, attempt=A1, error=error), 9)
+    assert check("failed_summary_backs_off", PROVIDER_FAILED + [record("timeout:idle")] + other_process) == []
+    assert check("failed_summary_backs_off", PROVIDER_FAILED + [record("summary_failed: ProviderError")] + other_process)
+
+
 def test_a_strike_that_latched_the_breaker_after_the_start_explains_the_refusal_though_a_commit_reset_it():
     assert check("breaker_blocks_only_when_latched", [
         AUTOMATIC_START, lambda store: [store.bump_ineffective("s") for _ in range(2)], E(CompactionStrike(session=S, attempt=A2, strikes=2), 1), lambda store: store.reset_ineffective("s"),

@@ -419,6 +419,9 @@ class _BacksOffAfterFailure(Invariant):
     """
 
     failure: ClassVar[str]  # how the explanation names the failure
+    # How the failure's own durable record names its error: the host's timeout record for the same attempt (its
+    # summary failed, its record stalled, the host timed out meanwhile) is another record and tells nobody of this one.
+    recorded_as: ClassVar[str]
 
     def __init__(self, system) -> None:
         super().__init__(system)
@@ -454,7 +457,8 @@ class _BacksOffAfterFailure(Invariant):
 
     @handles(CooldownSet)
     def recorded(self, event: CooldownSet, record: HistoryEvent) -> None:
-        self._settle(event.session, event.attempt, failed=False)
+        if event.error.startswith(self.recorded_as):
+            self._settle(event.session, event.attempt, failed=False)
 
     @handles(CooldownPersistFailed)
     def persist_failed(self, event: CooldownPersistFailed, record: HistoryEvent) -> None:
@@ -514,6 +518,7 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         "tell them."
     )
     failure = "the host timed out on"
+    recorded_as = "timeout:"
 
     def __init__(self, system) -> None:
         super().__init__(system)
@@ -623,6 +628,7 @@ class FailedSummaryBacksOff(_BacksOffAfterFailure):
         "provider-proven overflow may (R23)."
     )
     failure = "the provider call failed for"
+    recorded_as = "summary_failed:"
 
     def __init__(self, system) -> None:
         super().__init__(system)
@@ -705,6 +711,7 @@ class FailedCommitBacksOff(_BacksOffAfterFailure):
         "failed (R11's wedge), each failed try another chance to leave copies behind (R12)."
     )
     failure = "the commit failed for"
+    recorded_as = "session_split_failed:"
 
     def step_s(self) -> float:
         return self.system.config.split_failure_cooldown_s
