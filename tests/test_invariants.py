@@ -60,6 +60,7 @@ from contract.events import (
     HostReturned,
     HostStarted,
     HostTimeout,
+    IsolatedAbandoned,
     LeaseAcquired,
     LeaseAcquireFailed,
     LeaseContended,
@@ -579,6 +580,60 @@ CASES.update({
         PROVIDER_FAILED + [E(FenceCancelWon(attempt=A1, hard=True), 2)] + NEXT_SUMMARY,  # the user's stop rolled it back
         None, None),
 })
+
+
+def latched(store: SessionStore) -> None:
+    """Session `s` whose ineffective count reached the default breaker threshold (2)."""
+    struck(store)
+    store.bump_ineffective("s")
+
+
+COMMIT_FAILED = [E(LeaseAcquired(session=S, holder=H1), 0), E(CompactionCommitFailed(session=S, attempt=A1, error="OperationalError()"), 1)]
+AUTOMATIC_START = E(HostStarted(attempt=A1, session=S, mode="automatic"), 0)
+
+CASES.update({
+    "failed_summary_never_commits": (
+        [E(TaskExit(error="ProviderError"), 1, "summary:p1.1"), E(CompactionCommitted(session=S, attempt=A1, tokens=5, tokens_before=9), 2)],
+        [E(TaskExit(error="ProviderError"), 1, "summary:p1.1"), E(CompactionCommitted(session=S, attempt=A2, tokens=5, tokens_before=9), 2)],
+        None, None),
+    "failed_commit_backs_off": (
+        COMMIT_FAILED + NEXT_SUMMARY,
+        COMMIT_FAILED + [E(LeaseAcquired(session=S, holder=H2), 61), E(CompactionSummaryStarted(attempt=A2, generation=2), 61)],
+        None, None),
+    "breaker_blocks_only_when_latched": (
+        [AUTOMATIC_START, E(CompactionBlocked(session=S, attempt=A1, reason="ineffective"), 0)],
+        [AUTOMATIC_START, E(CompactionBlocked(session=S, attempt=A1, reason="ineffective"), 0)],
+        one_head, latched),
+})
+
+
+HARD_CANCEL_IN_SUMMARY = E(FenceCancelWon(attempt=A1, hard=True), 5)
+
+CASES.update({
+    "hard_cancel_abandons_summary": (
+        [HARD_CANCEL_IN_SUMMARY, E(TaskExit(), 20, "summary:p1.1")],
+        [HARD_CANCEL_IN_SUMMARY, E(IsolatedAbandoned(call="summary:p1.1"), 5), E(TaskExit(), 20, "summary:p1.1")],
+        None, None),
+})
+
+
+def test_a_summary_call_ending_at_the_moment_of_the_hard_cancel_may_beat_its_delivery():
+    assert check("hard_cancel_abandons_summary", [HARD_CANCEL_IN_SUMMARY, E(TaskExit(), 5, "summary:p1.1")]) == []
+
+
+def test_only_the_failures_own_record_binds_another_process_not_the_hosts_timeout_record():
+    other_process = [E(LeaseAcquired(session=S, holder=P2_H2), 20), E(CompactionSummaryStarted(attempt=AttemptId.of("p2", 2), generation=2), 20)]
+    def record(error: str) -> tuple[Event, float, str]:
+        return E(CooldownSet(session=S, until_s=69.0, attempt=A1, error=error), 9)
+    assert check("failed_summary_backs_off", PROVIDER_FAILED + [record("timeout:idle")] + other_process) == []
+    assert check("failed_summary_backs_off", PROVIDER_FAILED + [record("summary_failed: ProviderError")] + other_process)
+
+
+def test_a_strike_that_latched_the_breaker_after_the_start_explains_the_refusal_though_a_commit_reset_it():
+    assert check("breaker_blocks_only_when_latched", [
+        AUTOMATIC_START, lambda store: [store.bump_ineffective("s") for _ in range(2)], E(CompactionStrike(session=S, attempt=A2, strikes=2), 1), lambda store: store.reset_ineffective("s"),
+        E(CompactionRefused(session=S, attempt=A1, reason="ineffective"), 2),
+    ], one_head) == []
 
 
 def routed_after(reason: str) -> Callable[[SessionStore], dict[str, Any]]:

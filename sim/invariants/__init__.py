@@ -2,6 +2,7 @@
 
 from sim.invariants.base import Invariant, InvariantSet, SystemView, Violation
 from sim.invariants.compressor import (
+    BreakerBlocksOnlyWhenLatched,
     CooldownBlocksOnlyWhileInForce,
     CooldownNeverShortened,
     CurrentAttemptOwnsCompressor,
@@ -14,6 +15,7 @@ from sim.invariants.compressor import (
 )
 from sim.invariants.fence import (
     CancelNeverBeatsAdmittedCommit,
+    HardCancelAbandonsSummary,
     LeaseHeldAcrossCommit,
     NoAdmissionAfterCtrlC,
     NoCommitAfterCancel,
@@ -25,7 +27,9 @@ from sim.invariants.host import (
     CaughtErrorsAreNotBugs,
     CtrlCSeesIdlePrompt,
     NoRelabelAfterTerminal,
+    FailedCommitBacksOff,
     FailedSummaryBacksOff,
+    FailedSummaryNeverCommits,
     HardCancelFreesLease,
     HungCommitReported,
     IdleTimeoutWithinBounds,
@@ -113,6 +117,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         PoolRefusesOnlyWhenFull, AdmittedJobRuns, CaughtErrorsAreNotBugs, OldMessagesGetSummarized,
         CommitKeepsAUserTurn, ReplyFitsContext, TimedOutHostReturnsPromptly,
         SummarizedAttemptRefusedOnlyForACause, AdoptedTipReachesAgent,
+        BreakerBlocksOnlyWhenLatched, FailedSummaryNeverCommits, FailedCommitBacksOff, HardCancelAbandonsSummary,
     )
 }
 

@@ -656,6 +656,64 @@ class CurrentAttemptOwnsCompressor(Invariant):
         return sum(1 for slot in self.system.agents.values() if slot.spec.process == process) <= 1
 
 
+class BreakerBlocksOnlyWhenLatched(Invariant):
+    """The breaker is the session's persisted ineffective count, so a refusal as "ineffective" is judged on the
+    store, not on what the gate says of itself: the count must have reached the threshold at some moment from the
+    attempt's start to its refusal. That is known from the store read at both ends and from the strikes reported
+    between; a rollback's restore, or a store fault around a strike or a restore, may have moved the count unseen.
+    A breaker that latches with no strike stops automatic compaction for good, and the transcript only grows."""
+
+    name = "breaker_blocks_only_when_latched"
+    races = ("R13",)
+    description = (
+        "An automatic attempt is refused as ineffective (at its gate or under its lease) only when its session's "
+        "persisted ineffective count reached breaker_threshold at some moment since its host started it."
+    )
+
+    UNSEEN_WRITES = ("bump_ineffective", "restore_cooldown_row")
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._started: dict[AttemptId, tuple[SessionId, int, bool]] = {}  # attempt -> session, host start seq, latched then
+        self._latched_at: dict[SessionId, int] = {}  # session -> seq of the latest event that may have latched it
+        self._unseen_at = -1  # seq of the latest store fault that may have moved a count unseen
+
+    def _latched(self, session: SessionId) -> bool:
+        return self.system.store.cooldown_row(session).ineffective_count >= self.system.config.breaker_threshold
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._started[event.attempt] = (event.session, record.seq, self._latched(event.session))
+
+    @handles(CompactionStrike)
+    def struck(self, event: CompactionStrike, record: HistoryEvent) -> None:
+        if event.strikes >= self.system.config.breaker_threshold:
+            self._latched_at[event.session] = record.seq
+
+    @handles(CooldownRestored)
+    def restored(self, event: CooldownRestored, record: HistoryEvent) -> None:
+        self._latched_at[event.session] = record.seq
+
+    @handles(StoreFaultFired)
+    def store_fault(self, event: StoreFaultFired, record: HistoryEvent) -> None:
+        if event.op in self.UNSEEN_WRITES:
+            self._unseen_at = record.seq
+
+    @handles(CompactionBlocked, CompactionRefused)
+    def refused(self, event: CompactionBlocked | CompactionRefused, record: HistoryEvent) -> Violation | None:
+        started = self._started.get(event.attempt)
+        if event.reason != "ineffective" or started is None:
+            return None
+        session, since, latched = started
+        if (session != event.session or latched or self._latched_at.get(session, -1) > since
+                or self._unseen_at > since or self._latched(session)):
+            return None
+        return self.violation(
+            f"attempt {event.attempt} was refused as ineffective although {session}'s ineffective count stayed under "
+            f"{self.system.config.breaker_threshold} since its start", record,
+        )
+
+
 class CommitBelowThresholdClearsStrikes(Invariant):
     name = "commit_below_threshold_clears_strikes"
     races = ("R13",)

@@ -23,14 +23,16 @@ from contract.events import (
     HostStarted,
     HostTimeout,
     HostUnwind,
+    IsolatedAbandoned,
     LeaseReleaseFailed,
     LeaseReleased,
     ProcessCrashed,
+    TaskExit,
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId
 from sim.invariants.base import Invariant, Violation, forget_process, handles
-from sim.invariants.host import job_attempt
+from sim.invariants.host import SUMMARY_TASK, job_attempt
 
 
 class NoCommitAfterCancel(Invariant):
@@ -61,6 +63,50 @@ class NoCommitAfterCancel(Invariant):
         if event.attempt not in self._admitted:
             return self.violation(f"attempt {event.attempt} committed ({record.kind}) without an admitted fence", record)
         return None
+
+
+class HardCancelAbandonsSummary(Invariant):
+    """A Ctrl+C must not wait for the model: the provider call runs isolated so that a hard cancel unwinds the
+    attempt at once (its rollback, its lease), leaving the call to finish unheard. Judged from the runtime's
+    record of the wait, not from the attempt's account: a summary call of a hard-cancelled attempt that ends
+    later in virtual time without having been abandoned was waited for. A call ending at the very moment of
+    the cancel may beat its delivery; a crash ends the process's tasks in no particular order."""
+
+    name = "hard_cancel_abandons_summary"
+    races = ("R1",)
+    description = (
+        "An attempt whose fence a hard cancel won while its provider call was in flight stops waiting for the call "
+        "at once: the call is abandoned before it ends."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._hard: dict[str, HistoryEvent] = {}  # summary task of a hard-cancelled attempt -> the cancel
+        self._abandoned: set[str] = set()  # summary tasks their attempt stopped waiting for
+
+    @handles(FenceCancelWon)
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+        if event.hard:
+            self._hard.setdefault(f"{SUMMARY_TASK}{event.attempt}", record)
+
+    @handles(IsolatedAbandoned)
+    def abandoned(self, event: IsolatedAbandoned, record: HistoryEvent) -> None:
+        self._abandoned.add(event.call)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._hard = {task: cancel for task, cancel in self._hard.items()
+                      if self.system.process_of(AttemptId(task[len(SUMMARY_TASK):]).process) != event.process}
+
+    @handles(TaskExit)
+    def task_exited(self, event: TaskExit, record: HistoryEvent) -> Violation | None:
+        cancel = self._hard.pop(record.task, None)
+        if cancel is None or record.task in self._abandoned or record.time <= cancel.time + 1e-9:
+            return None
+        return self.violation(
+            f"the hard cancel of {record.task[len(SUMMARY_TASK):]} won its fence, yet the attempt waited "
+            f"{record.time - cancel.time:g}s for its provider call to end instead of abandoning it", cancel, record,
+        )
 
 
 class NoAdmissionAfterCtrlC(Invariant):

@@ -575,6 +575,9 @@ class _BacksOffAfterFailure(Invariant):
     """
 
     failure: ClassVar[str]  # how the explanation names the failure
+    # How the failure's own durable record names its error: the host's timeout record for the same attempt (its
+    # summary failed, its record stalled, the host timed out meanwhile) is another record and tells nobody of this one.
+    recorded_as: ClassVar[str]
 
     def __init__(self, system) -> None:
         super().__init__(system)
@@ -613,7 +616,8 @@ class _BacksOffAfterFailure(Invariant):
 
     @handles(CooldownSet)
     def recorded(self, event: CooldownSet, record: HistoryEvent) -> None:
-        self._settle(event.session, event.attempt, failed=False)
+        if event.error.startswith(self.recorded_as):
+            self._settle(event.session, event.attempt, failed=False)
 
     @handles(CooldownPersistFailed)
     def persist_failed(self, event: CooldownPersistFailed, record: HistoryEvent) -> None:
@@ -678,6 +682,7 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         "agent of its process too) from the durable record on, since only the record can tell them."
     )
     failure = "the host timed out on"
+    recorded_as = "timeout:"
 
     def __init__(self, system) -> None:
         super().__init__(system)
@@ -800,6 +805,7 @@ class FailedSummaryBacksOff(_BacksOffAfterFailure):
         "provider-proven overflow may (R23)."
     )
     failure = "the provider call failed for"
+    recorded_as = "summary_failed:"
 
     def __init__(self, system) -> None:
         super().__init__(system)
@@ -836,6 +842,60 @@ class FailedSummaryBacksOff(_BacksOffAfterFailure):
         if event.attempt in self._overflow_recoveries:
             return None
         return super().summary_started(event, record)
+
+
+class FailedSummaryNeverCommits(Invariant):
+    """The static fallback summary is opt-in: with it off, a failed provider call ends the attempt (its failure
+    cooldown follows). A commit anyway replaces the user's conversation with a summary no model wrote, and the
+    cooldown that should hold the next turn off is never armed, so `failed_summary_backs_off` sees a commit,
+    not a failure."""
+
+    name = "failed_summary_never_commits"
+    races = ("R1", "R2")
+    description = (
+        "An attempt whose provider call raised never commits, unless the static fallback summary is configured "
+        "(static_fallback_summary)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._failed: dict[AttemptId, HistoryEvent] = {}  # attempt -> its provider call's failed exit
+
+    @handles(TaskExit)
+    def task_exited(self, event: TaskExit, record: HistoryEvent) -> None:
+        if event.error is None or not record.task.startswith(SUMMARY_TASK) or self.system.config.static_fallback_summary:
+            return
+        self._failed[AttemptId(record.task[len(SUMMARY_TASK):])] = record
+
+    @handles(CompactionCommitted)
+    def committed(self, event: CompactionCommitted, record: HistoryEvent) -> Violation | None:
+        failed = self._failed.pop(event.attempt, None)
+        if failed is None:
+            return None
+        return self.violation(
+            f"attempt {event.attempt} committed although its provider call raised ({failed.event.error}) and the "
+            "static fallback summary is off", failed, record,
+        )
+
+
+class FailedCommitBacksOff(_BacksOffAfterFailure):
+    name = "failed_commit_backs_off"
+    races = ("R11", "R12")
+    description = (
+        "After an admitted commit of a session's compaction raised (the archive or the split failed in the store), "
+        "no automatic compaction of that session starts a summary inside the split-failure cooldown, unless a "
+        "forced attempt or a commit lifted it meanwhile: re-summarizing at once only re-runs the write that just "
+        "failed (R11's wedge), each failed try another chance to leave copies behind (R12)."
+    )
+    failure = "the commit failed for"
+    recorded_as = "session_split_failed:"
+
+    def step_s(self) -> float:
+        return self.system.config.split_failure_cooldown_s
+
+    @handles(CompactionCommitFailed)
+    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
+        self.failed(event.attempt, record)
 
 
 class NoProgressAfterGiveUp(Invariant):

@@ -29,7 +29,7 @@ HISTORY_INVARIANTS = (
     "retry_never_overlaps_live_worker", "aborted_attempt_leaves_parent_unchanged", "no_false_auto_reset",
     "overflow_recovery_ignores_cooldown", "timeout_backs_off", "no_relabel_after_terminal",
     "running_summary_labelled", "ctrl_c_sees_idle_prompt", "abandoned_turn_stays_silent", "caught_errors_are_not_bugs",
-    "pool_refuses_only_when_full", "old_messages_get_summarized",
+    "pool_refuses_only_when_full", "old_messages_get_summarized", "failed_commit_backs_off",
 )
 # Properties of the final database: checked once, at the end (their per-event checks read the store, which
 # after a real run holds only its final state).
@@ -49,6 +49,7 @@ NOT_APPLICABLE = {
     "hard_cancel_restores_cooldown": _STORE_AT_EVENT,
     "cooldown_never_shortened": _STORE_AT_EVENT,
     "commit_below_threshold_clears_strikes": _STORE_AT_EVENT,
+    "breaker_blocks_only_when_latched": _STORE_AT_EVENT,
     "closed_write_adopts_live_tip": _STORE_AT_EVENT,
     "title_follows_conversation": _STORE_AT_EVENT,
     "title_names_one_conversation": _STORE_AT_EVENT,
@@ -69,6 +70,8 @@ NOT_APPLICABLE = {
     "pool_admission_bounded": "follows the simulator kernel's task.spawn events, which trio does not record",
     "admitted_job_runs": "follows the simulator kernel's task.spawn events, which trio does not record",
     "failed_summary_backs_off": "follows the simulator kernel's task.exit events, which trio does not record",
+    "failed_summary_never_commits": "follows the simulator kernel's task.exit events, which trio does not record",
+    "hard_cancel_abandons_summary": "follows the simulator kernel's task.exit events, which trio does not record",
     "idle_timeout_within_bounds": _VIRTUAL_TIME,
     "hung_commit_reported": _VIRTUAL_TIME,
     "timed_out_host_returns_promptly": _VIRTUAL_TIME,
