@@ -53,7 +53,7 @@ from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from contract.points import HOST_WAIT
 from sim.invariants.base import Invariant, Violation, forget_process, handles
-from sim.invariants.lineage import refused_in_ended_conversation
+from sim.invariants.lineage import JudgesRefusedTurns
 
 
 class IdleTimeoutWithinBounds(Invariant):
@@ -401,7 +401,7 @@ class AdmittedJobRuns(Invariant):
         return self.violation(f"the host of {attempt} returned `{event.status}` though its admitted job never started", record)
 
 
-class NextTurnPersistsAfterCtrlC(Invariant):
+class NextTurnPersistsAfterCtrlC(JudgesRefusedTurns):
     """Judges the one turn that follows the grace period: its own failure, never a later turn's.
 
     A later turn of the same agent may fail for reasons Ctrl+C has no part in (an injected busy store on its
@@ -426,7 +426,7 @@ class NextTurnPersistsAfterCtrlC(Invariant):
                 continue
             failed = _failure_of_turn(history, submitted)
             if failed is None or _raised_by_fault(history, submitted, failed) \
-                    or refused_in_ended_conversation(self.system.store, history, submitted, failed):
+                    or self.refused_in_ended_conversation(history, submitted, failed):
                 continue
             return self.violation(f"the turn after Ctrl+C was not persisted: {failed.event.error}", expired, submitted, failed)  # type: ignore[attr-defined]
         return None

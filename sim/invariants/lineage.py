@@ -145,27 +145,35 @@ DELIBERATE_END_REASONS = frozenset({
 EXPLICIT_CLOSE_REASONS = frozenset({"tui_close", "cli_close", "webhook_complete"})
 
 
-def refused_in_ended_conversation(store: Any, history: Sequence[HistoryEvent], start: HistoryEvent, failed: HistoryEvent) -> bool:
-    """The turn from `start` to `failed` failed because its write was refused on a session closed by compression
-    whose conversation the user ended on purpose: no session of it is live, and its last one has a deliberate end
-    or an explicit close that was already in force when the turn failed.
+class JudgesRefusedTurns(Invariant):
+    """An invariant that excuses a turn whose write was refused in a conversation the user ended on purpose.
 
-    No writer may adopt such an end (a reset is final: deliberate_end_is_final; an explicit close is cleared
-    only by a turn of the host that routes the closed session, #106459), so a terminal still bound to a closed
-    ancestor has nowhere to write, and the reference fails that turn closed, naming compression, as R15's fix
-    says. The store is read at the end of the run: a deliberate end never comes undone, and an explicit close
-    still standing then, stamped before the failure, stood at the failure too.
+    Such a turn fails closed by design: its session was closed by compression, no session of its conversation is
+    live, and the last one has a deliberate end (a reset is final: deliberate_end_is_final) or an explicit close
+    (cleared only by a turn of the host that routes it, #106459). No writer bound elsewhere may adopt either, so
+    a terminal still bound to a closed ancestor has nowhere to write, and the reference fails that turn closed,
+    naming compression, as R15's fix says. The store is read as the refusal happens: an explicit close may be
+    cleared, and the conversation rotated on, before the run ends.
     """
-    for record in history[start.seq + 1:failed.seq]:
-        event = record.event
-        if record.task == failed.task and isinstance(event, AppendFailed) and event.writer is None \
-                and event.error == "SessionClosedByCompression":
-            return _ended_on_purpose(store, event.session, failed.time)
-    return False
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._refused_ended: set[int] = set()  # seqs of the refusals that met a conversation ended on purpose
+
+    @handles(AppendFailed)
+    def write_refused(self, event: AppendFailed, record: HistoryEvent) -> None:
+        if event.writer is None and event.error == "SessionClosedByCompression" \
+                and _ended_on_purpose(self.system.store, event.session):
+            self._refused_ended.add(record.seq)
+
+    def refused_in_ended_conversation(self, history: Sequence[HistoryEvent], start: HistoryEvent, failed: HistoryEvent) -> bool:
+        """The turn from `start` to `failed` failed because its write was refused in a conversation ended on purpose."""
+        return any(record.seq in self._refused_ended and record.task == failed.task
+                   for record in history[start.seq + 1:failed.seq])
 
 
-def _ended_on_purpose(store: Any, sid: str, at: float) -> bool:
-    """`sid`'s continuations end in a session ended on purpose by time `at`, and no session of its lineage is live."""
+def _ended_on_purpose(store: Any, sid: str) -> bool:
+    """`sid`'s continuations end in a session ended on purpose, and no session of its lineage is live."""
     current, seen = sid, set()
     row = store.get_session(current)
     while row is not None and row.end_reason == "compression" and current not in seen:
@@ -175,17 +183,10 @@ def _ended_on_purpose(store: Any, sid: str, at: float) -> bool:
             return False
         current = children[0]
         row = store.get_session(current)
-    if row is None or not _closed_to_stale_writers(row, at):
+    if row is None or row.end_reason not in DELIBERATE_END_REASONS | EXPLICIT_CLOSE_REASONS:
         return False
     roots = lineage_roots(store)
     return all(store.get_session(other).ended_at is not None for other, root in roots.items() if root == roots[sid])
-
-
-def _closed_to_stale_writers(row: Any, at: float) -> bool:
-    """A deliberate end, or an explicit close stamped by time `at`: neither is adopted by a writer bound elsewhere."""
-    if row.end_reason in DELIBERATE_END_REASONS:
-        return True
-    return row.end_reason in EXPLICIT_CLOSE_REASONS and row.ended_at is not None and row.ended_at <= at
 
 
 class DeliberateEndIsFinal(_LineageCheck):

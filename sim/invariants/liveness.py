@@ -29,13 +29,13 @@ from contract.events.base import Event
 from contract.points import STORE_PREFIX
 from contract.history import HistoryEvent
 from sim.invariants.base import Invariant, Violation
-from sim.invariants.lineage import refused_in_ended_conversation
+from sim.invariants.lineage import JudgesRefusedTurns
 
 _TURN_STARTS = (FrontendTurnSubmitted, GatewayTurnStarted)
 _TURN_ENDS = (FrontendTurnFailed, FrontendTurnAbandoned)
 
 
-class TurnAfterQuietPersists(Invariant):
+class TurnAfterQuietPersists(JudgesRefusedTurns):
     name = "turn_after_quiet_persists"
     races = ("R1", "R15", "R20", "R24")
     description = ("A turn that starts after a silence longer than the host's ceiling plus one lease TTL persists its "
@@ -57,7 +57,7 @@ class TurnAfterQuietPersists(Invariant):
                 continue  # the user stopped it: a reply is not owed
             if outcome is not None and isinstance(outcome.event, ProcessCrashed):
                 continue  # its process was killed under it: no one is left to reply
-            if outcome is not None and refused_in_ended_conversation(self.system.store, history, record, outcome):
+            if outcome is not None and self.refused_in_ended_conversation(history, record, outcome):
                 continue  # its conversation was reset or switched away from: there is nowhere to write it
             if outcome is not None and isinstance(outcome.event, TurnOverflowDeferred):
                 continue  # the model refused its context and one compression could not bring it under: no reply (R23)
