@@ -25,6 +25,7 @@ from contract.events import (
     LeaseReleased,
     LeaseReleaseFailed,
     ProcessCrashed,
+    StallFired,
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
@@ -32,6 +33,7 @@ from sim.invariants.base import Invariant, Violation, forget_process, handles
 from sim.invariants.host import job_attempt
 
 LEASE_REFUSALS = ("Lease", "Busy", "InProgress")
+RELEASE_POINT = "db.release_lease"  # the store call that frees a lease
 
 
 class LeaseMutualExclusion(Invariant):
@@ -423,8 +425,10 @@ class AbandonedAttemptFreesLease(Invariant):
     frees the lease at once when no commit or lease setup holds the fence lock (revoke-on-host-unwind), since the
     worker may stay in a provider call long after. A sit-out behind that row after the revoke is judged when the
     row goes: freed by the unwinding host itself (a store slow to take that release) or in the revoke's own
-    moment (a lock just handed to the worker or a Ctrl+C, whose step frees it), the wait was the store's; freed
-    later by anyone else (the worker refused at its commit, or leaving), it was the lease outliving its attempt."""
+    moment (a lock just handed to the worker or a Ctrl+C, whose step frees it), the wait was the store's; so it
+    was when the host's release was held up in the store (a stall there) and the worker freed the row first.
+    Freed later by anyone else otherwise (the worker refused at its commit, or leaving), it was the lease
+    outliving its attempt."""
 
     name = "abandoned_attempt_frees_lease"
     races = ("R1", "R3", "R25")
@@ -446,6 +450,7 @@ class AbandonedAttemptFreesLease(Invariant):
         self._set_up: dict[AttemptId, HolderId] = {}  # attempts past their lease setup, still holding their lease
         self._revoked: dict[HolderId, HistoryEvent] = {}  # such a lease whose unwinding host revoked it with the lock free
         self._sat_out: dict[HolderId, HistoryEvent] = {}  # the first sit-out behind a revoked lease, until its release
+        self._release_held_up: set[HolderId] = set()  # revoked leases whose host's release the store held up
         self._acquired: dict[AttemptId, HolderId] = {}  # attempts in their lease setup, the lease won
 
     @handles(HostTimeout)
@@ -486,6 +491,11 @@ class AbandonedAttemptFreesLease(Invariant):
         if holder is not None and not event.commit_in_flight:
             self._revoked[holder] = record
 
+    @handles(StallFired)
+    def stalled(self, event: StallFired, record: HistoryEvent) -> None:
+        if event.point == RELEASE_POINT:
+            self._release_held_up.update(holder for holder, revoke in self._revoked.items() if revoke.task == record.task)
+
     @handles(LeaseReleased, LeaseReleaseFailed)
     def released(self, event: LeaseReleased | LeaseReleaseFailed, record: HistoryEvent) -> Violation | None:
         if isinstance(event, LeaseReleaseFailed):
@@ -494,7 +504,9 @@ class AbandonedAttemptFreesLease(Invariant):
             del self._set_up[event.holder.attempt]
         revoke = self._revoked.pop(event.holder, None)
         sat_out = self._sat_out.pop(event.holder, None)
-        if revoke is None or sat_out is None or record.task == revoke.task or record.time <= revoke.time:
+        held_up = event.holder in self._release_held_up
+        self._release_held_up.discard(event.holder)
+        if revoke is None or sat_out is None or held_up or record.task == revoke.task or record.time <= revoke.time:
             return None
         return self._outlived(event.holder, revoke, sat_out, record)
 
@@ -506,7 +518,7 @@ class AbandonedAttemptFreesLease(Invariant):
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         """A sit-out behind a revoked lease that nobody freed by the end: the lease outlived its attempt."""
-        holder = next(iter(self._sat_out), None)
+        holder = next((holder for holder in self._sat_out if holder not in self._release_held_up), None)
         return None if holder is None else self._outlived(holder, self._revoked[holder], self._sat_out[holder])
 
     @handles(ProcessCrashed)
