@@ -629,6 +629,17 @@ def test_only_the_failures_own_record_binds_another_process_not_the_hosts_timeou
     assert check("failed_summary_backs_off", PROVIDER_FAILED + [record("summary_failed: ProviderError")] + other_process)
 
 
+def test_a_clear_that_raised_after_its_commit_lifts_the_failures_record_for_another_process():
+    recorded = E(CooldownSet(session=S, until_s=69.0, attempt=A1, error="summary_failed: ProviderError"), 9)
+    forced = E(LeaseAcquired(session=S, holder=P2_H1), 15)
+    def clear_failed(phase: str) -> tuple[Event, float, str]:
+        return E(StoreFaultFired(fault=0, fault_kind="db_write_failure", firing=1, op="clear_cooldown", phase=phase), 15, "compress:p2.1")
+    other_process = [E(LeaseAcquired(session=S, holder=P2_H2), 20), E(CompactionSummaryStarted(attempt=AttemptId.of("p2", 2), generation=2), 20)]
+    assert check("failed_summary_backs_off", PROVIDER_FAILED + [recorded, forced, clear_failed("after_commit")] + other_process) == []
+    assert check("failed_summary_backs_off", PROVIDER_FAILED + [recorded, forced, clear_failed("before_commit")] + other_process)
+    assert check("failed_summary_backs_off", PROVIDER_FAILED + [recorded, forced, clear_failed("after_commit")] + NEXT_SUMMARY)
+
+
 def test_a_strike_that_latched_the_breaker_after_the_start_explains_the_refusal_though_a_commit_reset_it():
     assert check("breaker_blocks_only_when_latched", [
         AUTOMATIC_START, lambda store: [store.bump_ineffective("s") for _ in range(2)], E(CompactionStrike(session=S, attempt=A2, strikes=2), 1), lambda store: store.reset_ineffective("s"),

@@ -569,7 +569,8 @@ class _BacksOffAfterFailure(Invariant):
     (R23, `overflow_recovery_ignores_cooldown`). The failed attempt's own compressor is bound from the failure
     on; everyone else from the durable record on.
     The local deadline lives on one agent's compressor, so another agent of the same process, like another
-    process, can learn of the backoff only from the record: when that record failed, it is not bound.
+    process, can learn of the backoff only from the record: when that record failed, it is not bound, nor once a
+    clear erased it unreported (its store call raised after its COMMIT).
 
     A subclass says which failure arms it (calling `failed`) and how long the backoff is at least (`step_s`).
     """
@@ -634,6 +635,17 @@ class _BacksOffAfterFailure(Invariant):
     def cleared(self, event: CooldownCleared, record: HistoryEvent) -> None:
         self._cleared_by.add(event.attempt)
         self._backoff.pop(event.session, None)
+
+    @handles(StoreFaultFired)
+    def store_fault(self, event: StoreFaultFired, record: HistoryEvent) -> None:
+        """A clear whose store call raised after its COMMIT emptied the row unreported (a /compress of another
+        process, say, that then errored out): the record that told everyone else is gone, and the clear raised
+        before it reset its compressor, so only the failed attempt's own compressor still holds the deadline."""
+        session = self._session_of.get(job_attempt(record.task))
+        if event.op != "clear_cooldown" or event.phase != "after_commit" or session not in self._backoff:
+            return
+        armed_by, armed, _ = self._backoff[session]
+        self._backoff[session] = (armed_by, armed, False)
 
     @handles(CompactionCommitted)
     def committed(self, event: CompactionCommitted, record: HistoryEvent) -> None:
