@@ -50,6 +50,7 @@ from contract.events import (
     TurnPersisted,
 )
 from contract.history import HistoryEvent
+from contract.points import STORE_PREFIX
 from contract.ids import AttemptId, HolderId, SessionId
 from contract.points import HOST_WAIT
 from sim.invariants.base import Invariant, Violation, forget_process, handles
@@ -119,9 +120,10 @@ class TimedOutHostReturnsPromptly(Invariant):
     """Once its host has won the fence on a timeout, the attempt is the worker's to finish alone.
 
     From that win the host only writes its record and frees the lease (store calls, which take no virtual time
-    unless a stall holds its own task) and, at the ceiling, gives the cancelled worker one grace to exit. A host
-    still there later is waiting for its late worker: the turn it serves stays blocked for as long as the stalled
-    summary runs, the very hang the budget exists to bound.
+    unless a stall holds its own task, or a stalled store call of another task holds a lock its write needs: a
+    rollback's cooldown restore, for one) and, at the ceiling, gives the cancelled worker one grace to exit. A
+    host still there later is waiting for its late worker: the turn it serves stays blocked for as long as the
+    stalled summary runs, the very hang the budget exists to bound.
     """
 
     name = "timed_out_host_returns_promptly"
@@ -135,6 +137,7 @@ class TimedOutHostReturnsPromptly(Invariant):
         super().__init__(system)
         self._timed_out: dict[AttemptId, tuple[str, str]] = {}  # attempt -> its host's task and the budget it ran out of
         self._won: dict[str, tuple[AttemptId, HistoryEvent, float]] = {}  # host task -> its win, and its stalls since
+        self._store_stalls: list[tuple[float, float]] = []  # (start, end) of each stall of a store call
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
@@ -148,6 +151,8 @@ class TimedOutHostReturnsPromptly(Invariant):
 
     @handles(StallFired)
     def stalled(self, event: StallFired, record: HistoryEvent) -> None:
+        if event.point.startswith(STORE_PREFIX):
+            self._store_stalls.append((record.time, record.time + event.duration_s))
         won = self._won.get(record.task)
         if won is not None:
             self._won[record.task] = (won[0], won[1], won[2] + event.duration_s)
@@ -160,7 +165,8 @@ class TimedOutHostReturnsPromptly(Invariant):
             return None
         attempt, win, stalled_s = won
         grace_s = self.system.config.cancelled_worker_grace_s if host[1] == "ceiling" else 0.0
-        late_s = record.time - (win.time + stalled_s + grace_s)
+        held_until = max((end for start, end in self._store_stalls if start <= record.time and end >= win.time), default=0.0)
+        late_s = record.time - max(win.time + stalled_s + grace_s, held_until)
         if late_s > 1e-9:
             return self.violation(
                 f"the host of {attempt} returned its {host[1]} timeout {late_s:g}s after it could have (won at "
