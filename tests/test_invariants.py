@@ -249,6 +249,14 @@ def holding(content: str) -> Callable[[SessionStore], dict[str, Any]]:
     return arrange
 
 
+def asked(question: str) -> Callable[[SessionStore], dict[str, Any]]:
+    """main holds its question and the reply written as row 2: what its model answered."""
+    def arrange(store: SessionStore) -> dict[str, Any]:
+        held = [{"role": "user", "content": question, "timestamp": 1.0}, {"role": "assistant", "content": "a", "_row_id": 2}]
+        return {"main": SimpleNamespace(agent=SimpleNamespace(messages=held, session_id=S))}
+    return arrange
+
+
 def cooling_until(until: float) -> Callable[[SessionStore], None]:
     def arrange(store: SessionStore) -> None:
         store.create_session("s", now=0)
@@ -1302,11 +1310,10 @@ CASES.update({
          E(CompactionInput(session=S, attempt=A2, rows=[1, 2, 3])), E(CompactionRefused(session=S, attempt=A2, reason="hard_cancelled")),
          E(CompactionInput(session=S, attempt=A3, rows=[1, 2])), E(CompactionRefused(session=S, attempt=A3, reason="no_progress"))],
         None, None),
-    # a window of 100 tokens: a 400-character question is 101 tokens of context for its reply
+    # a window of 100 tokens: a 400-character question is 101 tokens of context for its reply (row 2)
     "reply_fits_context": (
-        [E(persisted(2, "assistant"))], [E(persisted(2, "assistant")), E(TurnPersisted(session=S, caller_session=S, turn=1,
-                                                                                       role="assistant", row=1, writer="external"))],
-        conversation(("user", "q" * 400), ("assistant", "a")), conversation(("user", "q" * 396), ("assistant", "a"))),
+        [E(persisted(2, "assistant"), task="agent:main")], [E(persisted(2, "assistant"), task="agent:main")],
+        asked("q" * 400), asked("q" * 396)),
     # idle timeout at 10s, the fence won at once: back at 10s (+3s its own stall), not when the worker ends at 40s
     "timed_out_host_returns_promptly": (
         [E(timed_out(A1), 10, "h1"), E(FenceCancelWon(attempt=A1, hard=False), 10, "h1"), E(finished(A1, "unchanged"), 40),

@@ -22,6 +22,7 @@ from sim.invariants.base import Invariant, Violation, handles
 
 EXHAUSTED = frozenset({"ineffective", "no_progress", "would_grow"})
 CHARS_PER_TOKEN = 4  # the model's count: a token per four characters, at least one per message
+ROW_MARK = "_row_id"  # the key an agent marks a message durable with: the row it was written to
 
 
 class NoFalseAutoReset(Invariant):
@@ -84,16 +85,17 @@ class ReplyFitsContext(Invariant):
     """The model refuses a context longer than its window (`context_limit_tokens`), so no reply can answer one:
     a turn whose context overflows must recover (compress, or reset the session) or go without a reply.
 
-    Judged by the rows: when a reply becomes durable, the live rows of its session before it are the context
-    it answered, counted as the model counts them. Compaction only shrinks that prefix and a reset starts a fresh
-    session, so a reply made after a recovery fits; a reply that skipped recovery is over the window.
+    Judged by what the agent sent: when a reply becomes durable, the messages its agent holds before it are the
+    context the model answered (a /compress beside the turn only shrinks them meanwhile), counted as the model
+    counts them. Not the session's rows: a conversation reset or rotated under a turn leaves rows that are not
+    its context. A reply no longer in its agent's memory when it lands is not judged.
     """
 
     name = "reply_fits_context"
     races = ("R23",)
     description = (
-        "With a context window set, every reply that becomes durable answers a context within it: the live rows "
-        "before the reply in its session, one token per four characters and at least one per message."
+        "With a context window set, every reply that becomes durable answers a context within it: the messages its "
+        "agent held before the reply, one token per four characters and at least one per message."
     )
 
     @handles(TurnPersisted)
@@ -101,8 +103,14 @@ class ReplyFitsContext(Invariant):
         limit = self.system.config.context_limit_tokens
         if limit <= 0 or event.role != "assistant" or event.writer is not None:
             return None
-        rows = self.system.store.active_messages(event.session)
-        tokens = sum(1 + len(row.content or "") // CHARS_PER_TOKEN for row in rows if row.id < event.row)
+        slot = self.system.agents.get(self.system.agent_of_task(record.task) or "")
+        if slot is None:
+            return None
+        held = slot.agent.messages
+        at = next((index for index in range(len(held) - 1, -1, -1) if held[index].get(ROW_MARK) == event.row), None)
+        if at is None:
+            return None
+        tokens = sum(1 + len(message.get("content") or "") // CHARS_PER_TOKEN for message in held[:at])
         if tokens > limit:
-            return self.violation(f"a reply (row {event.row}) answered {tokens} tokens of {event.session}, over the {limit}-token window", record)
+            return self.violation(f"a reply (row {event.row}) answered {tokens} tokens of {slot.agent.session_id}, over the {limit}-token window", record)
         return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
@@ -260,6 +262,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         self._acknowledged: list[tuple[TurnPersisted, HistoryEvent]] = []
         self._appended_at: dict[int, int] = {}  # row id -> the seq of the append that wrote it
         self._commits: dict[SessionId, list[tuple[int, int]]] = {}  # session -> (seq, watermark) of each commit on it
+        self._highest: list[tuple[int, int]] = [(0, -1)]  # (a new highest row id an append reported, its seq)
 
     @handles(TurnPersisted)
     def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
@@ -268,21 +271,17 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
     @handles(AppendOk)
     def appended(self, event: AppendOk, record: HistoryEvent) -> None:
         """An id an append reports may be a row written before (its own earlier write, found again): a row is
-        timed from its first write."""
+        timed from its first write. Ids only grow, so a row is also older than the first id above it reported:
+        a commit writes rows no append reports (its kept tail, the caller's unsaved messages it carried), and a
+        turn whose stalled write is acknowledged later with one of them is judged from no later than that."""
         for row_id in event.ids:
             self._appended_at.setdefault(row_id, record.seq)
+        if event.ids and max(event.ids) > self._highest[-1][0]:
+            self._highest.append((max(event.ids), record.seq))
 
     @handles(CommitArchived)
     def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
         self._commit(event.session, event.attempt, record)
-        self._written_now(event.session, record)
-
-    def _written_now(self, session: SessionId, record: HistoryEvent) -> None:
-        """A commit writes rows no append reports (its summary, its kept tail, the caller's unsaved messages it
-        carried): they are timed from the commit, so a turn whose stalled write is acknowledged later with one of
-        them (the store finds its own message there) is judged against the commits since it was written."""
-        for row in self.system.store.all_messages(session):
-            self._appended_at.setdefault(row.id, record.seq)
 
     @handles(ExternalRotated)
     def rotated_externally(self, event: ExternalRotated, record: HistoryEvent) -> None:
@@ -292,7 +291,8 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         judged from this moment, so the commit that summarized the copy in between counts (a harness-only
         fault, so the store read here is the one at this event)."""
         self._commits.setdefault(event.parent, []).append((record.seq, 0))
-        self._written_now(event.child, record)
+        for row in self.system.store.all_messages(event.child):
+            self._appended_at.setdefault(row.id, record.seq)
 
     @handles(CompactionCommitFailed)
     def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
@@ -302,7 +302,6 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
     @handles(CommitPublished)
     def published(self, event: CommitPublished, record: HistoryEvent) -> None:
         self._commit(event.parent, event.attempt, record)
-        self._written_now(event.child, record)
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
@@ -332,13 +331,18 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
             row = rows.get(event.row)
             if row is None or payload(row) in live_payloads.get(roots[row.session_id], set()):
                 continue
-            since = min(self._appended_at.get(row.id, record.seq), record.seq)  # never after its acknowledgement
+            since = min(self._appended_at.get(row.id, record.seq), record.seq, self._written_by(row.id))
             if not self._summarized(row, since, sorted(copies[(roots[row.session_id], payload(row))], key=lambda r: r.id)):
                 return self.violation(
                     f"acknowledged {row.role} row {row.id} ({row.content[:40]!r}) is not active in the live head of its lineage "
                     "and no commit that found it live summarized it", record,
                 )
         return None
+
+    def _written_by(self, row_id: int) -> int:
+        """The seq by which row `row_id` had been written: the first append that reported a higher id (or never)."""
+        found = bisect.bisect_right(self._highest, (row_id, float("inf")))
+        return self._highest[found][1] if found < len(self._highest) else sys.maxsize
 
     def _summarized(self, row: Any, since: int, same_payload: list[Any]) -> bool:
         """Whether the first commit on the row's session after `since` summarized it under a covering

@@ -63,7 +63,7 @@ NOT_APPLICABLE = {
     "explicit_close_cleared_at_turn_start": _STORE_AT_EVENT,
     "received_message_survives_gateway_crash": _STORE_AT_EVENT,
     "commit_keeps_a_user_turn": _STORE_AT_EVENT,
-    "reply_fits_context": _STORE_AT_EVENT,
+    "reply_fits_context": "reads the agents' in-memory transcripts, which die with their processes",
     "durable_messages_match_rows": "reads the agents' in-memory transcripts, which die with their processes",
     "adopted_tip_reaches_agent": "reads the agents' in-memory transcripts, which die with their processes",
     "stale_job_never_runs": "follows the simulator kernel's task.spawn events, which trio does not record",
