@@ -58,7 +58,7 @@ def _keeping_later_timeout(current: CooldownRow, snapshot: CooldownRow) -> Coold
     a timeout, never the rolled-back attempt's own (a rollback after its own timeout record keeps the whole row), and
     only an admitted commit fails a split, never a rolled-back one's: such a record is another attempt's."""
     later = current.until is not None and (snapshot.until is None or current.until > snapshot.until)
-    # FIX rollback-keeps-later-timeout (R2/R11): erasing another attempt's timeout or split-failure record lets the next turn re-enter the route that just failed
+    # FIX rollback-keeps-later-timeout (R2): erasing another attempt's timeout or split-failure record lets the next turn re-enter the route that just failed
     if later and (current.error or "").startswith((TIMEOUT_ERROR, "session_split_failed:")):
         return dataclasses.replace(snapshot, until=current.until, error=current.error)
     return snapshot
