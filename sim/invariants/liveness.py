@@ -26,7 +26,6 @@ from contract.events import (
     PointFaultFired, ProcessCrashed, ProcessRestarted, StoreFaultFired, TurnOverflowDeferred, TurnPersisted,
 )
 from contract.events.base import Event
-from contract.points import STORE_PREFIX
 from contract.history import HistoryEvent
 from sim.invariants.base import Invariant, Violation
 from sim.invariants.lineage import JudgesRefusedTurns
@@ -61,8 +60,8 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
                 continue  # its conversation was reset or switched away from: there is nowhere to write it
             if outcome is not None and isinstance(outcome.event, TurnOverflowDeferred):
                 continue  # the model refused its context and one compression could not bring it under: no reply (R23)
-            if outcome is not None and isinstance(outcome.event, FrontendTurnFailed) and _met_store_fault(history, index, outcome):
-                continue  # its own write was failed by an injected fault: the error it shows is that fault's
+            if outcome is not None and isinstance(outcome.event, FrontendTurnFailed) and _met_raising_fault(history, index, outcome):
+                continue  # an injected fault raised in it (its write, its read, its host's wait): the error it shows is that fault's
             if outcome is None or not isinstance(outcome.event, TurnPersisted):
                 shown = "it never finished" if outcome is None else f"{outcome.kind} {outcome.fields}"
                 return self.violation(f"a turn of {record.event.agent} started after {silence_s:g}s of quiet and was not "
@@ -114,27 +113,22 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
         return None
 
 
-def _met_store_fault(history: Sequence[HistoryEvent], start: int, outcome: HistoryEvent) -> bool:
-    """Whether an injected store fault failed a write or a read of the turn at `start`, on its own task, before
-    `outcome`.
+def _met_raising_fault(history: Sequence[HistoryEvent], start: int, outcome: HistoryEvent) -> bool:
+    """Whether an injected fault raised in the turn at `start`, on its own task, before `outcome`: a store write
+    failed around its COMMIT, or a point fault raised (a store read, the host's wait).
 
     A silence is quiet only for what came before it: a stall that froze the whole world leaves a gap, or a fault
-    window armed before the silence is still open after it, and a write or read the turn itself makes (a rotated
-    session's tip it must adopt before it can write) may then meet a busy or failing store, whose error the user
-    is rightly shown.
+    window armed before the silence is still open after it, and the turn itself may then meet it (a busy or
+    failing store as it adopts a rotated session's tip, its host's wait interrupted), whose error the user is
+    rightly shown.
     """
     task = history[start].task
     for record in history[start + 1:]:
         if record is outcome:
             return False
-        if record.task == task and _is_store_fault(record.event):
+        if record.task == task and isinstance(record.event, (StoreFaultFired, PointFaultFired)):
             return True
     return False
-
-
-def _is_store_fault(event: Event) -> bool:
-    """A store write failed around its COMMIT, or a store read (a `db.` point) raised before its transaction."""
-    return isinstance(event, StoreFaultFired) or (isinstance(event, PointFaultFired) and event.point.startswith(STORE_PREFIX))
 
 
 def _after_silence(history: Sequence[HistoryEvent], quiet_s: float, kinds: tuple[type[Event], ...]) -> list[tuple[int, float]]:
