@@ -601,7 +601,22 @@ class CompletedTurnPersistsUserMessage(Invariant):
         return None
 
 
-class CommitChangesTranscript(Invariant):
+class _JudgesEachCommit(Invariant):
+    """Judges the session each commit wrote, right after it: the session itself in place, the child of a rotation."""
+
+    @handles(CommitArchived)
+    def archived(self, event: CommitArchived, record: HistoryEvent) -> Violation | None:
+        return self._judge(event.attempt, event.session, record)
+
+    @handles(CommitPublished)
+    def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
+        return self._judge(event.attempt, event.child, record)
+
+    def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent) -> Violation | None:
+        raise NotImplementedError
+
+
+class CommitChangesTranscript(_JudgesEachCommit):
     """A candidate that reads as its input changes nothing (§2 step 12): the attempt refuses it as no progress
     and backs off, instead of archiving the rows only to write them again (the table grows by a copy of the
     transcript each time, R12) and telling the user the conversation was compressed. The screen compares
@@ -623,14 +638,6 @@ class CommitChangesTranscript(Invariant):
     def input(self, event: CompactionInput, record: HistoryEvent) -> None:
         self._input[event.attempt] = (event.session, event.rows)
 
-    @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent) -> Violation | None:
-        return self._judge(event.attempt, event.session, record)
-
-    @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
-        return self._judge(event.attempt, event.child, record)
-
     def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent) -> Violation | None:
         session, rows = self._input.pop(attempt, (None, []))
         if session is None or not rows:
@@ -644,7 +651,7 @@ class CommitChangesTranscript(Invariant):
         return None
 
 
-class CommitKeepsAUserTurn(Invariant):
+class CommitKeepsAUserTurn(_JudgesEachCommit):
     """A compacted transcript still holds a message the user wrote, when its input held one.
 
     The summary is filed under the user role but is not the user's words; a transcript of a summary and
@@ -669,14 +676,6 @@ class CommitKeepsAUserTurn(Invariant):
         rows = set(event.rows)
         if any(row.id in rows and is_user_turn(row) for row in self.system.store.active_messages(event.session)):
             self._had_user_turn.add(event.attempt)
-
-    @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent) -> Violation | None:
-        return self._judge(event.attempt, event.session, record)
-
-    @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
-        return self._judge(event.attempt, event.child, record)
 
     def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent) -> Violation | None:
         if attempt not in self._had_user_turn:
