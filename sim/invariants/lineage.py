@@ -22,7 +22,9 @@ from contract.events import (
     PointFaultFired,
     ProcessCrashed,
     SessionAdopted,
+    SessionCloseCleared,
     SessionReopened,
+    StallFired,
     StoreFaultFired,
     TurnPersisted,
 )
@@ -383,13 +385,15 @@ class ExplicitCloseClearedAtTurnStart(Invariant):
     description = (
         "An explicit close (tui_close, cli_close, webhook_complete) that a turn finds on its session when it starts, "
         "with no continuation, is gone before that turn persists there: the host that routes the session clears it "
-        "(#106459). A close made during a turn stays until the next turn starts on that session."
+        "(#106459). A close made during a turn stays until the next turn starts on that session (a turn starts, for "
+        "the store, at its first read: one held in a stall before it starts after a close made meanwhile)."
     )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._stale: dict[str, tuple[Stamp, HistoryEvent]] = {}  # session -> the close a turn found, that turn's start
         self._fresh: dict[str, tuple[Stamp, HistoryEvent]] = {}  # session -> a close made since its last turn start
+        self._stalled: dict[str, tuple[float, float]] = {}  # task -> the window of its latest stall
 
     def _stamp(self, sid: str) -> Stamp | None:
         row = self.system.store.get_session(sid)
@@ -405,6 +409,19 @@ class ExplicitCloseClearedAtTurnStart(Invariant):
         stamp = self._stamp(sid)
         if stamp is not None and not continuations(self.system.store, sid):
             self._stale[sid] = (stamp, record)
+
+    @handles(StallFired)
+    def stalled(self, event: StallFired, record: HistoryEvent) -> None:
+        self._stalled[record.task] = (record.time, record.time + event.duration_s)
+
+    @handles(SessionCloseCleared)
+    def cleared(self, event: SessionCloseCleared, record: HistoryEvent) -> None:
+        """A turn clears a close at its start, on its first read of the session; a turn held in a stall when the
+        close was made had not read yet: the close is one it found as it started, not one made during it."""
+        fresh = self._fresh.get(event.session)
+        window = self._stalled.get(record.task)
+        if fresh is not None and window is not None and window[0] <= fresh[1].time <= window[1]:
+            del self._fresh[event.session]
 
     @handles(FrontendSessionEnded)
     def session_ended(self, event: FrontendSessionEnded, record: HistoryEvent) -> Violation | None:
