@@ -18,13 +18,13 @@ from contract.events import (
     FrontendTurnSubmitted,
     GatewayTurnStarted,
     HostReturned,
+    HostStarted,
     LeaseAcquired,
     PointFaultFired,
     ProcessCrashed,
     SessionAdopted,
     SessionCloseCleared,
     SessionReopened,
-    StallFired,
     StoreFaultFired,
     TurnPersisted,
 )
@@ -386,14 +386,14 @@ class ExplicitCloseClearedAtTurnStart(Invariant):
         "An explicit close (tui_close, cli_close, webhook_complete) that a turn finds on its session when it starts, "
         "with no continuation, is gone before that turn persists there: the host that routes the session clears it "
         "(#106459). A close made during a turn stays until the next turn starts on that session (a turn starts, for "
-        "the store, at its first read: one held in a stall before it starts after a close made meanwhile)."
+        "the store, at its first read: a close that read finds, however late it came, was made before the turn)."
     )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._stale: dict[str, tuple[Stamp, HistoryEvent]] = {}  # session -> the close a turn found, that turn's start
         self._fresh: dict[str, tuple[Stamp, HistoryEvent]] = {}  # session -> a close made since its last turn start
-        self._stalled: dict[str, tuple[float, float]] = {}  # task -> the window of its latest stall
+        self._starting: set[str] = set()  # turn tasks that have done nothing yet past their first read of the session
 
     def _stamp(self, sid: str) -> Stamp | None:
         row = self.system.store.get_session(sid)
@@ -405,23 +405,23 @@ class ExplicitCloseClearedAtTurnStart(Invariant):
         if slot is None:
             return
         sid = slot.agent.session_id
+        self._starting.add(record.task)
         self._fresh.pop(sid, None)
         stamp = self._stamp(sid)
         if stamp is not None and not continuations(self.system.store, sid):
             self._stale[sid] = (stamp, record)
 
-    @handles(StallFired)
-    def stalled(self, event: StallFired, record: HistoryEvent) -> None:
-        self._stalled[record.task] = (record.time, record.time + event.duration_s)
+    @handles(HostStarted, AppendOk, AppendFailed, SessionReopened, SessionAdopted)
+    def turn_went_on(self, event: Event, record: HistoryEvent) -> None:
+        self._starting.discard(record.task)
 
     @handles(SessionCloseCleared)
     def cleared(self, event: SessionCloseCleared, record: HistoryEvent) -> None:
-        """A turn clears a close at its start, on its first read of the session; a turn held in a stall when the
-        close was made had not read yet: the close is one it found as it started, not one made during it."""
-        fresh = self._fresh.get(event.session)
-        window = self._stalled.get(record.task)
-        if fresh is not None and window is not None and window[0] <= fresh[1].time <= window[1]:
-            del self._fresh[event.session]
+        """A turn clears a close on its first read of the session, before anything else it does: a close that read
+        found was made before it, however late the read came after the turn was typed (a stall, the same instant),
+        so it is a close found at the turn's start, not one made during it."""
+        if record.task in self._starting:
+            self._fresh.pop(event.session, None)
 
     @handles(FrontendSessionEnded)
     def session_ended(self, event: FrontendSessionEnded, record: HistoryEvent) -> Violation | None:
