@@ -68,7 +68,6 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
                                       f"persisted: {shown}", record, outcome)
         return None
 
-
     def _taken_or_excused(self, history: Sequence[HistoryEvent], start: int) -> bool:
         """Whether the platform message delivered at `start` started its turn, or its gateway's process was down at
         the delivery (crashed, not yet restarted) or crashed after it."""
