@@ -67,7 +67,6 @@ from reference.transcript import (
     same_content,
     stamp,
     unpersisted,
-    with_stamps_of,
     without_copies_of,
     without_markers,
 )
@@ -369,7 +368,7 @@ class Attempt:
             d.rt.emit(CompactionCommitFailed(session=self.session, attempt=self.attempt, error=repr(exc)))
             settle_caller_writes(caller, [])  # a copy the caller's turn wrote meanwhile goes back with the turn's row
             # FIX failed-commit-returns-caller-list (R4): a re-read input is the attempt's own view; the caller gets its list back, with the stamps of rows the attempt flushed for it
-            restored = with_stamps_of(given, flushed)
+            restored = caller.handed_back(given)
             # FIX restore-snapshot-on-failed-commit (R12): the compacted list never became durable; handing it back would double the rows
             messages[:] = restored
             seconds = d.config.split_failure_cooldown_s

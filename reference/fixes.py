@@ -146,6 +146,11 @@ FIXES: tuple[Fix, ...] = (
             "after an attempt wrote its copies of the caller's unsaved messages, each original (and unstamped copy) is marked maybe-written",
         ),
         (
+            "failed-commit-hands-back-caller-dicts", "R10",
+            "a failed commit hands the caller back its own dicts of its unsaved messages (stamped where the attempt wrote "
+            "them), so every attempt paired with them sees the turn's flush",
+        ),
+        (
             "adopted-tip-skips-own-indeterminate-rows", "R10",
             "an adopted tip's loaded rows leave out the row an unsaved message may own (by platform id, or a maybe-written one's payload); the message stands for it",
         ),

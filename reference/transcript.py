@@ -52,26 +52,6 @@ def stamp(messages: Sequence[Message], row_ids: Sequence[int]) -> None:
         message[ROW_ID] = row_id
 
 
-def with_stamps_of(messages: Sequence[Message], copies: Sequence[Message]) -> list[Message]:
-    """`messages`, each unflushed one stamped if its copy was written since (or marked `MAYBE_WRITTEN` if the
-    append of its copy raised): the i-th unflushed message of `messages` is `copies[i]` (the unflushed copies
-    an attempt took of them, in order).
-
-    A failed commit hands the caller back its own list; a row the attempt flushed for it (a rotation's
-    pre-publish flush) is durable all the same, and unmarked it would be written again by the next flush.
-    """
-    pending = iter(copies)
-    result = []
-    for message in messages:
-        copy = None if is_persisted(message) else next(pending, None)
-        if copy is not None and is_persisted(copy):
-            message = {**message, PERSISTED: True, ROW_ID: copy[ROW_ID]}
-        elif copy is not None and copy.get(MAYBE_WRITTEN):
-            message = {**message, MAYBE_WRITTEN: True}
-        result.append(message)
-    return result
-
-
 class CallerCopies:
     """The caller's unsaved messages an attempt took, each paired with the attempt's copy of it.
 
@@ -93,6 +73,24 @@ class CallerCopies:
                 stamp([copy], [original[ROW_ID]])
                 taken.append(copy)
         return taken
+
+    def handed_back(self, given: Sequence[Message]) -> list[Message]:
+        """`given` (the caller's list as the attempt copied it) with each unsaved message the caller's own dict again,
+        stamped with its copy's row if the attempt wrote that copy (a rotation's pre-publish flush): what a failed
+        commit hands back.
+
+        Not a stand-in: a /compress typed beside the same turn pairs with the caller's own dicts, and would never see
+        the turn's flush of a stand-in; it writes its copy beside the turn's row (R10)."""
+        originals = iter(self._pairs)
+        result = []
+        for message in given:
+            if not is_persisted(message):
+                # FIX failed-commit-hands-back-caller-dicts (R10): a stand-in's flush is a write no attempt paired with the caller sees; a /compress beside the turn writes its copy again
+                message, copy = next(originals)
+                if is_persisted(copy) and not is_persisted(message):
+                    stamp([message], [copy[ROW_ID]])
+            result.append(message)
+        return result
 
     def hand_back_writes(self) -> None:
         """After the attempt wrote its copies (or its write raised, maybe after the COMMIT): each original still

@@ -207,6 +207,24 @@ def test_a_failed_in_place_commit_hands_back_the_durable_transcript(seed):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+def test_a_failed_commit_hands_back_the_callers_own_dicts_of_its_unsaved_messages(seed):
+    """Another attempt of the agent (a /compress beside the turn) pairs its copies with these very dicts."""
+    async def lease_lost(rt):
+        raise LeaseLostError("compression lease on 's' lost before commit")
+
+    async def body(rt, agent, store):
+        await talk(agent, 3)
+        await talk(agent, 1, flush=False, first=3)
+        unsaved = [m for m in agent.messages if not m.get(PERSISTED)]
+        outcome = await agent.compress()
+        handed = [m for m in agent.messages if not m.get(PERSISTED)]
+        return outcome.status, len(unsaved), [a is b for a, b in zip(unsaved, handed, strict=True)]
+
+    result, _ = scenario(seed, body, faults={"db.archive_and_compact": lease_lost})
+    assert result.value == ("failed", 2, [True, True])
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_rotation_moves_the_turn_to_a_child_without_duplicating_it(seed):
     async def body(rt, agent, store):
         await talk(agent, 3)
