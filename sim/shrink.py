@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 from sim.registry import registry
 from sim.report import replay_command, write_repro
 from sim.scenario.loader import load_scenario
-from sim.scenario.model import Scenario
+from sim.scenario.model import DriveSpec, Scenario
 from sim.scenario.runner import RunReport, run_once
 from sim.strategies.decisions import Recorded, non_default
 from sim.strategies.follow import FollowSchedule, Recording, Schedule
@@ -42,6 +42,8 @@ DRIVE_TASK = re.compile(r"drive\.(\d+)\.(.*)")  # a drive's task name, as `sim.s
 # Config fields whose lower value lets fewer drives reach the same state: with a lower compaction threshold,
 # fewer turns fill the transcript to the size at which the failing compaction starts.
 LOWERED_CONFIG = ("threshold_tokens",)
+THRESHOLD = "threshold_tokens"
+CHARS_PER_TOKEN = 4  # the model's count: a token per four characters, at least one per message
 CLAIMS_DROPPED = ("must_fail_under", "coverage")  # what the original proved; the shrunk run proves only its failure
 
 
@@ -226,7 +228,24 @@ class Shrinker:
             return False
         smaller = dataclasses.replace(self.best, faults=faults, drives=drives)
         schedule = self.best_schedule.renamed(_drive_renaming(self.best.drives, drives))
-        return self._try(smaller, schedule) or self._try(smaller) or self._try(dataclasses.replace(smaller, decisions=()))
+        return (
+            self._try(smaller, schedule) or self._try(smaller) or self._try(dataclasses.replace(smaller, decisions=()))
+            or self._try_compensated(smaller, schedule)
+        )
+
+    def _try_compensated(self, smaller: Candidate, schedule: Schedule) -> bool:
+        """`smaller` with the compaction threshold lowered by what its dropped turns wrote.
+
+        A generated run fills the transcript with dozens of turns before the one whose compaction fails. Dropped
+        alone, they leave the threshold out of reach; lowered alone, the threshold starts a compaction turns
+        early. Both at once keep the turn that started the failing compaction starting it.
+        """
+        dropped = sum(_written_tokens(self.scenario.drives[i]) for i in self.best.drives if i not in smaller.drives)
+        config = dict(smaller.config)
+        if not dropped or config.get(THRESHOLD, 0) - dropped < 1:
+            return False
+        lowered = dataclasses.replace(smaller, config=tuple({**config, THRESHOLD: config[THRESHOLD] - dropped}.items()))
+        return self._try(lowered, schedule) or self._try(dataclasses.replace(lowered, decisions=()))
 
     # ---- the passes ----------------------------------------------------------------------------
 
@@ -323,6 +342,12 @@ class Shrinker:
                 else:
                     low = middle + 1
         return improved
+
+
+def _written_tokens(drive: DriveSpec) -> int:
+    """About what a turn (or a platform message) adds to its transcript: its text and a reply that echoes it."""
+    text = drive.turn if drive.turn is not None else drive.message
+    return 0 if text is None else 2 * (1 + len(text) // CHARS_PER_TOKEN) + 1
 
 
 def _drive_renaming(kept: Sequence[int], smaller: Sequence[int]) -> Callable[[str], str | None]:

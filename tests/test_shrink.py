@@ -93,6 +93,22 @@ def test_run_shrinks_each_failure_and_prints_sizes_and_the_replay(tmp_path):
     assert as_json["scenarios"][0]["shrink"]["repro"] == str(shrunk_repro)
 
 
+def test_a_generated_failure_sheds_the_turns_that_only_filled_the_transcript(tmp_path):
+    """Run 2 of the multi_process workload fills a session with 25 turns before the compaction the mutant breaks:
+    dropping them alone leaves the threshold out of reach, lowering it alone starts a compaction turns early."""
+    workload = ROOT / "scenarios" / "swarm" / "multi_process.toml"
+    found = sim("swarm", str(workload), "--seed", "0", "--runs", "3", "--mutant", "clone-concurrent-tail",
+                "--out", str(tmp_path / "found"), "--json", cwd=tmp_path)
+    repro = json.loads(found.stdout)["failures"][0]["repro"]
+    done = sim("shrink", repro, "--mutant", "clone-concurrent-tail", "--json", "--out", str(tmp_path / "shrunk"), cwd=tmp_path)
+    result = json.loads(done.stdout)
+    before, after = (result[side]["faults"] + result[side]["drives"] for side in ("before", "after"))
+    assert before >= 30 and after * 10 <= before * 3, (before, after)
+    assert "threshold_tokens lowered" in Path(result["scenario"]).read_text()
+    replay = sim("replay", result["repro"], "--mutant", "clone-concurrent-tail", cwd=tmp_path)
+    assert replay.returncode == 1 and "identical to the recording" in replay.stdout
+
+
 def test_shrinking_a_run_that_no_longer_fails_is_bad_input(tmp_path):
     repro = failing_repro(LATE_RELEASE, LOOSE_MUTANT, tmp_path)
     # As if recorded on a reference whose bug has been fixed since: the same run now holds.
