@@ -428,7 +428,11 @@ class AbandonedAttemptFreesLease(Invariant):
     moment (a lock just handed to the worker or a Ctrl+C, whose step frees it), the wait was the store's; so it
     was when the host's release was held up in the store (a stall there) and the worker freed the row first.
     Freed later by anyone else otherwise (the worker refused at its commit, or leaving), it was the lease
-    outliving its attempt."""
+    outliving its attempt.
+
+    A worker's own release held up in the store is such a wait too: a lease setup whose acquire raised after its
+    COMMIT frees the half-taken row itself (its host was never handed a release hook), and a host that times out
+    while the store holds that release has nothing left to free."""
 
     name = "abandoned_attempt_frees_lease"
     races = ("R1", "R3", "R25")
@@ -452,6 +456,7 @@ class AbandonedAttemptFreesLease(Invariant):
         self._sat_out: dict[HolderId, HistoryEvent] = {}  # the first sit-out behind a revoked lease, until its release
         self._release_held_up: set[HolderId] = set()  # revoked leases whose host's release the store held up
         self._acquired: dict[AttemptId, HolderId] = {}  # attempts in their lease setup, the lease won
+        self._releasing: dict[AttemptId, HistoryEvent] = {}  # attempts whose worker's release the store holds up
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
@@ -495,11 +500,16 @@ class AbandonedAttemptFreesLease(Invariant):
     def stalled(self, event: StallFired, record: HistoryEvent) -> None:
         if event.point == RELEASE_POINT:
             self._release_held_up.update(holder for holder, revoke in self._revoked.items() if revoke.task == record.task)
+            worker = job_attempt(record.task)
+            if worker is not None:
+                self._releasing[worker] = record
 
     @handles(LeaseReleased, LeaseReleaseFailed)
     def released(self, event: LeaseReleased | LeaseReleaseFailed, record: HistoryEvent) -> Violation | None:
         if isinstance(event, LeaseReleaseFailed):
             self._release_failed.add(event.holder)
+        if job_attempt(record.task) == event.holder.attempt:
+            self._releasing.pop(event.holder.attempt, None)  # type: ignore[arg-type]
         if event.holder.attempt is not None and self._set_up.get(event.holder.attempt) == event.holder:
             del self._set_up[event.holder.attempt]
         revoke = self._revoked.pop(event.holder, None)
@@ -529,6 +539,7 @@ class AbandonedAttemptFreesLease(Invariant):
         self._finished = forget_process(self._finished, event.process, self.system.process_of)
         self._set_up = forget_process(self._set_up, event.process, self.system.process_of)
         self._acquired = forget_process(self._acquired, event.process, self.system.process_of)
+        self._releasing = forget_process(self._releasing, event.process, self.system.process_of)
         gone = {holder for holder in self._revoked if self.system.process_of(holder.attempt.process) == event.process}  # type: ignore[union-attr]
         self._revoked = {holder: record for holder, record in self._revoked.items() if holder not in gone}
         self._sat_out = {holder: record for holder, record in self._sat_out.items() if holder not in gone}
@@ -539,7 +550,7 @@ class AbandonedAttemptFreesLease(Invariant):
         owner = None if row is None else HolderId(row.holder).attempt
         if row is not None and HolderId(row.holder) in self._revoked:
             self._sat_out.setdefault(HolderId(row.holder), record)
-        if owner in self._abandoned and row.holder not in self._release_failed:
+        if owner in self._abandoned and row.holder not in self._release_failed and owner not in self._releasing:
             return self.violation(
                 f"{event.holder} sat out behind the lease of {owner}, which its attempt had left behind "
                 f"({self._abandoned[owner].kind})", self._abandoned[owner], record,
