@@ -7,7 +7,6 @@ only with the fence's admission. Every exit releases the lease; a hard cancel fi
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Protocol
@@ -59,6 +58,7 @@ from reference.transcript import (
     ROW_ID,
     CallerCopies,
     Message,
+    copied,
     estimate_tokens,
     from_row,
     new_message,
@@ -145,7 +145,7 @@ class CompactionJob:
                 self.outcome = Outcome("unchanged", "stale_job")
                 return
             # FIX snapshot-on-worker (R4): the worker owns a deep copy; the caller's live list is never touched
-            messages = copy.deepcopy(self._source)
+            messages = copied(self._source)
             self.taken = list(self._source)
             attempt = Attempt(d, self._fence, number=self._number, session=self._session, force=self._force,
                               bypass_cooldown=self._bypass_cooldown, caller_unsaved=unpersisted(self.taken))
@@ -338,7 +338,7 @@ class Attempt:
 
     async def _summarize_and_commit(self, given: list[Message], messages: list[Message], cooldown_row: CooldownRow) -> Outcome:
         d = self._d
-        before = copy.deepcopy(messages)  # what a failed commit restores, whatever the engine does to its input
+        before = copied(messages)  # what a failed commit restores, whatever the engine does to its input
         flushed = unpersisted(before)  # the copies of the caller's unflushed messages, which a rotation flushes
         caller = CallerCopies(self._caller_unsaved, flushed)
         try:

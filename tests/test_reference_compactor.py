@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import types
 
 import pytest
 
@@ -88,7 +87,7 @@ def test_the_live_transcript_matches_the_durable_rows_after_a_commit(seed):
 @pytest.mark.parametrize("sabotage", [False, True])
 def test_the_worker_never_touches_the_callers_list(sabotage, monkeypatch):
     if sabotage:  # hand the caller's list to the worker instead of a copy (the pre-fix snapshot)
-        monkeypatch.setattr(compactor, "copy", types.SimpleNamespace(deepcopy=lambda value: value))
+        monkeypatch.setattr(compactor, "copied", lambda value: value)
     script = ProviderScript(mutates_input=True, output_ratio=3.0)
 
     async def body(rt, agent, store):
