@@ -55,6 +55,13 @@ async def talk(agent: Agent, turns: int, *, flush: bool = True, first: int = 0) 
         await agent.flush()
 
 
+async def lease_lost(rt) -> None:
+    raise LeaseLostError("compression lease on 's' lost before commit")
+
+
+ARCHIVE_LOSES_LEASE = {"db.archive_and_compact": lease_lost}  # an in-place commit that fails, nothing written
+
+
 def active(store, sid="s") -> list[str]:
     return [m.content for m in store.active_messages(sid)]
 
@@ -188,9 +195,6 @@ def test_a_provider_error_records_a_cooldown_that_only_force_bypasses(seed):
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_failed_in_place_commit_hands_back_the_durable_transcript(seed):
-    async def lease_lost(rt):
-        raise LeaseLostError("compression lease on 's' lost before commit")
-
     async def body(rt, agent, store):
         await talk(agent, 3)
         await talk(agent, 1, flush=False, first=3)  # a new message: one with an earlier one's payload is the same message
@@ -198,7 +202,7 @@ def test_a_failed_in_place_commit_hands_back_the_durable_transcript(seed):
         await agent.flush()
         return outcome.status, [without_markers(m)["content"] for m in agent.messages]
 
-    result, store = scenario(seed, body, faults={"db.archive_and_compact": lease_lost})
+    result, store = scenario(seed, body, faults=ARCHIVE_LOSES_LEASE)
     status, contents = result.value
     assert status == "failed" and contents == active(store) and len(active(store)) == 8
     assert store.cooldown_row("s").error.startswith("session_split_failed")
@@ -208,9 +212,6 @@ def test_a_failed_in_place_commit_hands_back_the_durable_transcript(seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_failed_commit_hands_back_the_callers_own_dicts_of_its_unsaved_messages(seed):
     """Another attempt of the agent (a /compress beside the turn) pairs its copies with these very dicts."""
-    async def lease_lost(rt):
-        raise LeaseLostError("compression lease on 's' lost before commit")
-
     async def body(rt, agent, store):
         await talk(agent, 3)
         await talk(agent, 1, flush=False, first=3)
@@ -219,7 +220,7 @@ def test_a_failed_commit_hands_back_the_callers_own_dicts_of_its_unsaved_message
         handed = [m for m in agent.messages if not m.get(PERSISTED)]
         return outcome.status, len(unsaved), [a is b for a, b in zip(unsaved, handed, strict=True)]
 
-    result, _ = scenario(seed, body, faults={"db.archive_and_compact": lease_lost})
+    result, _ = scenario(seed, body, faults=ARCHIVE_LOSES_LEASE)
     assert result.value == ("failed", 2, [True, True])
 
 
