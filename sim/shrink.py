@@ -41,8 +41,8 @@ SHRUNK_SUFFIX = "_shrunk"
 DRIVE_TASK = re.compile(r"drive\.(\d+)\.(.*)")  # a drive's task name, as `sim.scenario.drives` starts it
 # Config fields whose lower value lets fewer drives reach the same state: with a lower compaction threshold,
 # fewer turns fill the transcript to the size at which the failing compaction starts.
-LOWERED_CONFIG = ("threshold_tokens",)
 THRESHOLD = "threshold_tokens"
+LOWERED_CONFIG = (THRESHOLD,)
 CHARS_PER_TOKEN = 4  # the model's count: a token per four characters, at least one per message
 CLAIMS_DROPPED = ("must_fail_under", "coverage")  # what the original proved; the shrunk run proves only its failure
 
