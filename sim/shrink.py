@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from sim.invariants.overflow import message_tokens
 from sim.registry import registry
 from sim.report import replay_command, write_repro
 from sim.scenario.loader import load_scenario
@@ -43,7 +44,6 @@ DRIVE_TASK = re.compile(r"drive\.(\d+)\.(.*)")  # a drive's task name, as `sim.s
 # fewer turns fill the transcript to the size at which the failing compaction starts.
 THRESHOLD = "threshold_tokens"
 LOWERED_CONFIG = (THRESHOLD,)
-CHARS_PER_TOKEN = 4  # the model's count: a token per four characters, at least one per message
 CLAIMS_DROPPED = ("must_fail_under", "coverage")  # what the original proved; the shrunk run proves only its failure
 
 
@@ -347,7 +347,7 @@ class Shrinker:
 def _written_tokens(drive: DriveSpec) -> int:
     """About what a turn (or a platform message) adds to its transcript: its text and a reply that echoes it."""
     text = drive.turn if drive.turn is not None else drive.message
-    return 0 if text is None else 2 * (1 + len(text) // CHARS_PER_TOKEN) + 1
+    return 0 if text is None else 2 * message_tokens(text) + 1
 
 
 def _drive_renaming(kept: Sequence[int], smaller: Sequence[int]) -> Callable[[str], str | None]:

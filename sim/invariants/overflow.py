@@ -21,8 +21,13 @@ from contract.ids import AttemptId, SessionId
 from sim.invariants.base import Invariant, Violation, handles
 
 EXHAUSTED = frozenset({"ineffective", "no_progress", "would_grow"})
-CHARS_PER_TOKEN = 4  # the model's count: a token per four characters, at least one per message
+CHARS_PER_TOKEN = 4
 ROW_MARK = "_row_id"  # the key an agent marks a message durable with: the row it was written to
+
+
+def message_tokens(content: str) -> int:
+    """The model's count of one message: a token per four characters, at least one."""
+    return 1 + len(content) // CHARS_PER_TOKEN
 
 
 class NoFalseAutoReset(Invariant):
@@ -110,7 +115,7 @@ class ReplyFitsContext(Invariant):
         at = next((index for index in range(len(held) - 1, -1, -1) if held[index].get(ROW_MARK) == event.row), None)
         if at is None:
             return None
-        tokens = sum(1 + len(message.get("content") or "") // CHARS_PER_TOKEN for message in held[:at])
+        tokens = sum(message_tokens(message.get("content") or "") for message in held[:at])
         if tokens > limit:
             return self.violation(f"a reply (row {event.row}) answered {tokens} tokens of {slot.agent.session_id}, over the {limit}-token window", record)
         return None
