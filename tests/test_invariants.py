@@ -153,6 +153,7 @@ def check(name: str, events: list[tuple], arrange: Callable[[SessionStore], None
     if arrange is not None:
         system.agents = arrange(system.store) or {}  # an arrangement may also return the agents, by name
     invariant = INVARIANTS[name](system)
+    invariant.at_start()
     history, found = [], []
     for item in events:
         if callable(item):  # what a step did to the store besides recording its event

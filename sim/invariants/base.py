@@ -5,7 +5,8 @@ recorded: every step that changes something observable records an event, so this
 without paying for a check on steps that changed nothing. An invariant says which events it reads by
 decorating a method per event class with `@handles(...)`; the method gets the typed event and its record
 (time, task, sequence number) and may return a violation. Liveness properties, and safety properties of
-the final state, are checked once the run is quiescent (`at_end`). A violation names the invariant,
+the final state, are checked once the run is quiescent (`at_end`). What the world starts with (its sessions,
+written before anything runs) is read once, before the first event (`at_start`). A violation names the invariant,
 explains itself in one line, and lists the events that witness it.
 """
 
@@ -88,6 +89,9 @@ class Invariant:
         name = self.handler_name(type(record.event))
         return None if name is None else getattr(self, name)(record.event, record)
 
+    def at_start(self) -> None:
+        """Read the world as it starts, once its sessions are written and before anything runs."""
+
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         return None
 
@@ -134,6 +138,10 @@ class InvariantSet:
             if violation is not None:
                 violations.append(violation)
         return violations
+
+    def at_start(self) -> None:
+        for invariant in self.invariants:
+            invariant.at_start()
 
     def at_end(self, history: Sequence[HistoryEvent]) -> list[Violation]:
         return [v for v in (invariant.at_end(history) for invariant in self.invariants) if v is not None]

@@ -199,19 +199,9 @@ class DeliberateEndIsFinal(_LineageCheck):
     def __init__(self, system) -> None:
         super().__init__(system)
         self._ended: dict[str, tuple[str, HistoryEvent | None]] = {}
-        self._seeded = False
-
-    @handles(Event)
-    def any_event(self, event: Event, record: HistoryEvent) -> None:
-        self._seed()
-
-    def lineage_changed(self, event: Event, record: HistoryEvent) -> Violation | None:
-        self._seed()
-        return self.check(record)
 
     @handles(FrontendSessionEnded)
     def session_ended(self, event: FrontendSessionEnded, record: HistoryEvent) -> Violation | None:
-        self._seed()
         reason = event.reason
         if reason is None:  # the frontend's default stamp: read what it wrote
             row = self.system.store.get_session(event.session)
@@ -220,13 +210,10 @@ class DeliberateEndIsFinal(_LineageCheck):
             self._ended.setdefault(event.session, (reason, record))
         return self.check(record)
 
-    def _seed(self) -> None:
-        """Sessions the world starts with already ended on purpose (once the store has sessions at all)."""
-        if self._seeded:
-            return
+    def at_start(self) -> None:
+        """Sessions the world starts with already ended on purpose."""
         store = self.system.store
         for sid in store.session_ids():
-            self._seeded = True
             row = store.get_session(sid)
             if row.end_reason in DELIBERATE_END_REASONS:
                 self._ended.setdefault(sid, (row.end_reason, None))

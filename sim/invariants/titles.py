@@ -7,7 +7,6 @@ from typing import Sequence
 
 from contract.events import (
     CommitPublished,
-    Event,
     ExternalRotated,
     FrontendTitleFailed,
     SessionTitled,
@@ -48,16 +47,9 @@ class TitleFollowsConversation(Invariant):
         super().__init__(system)
         self._given: dict[str, tuple[str, str | None, HistoryEvent | None]] = {}  # lineage root -> (title, source, event)
         self._left_behind: dict[str, str | None] = {}  # a parent a lease-less writer rotated -> the title it left there
-        self._seeded = False
-
-    @handles(Event)
-    def any_event(self, event: Event, record: HistoryEvent) -> None:
-        """The first event once the store has sessions reads the titles the world starts with."""
-        self._seed()
 
     @handles(SessionTitled)
     def titled(self, event: SessionTitled, record: HistoryEvent) -> Violation | None:
-        self._seed()
         root = lineage_roots(self.system.store).get(event.session, event.session)
         before = self._given.get(root)
         if event.stored is not None:
@@ -97,7 +89,6 @@ class TitleFollowsConversation(Invariant):
 
     @handles(SessionTitleIndeterminate)
     def titled_maybe(self, event: SessionTitleIndeterminate, record: HistoryEvent) -> None:
-        self._seed()
         roots = lineage_roots(self.system.store)
         root = roots.get(event.session, event.session)
         for sid in sorted(s for s, r in roots.items() if r == root):
@@ -108,12 +99,10 @@ class TitleFollowsConversation(Invariant):
 
     @handles(ExternalRotated)
     def rotated_externally(self, event: ExternalRotated, record: HistoryEvent) -> None:
-        self._seed()
         self._left_behind[event.parent] = self.system.store.get_session(event.parent).title
 
     @handles(CommitPublished)
     def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
-        self._seed()
         self._carried_off_copy(event)
         return self._check(record)
 
@@ -134,13 +123,10 @@ class TitleFollowsConversation(Invariant):
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         return self._check(history[-1] if history else None)
 
-    def _seed(self) -> None:
-        """Titles the world starts with (read once the store has sessions)."""
-        if self._seeded:
-            return
+    def at_start(self) -> None:
+        """Titles the world starts with."""
         store = self.system.store
         for sid in store.session_ids():
-            self._seeded = True
             row = store.get_session(sid)
             if row.title is not None and row.parent_id is None:
                 self._given.setdefault(sid, (row.title, row.title_source, None))

@@ -67,6 +67,7 @@ class ScenarioSystem:
     async def main(self, rt: Any) -> None:
         assert self.drives is not None, "install() first"
         self.built.build_sessions()
+        self.invariants.at_start()
         self.store.fault_hook = self.plan.at_store
         await self.built.start_agents()
         async with rt.open_nursery() as nursery:
