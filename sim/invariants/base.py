@@ -128,13 +128,13 @@ class InvariantSet:
         return routes
 
     def on_event(self, record: HistoryEvent) -> list[Violation]:
-        event_class = type(record.event)
-        routes = self._routes.get(event_class)
+        event = record.event
+        routes = self._routes.get(type(event))
         if routes is None:
-            routes = self._route(event_class)
+            routes = self._route(type(event))
         violations = []
         for handler in routes:
-            violation = handler(record.event, record)
+            violation = handler(event, record)
             if violation is not None:
                 violations.append(violation)
         return violations
