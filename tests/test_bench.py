@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+from sim.bench import yardstick
 from sim.bench.kernel import bench_kernel
 
 
@@ -15,6 +16,19 @@ def test_bench_kernel_reports_all_three_runtimes_on_equal_work():
     assert abs(report["workload"]["raw_steps"] - report["workload"]["sim_steps"]) <= 1
     for key in ("sim_steps_per_s", "raw_steps_per_s", "trio_steps_per_s", "ratio_vs_raw", "speedup_vs_trio"):
         assert report[key] > 0, key
+
+
+def test_timings_divided_by_one_another_take_turns_and_each_keeps_its_least(monkeypatch):
+    """The machine's speed moves within seconds: a run and its raw-loop probe are timed side by side, round by
+    round, so a ratio compares the same moments; each keeps its least time (load only ever adds time)."""
+    clock = iter([0.0, 5.0, 5.0, 6.0,   # round 1: run 5 s, probe 1 s
+                  6.0, 8.0, 8.0, 11.0,  # round 2: run 2 s, probe 3 s
+                  11.0, 14.0, 14.0, 16.0])  # round 3: run 3 s, probe 2 s
+    monkeypatch.setattr(yardstick.time, "process_time", lambda: next(clock))
+    order: list[str] = []
+    best = yardstick.interleaved_best([lambda: order.append("run"), lambda: order.append("probe")], repeats=3)
+    assert order == ["run", "probe"] * 3
+    assert best == [2.0, 1.0]
 
 
 def test_bench_cli_prints_one_json_object():

@@ -44,4 +44,7 @@ def test_speed_only_states_the_cost_of_a_run_and_nothing_else(tmp_path):
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert set(result) == {"benchmark", "speed"}
-    assert result["speed"]["runs"] == 2 and result["speed"]["median_run_cost_raw_steps"] > 0
+    speed = result["speed"]
+    assert speed["runs"] == 2 and speed["median_run_cost_raw_steps"] > 0
+    low, high = speed["raw_steps_per_s_range"]  # the probes beside the runs: how far the machine moved
+    assert 0 < low <= speed["raw_steps_per_s"] <= high

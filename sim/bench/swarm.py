@@ -8,8 +8,8 @@ swarm-detect --mutant NAME`) runs each root seed's campaign to its first failing
 mutant is caught from a root seed when that run comes within `max_runs`; the search stops at the first root
 seed that misses (the mutant is then not caught from every root, and its later roots are not measured).
 
-Speed. The campaign of root seed 0 on the unmutated reference, each run timed on this process's CPU clock,
-stated in raw-loop steps measured in the same process (`yardstick.py`), so the figure holds across machines.
+Speed. The campaign of root seed 0 on the unmutated reference, each run timed on this process's CPU clock
+beside a raw-loop probe and stated in raw-loop steps (`yardstick.py`), so the figure holds across machines.
 
 Shrinking. Each caught mutant's first detecting run (its first root seed) is exported and shrunk under the
 mutant; the figure is the shrunk run's drives plus faults over the original's, and whether the shrunk
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from sim.bench.figures import summary
-from sim.bench.yardstick import best_cpu_s, raw_steps_per_s
+from sim.bench.yardstick import interleaved_best, raw_probe, raw_probe_steps
 from sim.heap import freeze_long_lived
 from sim.mutate import sim_document
 from sim.swarm.campaign import campaign, run_generated
@@ -134,27 +134,29 @@ def detect_mutant(paths: Sequence[str], mutant: str, skip_files: dict[int, Path]
 def speed(workloads: Sequence[Workload], runs: int, repeats: int = SPEED_REPEATS) -> dict[str, Any]:
     """Per-run CPU cost of root seed 0's campaign on the unmutated reference, in raw-loop steps.
 
-    Each run is timed as the least of `repeats` replays, as the yardstick times the raw loop: a run replays
-    exactly, so the least is its cost, and a median of single timings against a best-of yardstick reads load
-    on a shared machine as cost (the same code measured 19,000 to 32,000 steps in one afternoon). The
-    yardstick is taken before, halfway and after, and its best rate counts, for the same reason."""
-    raw_rate = raw_steps_per_s()
-    yardstick_at = {runs // 2, runs - 1}
-    costs, steps, events, virtual = [], [], [], []
+    Each run is replayed `repeats` times, taking turns with a raw-loop probe (`yardstick.interleaved_best`), and
+    costs its least time times the raw loop's best rate beside it: a run replays exactly, so its least time is
+    its cost, and the probe beside it converts that cost at the speed the machine had then. (A yardstick taken
+    once per batch read the same code 19,000 to 34,000 steps as the machine's speed moved within the batch.)
+    The raw loop's median rate and its range are reported, to show how much the machine moved."""
+    raw_steps = raw_probe_steps()
+    costs, rates, seconds, steps, events, virtual = [], [], [], [], [], []
     freeze_long_lived()
     with frozen_time():
         for index in range(runs):
             report = run_generated(workloads, 0, index)
-            costs.append(best_cpu_s(lambda: run_generated(workloads, 0, index), repeats))
+            run_s, raw_s = interleaved_best([lambda: run_generated(workloads, 0, index), raw_probe], repeats)
+            rates.append(raw_steps / raw_s)
+            costs.append(run_s * rates[-1])
+            seconds.append(run_s)
             steps.append(report.result.steps)
             events.append(len(report.result.history))
             virtual.append(report.result.virtual_s)
-            if index in yardstick_at:
-                raw_rate = max(raw_rate, raw_steps_per_s())
-    total = sum(costs) or 1e-9
-    median_steps = round(statistics.median(costs) * raw_rate)
+    median_steps = round(statistics.median(costs))
     return {
-        "runs": runs, "raw_steps_per_s": round(raw_rate), "runs_per_s": round(runs / total, 1),
+        "runs": runs, "raw_steps_per_s": round(statistics.median(rates)),
+        "raw_steps_per_s_range": [round(min(rates)), round(max(rates))],
+        "runs_per_s": round(runs / (sum(seconds) or 1e-9), 1),
         "median_run_cost_raw_steps": median_steps, "target_raw_steps": SPEED_TARGET_STEPS,
         "met": median_steps <= SPEED_TARGET_STEPS,
         "median_steps": statistics.median(steps), "median_events": statistics.median(events),
@@ -228,6 +230,7 @@ def render(result: dict[str, Any]) -> str:
 def render_speed(figures: dict[str, Any]) -> str:
     """The speed figure in one line (all that `bench swarm --speed-only` prints)."""
     return (f"median run: {figures['median_run_cost_raw_steps']} raw-loop steps (target {figures['target_raw_steps']}), "
-            f"{figures['runs_per_s']} runs/s at {figures['raw_steps_per_s']} raw-loop steps/s, "
+            f"{figures['runs_per_s']} runs/s at {figures['raw_steps_per_s']} raw-loop steps/s "
+            f"(from {figures['raw_steps_per_s_range'][0]} to {figures['raw_steps_per_s_range'][1]}), "
             f"{figures['median_steps']} steps, {figures['median_events']} events, "
             f"{figures['median_virtual_s']} virtual s per run")
