@@ -14,13 +14,24 @@ Trace: `fault.fired fault_kind=crash_in_transaction op=<op> phase=<phase>`, then
 
 from __future__ import annotations
 
+from typing import Callable
+
 from contract.events import StoreFaultFired
 from contract.params import choice, reference
 from faults.base import Fault, FaultContext, Placement
 
 
 class DiedInTransaction(BaseException):
-    """Unwinds the dying process's store call; a BaseException, so no `except Exception` in it can go on."""
+    """Unwinds the dying process's store call; a BaseException, so no `except Exception` in it can go on.
+
+    The process dies (`die`) once the store call has unwound, so after SQLite rolled the transaction back, as
+    it does for a connection that dies inside one: nothing (an invariant judging the crash, another process)
+    reads the store halfway through a transaction. The caller's connection calls `die` (`sim.scenario.crash`).
+    """
+
+    def __init__(self, message: str, die: Callable[[], None]) -> None:
+        super().__init__(message)
+        self.die = die
 
 
 class CrashInTransaction(Fault):
@@ -37,5 +48,5 @@ class CrashInTransaction(Fault):
 
     def at_store(self, ctx: FaultContext, op: str, phase: str) -> None:
         ctx.emit(StoreFaultFired(**self.firing(), op=op, phase=phase))
-        ctx.crash(self.args["process"])
-        raise DiedInTransaction(f"process {self.args['process']} died inside {op} ({phase})")
+        process = self.args["process"]
+        raise DiedInTransaction(f"process {process} died inside {op} ({phase})", lambda: ctx.crash(process))

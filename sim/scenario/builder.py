@@ -14,14 +14,13 @@ from typing import Any
 
 from reference.agent import Agent
 from reference.config import CompactionConfig
-from reference.db import Database
 from reference.frontends import CliFrontend, GatewayFrontend
 from reference.lease import ProcessTable
 from reference.pool import CompressionPool
 from reference.provider import ProviderScript, ScriptedProvider
 from reference.store import SessionStore
 from reference.transcript import new_message
-from sim.scenario.crash import ProcessRuntime, SimProcess
+from sim.scenario.crash import ProcessConnection, ProcessRuntime, SimProcess
 from sim.scenario.gateways import Gateways
 from sim.scenario.model import AgentSpec, Scenario
 from sim.world import World
@@ -111,7 +110,7 @@ class SystemBuilder:
         self._incarnations[name] = self._incarnations.get(name, -1) + 1
         incarnation = f"{name}r{self._incarnations[name]}" if self._incarnations[name] else name
         self.process_of_incarnation[incarnation] = name
-        process = SimProcess(name, self.process_table.spawn(incarnation, pid), rt, Database(rt, self.store),
+        process = SimProcess(name, self.process_table.spawn(incarnation, pid), rt, ProcessConnection(rt, self.store),
                              CompressionPool(rt, self.config.pool_cap), GatewayFrontend(rt))
         self.processes[name] = process
         return process

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, TypeVar
 
 from contract.events import Event
+from faults.crash_in_transaction import DiedInTransaction
 from reference.db import Database
 from reference.frontends import GatewayFrontend
 from reference.lease import Process
@@ -27,6 +28,19 @@ T = TypeVar("T")
 
 class ProcessGone(BaseException):
     """Raised at a crashed process's next store call: a dead process writes nothing more."""
+
+
+class ProcessConnection(Database):
+    """A process's connection to the store, which all simulated processes share: a process that dies inside a
+    transaction (`DiedInTransaction`) dies once its store call has unwound, so after the rollback, as SQLite has
+    it for a connection that dies; until then nothing else runs, so nothing can read the half-done transaction."""
+
+    def _invoke(self, op: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+        try:
+            return super()._invoke(op, args, kw)
+        except DiedInTransaction as death:
+            death.die()
+            raise
 
 
 class ProcessRuntime(SimRuntime):
