@@ -89,7 +89,13 @@ from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from reference.config import CompactionConfig
 from reference.store import SessionStore
-from sim.invariants import INVARIANTS
+from sim.invariants import INVARIANTS, Invariant, InvariantSet
+from sim.invariants.base import handles
+from sim.invariants.transcript import NoDuplicatePersistedTurn
+from sim.registry import registry
+from sim.scenario.loader import load_scenario
+from sim.scenario.runner import run_once
+from support import ROOT
 
 H1 = HolderId.of("p1", 100, 1)
 H2 = HolderId.of("p1", 100, 2)
@@ -1606,3 +1612,59 @@ def test_a_committed_return_leaves_the_agent_only_rows_live_in_its_session():
     history = [archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5), E(commit_returned(SUMMARY_ONLY), 5, "agent:main")]
     assert check("commit_reaches_caller", history, holding([4, 2]))
     assert check("commit_reaches_caller", history, holding([4])) == []
+
+
+class _Counts(Invariant):
+    name = "counts_events"
+    races = ()
+    description = "Counts what it is handed."
+
+    def __init__(self, system: Any) -> None:
+        super().__init__(system)
+        self.seen = 0
+
+    @handles(Event)
+    def any_event(self, event: Event, record: HistoryEvent) -> None:
+        self.seen += 1
+
+
+class _RaisesOnSecond(_Counts):
+    name = "raises_on_its_second_event"
+
+    def any_event(self, event: Event, record: HistoryEvent) -> None:
+        super().any_event(event, record)
+        if self.seen == 2:
+            raise KeyError("no such session")
+
+    def at_end(self, history: Any) -> None:
+        raise AssertionError("a check that raised is not asked again")
+
+
+def test_a_check_that_raises_is_its_invariants_violation_and_is_off_for_the_rest_of_the_run():
+    broken, healthy = _RaisesOnSecond(FakeSystem()), _Counts(FakeSystem())
+    invariants = InvariantSet([broken, healthy])
+    history = [HistoryEvent(seq, float(seq), "t", finished(A1, "ok")) for seq in range(4)]
+    found = [violation for record in history for violation in invariants.on_event(record)]
+    assert [(v.invariant, v.witnesses) for v in found] == [("raises_on_its_second_event", (1,))]
+    assert found[0].explanation.startswith("the check itself raised KeyError: 'no such session' (test_invariants.py:")
+    assert (broken.seen, healthy.seen) == (2, 4)
+    assert invariants.at_end(history) == []
+
+
+def test_a_check_that_raises_leaves_the_run_it_judges_alone(monkeypatch):
+    """Raised into the task that emitted the event, the check's error became the reference's: a failed commit,
+    reported as `caught_errors_are_not_bugs`, and a different run."""
+    scenario = load_scenario(ROOT / "scenarios" / "adopted_tip_keeps_failed_turn_beside_its_copy.toml", registry())
+    clean = run_once(scenario, scenario.explore.seed)
+    written, calls = NoDuplicatePersistedTurn.written, []
+
+    def raises_on_second(self: Any, event: Any, record: HistoryEvent) -> Any:
+        calls.append(record.seq)
+        if len(calls) == 2:
+            raise KeyError("boom")
+        return written(self, event, record)
+
+    monkeypatch.setattr(NoDuplicatePersistedTurn, "written", raises_on_second)
+    broken = run_once(scenario, scenario.explore.seed)
+    assert broken.result.digest() == clean.result.digest()
+    assert [(v.invariant, v.witnesses) for v in broken.violations] == [("no_duplicate_persisted_turn", (calls[1],))]

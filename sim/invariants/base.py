@@ -12,7 +12,9 @@ explains itself in one line, and lists the events that witness it.
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol, Sequence, TypeVar
 
 from contract.events import Event
@@ -110,6 +112,11 @@ class InvariantSet:
 
     Which invariants read which class is worked out once per process for each choice of invariants (every run
     of a scenario makes the same choice), so a run only binds the methods of the classes it meets.
+
+    A check that raises is reported as its invariant's violation, naming the exception and where it was raised,
+    and is off for the rest of the run. The exception never reaches the task whose event was being judged: the
+    reference would take it for an error of its own (a failed commit, a caught programming error) and act on it,
+    so a broken check would change the run it judges and read as a bug of the reference.
     """
 
     _plans: ClassVar[dict[tuple[type[Invariant], ...], Plan]] = {}
@@ -118,13 +125,16 @@ class InvariantSet:
         self.invariants = list(invariants)
         self._plan = self._plans.setdefault(tuple(type(invariant) for invariant in self.invariants), {})
         self._routes: dict[type[Event], list[Handler]] = {}
+        self._off: set[int] = set()  # positions of the invariants whose check raised
+        self._raised_at_start: list[Violation] = []
 
     def _route(self, event_class: type[Event]) -> list[Handler]:
         plan = self._plan.get(event_class)
         if plan is None:
             names = ((position, type(invariant).handler_name(event_class)) for position, invariant in enumerate(self.invariants))
             plan = self._plan[event_class] = [(position, name) for position, name in names if name is not None]
-        routes = self._routes[event_class] = [getattr(self.invariants[position], name) for position, name in plan]
+        routes = self._routes[event_class] = [getattr(self.invariants[position], name) for position, name in plan
+                                              if position not in self._off]
         return routes
 
     def on_event(self, record: HistoryEvent) -> list[Violation]:
@@ -134,17 +144,46 @@ class InvariantSet:
             routes = self._route(type(event))
         violations = []
         for handler in routes:
-            violation = handler(event, record)
+            try:
+                violation = handler(event, record)
+            except Exception as error:
+                violation = self._turn_off(handler.__self__, error, record)
             if violation is not None:
                 violations.append(violation)
         return violations
 
     def at_start(self) -> None:
+        """The world as it starts; a check that raises here is reported at the end (it has no event to name)."""
         for invariant in self.invariants:
-            invariant.at_start()
+            try:
+                invariant.at_start()
+            except Exception as error:
+                self._raised_at_start.append(self._turn_off(invariant, error, None))
 
     def at_end(self, history: Sequence[HistoryEvent]) -> list[Violation]:
-        return [v for v in (invariant.at_end(history) for invariant in self.invariants) if v is not None]
+        violations = list(self._raised_at_start)
+        for position, invariant in enumerate(self.invariants):
+            if position in self._off:
+                continue
+            try:
+                violation = invariant.at_end(history)
+            except Exception as error:
+                violation = self._turn_off(invariant, error, None)
+            if violation is not None:
+                violations.append(violation)
+        return violations
+
+    def _turn_off(self, invariant: Invariant, error: Exception, record: HistoryEvent | None) -> Violation:
+        """`invariant`'s check raised `error`: off for the rest of the run, and reported as its violation."""
+        self._off.add(next(position for position, member in enumerate(self.invariants) if member is invariant))
+        self._routes = {event_class: [handler for handler in routes if handler.__self__ is not invariant]
+                        for event_class, routes in self._routes.items()}
+        frame = traceback.extract_tb(error.__traceback__)[-1]
+        return invariant.violation(
+            f"the check itself raised {type(error).__name__}: {error} ({Path(frame.filename).name}:{frame.lineno}, in "
+            f"{frame.name}): a bug in the check, or a state it was not written for; it is off for the rest of the run",
+            record,
+        )
 
 
 def forget_process(by_attempt: Mapping[AttemptId, V], process: str, process_of: Callable[[str], str]) -> dict[AttemptId, V]:
