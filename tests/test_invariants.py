@@ -1668,3 +1668,15 @@ def test_a_check_that_raises_leaves_the_run_it_judges_alone(monkeypatch):
     broken = run_once(scenario, scenario.explore.seed)
     assert broken.result.digest() == clean.result.digest()
     assert [(v.invariant, v.witnesses) for v in broken.violations] == [("no_duplicate_persisted_turn", (calls[1],))]
+
+
+def test_an_auto_reset_is_judged_by_the_attempt_its_turn_decided_on():
+    """The reset's writes may wait at the store while another attempt finishes (a /compress whose late worker
+    is refused): the reset was decided on the attempt the turn's own recovery came back from."""
+    decided_then_other_finished = [E(finished(A1, "unchanged", "ineffective"), 0, "w"), E(RECOVERY_RETURNED, 0, "turn"),
+                                   E(finished(A2, "unchanged", "commit_fence_cancelled"), 5, "w2"), E(RESET, 9, "turn")]
+    assert check("no_false_auto_reset", decided_then_other_finished) == []
+    decided_on_a_block = [E(finished(A1, "unchanged", "cooldown"), 0, "w"), E(RECOVERY_RETURNED, 0, "turn"),
+                          E(finished(A2, "unchanged", "ineffective"), 5, "w2"), E(RESET, 9, "turn")]
+    assert check("no_false_auto_reset", decided_on_a_block) == [
+        "s was auto-reset though its last compression was unchanged (cooldown), not exhausted"]

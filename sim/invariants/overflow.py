@@ -31,6 +31,11 @@ def message_tokens(content: str) -> int:
 
 
 class NoFalseAutoReset(Invariant):
+    """A reset is judged by what it was decided on: the session's last finished attempt when the resetting turn's
+    own recovery came back. The reset's writes may wait at the store long after that (a slow `create_session`),
+    and an attempt that finishes meanwhile (a `/compress` whose late worker was refused) is not what the turn
+    decided on."""
+
     name = "no_false_auto_reset"
     races = ("R23",)
     description = "A session is auto-reset for an overflow only when the last compression attempt on it proved compression exhausted, never after a transient block."
@@ -38,14 +43,23 @@ class NoFalseAutoReset(Invariant):
     def __init__(self, system) -> None:
         super().__init__(system)
         self._last: dict[SessionId, tuple[CompactionFinished, HistoryEvent]] = {}  # session -> its last finished attempt
+        # task -> (the session its compress came back for, that session's last finished attempt then)
+        self._came_back: dict[str, tuple[SessionId, tuple[CompactionFinished, HistoryEvent] | None]] = {}
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
         self._last[event.session] = (event, record)
 
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> None:
+        self._came_back[record.task] = (event.session, self._last.get(event.session))
+
     @handles(SessionAutoReset)
     def auto_reset(self, event: SessionAutoReset, record: HistoryEvent) -> Violation | None:
-        last, finished = self._last.get(event.from_session, (None, None))
+        session, decided_on = self._came_back.get(record.task, (None, None))
+        if session != event.from_session:
+            decided_on = self._last.get(event.from_session)
+        last, finished = decided_on or (None, None)
         if last is None or last.reason not in EXHAUSTED:
             why = "no attempt" if last is None else f"{last.status} ({last.reason})"
             return self.violation(f"{event.from_session} was auto-reset though its last compression was {why}, not exhausted",
