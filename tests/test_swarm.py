@@ -66,6 +66,29 @@ def test_a_new_fault_kind_does_not_reshuffle_the_world_the_actions_or_the_other_
         assert any(f["kind"] == "provider_error" for f in b["fault"])
 
 
+def test_an_after_event_trigger_aims_a_fault_at_a_step_of_the_protocol(tmp_path):
+    """A commit's admission falls at a different time in every run; a fault anchored on the event meets it."""
+    anchored = workload(tmp_path, MINIMAL.replace('active = "1m"', 'active = "1m"\nenable = 1.0') + """
+[swarm.world]
+messages = [20, 20]
+config = { threshold_tokens = 100, provider_latency_s = 2.0, in_place = true }
+[swarm.faults.stall]
+points = ["db.archive_and_compact"]
+triggers = ["after_event"]
+after_events = ["fence.begin_ok"]
+duration = ["5s", "5s"]
+count = [1, 1]
+""")
+    with frozen_time():
+        for run in range(3):
+            (fault,) = scenario_document(anchored, 0, run)["fault"]
+            assert (fault["point"], fault["after_event"]) == ("db.archive_and_compact", "fence.begin_ok")
+            history = run_generated([anchored], 0, run).result.history
+            admitted = next(record.seq for record in history if record.kind == "fence.begin_ok")
+            fired = next(record for record in history if record.kind == "fault.fired")
+            assert fired.seq > admitted and fired.fields["point"] == "db.archive_and_compact"
+
+
 def test_each_run_enables_a_subset_of_the_kinds():
     single = load_workload(SINGLE, registry())
     kinds = [frozenset(f["kind"] for f in scenario_document(single, 0, run)["fault"]) for run in range(30)]
@@ -104,6 +127,12 @@ def test_drawn_worlds_respect_the_references_rules():
     ('[swarm.faults.stall]\npoints = ["no.such"]\nduration = "1s"\n', "swarm.faults.stall.points[0]", "a named point"),
     ('[swarm.faults.crash]\nprocess = "p1"\n', "swarm.faults.crash.process", "unknown key"),
     ('[swarm.faults.db_write_failure]\npoints = ["db.*"]\nphase = ["later"]\n', "swarm.faults.db_write_failure.phase[0]", "before_commit"),
+    ('[swarm.faults.host_interrupt]\npoints = ["host.wait"]\ntriggers = ["after_event"]\n',
+     "swarm.faults.host_interrupt.after_events", 'event kinds exactly when "after_event" is one of the triggers, got none'),
+    ('[swarm.faults.host_interrupt]\npoints = ["host.wait"]\nafter_events = ["fence.begin_ok"]\n',
+     "swarm.faults.host_interrupt.after_events", 'got event kinds, but no "after_event" trigger'),
+    ('[swarm.faults.host_interrupt]\npoints = ["host.wait"]\ntriggers = ["after_event"]\nafter_events = ["fence.begin"]\n',
+     "swarm.faults.host_interrupt.after_events[0]", 'did you mean "fence.begin_ok"'),
 ])
 def test_a_bad_workload_names_the_file_the_key_and_what_was_expected(tmp_path, text, key, expected):
     with pytest.raises(ScenarioError) as error:

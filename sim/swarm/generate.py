@@ -25,7 +25,7 @@ from sim.rng import derive_seed
 from sim.scenario.loader import scenario_from_document
 from sim.scenario.model import Scenario
 from sim.swarm.feedback import NO_BIAS, Bias, enable_key
-from sim.swarm.model import ActionKind, FaultDraw, Workload
+from sim.swarm.model import AFTER_EVENT, ActionKind, FaultDraw, Workload
 from sim.swarm.streams import Stream, Streams
 
 MAX_ACTIONS_PER_AGENT = 60  # per action kind: a bound on one run's length whatever the rate
@@ -225,7 +225,8 @@ def _names(world: dict[str, Any], namespace: str, kind: str) -> list[Any]:
 
 def _trigger(draw: FaultDraw, active_s: float, stream: Stream, point_weights: tuple[float, ...] | None) -> dict[str, Any]:
     """At the nth hit of a drawn point (uniformly, or by the feedback's weights), at its first hit after a drawn
-    time, or at each hit by chance."""
+    time, at each hit by chance, or at its first hit after a drawn step of the protocol (the first event of a
+    kind: a commit admitted, a summary started), which no time or count can aim at across runs."""
     at = {"at": _rounded(stream.unit() * active_s)}
     if draw.points is None:
         return at
@@ -235,6 +236,8 @@ def _trigger(draw: FaultDraw, active_s: float, stream: Stream, point_weights: tu
         return {"point": point, "nth": stream.span(draw.nth)}
     if form == "per_hit":
         return {"point": point, "probability": 1.0, "per_hit": _rounded(stream.span(draw.per_hit))}
+    if form == AFTER_EVENT:
+        return {"point": point, "after_event": stream.pick(draw.after_events)}
     return {"point": point, **at} if draw.at_point else at
 
 

@@ -98,7 +98,8 @@ class WorldRanges:
 
 WORLD_RANGES = table_of(WorldRanges, "The world's shape, drawn per run.", default={})
 
-TRIGGER_FORMS = ("nth", "at", "per_hit")
+TRIGGER_FORMS = ("nth", "at", "per_hit")  # the forms a fault kind draws from unless its table names others
+AFTER_EVENT = "after_event"  # a further form: the first hit after a protocol step (needs `after_events`)
 
 # The keys every fault kind's table takes besides its parameters.
 FAULT_KEYS: dict[str, Spec] = {
@@ -113,9 +114,15 @@ FAULT_KEYS: dict[str, Spec] = {
         example='["provider.*", "db.append_messages"]'),
     "triggers": PickOf(
         'How a fault with points is triggered, one drawn per fault: "nth" (the nth hit of its point), "at" (the '
-        'first hit after a time in the active phase) or "per_hit" (every hit fires with a drawn chance, '
-        'BUGGIFY-style, up to its times).', item=Choice(values=TRIGGER_FORMS), default=list(TRIGGER_FORMS),
-        example='["nth", "per_hit"]'),
+        'first hit after a time in the active phase), "per_hit" (every hit fires with a drawn chance, '
+        'BUGGIFY-style, up to its times) or "after_event" (the first hit after the run\'s first event of a kind '
+        'drawn from `after_events`: a step of the protocol, wherever in time it falls).',
+        item=Choice(values=(*TRIGGER_FORMS, AFTER_EVENT)), default=list(TRIGGER_FORMS),
+        example='["nth", "per_hit", "after_event"]'),
+    "after_events": ListOf(
+        'With the "after_event" trigger: the event kinds (python -m sim list events) one is drawn from.',
+        item=Registered(source="events", noun="an event kind"), plural="event kinds", default=None,
+        example='["fence.begin_ok", "compaction.summary_started"]'),
     "nth": RangeOf('With the "nth" trigger: the hit of the point it fires at.', item=Int(min=1, max=1000),
                    default=[1, 3], example="[1, 5]"),
     "per_hit": RangeOf('With the "per_hit" trigger: the chance each hit fires.', item=Probability(),
@@ -132,6 +139,7 @@ class FaultDraw:
     count: Span
     points: tuple[str, ...] | None  # concrete point names, globs expanded
     triggers: tuple[str, ...]
+    after_events: tuple[str, ...]  # what an "after_event" trigger waits for (empty: the form is not drawn)
     nth: Span
     per_hit: Span
     params: dict[str, Span | Pick]  # the kind's parameters the workload draws; the rest take their defaults
@@ -168,10 +176,14 @@ def _fault_draw(kind: str, value: Any, where: Location, ctx: Context) -> FaultDr
     for name in drawn:
         if params[name].default is REQUIRED and checked[name] is None:
             raise where.key(name).error(f"a value or range for {kind}'s {name} (it has no default)", "none")
+    triggers, after_events = checked["triggers"].values, checked["after_events"] or ()
+    if (AFTER_EVENT in triggers) != bool(after_events):
+        found = {None: "none", (): "an empty list"}.get(checked["after_events"], 'event kinds, but no "after_event" trigger')
+        raise where.key("after_events").error('event kinds exactly when "after_event" is one of the triggers', found)
     points = None if checked["points"] is None else _expand(checked["points"], ctx)
     given = {name: checked[name] for name in drawn if checked[name] is not None}
     texts = tuple(name for name, spec in params.items() if type(spec) is Str and name not in given)
-    return FaultDraw(kind, checked["probability"], checked["count"], points, checked["triggers"].values, checked["nth"],
+    return FaultDraw(kind, checked["probability"], checked["count"], points, triggers, after_events, checked["nth"],
                      checked["per_hit"], given, world_params, texts, at_point)
 
 
