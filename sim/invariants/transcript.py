@@ -45,7 +45,10 @@ NOT_COMMITTED = ("failed", "error", "unchanged")
 ENDED_FOR_GOOD = DELIBERATE_END_REASONS | EXPLICIT_CLOSE_REASONS | {"compression"}
 
 
-def payload(row: Any) -> tuple[str, str, float]:
+Payload = tuple[str, str, float]  # (role, content, timestamp)
+
+
+def payload(row: Any) -> Payload:
     """What makes two rows the same logical message."""
     return (row.role, row.content, row.timestamp)
 
@@ -127,7 +130,7 @@ class CleanRows:
     platform message ids of their user rows (a superset of the keys still active there)."""
 
     above: int = 0
-    payloads: set[tuple[str, str, float]] = field(default_factory=set)
+    payloads: set[Payload] = field(default_factory=set)
     platform_ids: set[str] = field(default_factory=set)
 
     def extend(self, rows: list[Any]) -> bool:
@@ -261,8 +264,21 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         super().__init__(system)
         self._acknowledged: list[tuple[TurnPersisted, HistoryEvent]] = []
         self._appended_at: dict[int, int] = {}  # row id -> the seq of the append that wrote it
-        self._commits: dict[SessionId, list[tuple[int, int]]] = {}  # session -> (seq, watermark) of each commit on it
+        # session -> (seq, watermark, what its caller held when the attempt started) of each commit on it
+        self._commits: dict[SessionId, list[tuple[int, int, frozenset[Payload]]]] = {}
         self._highest: list[tuple[int, int]] = [(0, -1)]  # (a new highest row id an append reported, its seq)
+        self._held_at_start: dict[AttemptId, frozenset[Payload]] = {}  # attempt -> its caller's messages then
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        """What the caller held when its attempt started: the attempt works from that transcript, unsaved
+        messages included, which its pre-publish flush writes above its watermark (the agent of a task the view
+        does not know, a second process's, gives nothing, so nothing of its is excused)."""
+        name = self.system.agent_of_task(record.task)
+        slot = None if name is None else self.system.agents.get(name)
+        if slot is not None:
+            self._held_at_start[event.attempt] = frozenset(
+                (m.get("role"), m.get("content"), m.get("timestamp")) for m in slot.agent.messages)
 
     @handles(TurnPersisted)
     def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
@@ -290,7 +306,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         whose stalled write is acknowledged with one of them later (its own /compress had carried it there) is
         judged from this moment, so the commit that summarized the copy in between counts (a harness-only
         fault, so the store read here is the one at this event)."""
-        self._commits.setdefault(event.parent, []).append((record.seq, 0))
+        self._commits.setdefault(event.parent, []).append((record.seq, 0, frozenset()))
         for row in self.system.store.all_messages(event.child):
             self._appended_at.setdefault(row.id, record.seq)
 
@@ -315,13 +331,13 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         self._unfinished.pop(attempt, None)
         captured = self._watermarks.get(attempt)
         watermark = captured[1] if captured is not None and captured[0] == session else 0
-        self._commits.setdefault(session, []).append((record.seq, watermark))
+        self._commits.setdefault(session, []).append((record.seq, watermark, self._held_at_start.get(attempt, frozenset())))
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         store = self.system.store
         roots = lineage_roots(store)
         heads = live_sessions_by_root(store)
-        copies: dict[tuple[str, tuple[str, str, float]], list[Any]] = {}
+        copies: dict[tuple[str, Payload], list[Any]] = {}
         for sid in roots:
             for row in store.all_messages(sid):
                 copies.setdefault((roots[sid], payload(row)), []).append(row)
@@ -352,12 +368,16 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         a rotation's own pre-publish flush is archived in the parent while its handoff carries the row into
         the child. Such a flush row is acknowledged in the parent when the turn whose message it is fails
         (a host interrupt while the commit is stalled in flight) and the next turn finds it already
-        persisted there. Its watermark does not cover it, so only its copy shows whether it survived."""
+        persisted there. Its watermark does not cover it, so only its copy shows whether it survived.
+
+        A flush row is summarized, though, when its message was in what the attempt worked from: an unsaved
+        message its caller already held when the attempt started (a turn whose write failed) is in the summary's
+        input, and the flush writes it above the watermark only for the commit to archive it."""
         while True:
-            commit = next(((seq, wm) for seq, wm in self._commits.get(row.session_id, []) if seq > since), None)
+            commit = next(((seq, wm, held) for seq, wm, held in self._commits.get(row.session_id, []) if seq > since), None)
             if commit is None:
                 return False
-            if row.compacted and row.id <= commit[1]:
+            if row.compacted and (row.id <= commit[1] or payload(row) in commit[2]):
                 return True
             later = [copy for copy in same_payload if copy.id > row.id]
             if not later:
