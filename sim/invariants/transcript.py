@@ -6,7 +6,7 @@ import bisect
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from contract.events import (
     AppendFailed,
@@ -51,6 +51,11 @@ Payload = tuple[str, str, float]  # (role, content, timestamp)
 def payload(row: Any) -> Payload:
     """What makes two rows the same logical message."""
     return (row.role, row.content, row.timestamp)
+
+
+def message_payload(message: Mapping[str, Any]) -> Payload:
+    """The same for a message an agent holds (a dict of the live transcript)."""
+    return (message.get("role"), message.get("content"), message.get("timestamp"))
 
 
 def live_sessions_by_root(store: Any) -> dict[str, list[str]]:
@@ -277,8 +282,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         name = self.system.agent_of_task(record.task)
         slot = None if name is None else self.system.agents.get(name)
         if slot is not None:
-            self._held_at_start[event.attempt] = frozenset(
-                (m.get("role"), m.get("content"), m.get("timestamp")) for m in slot.agent.messages)
+            self._held_at_start[event.attempt] = frozenset(map(message_payload, slot.agent.messages))
 
     @handles(TurnPersisted)
     def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
@@ -554,7 +558,7 @@ class DurableMessagesMatchRows(Invariant):
                     if unread is None:
                         unread = self._reading_order()
                     row = self._read_until(row_id, unread)
-                held = (message.get("role"), message.get("content"), message.get("timestamp"))
+                held = message_payload(message)
                 if row is None or held != payload(row):
                     found = "no such row exists" if row is None else (
                         f"the row is a {row.role} message of {len(row.content or '')} chars at t={row.timestamp}")
@@ -1086,7 +1090,7 @@ class AdoptedTipReachesAgent(Invariant):
             return None
         rows, adoption = adopted
         held = {message.get("_row_id") for message in slot.agent.messages}
-        payloads = {(m.get("role"), m.get("content"), m.get("timestamp")) for m in slot.agent.messages}
+        payloads = {message_payload(m) for m in slot.agent.messages}
         missing = [row.id for row in rows if row.id not in held and payload(row) not in payloads]
         if not missing:
             return None
