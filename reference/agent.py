@@ -344,7 +344,7 @@ class Agent:
             self.messages = loaded_beside_unsaved(outcome.messages or [], self.messages)
         elif outcome.messages is not None:
             # FIX keep-appends-made-during-attempt (R4): a message typed while the attempt ran is in no list it handed back; replaced, the turn's flush never saves it
-            self.messages = outcome.messages + appended_meanwhile(self.messages, taken)
+            self.messages = outcome.messages + appended_meanwhile(self.messages, taken, outcome.messages)
 
     def _bind_session(self, session_id: SessionId) -> None:
         """The worker's re-point after a rotation (the agent's attribute, not the host's own binding)."""

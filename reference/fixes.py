@@ -151,6 +151,10 @@ FIXES: tuple[Fix, ...] = (
             "them), so every attempt paired with them sees the turn's flush",
         ),
         (
+            "keep-turns-saved-after-commit", "R4",
+            "a list an attempt hands back keeps, after it, the messages a turn saved above every row of that list (after the commit)",
+        ),
+        (
             "adopted-tip-skips-own-indeterminate-rows", "R10",
             "an adopted tip's loaded rows leave out the row an unsaved message may own (by platform id, or a maybe-written one's payload); the message stands for it",
         ),

@@ -38,11 +38,14 @@ def unpersisted(messages: Iterable[Message]) -> list[Message]:
     return [m for m in messages if not is_persisted(m)]
 
 
-def appended_meanwhile(messages: Iterable[Message], taken: Sequence[Message]) -> list[Message]:
-    """The unsaved messages of `messages` that are none of the dicts an attempt `taken` (by identity): what a
-    turn appended to the caller's list after the attempt copied it, which its own flush still owes the session."""
+def appended_meanwhile(messages: Iterable[Message], taken: Sequence[Message], handed: Sequence[Message]) -> list[Message]:
+    """What a turn appended to the caller's list after an attempt copied it (none of the dicts it `taken`, by
+    identity) and the list the attempt `handed` back lacks: the unsaved messages the turn's flush still owes the
+    session, and those it saved above every row of that list (after the commit, into the session it left)."""
     copied = {id(message) for message in taken}
-    return [m for m in messages if not is_persisted(m) and id(m) not in copied]
+    newest = max((m[ROW_ID] for m in handed if is_persisted(m)), default=0)
+    # FIX keep-turns-saved-after-commit (R4): a turn that ran between a rotation's commit and its host's return wrote into the child; no list the attempt hands back has it
+    return [m for m in messages if id(m) not in copied and (not is_persisted(m) or m[ROW_ID] > newest)]
 
 
 def stamp(messages: Sequence[Message], row_ids: Sequence[int]) -> None:

@@ -774,7 +774,9 @@ class CommitReachesCaller(Invariant):
     got it: a worker that stalls past its commit while the agent's next turn compacts again returns after that
     newer commit reached the agent, and the rows it left are no longer anyone's live transcript. Such a late
     return is judged by what the agent then holds: only rows live in its session, never the transcript the newer
-    commit replaced (the newer commit's own return is judged by its rows).
+    commit replaced (the newer commit's own return is judged by its rows; until it returns, the agent may hold the
+    transcript from before it, as it does while any host waits). And a return drops none of the rows the agent's
+    own turns saved after the commit: a turn typed while the host waited writes into the session the commit left.
     """
 
     name = "commit_reaches_caller"
@@ -783,14 +785,17 @@ class CommitReachesCaller(Invariant):
         "A committed compaction hands its caller exactly the live transcript its commit left in the session: a "
         "message another writer appended during the summary, which the commit carried after it, is in the agent's "
         "context from the next reply on (unless reading the carried rows back failed: then the next attempt's "
-        "re-read takes them in), and the agent keeps no row that is not live in its session. A commit a newer one "
-        "superseded before it returned leaves the agent's transcript alone."
+        "re-read takes them in), the agent keeps no row that is not live in its session and every live row its own "
+        "turns saved after the commit. A commit a newer one superseded before it returned leaves the agent's "
+        "transcript alone."
     )
 
     def __init__(self, system) -> None:
         super().__init__(system)
         self._left: dict[AttemptId, tuple[str, SessionId, HistoryEvent]] = {}  # attempt -> what its commit left
         self._superseded: dict[AttemptId, HistoryEvent] = {}  # attempt -> the newer commit that rewrote its session
+        self._newest_row: dict[AttemptId, int] = {}  # attempt -> the highest row id its commit left live
+        self._saved: dict[str, list[int]] = {}  # agent -> the rows its turns saved, in order
 
     @handles(CommitArchived)
     def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
@@ -812,7 +817,14 @@ class CommitReachesCaller(Invariant):
         """The session's active rows as the commit transaction left them (read in the commit's own step)."""
         rows = self.system.store.active_messages(session)
         self._left[attempt] = (transcript_fingerprint(payload(row) for row in rows), session, record)
+        self._newest_row[attempt] = max((row.id for row in rows), default=0)
         self._superseded.pop(attempt, None)
+
+    @handles(TurnPersisted)
+    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
+        name = self.system.agent_of_task(record.task)
+        if event.writer is None and name is not None:
+            self._saved.setdefault(name, []).append(event.row)
 
     @handles(CompactionCarriedUnread)
     def carried_unread(self, event: CompactionCarriedUnread, record: HistoryEvent) -> None:
@@ -824,11 +836,13 @@ class CommitReachesCaller(Invariant):
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         self._left = forget_process(self._left, event.process, self.system.process_of)
         self._superseded = forget_process(self._superseded, event.process, self.system.process_of)
+        self._newest_row = forget_process(self._newest_row, event.process, self.system.process_of)
 
     @handles(HostReturned)
     def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
         left = self._left.pop(event.attempt, None)
         newer = self._superseded.pop(event.attempt, None)
+        newest_row = self._newest_row.pop(event.attempt, 0)
         if left is None or event.status not in ("committed", "rotated"):
             return None
         if newer is not None:
@@ -840,17 +854,26 @@ class CommitReachesCaller(Invariant):
                 left[2], record,
             )
         stale = self._stale_rows(record)
-        if stale is None:
+        if stale is not None:
+            # the list handed back is right, but the agent keeps more: a turn's dicts appended again after the rows
+            # the commit carried for them (the commit retired the turn's rows as it cloned them)
+            return self.violation(
+                f"attempt {event.attempt} committed to {left[1]} and its return left the agent on {stale[0]} holding "
+                f"rows that are not live there ({stale[1][:5]})", left[2], record,
+            )
+        missing = self._missing_rows(record, newest_row)
+        if missing is None:
             return None
-        # the list handed back is right, but the agent keeps more: a turn's dicts appended again after the rows
-        # the commit carried for them (the commit retired the turn's rows as it cloned them)
         return self.violation(
-            f"attempt {event.attempt} committed to {left[1]} and its return left the agent on {stale[0]} holding rows "
-            f"that are not live there ({stale[1][:5]})", left[2], record,
+            f"attempt {event.attempt} committed to {left[1]} and its return left the agent on {missing[0]} without "
+            f"rows its own turns saved there after the commit ({missing[1][:5]}): its next replies are made without them",
+            left[2], record,
         )
 
     def _judge_superseded(self, event: HostReturned, left: tuple[str, SessionId, HistoryEvent], newer: HistoryEvent,
                           record: HistoryEvent) -> Violation | None:
+        if newer.event.attempt in self._left:
+            return None  # the newer commit's host still waits: the agent holds what it held before it, judged then
         stale = self._stale_rows(record)
         if stale is None:
             return None
@@ -869,6 +892,19 @@ class CommitReachesCaller(Invariant):
         live = {row.id for row in self.system.store.active_messages(agent.session_id)}
         stale = [message["_row_id"] for message in agent.messages if message.get("_row_id") not in (None, *live)]
         return (agent.session_id, stale) if stale else None
+
+    def _missing_rows(self, record: HistoryEvent, newest_row: int) -> tuple[SessionId, list[int]] | None:
+        """The agent returned to at `record` and the live rows of its session its own turns saved above the
+        commit's rows (`newest_row`) that it does not hold, if any."""
+        name = self.system.agent_of_task(record.task) or ""
+        slot = self.system.agents.get(name)
+        if slot is None:
+            return None
+        agent = slot.agent
+        live = {row.id for row in self.system.store.active_messages(agent.session_id)}
+        held = {message.get("_row_id") for message in agent.messages}
+        missing = [row for row in self._saved.get(name, []) if row > newest_row and row in live and row not in held]
+        return (agent.session_id, missing) if missing else None
 
 
 Key = tuple[str, str]  # a message as the user knows it: its role and its text
