@@ -6,10 +6,12 @@ smallest run that still breaks the SAME invariant. The shrinker edits a candidat
 to keep, a lowered compaction threshold, and a decision list), runs it under a lenient replay, which always
 produces some run, and keeps the candidate when the invariant still fails and the run is smaller. A smaller
 plan is steered first by the best run's schedule of task names (`FollowSchedule`), which survives a removed
-drive, then by its decision list (`PrefixReplay`), then not at all. "Smaller" compares, in order: faults,
-drives, the threshold, non-default choices, decisions, then the chosen values; every accepted candidate is
-strictly smaller, so the passes reach a fixed point (or the time limit) and never cycle. The decisions of an
-accepted candidate are the ones the kernel recorded, so they replay strictly, byte for byte.
+drive, then by its decision list (`PrefixReplay`), then not at all; a drive that does not drop alone is tried
+again with the threshold lowered by what it wrote, and with the faults counted by hits firing one hit earlier.
+"Smaller" compares, in order: faults, drives, the threshold, the hits counted faults fire at, non-default
+choices, decisions, then the chosen values; every accepted candidate is strictly smaller, so the passes reach
+a fixed point (or the time limit) and never cycle. The decisions of an accepted candidate are the ones the
+kernel recorded, so they replay strictly, byte for byte.
 
 The result is written as a scenario file (the original's world, only the kept faults and drives) and a
 repro file recorded by a strict replay of that file, which is what `python -m sim replay` will do.
@@ -63,6 +65,7 @@ class Candidate:
     drives: tuple[int, ...]
     decisions: tuple[Recorded, ...]
     config: tuple[tuple[str, int], ...] = ()  # lowered values of LOWERED_CONFIG fields, over the world's own
+    nth: tuple[tuple[int, int], ...] = ()  # (fault index, the hit it fires at) for every fault counted by hits
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,8 @@ class ShrinkResult:
 def _key(candidate: Candidate) -> tuple[Any, ...]:
     decisions = candidate.decisions
     return (len(candidate.faults), len(candidate.drives), tuple(value for _, value in candidate.config),
-            non_default(decisions), len(decisions), tuple(decision.choice for decision in decisions))
+            tuple(hit for _, hit in candidate.nth), non_default(decisions), len(decisions),
+            tuple(decision.choice for decision in decisions))
 
 
 def _clock() -> float:
@@ -144,7 +148,10 @@ class Shrinker:
         self._deadline = deadline
         self._tried: set[tuple[Candidate, Schedule | None]] = set()
         lowerable = tuple((field, scenario.world.config[field]) for field in LOWERED_CONFIG if field in scenario.world.config)
-        everything = Candidate(tuple(range(len(scenario.faults))), tuple(range(len(scenario.drives))), tuple(decisions), lowerable)
+        counted = tuple((i, fault.trigger.nth) for i, fault in enumerate(scenario.faults) if fault.trigger.nth is not None)
+        everything = Candidate(
+            tuple(range(len(scenario.faults))), tuple(range(len(scenario.drives))), tuple(decisions), lowerable, counted,
+        )
         report, schedule = self._run(everything)
         if not self._fails(report):
             found = report.violations[0].invariant if report.violations else "no violation"
@@ -175,11 +182,15 @@ class Shrinker:
     # ---- trying a candidate --------------------------------------------------------------------
 
     def scenario_for(self, candidate: Candidate) -> Scenario:
-        world = self.scenario.world
+        world, nth = self.scenario.world, dict(candidate.nth)
+        faults = tuple(
+            dataclasses.replace(fault, trigger=dataclasses.replace(fault.trigger, nth=nth.get(i, fault.trigger.nth)))
+            for i, fault in enumerate(self.scenario.faults)
+        )
         return dataclasses.replace(
             self.scenario,
             world=dataclasses.replace(world, config={**world.config, **dict(candidate.config)}),
-            faults=tuple(self.scenario.faults[i] for i in candidate.faults),
+            faults=tuple(faults[i] for i in candidate.faults),
             drives=tuple(self.scenario.drives[i] for i in candidate.drives),
         )
 
@@ -230,7 +241,7 @@ class Shrinker:
         schedule = self.best_schedule.renamed(_drive_renaming(self.best.drives, drives))
         return (
             self._try(smaller, schedule) or self._try(smaller) or self._try(dataclasses.replace(smaller, decisions=()))
-            or self._try_compensated(smaller, schedule)
+            or self._try_compensated(smaller, schedule) or self._try_hits_compensated(smaller, schedule)
         )
 
     def _try_compensated(self, smaller: Candidate, schedule: Schedule) -> bool:
@@ -245,6 +256,19 @@ class Shrinker:
         if not dropped or config.get(THRESHOLD, 0) - dropped < 1:
             return False
         lowered = dataclasses.replace(smaller, config=tuple({**config, THRESHOLD: config[THRESHOLD] - dropped}.items()))
+        return self._try(lowered, schedule) or self._try(dataclasses.replace(lowered, decisions=()))
+
+    def _try_hits_compensated(self, smaller: Candidate, schedule: Schedule) -> bool:
+        """`smaller` with each kept fault that fires at the nth hit of its point firing one hit earlier.
+
+        A dropped drive may have passed the point itself (a turn whose compaction called the provider); without
+        it, the hit the failure needs comes one earlier, and the fault would fire past the moment it mattered.
+        """
+        kept = set(smaller.faults)
+        if not any(i in kept and hit > 1 for i, hit in smaller.nth):
+            return False
+        earlier = tuple((i, hit - 1 if i in kept and hit > 1 else hit) for i, hit in smaller.nth)
+        lowered = dataclasses.replace(smaller, nth=earlier)
         return self._try(lowered, schedule) or self._try(dataclasses.replace(lowered, decisions=()))
 
     # ---- the passes ----------------------------------------------------------------------------
@@ -399,6 +423,8 @@ def write_scenario(shrinker: Shrinker, source: Path, out_dir: Path, after: Size)
     document = tomllib.loads(original.read_text(encoding="utf-8"))
     name = shrinker.scenario.name + SHRUNK_SUFFIX
     document["name"] = name
+    for i, hit in shrinker.best.nth:
+        document["fault"][i]["nth"] = hit
     for key, kept in (("fault", shrinker.best.faults), ("drive", shrinker.best.drives)):
         if key in document:
             document[key] = [document[key][i] for i in kept]
@@ -415,6 +441,9 @@ def write_scenario(shrinker: Shrinker, source: Path, out_dir: Path, after: Size)
         f"{after.points}, steps {before.steps} -> {after.steps}.",
         *(f"Config {field} lowered from {shrinker.scenario.world.config[field]} to {value}, so fewer drives reach "
           "the failing state." for field, value in shrinker.best.config if value != shrinker.scenario.world.config[field]),
+        *(f"Fault {shrinker.best.faults.index(i) + 1} fires at hit {hit} of its point, not {shrinker.scenario.faults[i].trigger.nth}: "
+          "a dropped drive passed that point too." for i, hit in shrinker.best.nth
+          if i in shrinker.best.faults and hit != shrinker.scenario.faults[i].trigger.nth),
         "The decision list that replays the violation is in the repro file written beside this one; the "
         "original's must_fail_under and coverage are left out, since this run proves only its own failure.",
     ]

@@ -109,6 +109,59 @@ def test_a_generated_failure_sheds_the_turns_that_only_filled_the_transcript(tmp
     assert replay.returncode == 1 and "identical to the recording" in replay.stdout
 
 
+# A generated find (workload cooldown, root seed 0, run 1525) after the other moves: the provider fails at its
+# 2nd summary call, but the first call is made by the compaction of turn 1, which plays no other part.
+COUNTED_FAULT = """
+name = "counted_fault"
+[world]
+sessions = [{ id = "s1", messages = 22 }]
+config = { threshold_tokens = 1, in_place = false, idle_timeout_s = 19.173, ceiling_timeout_s = 39.776, provider_latency_s = 36.836, provider_tick_s = 2.39, ctrl_c_grace_s = 2.008, summary_failure_cooldown_s = 496.057 }
+agents = [{ name = "a1", process = "p1", session = "s1", frontend = "cli" }]
+[[drive]]
+at = 72.18
+agent = "a1"
+turn = "turn 1 of a1"
+[[drive]]
+at = 143.408
+agent = "a1"
+turn = "turn 2 of a1"
+[[drive]]
+at = 148.136
+agent = "a1"
+command = "ctrl_c"
+[[fault]]
+kind = "provider_error"
+point = "provider.summary"
+nth = 2
+until = 300.0
+[[fault]]
+kind = "stall"
+point = "db.record_cooldown"
+at = 117.97
+until = 300.0
+duration = 181.117
+[explore]
+runs = 1
+seed = 6799416971298380475
+strategy = "pct"
+"""
+
+
+def test_a_dropped_turn_that_passed_a_counted_faults_point_takes_one_hit_off_its_count(tmp_path):
+    scenario = tmp_path / "counted_fault.toml"
+    scenario.write_text(COUNTED_FAULT)
+    repro = failing_repro(scenario, "cooldown-exact-restore", tmp_path)
+    done = sim("shrink", str(repro), "--mutant", "cooldown-exact-restore", "--json", "--out", str(tmp_path / "shrunk"),
+               cwd=tmp_path)
+    result = json.loads(done.stdout)
+    assert (result["before"]["drives"], result["after"]["drives"]) == (3, 2)
+    text = Path(result["scenario"]).read_text()
+    assert [drive["turn"] for drive in tomllib.loads(text)["drive"] if "turn" in drive] == ["turn 2 of a1"]
+    assert tomllib.loads(text)["fault"][0]["nth"] == 1 and "fires at hit 1 of its point, not 2" in text
+    replay = sim("replay", result["repro"], "--mutant", "cooldown-exact-restore", cwd=tmp_path)
+    assert replay.returncode == 1 and "identical to the recording" in replay.stdout
+
+
 def test_shrinking_a_run_that_no_longer_fails_is_bad_input(tmp_path):
     repro = failing_repro(LATE_RELEASE, LOOSE_MUTANT, tmp_path)
     # As if recorded on a reference whose bug has been fixed since: the same run now holds.
