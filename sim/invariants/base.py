@@ -91,6 +91,10 @@ class Invariant:
         name = self.handler_name(type(record.event))
         return None if name is None else getattr(self, name)(record.event, record)
 
+    def slot_of_task(self, task: str) -> Any | None:
+        """The slot (`.agent`, `.spec`) of the agent whose user `task` acts for; None for any other task."""
+        return self.system.agents.get(self.system.agent_of_task(task) or "")
+
     def at_start(self) -> None:
         """Read the world as it starts, once its sessions are written and before anything runs."""
 

@@ -122,7 +122,7 @@ class ReplyFitsContext(Invariant):
         limit = self.system.config.context_limit_tokens
         if limit <= 0 or event.role != "assistant" or event.writer is not None:
             return None
-        slot = self.system.agents.get(self.system.agent_of_task(record.task) or "")
+        slot = self.slot_of_task(record.task)
         if slot is None:
             return None
         held = slot.agent.messages

@@ -279,8 +279,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         """What the caller held when its attempt started: the attempt works from that transcript, unsaved
         messages included, which its pre-publish flush writes above its watermark (the agent of a task the view
         does not know, a second process's, gives nothing, so nothing of its is excused)."""
-        name = self.system.agent_of_task(record.task)
-        slot = None if name is None else self.system.agents.get(name)
+        slot = self.slot_of_task(record.task)
         if slot is not None:
             self._held_at_start[event.attempt] = frozenset(map(message_payload, slot.agent.messages))
 
@@ -853,7 +852,8 @@ class CommitReachesCaller(Invariant):
                 "the session's live rows after the commit (a row the commit carried is missing from the agent's context)",
                 left[2], record,
             )
-        stale = self._stale_rows(record)
+        view = self._returned_to(record)
+        stale = self._stale_rows(view)
         if stale is not None:
             # the list handed back is right, but the agent keeps more: a turn's dicts appended again after the rows
             # the commit carried for them (the commit retired the turn's rows as it cloned them)
@@ -861,7 +861,7 @@ class CommitReachesCaller(Invariant):
                 f"attempt {event.attempt} committed to {left[1]} and its return left the agent on {stale[0]} holding "
                 f"rows that are not live there ({stale[1][:5]})", left[2], record,
             )
-        missing = self._missing_rows(record, newest_row)
+        missing = self._missing_rows(view, newest_row)
         if missing is None:
             return None
         return self.violation(
@@ -874,7 +874,7 @@ class CommitReachesCaller(Invariant):
                           record: HistoryEvent) -> Violation | None:
         if newer.event.attempt in self._left:
             return None  # the newer commit's host still waits: the agent holds what it held before it, judged then
-        stale = self._stale_rows(record)
+        stale = self._stale_rows(self._returned_to(record))
         if stale is None:
             return None
         return self.violation(
@@ -883,25 +883,29 @@ class CommitReachesCaller(Invariant):
             left[2], newer, record,
         )
 
-    def _stale_rows(self, record: HistoryEvent) -> tuple[SessionId, list[int]] | None:
-        """The agent returned to at `record` and the rows it holds that are not live in its session, if any."""
-        slot = self.system.agents.get(self.system.agent_of_task(record.task) or "")
-        if slot is None:
-            return None
-        agent = slot.agent
-        live = {row.id for row in self.system.store.active_messages(agent.session_id)}
-        stale = [message["_row_id"] for message in agent.messages if message.get("_row_id") not in (None, *live)]
-        return (agent.session_id, stale) if stale else None
-
-    def _missing_rows(self, record: HistoryEvent, newest_row: int) -> tuple[SessionId, list[int]] | None:
-        """The agent returned to at `record` and the live rows of its session its own turns saved above the
-        commit's rows (`newest_row`) that it does not hold, if any."""
+    def _returned_to(self, record: HistoryEvent) -> tuple[str, Any, set[int]] | None:
+        """The agent returned to at `record` (its name and itself) and the rows live in its session, if known."""
         name = self.system.agent_of_task(record.task) or ""
         slot = self.system.agents.get(name)
         if slot is None:
             return None
-        agent = slot.agent
-        live = {row.id for row in self.system.store.active_messages(agent.session_id)}
+        return name, slot.agent, {row.id for row in self.system.store.active_messages(slot.agent.session_id)}
+
+    @staticmethod
+    def _stale_rows(view: tuple[str, Any, set[int]] | None) -> tuple[SessionId, list[int]] | None:
+        """The agent's session and the rows it holds that are not live there, if any."""
+        if view is None:
+            return None
+        _, agent, live = view
+        stale = [message["_row_id"] for message in agent.messages if message.get("_row_id") not in (None, *live)]
+        return (agent.session_id, stale) if stale else None
+
+    def _missing_rows(self, view: tuple[str, Any, set[int]] | None, newest_row: int) -> tuple[SessionId, list[int]] | None:
+        """The agent's session and the live rows there its own turns saved above the commit's rows (`newest_row`)
+        that it does not hold, if any."""
+        if view is None:
+            return None
+        name, agent, live = view
         held = {message.get("_row_id") for message in agent.messages}
         missing = [row for row in self._saved.get(name, []) if row > newest_row and row in live and row not in held]
         return (agent.session_id, missing) if missing else None
@@ -1070,7 +1074,7 @@ class ReceivedMessageSurvivesGatewayCrash(Invariant):
         return None
 
     def _process_of_task(self, task: str) -> str | None:
-        slot = self.system.agents.get(self.system.agent_of_task(task) or "")
+        slot = self.slot_of_task(task)
         return None if slot is None else slot.spec.process
 
     def _durable(self, platform_id: str) -> bool:
@@ -1121,7 +1125,7 @@ class AdoptedTipReachesAgent(Invariant):
         self._by_attempt = forget_process(self._by_attempt, event.process, self.system.process_of)
 
     def _judge(self, adopted: tuple[list[Any], HistoryEvent], record: HistoryEvent) -> Violation | None:
-        slot = self.system.agents.get(self.system.agent_of_task(record.task) or "")
+        slot = self.slot_of_task(record.task)
         if slot is None:
             return None
         rows, adoption = adopted
