@@ -170,3 +170,13 @@ def test_seed_000_with_real_threads_loses_the_next_turn_and_the_second_process_o
     assert outcome["abandoned"] is True  # the summary ignored Ctrl+C past the grace
     assert outcome["where"] == {"first turn": "live", "next turn": "archived", "second process": "archived"}
     assert outcome["next_turn"]["interrupted"] is True and outcome["first_turn"]["final_response"] == "the answer"
+
+
+def test_the_seams_table_in_SEAMS_md_is_what_the_installed_releases_say():
+    for version in RELEASES:
+        installed(version)
+    from targets.hermes.seams import table
+
+    document = (ROOT / "targets" / "hermes" / "SEAMS.md").read_text()
+    recorded = document.split("<!-- seams:begin -->\n", 1)[1].split("<!-- seams:end -->", 1)[0]
+    assert recorded == table({v: store.release(v).paths[0] for v in RELEASES})

@@ -5,6 +5,7 @@
     check VERSION [--no-stubs]      AIAgent() and one offline compaction, timed; exit 1 if a probe escaped
     baseline VERSION [--mode M] [--grace S] [--runs N] [--json]
                                     seed 000's interleaving with real threads and real time
+    seams                           the seams table of SEAMS.md, counted from the installed releases
 
 Exit status: 0 done, 1 a failed install or an escaped probe, 2 bad usage or a release with no lock.
 `check` and `baseline` load the release into this process, so they take one version each.
@@ -58,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     baseline.add_argument("--runs", type=int, default=1, metavar="N")
     baseline.add_argument("--json", action="store_true")
     baseline.set_defaults(run=_baseline)
+    commands.add_parser("seams", help="print the seams table from the installed releases").set_defaults(run=_seams)
     return parser
 
 
@@ -118,6 +120,13 @@ def _baseline(args: argparse.Namespace) -> int:
         for label, place in last.where.items():
             print(f"  {label:15s} {place}")
         print(f"  lost: {', '.join(last.lost) or 'nothing'}")
+    return EXIT_OK
+
+
+def _seams(args: argparse.Namespace) -> int:
+    from targets.hermes.seams import table
+
+    print(table({v: store.release(v).require().paths[0] for v in locks.locked_versions()}), end="")
     return EXIT_OK
 
 
