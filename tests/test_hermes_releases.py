@@ -162,14 +162,15 @@ def test_release_0_19_0_compacts_offline_with_its_probes_stubbed():
     assert report["messages_after"] < report["messages_before"]
 
 
-def test_seed_000_with_real_threads_loses_the_next_turn_and_the_second_process_on_0_19_0():
+def test_seed_000_with_real_threads_leaves_the_next_turn_and_the_second_process_in_the_ended_parent():
     installed("0.19.0")
-    done = run_module("baseline", "0.19.0", "--mode", "in_place", "--grace", "0.4", "--json")
+    done = run_module("baseline", "0.19.0", "--mode", "rotation", "--grace", "0.4", "--runs", "2", "--json")
     assert done.returncode == 0, done.stderr
-    [outcome] = json.loads(done.stdout)
-    assert outcome["abandoned"] is True  # the summary ignored Ctrl+C past the grace
-    assert outcome["where"] == {"first turn": "live", "next turn": "archived", "second process": "archived"}
-    assert outcome["next_turn"]["interrupted"] is True and outcome["first_turn"]["final_response"] == "the answer"
+    for outcome in json.loads(done.stdout):  # the second run starts from an empty store, as the first
+        assert outcome["abandoned"] is True  # the summary ignored Ctrl+C past the grace
+        assert outcome["where"] == {"first turn": "live", "next turn": "ended-session-only",
+                                    "second process": "ended-session-only"}
+        assert outcome["next_turn"]["interrupted"] is True and outcome["first_turn"]["final_response"] == "the answer"
 
 
 def test_the_seams_table_in_SEAMS_md_is_what_the_installed_releases_say():

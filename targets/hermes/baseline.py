@@ -1,9 +1,9 @@
-"""Seed 000's interleaving on a real release, with real threads and real time: the speed baseline.
+"""R1's reported interleaving ("seed 000") on a real release, with real threads and real time: the baseline.
 
-Seed 000 (shared/seeds/000_*.txt): compaction holds the session's lease while its summary call blocks;
-the user presses Ctrl+C; the frontend's grace expires and the next turn starts; a second process appends
-to the session. In hermes the CLI's Ctrl+C with a typed message (cli.py, 0.19.0 :12177-12230) calls
-`agent.interrupt(message)` from the UI thread, polls the turn's daemon thread for 10 s (50 joins of 0.2 s),
+Compaction holds the session's lease while its summary call blocks; the user presses Ctrl+C; the
+frontend's grace expires and the next turn starts; a second process appends to the session. In hermes the
+CLI's Ctrl+C with a typed message (cli.py, 0.19.0 :12177-12230) calls `agent.interrupt(message)` from the
+UI thread, polls the turn's daemon thread for 10 s (50 joins of 0.2 s),
 abandons it, and runs the typed message as the next turn with `conversation_history` still ending in the
 abandoned turn's question. `Cli` below does exactly that, without prompt_toolkit. The second process is
 a second `SessionDB` on the same file.
@@ -18,6 +18,7 @@ simulated run of the same scenario is compared with.
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -120,7 +121,7 @@ def run_seed_000(loaded: LoadedRelease, mode: str, grace_s: float) -> Outcome:
     import hermes_state
 
     probes.stub_probes()
-    db_path = loaded.home / f"state-{mode}.db"
+    db_path = Path(tempfile.mkdtemp(prefix=f"{mode}-", dir=loaded.home)) / "state.db"  # each run starts empty
     summary = GatedSummary()
     script_summary(summary)
     outcome = Outcome(loaded.version, mode, grace_s)

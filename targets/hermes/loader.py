@@ -12,8 +12,8 @@ startup) cannot be replaced without breaking whoever holds it; it is listed in `
 `HERMES_HOME` must be set before `hermes_state` is imported (it reads it at import
 time), so `load` takes the home folder.
 
-`python_command(version)` is how a caller runs code against a release: a fresh interpreter whose module
-`targets.hermes.<x>` calls `load` first.
+A caller runs code against a release in a fresh interpreter that calls `load` first
+(`python -m targets.hermes check VERSION` is one).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from targets.hermes.store import Release, release
 
 # What a compaction needs imported; hermes_state first (it reads HERMES_HOME at import).
 ENTRY_MODULES = ("hermes_state", "run_agent", "agent.context_compressor")
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 class LoadError(Exception):
@@ -96,16 +95,3 @@ def _check_origin(loaded: LoadedRelease, imported: set[str], pinned: set[str]) -
         origin = getattr(sys.modules[name], "__file__", None)
         if name.split(".")[0] in pinned and origin and not origin.startswith(roots):
             raise LoadError(f"{target.name}: module {name!r} came from {origin}, outside the release's folders")
-
-
-def python_command(module: str, *args: str) -> list[str]:
-    """A fresh interpreter running `python -P -m module args`; the module calls `load` itself."""
-    return [sys.executable, "-P", "-m", module, *args]
-
-
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The child's environment: this project importable, nothing else changed."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT), *filter(None, [env.get("PYTHONPATH")])])
-    env.update(extra or {})
-    return env
