@@ -159,6 +159,24 @@ class Kernel:
         self.record(TaskSpawn(), name)
         return task
 
+    def abandon(self, task: Task, exit_event: Event) -> None:
+        """End a task that will never be resumed (a thread its program left running when it returned): it
+        leaves the run queue and its timers, its coroutine is closed as that task, and `exit_event` is recorded."""
+        if task.done:
+            return
+        task.done = True
+        del self.alive[task.tid]
+        if task in self.runnable:
+            self.runnable.remove(task)
+        task.sleep_seq = 0
+        task.abort = None
+        self.record(exit_event, task.name)
+        previous, self.current = self.current, task
+        try:
+            task.coro.close()
+        finally:
+            self.current = previous
+
     def reschedule(self, task: Task, value: Any = None, exc: BaseException | None = None) -> None:
         """Make a parked task runnable again, resuming it with `value` or throwing `exc` into it."""
         task.abort = None
