@@ -55,7 +55,7 @@ class Program:
         self.args = args
         self.settings = settings
         self.threaded = not _is_async(main)
-        self._preemption = Preemption(settings.preemption)
+        self._preemption = Preemption(settings.preemption, paths=_own_file(main))
         _check_arguments(main, args, self.threaded)
 
     @property
@@ -74,6 +74,14 @@ class Program:
 
 def program_name(main: Callable[..., Any]) -> str:
     return f"{getattr(main, '__module__', '?')}:{getattr(main, '__qualname__', repr(main))}"
+
+
+def _own_file(main: Callable[..., Any]) -> tuple[str, ...]:
+    """The file that defines the program: its lines are the program's own, wherever it lives."""
+    try:
+        return (inspect.getfile(inspect.unwrap(main)),)
+    except TypeError:
+        return ()
 
 
 def _is_async(main: Callable[..., Any]) -> bool:

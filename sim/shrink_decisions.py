@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from sim.strategies.decisions import Recorded
+from sim.strategies.decisions import Recorded, non_default
 
 Decisions = tuple[Recorded, ...]
 
@@ -27,7 +27,17 @@ class DecisionPasses:
         raise NotImplementedError
 
     def decision_passes(self) -> tuple[Callable[[], bool], ...]:
-        return (self._to_fifo, self._truncate, self._delete_chunks, self._zero_chunks, self._lower_values)
+        """The passes, each skipped once no choice deviates from the default: every list of defaults replays the
+        unsteered run, whose recorded decisions are then already the smallest."""
+        return tuple(self._deviating_only(run_pass) for run_pass in
+                     (self._to_fifo, self._truncate, self._delete_chunks, self._zero_chunks, self._lower_values))
+
+    def _deviating_only(self, run_pass: Callable[[], bool]) -> Callable[[], bool]:
+        def guarded() -> bool:
+            return bool(non_default(self._best_decisions())) and run_pass()
+
+        guarded.__name__ = run_pass.__name__
+        return guarded
 
     def _to_fifo(self) -> bool:
         """The unsteered run: no deviation left to explain, if the failure does not need one."""

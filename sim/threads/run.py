@@ -20,9 +20,9 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from contract.events.runtime import TaskExit
-from sim.kernel.scheduler import CHECKPOINT, PARK, SLEEP_UNTIL, Task
+from sim.kernel.scheduler import CHECKPOINT, PARK, SLEEP_UNTIL, Task, task_choice
 from sim.kernel.sync import Event
-from sim.threads.baton import SimThread, ThreadAbandoned
+from sim.threads.baton import Baton, SimThread, ThreadAbandoned
 from sim.threads.tracing import Preemption
 
 if TYPE_CHECKING:
@@ -69,9 +69,8 @@ class ThreadRun:
         self.world = world
         self.kernel = world.kernel
         self.preemption = preemption
-        self.stall_s = stall_s
+        self.baton = Baton(self.kernel, stall_s)
         self.threads: list[threading.Thread] = []  # in start order
-        self.fast_steps = 0  # scheduling points passed without a switch, because no other task could run
         self.failure: tuple[Task, BaseException] | None = None
         self.main_value: Any = None
         self.ended = _ProgramEnd(self)
@@ -84,7 +83,7 @@ class ThreadRun:
 
     def start(self, thread: threading.Thread) -> SimThread:
         """Start `thread` (a `threading.Thread` whose `start` was called in the run) as a kernel task."""
-        sim = SimThread(thread.name, thread.run, stall_s=self.stall_s, on_start=self._entered)
+        sim = SimThread(thread.name, thread.run, self.baton, on_start=self._entered)
         sim.run = self
         sim.thread = thread
         ident = next(self._idents)
@@ -161,12 +160,33 @@ class ThreadRun:
         return self.kernel.now_s
 
     def checkpoint(self, sim: SimThread, label: str = "") -> None:
-        """A point where the strategy may switch threads. When no other task could run the kernel would
-        resume this thread at once without a decision, so the thread just goes on (and counts the step)."""
-        if not self.kernel.runnable and self.fast_steps < self.kernel.max_steps:
-            self.fast_steps += 1
+        """A point where the strategy may switch threads.
+
+        What the kernel's loop would do here, the thread does itself when only threads can run: ask the
+        strategy (recording the decision as the loop does), then go on if chosen again or hand the baton
+        straight to the chosen thread. When no other task can run at all there is nothing to decide and the
+        thread just goes on. Either way the step counts toward the run's step budget; past it, or when a
+        coroutine task could run, the kernel's loop takes the trap.
+        """
+        kernel = self.kernel
+        runnable = kernel.runnable
+        if kernel.extra_steps >= kernel.max_steps or not _threads_only(runnable):
+            sim.trap(CHECKPOINT, label)
             return
-        sim.trap(CHECKPOINT, label)
+        kernel.extra_steps += 1
+        if not runnable:
+            return
+        task: Task = sim.task  # type: ignore[assignment]
+        runnable.append(task)
+        options = len(runnable)
+        index = kernel.strategy.choose_task(runnable, task)
+        kernel.decisions.append(task_choice(options, index))
+        chosen = runnable.pop(index)
+        if chosen is task:
+            return
+        kernel.current = chosen
+        error, chosen.throw_exc = chosen.throw_exc, None
+        sim.hand_to(chosen.coro, chosen.send_value, error)  # type: ignore[arg-type]
 
     def sleep(self, sim: SimThread, seconds: float) -> None:
         if seconds <= 0:
@@ -214,6 +234,14 @@ class _ProgramEnd(Event):
     def holders(self) -> tuple[Task, ...]:
         main = self._run.threads[0]._sim_thread.task if self._run.threads else None  # type: ignore[attr-defined]
         return () if main is None or main.done else (main,)
+
+
+def _threads_only(runnable: list[Task]) -> bool:
+    """Whether every runnable task is a simulated thread (so a thread may pick among them itself)."""
+    for task in runnable:
+        if type(task.coro) is not SimThread:
+            return False
+    return True
 
 
 def _not_abortable() -> bool:

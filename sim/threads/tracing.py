@@ -6,8 +6,8 @@ needs a switch between two plain lines. With `lines` (the default) every line th
 own files is a scheduling point, through `sys.settrace` installed in each simulated thread; `opcodes`
 splits `x += 1` too; `sync` keeps only blocking operations, clock reads and SQL statements, for a large
 program whose own lines would make every run long. The program's files are those outside the Python
-installation (stdlib and site-packages) and outside the simulator; `paths` adds more (an installed package
-to trace line by line), so a library call in between stays one step.
+installation (stdlib and site-packages) and outside the simulator, and the file that defines the program;
+`paths` adds more (an installed package to trace line by line), so a library call in between stays one step.
 """
 
 from __future__ import annotations
