@@ -12,6 +12,7 @@ be preempted); a failure remembers them, so that it replays the same way.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import math
 from contextlib import AbstractContextManager, nullcontext
@@ -105,3 +106,26 @@ def _check_arguments(main: Callable[..., Any], args: tuple[Any, ...], threaded: 
         kind = "a thread program (a plain function)" if threaded else "an async program"
         passed = f"{len(args)} argument{'s' if len(args) != 1 else ''}" + ("" if threaded else " after the runtime")
         raise TypeError(f"{name} is {kind} that cannot be called with {passed}: {error}") from None
+
+
+def resolve(reference: str) -> dict[str, Callable[..., Any]]:
+    """Programs named on a command line: `module:function`, or `module:MAPPING` for a dict of name -> program.
+
+    ValueError saying what was wrong (the module, the attribute, or what it holds) for anything else.
+    """
+    module_name, _, attribute = reference.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"{reference!r}: expected MODULE:FUNCTION or MODULE:MAPPING (like sim.bench.classic_threads:PROGRAMS)")
+    try:
+        found: Any = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"{reference!r}: cannot import {module_name} ({error})") from None
+    for part in attribute.split("."):
+        if not hasattr(found, part):
+            raise ValueError(f"{reference!r}: {module_name} has no {attribute}")
+        found = getattr(found, part)
+    if isinstance(found, dict) and found and all(callable(program) for program in found.values()):
+        return {str(name): program for name, program in found.items()}
+    if callable(found):
+        return {attribute: found}
+    raise ValueError(f"{reference!r}: expected a program or a dict of programs, found {type(found).__name__}")

@@ -115,9 +115,20 @@ def bench_classic(root_seeds: int = 20, cap: int = 2000, on_done: Callable[[str]
     result = {"benchmark": "classic-threads" if threads else "classic", "root_seeds": root_seeds, "cap": cap, "bugs": bugs,
               "targets": targets(bugs)}
     if threads:
+        result["virtual_time"] = virtual_time()
         result["peers"] = measure_peers([bug["bug"] for bug in bugs], root_seeds, cap, peer_python, on_done)
         result["targets"].update(peer_targets(bugs, result["peers"]))
     return result
+
+
+def virtual_time(runs: int = 200) -> dict[str, Any]:
+    """Virtual seconds per wall second of a thread program that holds a lease for 300 virtual seconds."""
+    started = time.perf_counter()
+    found = explore(classic_threads.lease_for_five_minutes, runs=runs, shrink=False)
+    wall_s = time.perf_counter() - started
+    assert not found.failed, found
+    return {"program": "lease_for_five_minutes", "runs": runs, "virtual_s_per_run": 300, "wall_s": round(wall_s, 3),
+            "virtual_s_per_wall_s": round(runs * 300 / wall_s)}
 
 
 def peer_targets(bugs: Sequence[dict[str, Any]], peers: dict[str, Any]) -> dict[str, Any]:

@@ -416,3 +416,23 @@ BUGS: dict[str, Bug] = {
     "sqlite_lock_across_sleep": Bug(setup_sqlite_lock_across_sleep, (_quick_writer, _slow_writer), check_sqlite_lock_across_sleep,
                                     "A writer holds SQLite's lock across a sleep: a second writer waits its timeout out and fails."),
 }
+
+def lease_for_five_minutes() -> None:
+    """Not a bug: a holder keeps a lease for 300 s while a refresher renews it every 30 s, as a compaction's
+    lease refresher does; the benchmark's measure of virtual seconds per wall second."""
+    stop, renewals = threading.Event(), []
+
+    def refresh() -> None:
+        while not stop.wait(30):
+            renewals.append(time.time())
+
+    refresher = threading.Thread(target=refresh, name="lease-refresher", daemon=True)
+    refresher.start()
+    time.sleep(300)
+    stop.set()
+    refresher.join(timeout=1.0)
+    assert len(renewals) in (9, 10), renewals  # at 300 s the last renewal and the holder wake together: either may go first
+
+
+# The plain programs by name, for the command line (`check-determinism --programs sim.bench.classic_threads:PROGRAMS`).
+PROGRAMS: dict[str, Callable[[], None]] = {name: program(bug) for name, bug in BUGS.items()}
