@@ -3,7 +3,9 @@
 The Python API that the CLI, the tests and the pytest plugin share:
 
 - `explore(program, *args, strategy=..., runs=... | time_budget_s=..., seed=...)` searches the schedules
-  of any async `program(rt, *args)` for a failure; `replay(failure_or_repro, program, *args)` reruns one.
+  of any async `program(rt, *args)`, or of a plain `program(*args)` that uses threads, for a failure, and
+  shrinks it; `replay(failure_or_repro, program, *args)` reruns one. `NotSimulated` is what a thread gets
+  for a call the thread runtime does not model (a subprocess, a socket).
 - `World(seed, strategy).run(main)` is one run, read from its `RunResult` (outcome, history, decisions).
 - `unwrap(error)` digs a task's exception out of the exception groups it reached the root task in.
 - The strategies, by class or by name (`STRATEGIES`): random walk, PCT, preemption-bounded DFS, the portfolio.
@@ -19,11 +21,12 @@ from sim.strategies.portfolio import Portfolio
 from sim.strategies.random_walk import RandomWalk
 from sim.strategies.registry import STRATEGIES
 from sim.strategies.replay import ReplayStrategy
+from sim.threads.unmodelled import NotSimulated
 from sim.timefreeze import frozen_time
 from sim.world import RunOutcome, RunResult, World
 
 __all__ = [
-    "BudgetExceeded", "Cancelled", "Deadlock", "DivergenceError", "Exploration", "Failure", "PCT", "Portfolio",
+    "BudgetExceeded", "Cancelled", "Deadlock", "DivergenceError", "Exploration", "Failure", "NotSimulated", "PCT", "Portfolio",
     "PreemptionBoundedDFS", "RandomWalk", "ReplayStrategy", "RunOutcome", "RunResult", "STRATEGIES", "Strategy",
     "TooSlowError", "World", "explore", "frozen_time", "replay", "unwrap",
 ]

@@ -1,10 +1,12 @@
-"""Any async program under the simulator: `explore` searches its schedules for a failure, `replay` reruns one.
+"""Any program under the simulator: `explore` searches its schedules for a failure, `replay` reruns one.
 
-A program is an async function taking a Runtime first (`async def main(rt, *args)`), written against the
-Runtime API only. `explore` runs it once per seed under one strategy object until a run fails (an
-exception escapes, a deadlock, a budget overrun), the run or time budget is spent, or a systematic search
-has covered its space. It freezes the wall clock once for the whole search (a freeze per run would cost
-more than the runs), and writes the failing run as a repro file that `replay` reruns byte for byte.
+A program is an async function taking a Runtime first (`async def main(rt, *args)`), or a plain callable
+that uses threads (`def main(*args)`, see `sim.programs`). `explore` runs it once per seed under one
+strategy object until a run fails (an exception escapes, a deadlock, a budget overrun), the run or time
+budget is spent, or a systematic search has covered its space. It freezes the wall clock once for the whole
+search (a freeze per run would cost more than the runs), shrinks the failure to the fewest deviations from
+the unsteered schedule that still fail the same way, and writes it as a repro file when asked to; `replay`
+reruns a failure or a repro file byte for byte.
 """
 
 from __future__ import annotations
@@ -16,36 +18,40 @@ import re
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from sim.failure import Failure
 from sim.kernel.errors import DivergenceError
+from sim.programs import DEFAULT_MAX_STEPS, Program, Settings, program_name
 from sim.search import exhaustion, until_exhausted, within_budget
+from sim.shrink_program import ProgramShrinker
 from sim.strategies.base import Strategy
-from sim.strategies.decisions import Recorded
+from sim.strategies.decisions import Recorded, non_default
 from sim.strategies.registry import DEFAULT_STRATEGY, strategy_for
 from sim.strategies.replay import ReplayStrategy
 from sim.strategies.serialization import expand, sparse
+from sim.threads.unmodelled import NotSimulated
 from sim.timefreeze import frozen_time
 from sim.world import RunOutcome, RunResult, World
 
-Program = Callable[..., Awaitable[Any]]
-
 DEFAULT_RUNS = 1000
-DEFAULT_MAX_STEPS = 1_000_000
-DEFAULT_REPRO_DIR = Path("out")
-REPRO_FORMAT = 1
+DEFAULT_SHRINK_S = 10.0
+REPRO_FORMAT = 2  # 2 added the program's kind and preemption; a format-1 file is an async program's
 
 
 @dataclass(frozen=True)
 class Exploration:
-    """What one search did: how many runs, under which strategy, and the first failure if there was one."""
+    """What one search did: how many runs, under which strategy, and the first failure if there was one.
+
+    `failure` is the shrunk failure (when shrinking was on), `found` the run the search first failed in.
+    """
 
     program: str
     strategy: Strategy
     runs: int
     cpu_s: float
     failure: Failure | None
+    found: Failure | None = None
 
     @property
     def failed(self) -> bool:
@@ -57,13 +63,23 @@ class Exploration:
 
     def __str__(self) -> str:
         ran = f"{self.program}: {self.runs} runs under {self.strategy.name}, {self.cpu_s:.2f}s"
-        if self.failure is not None:
-            return f"{ran}\n{self.failure}"
-        return f"{ran}{', its whole bounded space' if self.exhausted else ''}: no failure"
+        if self.failure is None:
+            return f"{ran}{', its whole bounded space' if self.exhausted else ''}: no failure"
+        found = self.found or self.failure
+        shrunk = ""
+        if found is not self.failure:
+            shrunk = (f"\n  shrunk from {_deviations(found)} to {_deviations(self.failure)} "
+                      f"(run {found.seed}, found by {found.run.strategy})")
+        return f"{ran}{shrunk}\n{self.failure}"
+
+
+def _deviations(failure: Failure) -> str:
+    count = non_default(failure.decisions)
+    return f"{count} decision{'s' if count != 1 else ''}"
 
 
 def explore(
-    program: Program,
+    program: Callable[..., Any],
     *args: Any,
     strategy: str | Strategy = DEFAULT_STRATEGY,
     runs: int | None = None,
@@ -71,59 +87,88 @@ def explore(
     seed: int = 0,
     max_steps: int = DEFAULT_MAX_STEPS,
     max_time_s: float = math.inf,
-    repro_dir: Path | None = DEFAULT_REPRO_DIR,
+    preemption: str = "lines",
+    shrink: bool = True,
+    shrink_time_s: float = DEFAULT_SHRINK_S,
+    repro_dir: Path | str | None = None,
     repro_name: str | None = None,
 ) -> Exploration:
-    """Run `program(rt, *args)` on seeds `seed`, `seed`+1, ... until the first failure or the budget.
+    """Run `program` on seeds `seed`, `seed`+1, ... until the first failure or the budget.
 
     The budget is `runs` runs or `time_budget_s` CPU seconds (DEFAULT_RUNS runs if neither is given).
-    `strategy` is a name from `sim.strategies.registry` or a strategy object. A failure is written to
-    `repro_dir` (not at all if None) as a repro file that `replay` takes, named after `repro_name` (default:
-    the program) and the seed.
+    `strategy` is a name from `sim.strategies.registry` or a strategy object. `preemption` says where a
+    thread program's threads may be switched besides blocking calls and clock reads: "lines" of its own code
+    (the default), "opcodes", or "sync" (nowhere else). A failure is shrunk (unless `shrink` is False) for
+    at most `shrink_time_s` CPU seconds, and written to `repro_dir` (nothing is written if it is None) as a
+    repro file that `replay` takes, named after `repro_name` (default: the program) and the seed.
     """
+    budget_runs, budget_s = _budget(runs, time_budget_s)
+    if not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a whole number of at least 0, not {seed!r}")
+    target = Program(program, args, Settings(max_steps, max_time_s, preemption))
+    searcher = strategy_for(strategy) if isinstance(strategy, str) else strategy
+    started, count, found = time.process_time(), 0, None
+    with frozen_time(), target.batch():
+        for run_seed in until_exhausted(within_budget(itertools.count(seed), budget_runs, budget_s), searcher):
+            count += 1
+            found = _failure(target, World(run_seed, searcher, max_steps=max_steps, max_time_s=max_time_s))
+            if found is not None:
+                break
+        failure = ProgramShrinker(target, found, shrink_time_s).shrink() if found is not None and shrink else found
+    if failure is not None and repro_dir is not None:
+        failure = replace(failure, repro=write_repro(failure, target, Path(repro_dir), name=repro_name))
+    return Exploration(target.name, searcher, count, time.process_time() - started, failure, found)
+
+
+def _budget(runs: int | None, time_budget_s: float | None) -> tuple[int | None, float | None]:
+    """The CLI's rules: one budget at most, runs a whole number from 1, a time above 0."""
     if runs is not None and time_budget_s is not None:
         raise ValueError("give runs or time_budget_s, not both")
-    if runs is None and time_budget_s is None:
-        runs = DEFAULT_RUNS
-    searcher = strategy_for(strategy) if isinstance(strategy, str) else strategy
-    started, count, failure = time.process_time(), 0, None
-    with frozen_time():
-        for run_seed in until_exhausted(within_budget(itertools.count(seed), runs, time_budget_s), searcher):
-            count += 1
-            failure = Failure.of(World(run_seed, searcher, max_steps=max_steps, max_time_s=max_time_s).run(program, *args))
-            if failure is not None:
-                break
-    if failure is not None and repro_dir is not None:
-        repro = write_repro(failure, program, repro_dir, max_steps=max_steps, max_time_s=max_time_s, name=repro_name)
-        failure = replace(failure, repro=repro)
-    return Exploration(program_name(program), searcher, count, time.process_time() - started, failure)
+    if runs is not None and (not isinstance(runs, int) or isinstance(runs, bool) or runs < 1):
+        raise ValueError(f"runs must be a whole number of at least 1, not {runs!r}")
+    if time_budget_s is not None and not time_budget_s > 0:
+        raise ValueError(f"time_budget_s must be above 0, not {time_budget_s!r}")
+    return (DEFAULT_RUNS if runs is None and time_budget_s is None else runs), time_budget_s
+
+
+def _failure(target: Program, world: World) -> Failure | None:
+    """The run's failure, with the settings to replay it; a call the runtime does not model is raised."""
+    failure = Failure.of(target.run(world))
+    if failure is not None and isinstance(failure.error, NotSimulated):
+        raise failure.error
+    return None if failure is None else replace(failure, settings=target.settings)
 
 
 def replay(
     recording: Failure | str | Path | Sequence[Recorded],
-    program: Program,
+    program: Callable[..., Any],
     *args: Any,
     seed: int = 0,
     max_steps: int | None = None,
     max_time_s: float | None = None,
+    preemption: str | None = None,
 ) -> RunResult:
     """Run `program` again under a recording: a Failure, a repro file, or a decision list (run at `seed`).
 
     A Failure or a repro file must give the very same run: DivergenceError if its trace digest differs.
-    The budgets default to the recording's (a repro file keeps them), else to `explore`'s.
+    The settings (budgets, preemption) default to the recording's, else to `explore`'s.
     """
     expected = None
-    budgets: dict[str, Any] = {"max_steps": DEFAULT_MAX_STEPS, "max_time_s": math.inf}
+    settings = Settings()
     if isinstance(recording, Failure):
         decisions, seed, expected = recording.decisions, recording.seed, recording.run.digest()
+        settings = recording.settings or settings
     elif isinstance(recording, (str, Path)):
         document = read_repro(Path(recording), program)
         decisions, seed, expected = expand(document["decisions"], document["decision_points"]), document["seed"], document["digest"]
-        budgets.update(max_steps=document["max_steps"], max_time_s=_from_json_time(document["max_time_s"]))
+        settings = Settings(document["max_steps"], _from_json_time(document["max_time_s"]), document.get("preemption", "lines"))
     else:
         decisions = list(recording)
-    budgets.update({key: value for key, value in (("max_steps", max_steps), ("max_time_s", max_time_s)) if value is not None})
-    result = World(seed, ReplayStrategy(decisions), **budgets).run(program, *args)
+    given = {"max_steps": max_steps, "max_time_s": max_time_s, "preemption": preemption}
+    settings = replace(settings, **{key: value for key, value in given.items() if value is not None})
+    target = Program(program, args, settings)
+    with frozen_time(), target.batch():
+        result = target.run(World(seed, ReplayStrategy(decisions), max_steps=settings.max_steps, max_time_s=settings.max_time_s))
     if expected is not None and result.digest() != expected:
         raise DivergenceError(f"the replayed run differs from the recorded one (trace digest {result.digest()[:16]}, "
                               f"recorded {expected[:16]}): the program changed, or it is not deterministic")
@@ -133,37 +178,36 @@ def replay(
 # ---- repro files --------------------------------------------------------------------------------
 
 
-def program_name(program: Program) -> str:
-    return f"{getattr(program, '__module__', '?')}:{getattr(program, '__qualname__', repr(program))}"
-
-
-def write_repro(failure: Failure, program: Program, out_dir: Path, *, max_steps: int, max_time_s: float,
-                name: str | None = None) -> Path:
+def write_repro(failure: Failure, target: Program, out_dir: Path, *, name: str | None = None) -> Path:
     """The failing run as a repro file in `out_dir`, named after `name` (default: the program) and the seed."""
-    run = failure.run
+    run, settings = failure.run, target.settings
     document = {
         "format": REPRO_FORMAT,
-        "program": program_name(program),
+        "program": target.name,
+        "kind": "threads" if target.threaded else "async",
         "seed": run.seed,
         "strategy": run.strategy,
         "outcome": str(run.outcome),
         "failure": failure.headline(),
         "task": failure.task,
-        "max_steps": max_steps,
-        "max_time_s": None if math.isinf(max_time_s) else max_time_s,
+        "max_steps": settings.max_steps,
+        "max_time_s": None if math.isinf(settings.max_time_s) else settings.max_time_s,
+        "preemption": settings.preemption,
         "digest": run.digest(),
         "decision_points": len(run.decisions),
         "decisions": sparse(run.decisions),
     }
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name or program_name(program).rsplit(":", 1)[-1]).strip("_")
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name or target.name.rsplit(":", 1)[-1]).strip("_")
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{stem}-seed{run.seed}.repro.json"
     path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     return path
 
 
-def read_repro(path: Path, program: Program) -> dict[str, Any]:
-    """A program's repro file, checked for the keys replay needs and for the program it was recorded from."""
+def read_repro(path: Path, program: Callable[..., Any]) -> dict[str, Any]:
+    """A program's repro file, checked for the keys replay needs and for the program it was recorded from.
+
+    A program recorded as a script's `__main__:f` replays as `module:f` (the same function imported)."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -172,9 +216,15 @@ def read_repro(path: Path, program: Program) -> dict[str, Any]:
                       ("decision_points", int)):
         if not isinstance(document, dict) or not isinstance(document.get(key), kind):
             raise ValueError(f"{path}: {key}: expected {kind.__name__} in a program's repro file")
-    if document["program"] != program_name(program):
+    if not _same_program(document["program"], program_name(program)):
         raise ValueError(f"{path}: recorded from {document['program']}, not from {program_name(program)}")
     return document
+
+
+def _same_program(recorded: str, given: str) -> bool:
+    recorded_module, _, recorded_name = recorded.partition(":")
+    given_module, _, given_name = given.partition(":")
+    return recorded_name == given_name and (recorded_module == given_module or "__main__" in (recorded_module, given_module))
 
 
 def _from_json_time(value: float | None) -> float:

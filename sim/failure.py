@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from sim.kernel.errors import Cancelled, Deadlock, SimulationError
 from sim.strategies.decisions import Decision, non_default
 from sim.world import RunOutcome, RunResult
+
+if TYPE_CHECKING:
+    from sim.programs import Settings
 
 
 def leaves(error: BaseException) -> Iterator[BaseException]:
@@ -47,6 +50,7 @@ class Failure:
     task: str | None
     run: RunResult
     repro: Path | None = None
+    settings: "Settings | None" = None  # how the run was made (budgets, preemption), for a replay to do the same
 
     @classmethod
     def of(cls, run: RunResult) -> "Failure | None":

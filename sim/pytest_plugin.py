@@ -1,27 +1,33 @@
-"""A pytest plugin: scenario files are test items, and `@pytest.mark.sim` runs an async test under exploration.
+"""A pytest plugin: scenario files are test items, and `@pytest.mark.sim` runs a test under exploration.
 
-Every `*.toml` in a folder named `scenarios` becomes one item that explores the scenario and passes when its
-expectation holds (no violation, every fault fired, every coverage mark reached). A failing item shows the
+Scenario files are collected where the project asks for them (the ini option `sim_scenarios`, folders
+relative to the root; this project lists `scenarios`) and wherever they are named on the command line
+(`pytest my.toml`), never elsewhere: a `scenarios/level1.toml` of an unrelated project is not ours. Each
+becomes one item that explores the scenario and passes when its expectation holds (no violation, every
+fault fired, every coverage mark reached). A failing item shows the
 violated invariant, the timeline around its witnesses and the command that replays it. Items are
 independent, so `pytest -n auto` spreads them over workers. `--sim-must-fail-under` also runs each scenario
 under every mutant its `must_fail_under` names (one child process per mutant, the scenario's own seeds and
 runs) and fails the item if one does not make it fail.
 
-An `async def test_x(rt)` marked `@pytest.mark.sim(runs=500, strategy="portfolio")` is run by `sim.explore`
-as a program: `rt` is each run's simulated Runtime (other fixtures are shared by all the runs). A failure
-shows the exception (out of its exception groups) or the deadlock report, and the command that replays it:
-`--sim-replay REPRO` runs the recorded schedule once, byte for byte.
+A test marked `@pytest.mark.sim(runs=500, strategy="portfolio")` is run by `sim.explore` as a program: an
+`async def test_x(rt)`, where `rt` is each run's simulated Runtime, or a plain `def test_x()` that uses
+threads, run by the thread runtime (other fixtures are made once and shared by all the runs). A failure
+shows the exception (out of its exception groups) or the deadlock report, shrunk, and the command that
+replays it: `--sim-replay REPRO` runs the recorded schedule once, byte for byte. Repro files go to
+`--sim-repro-dir` (default: `out/` under the root).
 
 With `--sim-swarm-runs N`, a workload in `scenarios/swarm/` (generated runs, `sim.swarm`) becomes one item per
 batch of ten run indices, N runs in all, from the root seed `--sim-seed`; a failing batch names each failure
 class once, with its run written out as a scenario file and its replay. Without it workloads are not collected.
 
 Options: `--sim-seed`, `--sim-runs` (for scenarios and marked tests), `--sim-swarm-runs`, `--sim-must-fail-under`,
-`--sim-replay`.
+`--sim-replay`, `--sim-repro-dir`.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import shlex
@@ -35,7 +41,8 @@ SWARM_FOLDER = "swarm"  # scenarios/swarm/: generated workloads
 SWARM_BATCH = 10  # generated runs per item, so a long campaign spreads over xdist workers
 REPRO_FOLDER = "out"
 MARKER = "sim"
-MARKER_OPTIONS = ("runs", "time_budget_s", "strategy", "seed", "max_steps", "max_time_s")
+MARKER_OPTIONS = ("runs", "time_budget_s", "strategy", "seed", "max_steps", "max_time_s", "preemption")
+SCENARIO_PATHS_INI = "sim_scenarios"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -50,17 +57,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="also check must_fail_under: under each mutant it names, the scenario must report a violation")
     group.addoption("--sim-replay", type=Path, default=None, metavar="REPRO",
                     help="run the selected @pytest.mark.sim test once, under the schedule this repro file recorded")
+    group.addoption("--sim-repro-dir", type=Path, default=None, metavar="DIR",
+                    help=f"where failing runs are written as repro files (default: {REPRO_FOLDER}/ under the root)")
+    parser.addini(SCENARIO_PATHS_INI, type="paths", default=[],
+                  help="folders (relative to the ini file) whose scenario .toml files are collected as tests")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}({', '.join(f'{o}=...' for o in MARKER_OPTIONS)}): run this "
-                            "`async def test(rt)` under sim.explore; a failure prints the command that replays it")
+                            "`async def test(rt)`, or plain `def test()` that uses threads, under sim.explore; a "
+                            "failure prints the command that replays it")
+
+
+def _asked_for(config: pytest.Config, file_path: Path) -> bool:
+    """Whether the project listed a folder holding this file (`sim_scenarios`), or the command line named it."""
+    folders = [Path(str(folder)) for folder in config.getini(SCENARIO_PATHS_INI)]
+    named = [Path(str(config.invocation_params.dir), arg.split("::")[0]).resolve() for arg in config.args]
+    path = file_path.resolve()
+    return path in named or any(path.is_relative_to(folder.resolve()) for folder in folders)
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
-    if file_path.suffix != ".toml":
+    if file_path.suffix != ".toml" or not _asked_for(parent.config, file_path):
         return None
-    if file_path.parent.name == SCENARIO_FOLDER:
+    if file_path.parent.name != SWARM_FOLDER:
         return ScenarioFile.from_parent(parent, path=file_path)
     # Workloads only on request, like `run` leaves them to `swarm`: a campaign is not a catalogue check.
     swarm_runs = parent.config.getoption("--sim-swarm-runs")
@@ -187,24 +207,55 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     marker = pyfuncitem.get_closest_marker(MARKER)
     if marker is None:
         return None
-    test = pyfuncitem.obj
-    if not inspect.iscoroutinefunction(test) or "rt" not in pyfuncitem.fixturenames:
-        pytest.fail(f"@pytest.mark.{MARKER} runs an `async def` test that takes `rt`", pytrace=False)
-    unknown = set(marker.kwargs) - set(MARKER_OPTIONS)
-    if marker.args or unknown:
-        pytest.fail(f"@pytest.mark.{MARKER} takes only {', '.join(MARKER_OPTIONS)} as keywords", pytrace=False)
-    shared = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames if name != "rt"}
-
-    @functools.wraps(test)
-    async def program(runtime: Any) -> Any:
-        return await test(rt=runtime, **shared)
-
+    _check_marker(marker)
+    program = _program(pyfuncitem)
     replaying = pyfuncitem.config.getoption("--sim-replay")
     if replaying is not None:
         _replay(pyfuncitem, program, replaying)
     else:
         _explore(pyfuncitem, program, dict(marker.kwargs))
     return True
+
+
+def _check_marker(marker: pytest.Mark) -> None:
+    """Only the keywords `sim.explore` takes from a marker; a misspelt one is named, with what it resembles."""
+    __tracebackhide__ = True
+    if marker.args:
+        pytest.fail(f"@pytest.mark.{MARKER} takes keywords only ({', '.join(MARKER_OPTIONS)})", pytrace=False)
+    for keyword in marker.kwargs:
+        if keyword not in MARKER_OPTIONS:
+            close = difflib.get_close_matches(keyword, MARKER_OPTIONS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (it takes {', '.join(MARKER_OPTIONS)})"
+            pytest.fail(f"@pytest.mark.{MARKER}: no keyword {keyword!r}{hint}", pytrace=False)
+
+
+def _program(item: pytest.Function) -> Any:
+    """The test as a program: async with the run's Runtime as `rt`, or plain (thread runtime); fixtures shared."""
+    __tracebackhide__ = True
+    test = item.obj
+    shared = {name: item.funcargs[name] for name in item._fixtureinfo.argnames if name != "rt"}
+    if inspect.iscoroutinefunction(test):
+        if "rt" not in item.fixturenames:
+            pytest.fail(f"@pytest.mark.{MARKER}: an `async def` test takes `rt`, the run's simulated Runtime", pytrace=False)
+
+        @functools.wraps(test)
+        async def program(runtime: Any) -> Any:
+            return await test(rt=runtime, **shared)
+
+        return program
+    if "rt" in item.fixturenames:
+        pytest.fail(f"@pytest.mark.{MARKER}: `rt` is the Runtime of an `async def` test; a plain `def` test runs "
+                    "under the thread runtime and takes no `rt`", pytrace=False)
+
+    @functools.wraps(test)
+    def threads() -> Any:
+        return test(**shared)
+
+    return threads
+
+
+def _repro_dir(config: pytest.Config) -> Path:
+    return config.getoption("--sim-repro-dir") or Path(str(config.rootpath)) / REPRO_FOLDER
 
 
 def _explore(item: pytest.Function, program: Any, options: dict[str, Any]) -> None:
@@ -218,14 +269,13 @@ def _explore(item: pytest.Function, program: Any, options: dict[str, Any]) -> No
     if config.getoption("--sim-seed") is not None:
         options["seed"] = config.getoption("--sim-seed")
     try:
-        found = explore(program, repro_dir=Path(str(config.rootpath)) / REPRO_FOLDER, repro_name=item.name, **options)
-    except ValueError as error:
+        found = explore(program, repro_dir=_repro_dir(config), repro_name=item.name, **options)
+    except (TypeError, ValueError) as error:
         pytest.fail(f"@pytest.mark.{MARKER}: {error}", pytrace=False)
     if found.failure is None:
         return
     command = f"python -m pytest {shlex.quote(item.nodeid)} --sim-replay {shlex.quote(str(found.failure.repro))}"
-    raise ExplorationFailed(f"{found.runs} runs under {found.strategy.name}, the last one failed:\n"
-                            f"{found.failure}\n  replay: {command}") from found.failure.error
+    raise ExplorationFailed(f"{found}\n  replay: {command}") from found.failure.error
 
 
 def _replay(item: pytest.Function, program: Any, repro: Path) -> None:

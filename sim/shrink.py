@@ -35,6 +35,7 @@ from sim.report import replay_command, write_repro
 from sim.scenario.loader import load_scenario
 from sim.scenario.model import DriveSpec, Scenario
 from sim.scenario.runner import RunReport, run_once
+from sim.shrink_decisions import DecisionPasses
 from sim.strategies.decisions import Recorded, non_default
 from sim.strategies.follow import FollowSchedule, Recording, Schedule
 from sim.strategies.prefix import PrefixReplay
@@ -136,7 +137,7 @@ def _clock() -> float:
     return time.process_time()
 
 
-class Shrinker:
+class Shrinker(DecisionPasses):
     """Greedy passes over one failing run; each pass reports whether it made the run smaller."""
 
     def __init__(self, scenario: Scenario, seed: int, invariant: str, decisions: Sequence[Recorded], deadline: float) -> None:
@@ -164,9 +165,7 @@ class Shrinker:
 
         `on_pass` hears of each finished pass, with the smallest run so far (progress lines).
         """
-        passes: tuple[Callable[[], bool], ...] = (
-            self._drop_plan_entries, self._lower_config, self._to_fifo, self._truncate, self._delete_chunks, self._zero_chunks, self._lower_values,
-        )
+        passes = (self._drop_plan_entries, self._lower_config, *self.decision_passes())
         try:
             progress = True
             while progress:
@@ -224,6 +223,9 @@ class Shrinker:
             return False
         self.best, self.best_report, self.best_schedule = canonical, report, recorded
         return True
+
+    def _best_decisions(self) -> tuple[Recorded, ...]:
+        return self.best.decisions
 
     def _try_decisions(self, decisions: Sequence[Recorded]) -> bool:
         return self._try(dataclasses.replace(self.best, decisions=tuple(decisions)))
@@ -309,59 +311,6 @@ class Shrinker:
                 config = self.best.config[:position] + ((field, middle),) + self.best.config[position + 1:]
                 lowered = dataclasses.replace(self.best, config=config)
                 if self._try(lowered, self.best_schedule) or self._try(dataclasses.replace(lowered, decisions=())):
-                    improved = True
-                else:
-                    low = middle + 1
-        return improved
-
-    def _to_fifo(self) -> bool:
-        """The unsteered run: no deviation left to explain, if the failure does not need one."""
-        return self._try_decisions(())
-
-    def _truncate(self) -> bool:
-        """Binary search for a short prefix: past the end of the list every choice is the default."""
-        decisions = self.best.decisions
-        low, high, improved = 0, len(decisions), False
-        while low < high:
-            middle = (low + high) // 2
-            if self._try_decisions(decisions[:middle]):
-                high, improved = middle, True
-            else:
-                low = middle + 1
-        return improved
-
-    def _delete_chunks(self) -> bool:
-        return self._chunked(lambda decisions, start, size: decisions[:start] + decisions[start + size:])
-
-    def _zero_chunks(self) -> bool:
-        """Fewer preemptions: whole runs of choices set back to the default at once, then single ones."""
-        return self._chunked(lambda decisions, start, size: (
-            decisions[:start] + tuple(d.with_choice(0) for d in decisions[start:start + size]) + decisions[start + size:]
-        ))
-
-    def _chunked(self, edit: Callable[[tuple[Recorded, ...], int, int], tuple[Recorded, ...]]) -> bool:
-        """Apply `edit` to chunks of halving size, the whole list first, from the end of the list to its start."""
-        improved = False
-        size = max(1, len(self.best.decisions))
-        while True:
-            start = len(self.best.decisions) - size
-            while start >= 0:
-                improved = self._try_decisions(edit(self.best.decisions, start, size)) or improved
-                start -= size
-            if size == 1:
-                return improved
-            size //= 2
-
-    def _lower_values(self) -> bool:
-        """Binary search each remaining non-default choice down toward 0 (a draw's value, a later task)."""
-        improved = False
-        for position in reversed(range(len(self.best.decisions))):
-            low = 0
-            while position < len(self.best.decisions) and low < self.best.decisions[position].choice:
-                decisions = self.best.decisions
-                middle = (low + decisions[position].choice) // 2
-                lowered = decisions[:position] + (decisions[position].with_choice(middle),) + decisions[position + 1:]
-                if self._try_decisions(lowered):
                     improved = True
                 else:
                     low = middle + 1

@@ -1,7 +1,9 @@
 """Pin the wall clock (`time.time` and `datetime.now`) to virtual time while simulated runs execute.
 
 Starting freezegun scans every loaded module (milliseconds), so a batch of runs shares one freeze and each
-run moves the frozen time as its virtual clock advances. The freeze is always undone on exit.
+run moves the frozen time as its virtual clock advances. The freeze is always undone on exit. Every caller
+sees the frozen clock: freezegun would give the real one to calls made from modules on its ignore list
+(`threading` and `queue` among them), and a simulated thread's code runs below `threading.Thread.run`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import freezegun
+import freezegun.api
 
 # Virtual time 0 maps to this wall-clock instant for code that reads the wall clock.
 EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
@@ -29,9 +32,11 @@ def frozen_time() -> Iterator[None]:
         return
     freezer = freezegun.freeze_time(EPOCH, tick=False)
     _active = freezer.start()
+    inspection_limit, freezegun.api.call_stack_inspection_limit = freezegun.api.call_stack_inspection_limit, 0
     try:
         yield
     finally:
+        freezegun.api.call_stack_inspection_limit = inspection_limit
         freezer.stop()
         _active = None
 

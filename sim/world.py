@@ -113,7 +113,7 @@ class World:
             outcome=_outcome(stop, error),
             value=outcome.get("value"),
             error=error,
-            steps=self.kernel.steps,
+            steps=self.kernel.steps + self.kernel.extra_steps,
             virtual_s=self.kernel.now_s,
             decisions=self.decisions,
             history=self.kernel.history,

@@ -9,6 +9,7 @@ import json
 import pytest
 
 import sim
+from sim.bench import classic_threads
 from sim.bench.classic import bench_classic
 from sim.bench.classic_bugs import BUGS
 from sim.strategies.dfs import PreemptionBoundedDFS
@@ -60,3 +61,38 @@ def test_bench_classic_prints_one_json_document_and_a_progress_line_per_bug(tmp_
     total = len(BUGS)
     assert [line.split(":")[1].strip() for line in done.stderr.splitlines()] == [
         f"[{index:>2}/{total}] {name}" for index, name in enumerate(BUGS, 1)]
+
+
+# ---- the same bugs in plain threading (bench classic --threads) ----------------------------------------
+
+THREAD_DEADLOCKS = {"three_lock_deadlock": True, "lost_wakeup": False, "must_run_last": False}
+
+
+@pytest.mark.parametrize("name", sorted(classic_threads.BUGS))
+def test_each_thread_bug_is_found_by_the_portfolio_and_replays_byte_for_byte(name):
+    program = classic_threads.program(classic_threads.BUGS[name])
+    found = sim.explore(program, runs=2000, shrink=False)
+    assert found.failed, f"{name}: not found in 2000 runs"
+    assert sim.replay(found.failure.decisions, program, seed=found.failure.seed).digest() == found.failure.run.digest()
+    deadlock = found.failure.deadlock
+    assert (deadlock is not None) == (name in THREAD_DEADLOCKS)
+    if deadlock is not None:
+        assert deadlock.blocked and bool(deadlock.cycle) == THREAD_DEADLOCKS[name]
+
+
+def test_each_thread_bug_passes_when_nothing_preempts_plain_lines():
+    """Under `sync` preemption only blocking calls switch threads: the races between plain lines cannot show."""
+    for name in ("lost_update", "check_then_act", "aba_free_list"):
+        found = sim.explore(classic_threads.program(classic_threads.BUGS[name]), runs=50, preemption="sync", shrink=False)
+        assert not found.failed, name
+
+
+def test_bench_classic_threads_names_a_peer_it_cannot_run(monkeypatch):
+    from sim.bench import peers
+
+    monkeypatch.setattr(peers.shutil, "which", lambda name: None)
+    result = bench_classic(root_seeds=1, cap=30, threads=True, peer_python=None)
+    assert [bug["bug"] for bug in result["bugs"]] == list(classic_threads.BUGS)
+    assert "frontrun is not installed" in result["peers"]["tools"]["frontrun"]
+    assert "interleave-test needs Python >= 3.12" in result["peers"]["tools"]["interleave-test"]
+    assert result["targets"]["every_failure_replays_exactly"]

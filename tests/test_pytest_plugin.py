@@ -21,11 +21,23 @@ def pytest_run(*args: str, cwd: Path, env: dict[str, str] | None = None, safe_pa
                           cwd=cwd, env=checkout_env(env))
 
 
-def scenario_copy(tmp_path: Path) -> Path:
+def scenario_copy(tmp_path: Path, *, opt_in: bool = True) -> Path:
+    """A project with one scenario in scenarios/, which its pytest.ini asks the plugin to collect."""
     folder = tmp_path / "scenarios"
     folder.mkdir()
     shutil.copy(R1, folder / R1.name)
+    if opt_in:
+        (tmp_path / "pytest.ini").write_text("[pytest]\nsim_scenarios = scenarios\n", encoding="utf-8")
     return folder
+
+
+def test_scenario_files_are_collected_only_where_the_project_asks_or_the_command_line_names_them(tmp_path):
+    folder = scenario_copy(tmp_path, opt_in=False)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    unasked = pytest_run(str(tmp_path), "--collect-only", "-q", cwd=tmp_path)
+    assert "no tests collected" in unasked.stdout, unasked.stdout  # an unrelated project's scenarios/*.toml
+    named = pytest_run(str(folder / R1.name), "--collect-only", "-q", cwd=tmp_path)
+    assert f"scenarios/{R1.name}::{R1.stem}" in named.stdout, named.stdout
 
 
 def test_scenario_files_are_items_and_pass_under_xdist(tmp_path):

@@ -1,5 +1,10 @@
 """`python -m sim bench classic`: runs each strategy needs to find each of ten classic concurrency bugs.
 
+With `--threads`, the bugs are the same ten written with plain threading, and three with SQLite
+(`classic_threads.py`), run by the thread runtime; the other tools that control Python threads (frontrun,
+interleave-test) search the very same code in the same run (`peers.py`), so runs to the first failure and
+runs per CPU second stand side by side.
+
 Every bug (`classic_bugs.py`) is explored by every strategy from `root_seeds` starting points: root r
 runs seeds r*100000, r*100000+1, ... through `sim.explore` until the first failure, at most `cap` runs;
 a search that never fails counts as `cap` and is flagged. Every failure found is replayed from its
@@ -12,14 +17,19 @@ search that covered its whole bound without a failure proves the count is above 
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Sequence
 
+from sim.bench import classic_threads
 from sim.bench.classic_bugs import BUGS, Program
 from sim.bench.figures import runs_table, summary
+from sim.bench.peers import measure_peers
 from sim.exploration import explore, replay
 from sim.failure import Failure
 from sim.strategies.dfs import PreemptionBoundedDFS
 from sim.strategies.registry import strategy_for
+from sim.threads.patching import threads_patched
+from sim.timefreeze import frozen_time
 
 SINGLE_STRATEGIES = ("random", "pct-d1", "pct", "pct-d10", "dfs")
 STRATEGIES = (*SINGLE_STRATEGIES, "portfolio")
@@ -27,43 +37,62 @@ ROOT_STRIDE = 100_000
 PORTFOLIO_FACTOR = 3  # the portfolio's median may be at most this many times the best single strategy's
 
 
-def search(program: Program, strategy: str, root: int, cap: int) -> tuple[int | None, Failure | None, Any]:
-    """Runs until the first failure from root seed `root` (None if `cap` runs all passed), the failure, the strategy."""
-    found = explore(program, strategy=strategy_for(strategy), runs=cap, seed=root * ROOT_STRIDE, repro_dir=None)
-    return (found.runs if found.failed else None), found.failure, found.strategy
+def programs(threads: bool) -> dict[str, Any]:
+    """The bugs by name: async programs, or (threads) plain programs over the thread runtime."""
+    if not threads:
+        return dict(BUGS)
+    return {name: classic_threads.program(bug) for name, bug in classic_threads.BUGS.items()}
+
+
+def search(program: Any, strategy: str, root: int, cap: int) -> tuple[int | None, Failure | None, Any, int]:
+    """Runs until the first failure from root seed `root` (None if `cap` runs all passed), the failure, the
+    strategy, and the runs made."""
+    found = explore(program, strategy=strategy_for(strategy), runs=cap, seed=root * ROOT_STRIDE, shrink=False)
+    return (found.runs if found.failed else None), found.failure, found.strategy, found.runs
 
 
 def replays_exactly(program: Program, failure: Failure) -> bool:
     return replay(failure.decisions, program, seed=failure.seed).trace_jsonl() == failure.run.trace_jsonl()
 
 
-def measure_bug(name: str, program: Program, root_seeds: int, cap: int) -> dict[str, Any]:
-    """One bug under every strategy and root: runs to detection, replay checks, and what the failures were."""
-    by_strategy: dict[str, list[int | None]] = {}
-    outcomes: set[str] = set()
-    not_replayed, deadlocks_unexplained = 0, 0
+def measure_bug(name: str, program: Any, root_seeds: int, cap: int, doc: str = "") -> dict[str, Any]:
+    """One bug under every strategy and root: runs to detection, runs per CPU second, replay checks, and what
+    the failures were. A strategy's roots share one batch (one wall-clock freeze, one patched standard library
+    for a thread program), as a campaign's runs do; its CPU time includes that batch's setup."""
+    by_strategy: dict[str, dict[str, Any]] = {}
+    failures: list[Failure] = []
     minimal: dict[str, Any] = {}
     for strategy in STRATEGIES:
-        runs = []
-        for root in range(root_seeds):
-            count, failure, searcher = search(program, strategy, root, cap)
-            runs.append(count)
-            if failure is not None:
-                outcomes.add(str(failure.outcome))
-                not_replayed += not replays_exactly(program, failure)
-                deadlocks_unexplained += failure.deadlock is not None and not failure.deadlock.blocked
-            if strategy == "dfs" and root == 0:
-                minimal = _minimal_preemptions(failure, searcher)
-        by_strategy[strategy] = runs
+        runs, made = [], 0
+        started = time.process_time()
+        with frozen_time(), threads_patched():
+            for root in range(root_seeds):
+                count, failure, searcher, searched = search(program, strategy, root, cap)
+                runs.append(count)
+                made += searched
+                failures += [failure] if failure is not None else []
+                if strategy == "dfs" and root == 0:
+                    minimal = _minimal_preemptions(failure, searcher)
+        cpu_s = time.process_time() - started
+        by_strategy[strategy] = {**summary(runs, cap), "runs_per_cpu_s": round(made / cpu_s, 1)}
+    deadlocks = [failure.deadlock for failure in failures if failure.deadlock is not None]
     return {
         "bug": name,
-        "doc": " ".join((program.__doc__ or "").split()),
-        "outcomes": sorted(outcomes),
+        "doc": doc or " ".join((program.__doc__ or "").split()),
+        "outcomes": sorted({str(failure.outcome) for failure in failures}),
         "minimal_preemptions": minimal,
-        "failures_not_replayed": not_replayed,
-        "deadlocks_without_report": deadlocks_unexplained,
-        "strategies": {strategy: summary(runs, cap) for strategy, runs in by_strategy.items()},
+        "failures_not_replayed": sum(not replays_exactly(program, failure) for failure in failures),
+        "deadlocks_without_report": sum(not deadlock.blocked for deadlock in deadlocks),
+        "deadlock_cycles": sorted({_cycle(deadlock) for deadlock in deadlocks}),
+        "strategies": by_strategy,
     }
+
+
+def _cycle(deadlock: Any) -> str:
+    """A deadlock's wait-for cycle as the tasks in it, or that there is none (a lost wakeup)."""
+    if not deadlock.cycle:
+        return "no cycle: a lost wakeup"
+    return " -> ".join(entry.task for entry in deadlock.cycle)
 
 
 def _minimal_preemptions(failure: Failure | None, searcher: PreemptionBoundedDFS) -> dict[str, Any]:
@@ -73,14 +102,61 @@ def _minimal_preemptions(failure: Failure | None, searcher: PreemptionBoundedDFS
     return {"count": f">{searcher.bound}", "proved": searcher.exhausted}
 
 
-def bench_classic(root_seeds: int = 20, cap: int = 2000, on_done: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Every bug under every strategy; `on_done` hears of each finished bug as one line."""
+def bench_classic(root_seeds: int = 20, cap: int = 2000, on_done: Callable[[str], None] | None = None, *,
+                  threads: bool = False, peer_python: str | None = None) -> dict[str, Any]:
+    """Every bug under every strategy, and with `threads` every peer tool too; `on_done` hears of each finished
+    bug (and peer tool) as one line."""
     bugs = []
-    for name, program in BUGS.items():
-        bugs.append(measure_bug(name, program, root_seeds, cap))
+    docs = {name: bug.doc for name, bug in classic_threads.BUGS.items()} if threads else {}
+    for name, program in programs(threads).items():
+        bugs.append(measure_bug(name, program, root_seeds, cap, docs.get(name, "")))
         if on_done is not None:
             on_done(_progress_line(bugs[-1]))
-    return {"benchmark": "classic", "root_seeds": root_seeds, "cap": cap, "bugs": bugs, "targets": targets(bugs)}
+    result = {"benchmark": "classic-threads" if threads else "classic", "root_seeds": root_seeds, "cap": cap, "bugs": bugs,
+              "targets": targets(bugs)}
+    if threads:
+        result["virtual_time"] = virtual_time()
+        result["peers"] = measure_peers([bug["bug"] for bug in bugs], root_seeds, cap, peer_python, on_done)
+        result["targets"].update(peer_targets(bugs, result["peers"]))
+    return result
+
+
+def virtual_time(runs: int = 200) -> dict[str, Any]:
+    """Virtual seconds per wall second of a thread program that holds a lease for 300 virtual seconds."""
+    started = time.perf_counter()
+    found = explore(classic_threads.lease_for_five_minutes, runs=runs, shrink=False)
+    wall_s = time.perf_counter() - started
+    assert not found.failed, found
+    return {"program": "lease_for_five_minutes", "runs": runs, "virtual_s_per_run": 300, "wall_s": round(wall_s, 3),
+            "virtual_s_per_wall_s": round(runs * 300 / wall_s)}
+
+
+def peer_targets(bugs: Sequence[dict[str, Any]], peers: dict[str, Any]) -> dict[str, Any]:
+    """The goals against the other tools: every bug a tool finds found by the portfolio, in no more runs at the
+    median than that tool's best strategy, and at least as many runs per CPU second as its fastest."""
+    missed, more_runs, slower = [], [], []
+    for bug in bugs:
+        theirs = peers["bugs"][bug["bug"]]
+        ours = bug["strategies"]["portfolio"]
+        found = [figures for figures in theirs.values() if figures["undetected"] < len(figures["runs"])]
+        if found and ours["undetected"] == len(ours["runs"]):
+            missed.append(bug["bug"])
+        if found:
+            best = min(figures["median"] for figures in found)
+            if ours["median"] > best:
+                more_runs.append(f"{bug['bug']} ({ours['median']:g} vs {best:g})")
+        fastest = max((figures["runs_per_cpu_s"] or 0 for figures in theirs.values()), default=0)
+        if ours["runs_per_cpu_s"] < fastest:
+            slower.append(f"{bug['bug']} ({ours['runs_per_cpu_s']:g} vs {fastest:g})")
+    return {"peers_measured": dict(peers["tools"]), "portfolio_finds_every_bug_a_peer_finds": not missed,
+            "bugs_where_a_peer_needs_fewer_runs_at_the_median": more_runs,
+            "bugs_where_a_peer_makes_more_runs_per_cpu_second": slower}
+
+
+def _complete(row: dict[str, Any], columns: Sequence[str]) -> dict[str, Any]:
+    """Every column of a row, a tool that did not run as a blank cell."""
+    blank = {"median": float("nan"), "max": "-", "undetected": 0, "runs_per_cpu_s": None}
+    return {column: row.get(column, blank) for column in columns}
 
 
 def _progress_line(bug: dict[str, Any]) -> str:
@@ -108,9 +184,17 @@ def targets(bugs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> str:
-    """The table: one row per bug, its minimal preemptions, median/max runs to detection per strategy."""
-    rows = [((bug["bug"], str(bug["minimal_preemptions"]["count"])), bug["strategies"]) for bug in result["bugs"]]
-    lines = runs_table(("bug", "preemptions"), rows, STRATEGIES)
+    """The table: one row per bug, its minimal preemptions, median/max runs to detection per strategy and per
+    peer tool's strategy; then runs per CPU second over all of a strategy's runs; then the targets."""
+    peers = result.get("peers", {"bugs": {}})
+    columns = [*STRATEGIES, *sorted({strategy for figures in peers["bugs"].values() for strategy in figures})]
+    figures = [{**bug["strategies"], **peers["bugs"].get(bug["bug"], {})} for bug in result["bugs"]]
+    rows = [((bug["bug"], str(bug["minimal_preemptions"]["count"])), _complete(row, columns))
+            for bug, row in zip(result["bugs"], figures)]
+    lines = runs_table(("bug", "preemptions"), rows, columns)
+    lines += ["", "runs per CPU second:"]
+    lines += [f"  {bug['bug']}: " + ", ".join(f"{column} {row[column].get('runs_per_cpu_s') or '-'}" for column in columns)
+              for bug, (_, row) in zip(result["bugs"], rows)]
     lines.append("")
     lines += [f"{name}: {value}" for name, value in result["targets"].items()]
     return "\n".join(lines)

@@ -66,10 +66,11 @@ def _bench_detection(args: argparse.Namespace) -> int:
 
 
 def _bench_classic(args: argparse.Namespace) -> int:
-    from sim.bench.classic import bench_classic, render
-    from sim.bench.classic_bugs import BUGS
+    from sim.bench.classic import bench_classic, programs, render
 
-    result = bench_classic(root_seeds=args.seeds or 20, cap=args.cap, on_done=progress(args, len(BUGS)).done)
+    units = len(programs(args.threads)) + (2 if args.threads else 0)  # each bug, then each peer tool
+    result = bench_classic(root_seeds=args.seeds or 20, cap=args.cap, on_done=progress(args, units).done,
+                           threads=args.threads, peer_python=args.peer_python)
     print(json.dumps(result, sort_keys=True) if args.json else render(result))
     return EXIT_OK
 
@@ -188,6 +189,10 @@ def add_bench(commands: Any) -> None:
     bench.add_argument("--runs", type=positive_int, help="scenarios, detection's coverage: runs per scenario (default 20); swarm: runs timed for speed (default 200)")
     bench.add_argument("--seeds", type=positive_int, help="detection, classic: root seeds per mutant/bug, scenario and strategy (default 20); swarm: root seeds per mutant (default 10)")
     bench.add_argument("--cap", type=positive_int, default=2000, help="classic: runs before a search counts as undetected")
+    bench.add_argument("--threads", action="store_true",
+                       help="classic: the bugs in plain threading (and three with SQLite), beside frontrun and interleave-test")
+    bench.add_argument("--peer-python", metavar="PYTHON",
+                       help="classic --threads: a Python >= 3.12 with interleave-test installed (default: python3.12 or newer on the PATH)")
     bench.add_argument("--max-runs", type=positive_int, help="detection, swarm: runs before a search counts as undetected (default 200; swarm 2000)")
     bench.add_argument("--out", type=Path, default=DEFAULT_OUT / "bench-swarm", metavar="DIR", help="swarm: where the shrunk finds go")
     bench.add_argument("--speed-only", action="store_true",

@@ -1,7 +1,9 @@
 """`check-determinism`: each seed run in two processes with different PYTHONHASHSEED, digests compared.
 
-The two processes run the internal `digests` command; their progress lines (one per scenario) go straight
-to this process's stderr, labelled with their PYTHONHASHSEED.
+Scenario files and folders, and programs (`--programs MODULE:FUNCTION` or `MODULE:MAPPING`, async or thread
+programs as `sim.explore` takes them, each seed run under one portfolio in seed order, the same in both
+processes). The two processes run the internal `digests` command; their progress lines (one per scenario or
+program) go straight to this process's stderr, labelled with their PYTHONHASHSEED.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import subprocess
 import sys
 from typing import Any
 
-from sim.cli.common import CATALOGUE, EXIT_OK, EXIT_VIOLATION, add_json_options, load_scenarios, positive_int, progress
+from sim.cli.common import (
+    CATALOGUE, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, load_scenarios, positive_int, progress,
+)
 from sim.cli.progress import Progress
 
 HASH_SEEDS = ("1", "2")
@@ -23,26 +27,57 @@ def _digests(args: argparse.Namespace) -> int:
     from sim.scenario.runner import run_once
     from sim.timefreeze import frozen_time
 
-    scenarios = load_scenarios(args.paths)
-    lines = Progress(f"python -m sim check-determinism ({args.progress})", len(scenarios), enabled=args.progress is not None)
+    scenarios = load_scenarios(args.paths) if args.paths else []
+    programs = _programs(args.programs)
+    lines = Progress(f"python -m sim check-determinism ({args.progress})", len(scenarios) + len(programs),
+                     enabled=args.progress is not None)
     result: dict[str, list[str]] = {}
     with frozen_time():
         for scenario in scenarios:
             result[scenario.name] = [run_once(scenario, seed).result.digest() for seed in range(args.seeds)]
             lines.done(f"{scenario.name}: {args.seeds} seeds")
+        for name, program in programs.items():
+            result[f"program {name}"] = _program_digests(program, args.seeds)
+            lines.done(f"program {name}: {args.seeds} seeds")
     print(json.dumps(result, sort_keys=True))
     return EXIT_OK
+
+
+def _programs(references: list[str]) -> dict[str, Any]:
+    from sim.programs import resolve
+
+    found: dict[str, Any] = {}
+    for reference in references:
+        try:
+            found.update(resolve(reference))
+        except ValueError as error:
+            raise UsageError(f"--programs {error}") from None
+    return found
+
+
+def _program_digests(main: Any, seeds: int) -> list[str]:
+    """Each seed's trace digest, the runs in seed order under one portfolio (what an exploration does)."""
+    from sim.programs import Program, Settings
+    from sim.strategies.portfolio import Portfolio
+    from sim.world import World
+
+    program, strategy = Program(main, (), Settings()), Portfolio()
+    with program.batch():
+        return [program.run(World(seed, strategy)).digest() for seed in range(seeds)]
 
 
 def _check_determinism(args: argparse.Namespace) -> int:
     from sim import children
 
-    paths = args.paths or [CATALOGUE]
-    load_scenarios(paths)  # bad input is reported here, once, not by both subprocesses
+    paths = args.paths or ([] if args.programs else [CATALOGUE])
+    if paths:
+        load_scenarios(paths)  # bad input is reported here, once, not by both subprocesses
+    _programs(args.programs)
     lines = progress(args, None)
     runs = []
     for hash_seed in HASH_SEEDS:
-        command = [sys.executable, "-m", "sim", "digests", *paths, "--seeds", str(args.seeds)]
+        programs = [option for reference in args.programs for option in ("--programs", reference)]
+        command = [sys.executable, "-m", "sim", "digests", *paths, *programs, "--seeds", str(args.seeds)]
         label = ["--progress", f"PYTHONHASHSEED={hash_seed}"] if lines.enabled else []
         done = children.run(command + label, stdout=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONHASHSEED": hash_seed})
@@ -53,7 +88,7 @@ def _check_determinism(args: argparse.Namespace) -> int:
     first, second = runs
     differences = [(name, seed) for name in first for seed, (a, b) in enumerate(zip(first[name], second[name])) if a != b]
     total = sum(len(digests) for digests in first.values())
-    summary = f"{len(first)} scenarios x {args.seeds} seeds = {total} runs in two processes: {len(differences)} differences"
+    summary = f"{len(first)} scenarios and programs x {args.seeds} seeds = {total} runs in two processes: {len(differences)} differences"
     if args.json:
         print(json.dumps({"scenarios": len(first), "seeds": args.seeds, "runs": total, "passed": not differences,
                           "differences": [{"scenario": name, "seed": seed} for name, seed in differences]}, sort_keys=True))
@@ -66,7 +101,10 @@ def _check_determinism(args: argparse.Namespace) -> int:
 
 def add_determinism(commands: Any) -> None:
     determinism = commands.add_parser("check-determinism", help="run each seed in two processes with different PYTHONHASHSEED and compare trace digests")
-    determinism.add_argument("paths", nargs="*", default=[], metavar="PATH", help="scenario files or folders (default: the catalogue)")
+    determinism.add_argument("paths", nargs="*", default=[], metavar="PATH",
+                             help="scenario files or folders (default: the catalogue, unless --programs is given)")
+    determinism.add_argument("--programs", action="append", default=[], metavar="MODULE:NAME",
+                             help="programs too: a function, or a dict of name -> program (repeatable)")
     determinism.add_argument("--seeds", type=positive_int, default=5, help="seeds per scenario, from 0 (default 5)")
     add_json_options(determinism)
     determinism.set_defaults(handler=_check_determinism)
@@ -75,7 +113,8 @@ def add_determinism(commands: Any) -> None:
 def add_digests(commands: Any) -> None:
     """The internal command each of check-determinism's two processes runs."""
     digests = commands.add_parser("digests")
-    digests.add_argument("paths", nargs="+")
+    digests.add_argument("paths", nargs="*")
+    digests.add_argument("--programs", action="append", default=[])
     digests.add_argument("--seeds", type=positive_int, default=5)
     digests.add_argument("--progress", metavar="LABEL", help="print progress lines, labelled so")
     digests.set_defaults(handler=_digests)

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 CHECKPOINT = 0
 SLEEP_UNTIL = 1
 PARK = 2
+# Not a trap: the thread runtime ran steps without the loop (threads handing over to one another) and has
+# already settled every task it ran; the argument is the task that ran last.
+SETTLED = 3
 
 AbortFn = Callable[[], bool]
 
@@ -41,6 +44,11 @@ SLEEPING = "sleep"
 # Task choices among fewer than _INTERNED tasks, built once: recording a choice allocates nothing.
 _INTERNED = 64
 _CHOICES = [[TaskChoice(options, index) for index in range(options)] for options in range(_INTERNED)]
+
+
+def task_choice(options: int, index: int) -> TaskChoice:
+    """The decision that option `index` of `options` ran, interned when small (as the loop records them)."""
+    return _CHOICES[options][index] if options < _INTERNED else TaskChoice(options, index)
 
 
 class WaitTarget(Protocol):
@@ -136,6 +144,7 @@ class Kernel:
         self.on_clock_advance = on_clock_advance
         self.now_s = 0.0
         self.steps = 0
+        self.extra_steps = 0  # steps the thread runtime ran without the loop (see SETTLED)
         self.current: Task | None = None
         self.runnable: list[Task] = []
         self.alive: dict[int, Task] = {}
@@ -159,6 +168,24 @@ class Kernel:
         self.record(TaskSpawn(), name)
         return task
 
+    def abandon(self, task: Task, exit_event: Event) -> None:
+        """End a task that will never be resumed (a thread its program left running when it returned): it
+        leaves the run queue and its timers, its coroutine is closed as that task, and `exit_event` is recorded."""
+        if task.done:
+            return
+        task.done = True
+        del self.alive[task.tid]
+        if task in self.runnable:
+            self.runnable.remove(task)
+        task.sleep_seq = 0
+        task.abort = None
+        self.record(exit_event, task.name)
+        previous, self.current = self.current, task
+        try:
+            task.coro.close()
+        finally:
+            self.current = previous
+
     def reschedule(self, task: Task, value: Any = None, exc: BaseException | None = None) -> None:
         """Make a parked task runnable again, resuming it with `value` or throwing `exc` into it."""
         task.abort = None
@@ -167,6 +194,21 @@ class Kernel:
         task.send_value = value
         task.throw_exc = exc
         self.runnable.append(task)
+
+    def trapped(self, task: Task, op: int, arg: Any) -> None:
+        """Take a trap of a task the loop did not resume itself (one the thread runtime handed the run to)."""
+        if op == CHECKPOINT:
+            if self.cancelled_scopes and task.effectively_cancelled():
+                task.throw_exc = Cancelled()
+            self.runnable.append(task)
+        elif op == SLEEP_UNTIL:
+            self._trap_sleep(task, arg)
+        else:
+            self._trap_park(task, arg[0], arg[1])
+
+    def finished(self, task: Task, value: Any, exc: BaseException | None) -> None:
+        """A task the loop did not resume itself has ended."""
+        self._finish(task, value, exc)
 
     def _finish(self, task: Task, value: Any, exc: BaseException | None) -> None:
         task.done = True
@@ -300,8 +342,10 @@ class Kernel:
                     runnable.append(task)
                 elif op == 1:  # SLEEP_UNTIL
                     self._trap_sleep(task, arg)
-                else:
+                elif op == 2:  # PARK
                     self._trap_park(task, arg[0], arg[1])
+                else:  # SETTLED
+                    task = arg
         finally:
             self.steps = steps
             self.current = None

@@ -1,0 +1,197 @@
+"""Install the thread runtime into the standard library for a batch of runs, and take it out again.
+
+The threading module, the clock and SQLite are shared by the whole process, so the runtime patches them for
+as long as a batch of runs lasts (patching per run would cost more than a small run) and restores every
+attribute it changed on exit, also after an error. Each replacement asks who calls it: a simulated thread
+gets the simulated behaviour, any other thread (the kernel's, pytest's, a thread started before the batch)
+the behaviour it had before, so the process goes on working around the runs.
+
+A program often holds its own references to what is patched: `from time import sleep`, a module-level
+`_lock = threading.Lock()` made at import. The batch therefore also scans the loaded modules (and the
+classes they define) once, freezegun-style: a captured function is pointed at its replacement, and a real
+lock or RLock becomes a simulated one over that same lock (so it stays one lock), both until the batch ends.
+"""
+
+from __future__ import annotations
+
+import _thread
+import gc
+import itertools
+import os
+import queue
+import random
+import sqlite3
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any, Callable, Iterator
+
+from sim.threads import clock, entropy, lifecycle, locks, sqlite, unmodelled
+
+_LockType = _thread.LockType
+_RLockType = _thread.RLock
+# Modules whose own references must stay real: the machinery threads and imports run on, and the simulator.
+_KEEP_REAL = ("threading", "_thread", "importlib", "_frozen_importlib", "sim", "contract", "freezegun", "_pytest",
+              "pytest", "pluggy", "trio", "hypothesis", "queue", "time", "os", "socket",
+              "subprocess", "builtins", "concurrent.futures._base")
+
+_active = 0
+_collecting = True  # whether cyclic collection was on when the current run began
+
+
+class _Patches:
+    """Every attribute changed, with what it was, so that `restore` puts back exactly that."""
+
+    def __init__(self) -> None:
+        self._changed: list[tuple[Any, str, Any, bool]] = []
+        self.replaced: dict[int, tuple[Any, Any]] = {}  # id(original) -> (original, replacement), for the scan
+
+    def set(self, owner: Any, name: str, replacement: Any) -> None:
+        original = getattr(owner, name)
+        own = name in vars(owner)
+        self._changed.append((owner, name, original, own))
+        setattr(owner, name, replacement)
+        self.replaced[id(original)] = (original, replacement)
+
+    def wrap(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
+        self.set(owner, name, make(getattr(owner, name)))
+
+    def swap(self, owner: Any, name: str, replacement: Any) -> None:
+        """Change a captured reference (no entry in the scan's table: it is the scan's own work)."""
+        self._changed.append((owner, name, getattr(owner, name), True))
+        setattr(owner, name, replacement)
+
+    def restore(self) -> None:
+        for owner, name, original, own in reversed(self._changed):
+            if own:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)
+        self._changed.clear()
+
+
+def _install(patches: _Patches) -> None:
+    for name in ("time", "monotonic", "perf_counter"):
+        patches.wrap(time, name, clock.virtual_seconds)
+    for name in ("time_ns", "monotonic_ns", "perf_counter_ns"):
+        patches.wrap(time, name, clock.virtual_nanoseconds)
+    patches.wrap(time, "sleep", clock.virtual_sleep)
+    patches.wrap(threading, "_time", lambda previous: clock.virtual_seconds(previous, preempts=False))
+    patches.wrap(queue, "time", lambda previous: clock.virtual_seconds(previous, preempts=False))
+
+    patches.set(threading, "Lock", locks.Lock)
+    patches.set(threading, "RLock", locks.RLock)
+    patches.set(threading, "_allocate_lock", locks.WaiterLock)
+    patches.set(queue, "SimpleQueue", queue._PySimpleQueue)  # type: ignore[attr-defined]
+    for numbered in _numbered_classes():
+        patches.wrap(numbered, "__init__", lifecycle.numbered_init)
+        numbered.__hash__ = lifecycle.run_order_hash  # type: ignore[method-assign]  # kept: see _numbered_classes
+    patches.wrap(threading.Thread, "start", lifecycle.start)
+    patches.wrap(threading.Thread, "join", lifecycle.join)
+    patches.wrap(threading.Thread, "is_alive", lifecycle.is_alive)
+    for owner in (threading, _thread):
+        patches.wrap(owner, "get_ident", lifecycle.get_ident)
+        patches.wrap(owner, "get_native_id", lifecycle.get_ident)
+    patches.wrap(threading, "main_thread", lifecycle.main_thread)
+    patches.wrap(threading, "enumerate", lifecycle.enumerate_threads)
+    patches.wrap(threading, "active_count", lifecycle.active_count)
+
+    patches.wrap(sqlite3, "connect", sqlite.simulated_connect)
+    patches.wrap(os, "urandom", entropy.recorded_urandom)
+    recorded = entropy.RecordedRandom(random._inst)  # type: ignore[attr-defined]
+    for name in entropy.RANDOM_FUNCTIONS:
+        patches.set(random, name, getattr(recorded, name))
+    patches.wrap(random.Random, "seed", entropy.recorded_seed)
+    for owner, attribute, name, why in unmodelled.REFUSED:
+        patches.wrap(owner, attribute, lambda previous, name=name, why=why: unmodelled.refused(name, previous, why))
+
+
+def _numbered_classes() -> tuple[type, ...]:
+    """The classes whose objects get a run-order hash. The hash stays after the batch: an object hashed in a
+    set before the batch ended must hash the same when it leaves the set later (it falls back to the address
+    for every object made outside a run, which is what `object.__hash__` gives)."""
+    from concurrent.futures import Future
+
+    return (threading.Thread, Future)
+
+
+def _scan(patches: _Patches) -> None:
+    """Point the program's captured references at the replacements, and its module-level locks at simulated ones."""
+    for module_name, module in list(sys.modules.items()):
+        if not isinstance(module, ModuleType) or module_name.split(".")[0] in _KEEP_REAL or module_name in _KEEP_REAL:
+            continue
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for owner, name, value in _members(module, namespace, module_name):
+            found = patches.replaced.get(id(value))
+            if found is not None and found[0] is value:
+                patches.swap(owner, name, found[1])
+            elif type(value) is _LockType:
+                patches.swap(owner, name, locks.Lock.adopt(value, f"{module_name}.{name}"))
+            elif type(value) is _RLockType:
+                patches.swap(owner, name, locks.RLock.adopt(value, f"{module_name}.{name}"))
+
+
+def _members(module: ModuleType, namespace: dict[str, Any], module_name: str) -> Iterator[tuple[Any, str, Any]]:
+    """A module's globals, and the attributes of the classes it defines."""
+    for name, value in list(namespace.items()):
+        yield module, name, value
+        if isinstance(value, type) and value.__module__ == module_name:
+            for attribute, member in list(vars(value).items()):
+                if type(member) in (_LockType, _RLockType):
+                    yield value, attribute, member
+
+
+@contextmanager
+def threads_patched() -> Iterator[None]:
+    """Patch the standard library for simulated threads for the length of a batch (re-entrant)."""
+    global _active
+    if _active:
+        _active += 1
+        try:
+            yield
+        finally:
+            _active -= 1
+        return
+    patches = _Patches()
+    _active = 1
+    try:
+        _install(patches)
+        _scan(patches)
+        for owner, name, _ in _run_counters():
+            patches.set(owner, name, getattr(owner, name))  # reset by each run, restored here
+        yield
+    finally:
+        _active = 0
+        patches.restore()
+
+
+def _run_counters() -> tuple[tuple[Any, str, int], ...]:
+    """The process-wide counters that name threads ("Thread-3", "ThreadPoolExecutor-2_0"), with their first value."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    return (threading, "_counter", 1), (ThreadPoolExecutor, "_counter", 0)
+
+
+def begin_run() -> None:
+    """What each run starts afresh: the counters of default thread names, and no cyclic garbage collection: a
+    collection runs finalizers and weakref callbacks (an executor's wakes its workers) at whatever allocation
+    crossed a threshold, which depends on the whole process's history."""
+    for owner, name, first in _run_counters():
+        setattr(owner, name, itertools.count(first).__next__)
+    global _collecting
+    _collecting = gc.isenabled()
+    gc.disable()
+
+
+def end_run() -> None:
+    """Undo what the run changed in the process: collection back on, concurrent.futures' shutdown flag (an
+    interpreter exit in the run set it) back off."""
+    if _collecting:
+        gc.enable()
+    futures = sys.modules.get("concurrent.futures.thread")
+    if futures is not None:
+        futures._shutdown = False  # type: ignore[attr-defined]

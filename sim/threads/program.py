@@ -1,0 +1,44 @@
+"""A plain (non-async) program that uses threads, run once on a World: `run_threads(world, program, *args)`.
+
+The program runs as the run's main thread; the root task ("program") waits until the main thread has
+returned and joined the non-daemon threads, or until any thread ended by an exception, then abandons what is
+left and returns the program's value or raises that exception. A batch of runs shares one wall-clock freeze
+and one patched standard library (`sim.explore` opens both around its runs); a lone run opens its own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from sim.threads.patching import begin_run, end_run, threads_patched
+from sim.threads.run import ThreadRun
+from sim.threads.tracing import Preemption
+from sim.timefreeze import frozen_time
+
+if TYPE_CHECKING:
+    from sim.runtime.simulated import SimRuntime
+    from sim.world import RunResult, World
+
+ROOT_TASK = "program"
+# Real seconds a thread may keep the baton before it is taken to be blocked outside the simulator.
+DEFAULT_STALL_S = 10.0
+
+
+def run_threads(world: "World", program: Callable[..., Any], *args: Any, preemption: Preemption | None = None,
+                stall_s: float = DEFAULT_STALL_S) -> "RunResult":
+    """Run `program(*args)` and the threads it starts on `world`, to completion, deadlock or budget."""
+    run = ThreadRun(world, preemption=preemption or Preemption(), stall_s=stall_s)
+
+    async def root(rt: "SimRuntime") -> Any:
+        run.start_main(lambda: program(*args))
+        await run.ended.wait()
+        if run.failure is not None:
+            raise run.failure[1]
+        return run.main_value
+
+    with frozen_time(), threads_patched():
+        begin_run()
+        try:
+            return world.run(root, name=ROOT_TASK)
+        finally:
+            end_run()

@@ -1,0 +1,249 @@
+"""One run of a thread program on a World's kernel: its threads, and the scheduling points they reach.
+
+The program's threads are kernel tasks (`baton.SimThread`); what they do between two scheduling points is
+one step. The patched threading, time and sqlite3 call the thread-side operations here: `checkpoint` (the
+strategy may switch threads), `park` (block on a primitive, optionally until a virtual deadline), `sleep`,
+and the clock. Everything they touch is the kernel's own state, safely, because only the thread holding the
+baton runs.
+
+A run ends when its main thread has run the program, the interpreter's exit hooks and joined the non-daemon
+threads, as a real interpreter does at exit; daemon threads still running then are abandoned (unwound with
+`ThreadAbandoned`). A thread that ends by an exception (other than SystemExit) stops the run at once and
+fails it with that exception, raised from the root task with the thread named as the task that raised it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from contract.events.runtime import TaskExit
+from sim.kernel.scheduler import CHECKPOINT, PARK, SLEEP_UNTIL, Task, task_choice
+from sim.kernel.sync import Event
+from sim.threads.baton import Baton, SimThread, ThreadAbandoned
+from sim.threads.tracing import Preemption
+
+if TYPE_CHECKING:
+    from sim.kernel.scheduler import Kernel, WaitTarget
+    from sim.world import World
+
+TIMED_OUT = object()  # what a parked thread is resumed with when its deadline passed first
+# Virtual thread idents: what `threading.get_ident()` returns in a run, the same in every process and run.
+_IDENT_BASE = 0x7F00_0000_1000
+_IDENT_STRIDE = 0x100_0000
+
+MAIN_THREAD = "MainThread"
+_HASH_BASE = 0x5EED_0000
+
+
+class Timeout:
+    """A deadline on one parked thread, on the kernel's timer heap (which fires it as it fires a cancel scope).
+
+    It is live until the thread is woken some other way; when it fires, the thread leaves its wait queue and
+    resumes with TIMED_OUT.
+    """
+
+    __slots__ = ("deadline", "cancel_called", "active", "_kernel", "_task", "_waiters", "_thread")
+
+    def __init__(self, kernel: "Kernel", thread: SimThread, waiters: deque[SimThread], deadline: float) -> None:
+        self.deadline = deadline
+        self.cancel_called = False
+        self.active = True
+        self._kernel = kernel
+        self._thread = thread
+        self._task = thread.task
+        self._waiters = waiters
+
+    def cancel(self) -> None:
+        self.cancel_called = True
+        self._waiters.remove(self._thread)
+        self._kernel.reschedule(self._task, TIMED_OUT)
+
+
+class ThreadRun:
+    """The threads of one run of a program, and the operations they perform on the kernel."""
+
+    def __init__(self, world: "World", *, preemption: Preemption, stall_s: float) -> None:
+        self.world = world
+        self.kernel = world.kernel
+        self.preemption = preemption
+        self.baton = Baton(self.kernel, stall_s)
+        self.threads: list[threading.Thread] = []  # in start order
+        self.failure: tuple[Task, BaseException] | None = None
+        self.main_value: Any = None
+        self.ended = _ProgramEnd(self)
+        self.databases: dict[str, Any] = {}  # sqlite.Database by file, made as threads connect
+        self._hashes = itertools.count(_HASH_BASE)
+        self._idents: Iterator[int] = (_IDENT_BASE + index * _IDENT_STRIDE for index in itertools.count())
+        self._main: threading.Thread | None = None
+
+    # ---- starting and ending threads ----------------------------------------------------------------
+
+    def start(self, thread: threading.Thread) -> SimThread:
+        """Start `thread` (a `threading.Thread` whose `start` was called in the run) as a kernel task."""
+        sim = SimThread(thread.name, thread.run, self.baton, on_start=self._entered)
+        sim.run = self
+        sim.thread = thread
+        ident = next(self._idents)
+        thread._ident = ident  # type: ignore[attr-defined]  # threading's own fields, as its bootstrap sets them
+        thread._native_id = ident  # type: ignore[attr-defined]
+        thread._started._flag = True  # type: ignore[attr-defined]
+        thread._sim_thread = sim  # type: ignore[attr-defined]
+        threading._active[ident] = thread  # type: ignore[attr-defined]
+        self.threads.append(thread)
+        sim.task = self.kernel.spawn(sim, thread.name, [])  # type: ignore[arg-type]
+        sim.task.on_done = self._thread_done
+        return sim
+
+    def start_main(self, program: Callable[[], Any]) -> SimThread:
+        """The program's main thread: the program, then what an interpreter does at exit."""
+
+        def main() -> Any:
+            value = program()
+            self.exit_interpreter()
+            return value
+
+        self._main = threading.Thread.__new__(threading.Thread)
+        self._main._sim_hash = self.next_hash()  # type: ignore[attr-defined]  # numbered before threading hashes it
+        self._main.__init__(target=main, name=MAIN_THREAD)  # type: ignore[misc]
+        self._main.run = main  # type: ignore[method-assign]  # keep the value; Thread.run discards it
+        return self.start(self._main)
+
+    def next_hash(self) -> int:
+        """The next hash in the order this run makes hashed objects (see `lifecycle.run_order_hash`)."""
+        return next(self._hashes)
+
+    def exit_interpreter(self) -> None:
+        """What an interpreter does when its main thread returns: threading's exit hooks, then join every
+        non-daemon thread (a ThreadPoolExecutor's hook tells its idle workers to stop)."""
+        for hook in reversed(list(threading._threading_atexits)):  # type: ignore[attr-defined]
+            hook()
+        for thread in list(self.threads):
+            if thread is not self._main and not thread.daemon:
+                thread.join()
+
+    def _entered(self, sim: SimThread) -> None:
+        """First thing in a new OS thread: it becomes the program's thread (tracing, if lines preempt)."""
+        self.preemption.enter(self, sim)
+
+    def _thread_done(self, task: Task, value: Any, error: BaseException | None) -> None:
+        sim: SimThread = task.coro  # type: ignore[assignment]
+        thread = sim.thread
+        thread._is_stopped = True  # type: ignore[attr-defined]
+        threading._active.pop(thread.ident, None)  # type: ignore[attr-defined]
+        for waiter in list(sim.joiners):
+            self.wake(waiter, sim.joiners)
+        failed = error is not None and not isinstance(error, (SystemExit, ThreadAbandoned))
+        if failed and self.failure is None:
+            self.failure = (task, error)  # type: ignore[assignment]
+        if thread is self._main:
+            self.main_value = value
+        if thread is self._main or failed:
+            self.abandon_rest()  # at once: a thread that never blocks must not keep the run going
+            self.ended.set()
+
+    def abandon_rest(self) -> None:
+        """Unwind every thread still alive (daemons left running, or all after a failure), newest first."""
+        for thread in reversed(self.threads):
+            sim: SimThread = thread._sim_thread  # type: ignore[attr-defined]
+            task = sim.task
+            if task is not None and not task.done:
+                self.kernel.abandon(task, TaskExit(error="abandoned"))
+                thread._is_stopped = True  # type: ignore[attr-defined]
+                threading._active.pop(thread.ident, None)  # type: ignore[attr-defined]
+
+    # ---- what threads do at a scheduling point ------------------------------------------------------
+
+    def now(self) -> float:
+        return self.kernel.now_s
+
+    def checkpoint(self, sim: SimThread, label: str = "") -> None:
+        """A point where the strategy may switch threads.
+
+        What the kernel's loop would do here, the thread does itself when only threads can run: ask the
+        strategy (recording the decision as the loop does), then go on if chosen again or hand the baton
+        straight to the chosen thread. When no other task can run at all there is nothing to decide and the
+        thread just goes on. Either way the step counts toward the run's step budget; past it, or when a
+        coroutine task could run, the kernel's loop takes the trap.
+        """
+        kernel = self.kernel
+        runnable = kernel.runnable
+        if kernel.extra_steps >= kernel.max_steps or not _threads_only(runnable):
+            sim.trap(CHECKPOINT, label)
+            return
+        kernel.extra_steps += 1
+        if not runnable:
+            return
+        task: Task = sim.task  # type: ignore[assignment]
+        runnable.append(task)
+        options = len(runnable)
+        index = kernel.strategy.choose_task(runnable, task)
+        kernel.decisions.append(task_choice(options, index))
+        chosen = runnable.pop(index)
+        if chosen is task:
+            return
+        kernel.current = chosen
+        error, chosen.throw_exc = chosen.throw_exc, None
+        sim.hand_to(chosen.coro, chosen.send_value, error)  # type: ignore[arg-type]
+
+    def sleep(self, sim: SimThread, seconds: float) -> None:
+        if seconds <= 0:
+            self.checkpoint(sim, "sleep(0)")
+        else:
+            sim.trap(SLEEP_UNTIL, self.kernel.now_s + seconds)
+
+    def park(self, sim: SimThread, target: "WaitTarget", waiters: deque[SimThread], deadline: float | None = None) -> bool:
+        """Block `sim` in `waiters` until `wake` picks it (True) or the virtual `deadline` passes (False)."""
+        waiters.append(sim)
+        timeout = None
+        if deadline is not None:
+            timeout = Timeout(self.kernel, sim, waiters, deadline)
+            self.kernel.add_timer(deadline, timeout)
+        woke = sim.trap(PARK, (target, _not_abortable)) is not TIMED_OUT
+        if timeout is not None:
+            timeout.cancel_called = True
+        return woke
+
+    def wake(self, sim: SimThread, waiters: deque[SimThread]) -> None:
+        """Make a parked thread of this run runnable again, taking it out of `waiters`."""
+        waiters.remove(sim)
+        self.kernel.reschedule(sim.task, None)  # type: ignore[arg-type]
+
+    def wake_first(self, waiters: deque[SimThread]) -> None:
+        """Wake the longest-waiting thread of this run; threads of an earlier run left in a queue are dropped."""
+        while waiters:
+            sim = waiters[0]
+            if sim.run is self and not sim.finished:
+                self.wake(sim, waiters)
+                return
+            waiters.popleft()
+
+
+class _ProgramEnd(Event):
+    """What the root task waits for: held up by the main thread, which ends the program."""
+
+    def __init__(self, run: ThreadRun) -> None:
+        super().__init__(run.kernel)
+        self._run = run
+
+    def describe(self) -> str:
+        return "the end of its main thread"
+
+    def holders(self) -> tuple[Task, ...]:
+        main = self._run.threads[0]._sim_thread.task if self._run.threads else None  # type: ignore[attr-defined]
+        return () if main is None or main.done else (main,)
+
+
+def _threads_only(runnable: list[Task]) -> bool:
+    """Whether every runnable task is a simulated thread (so a thread may pick among them itself)."""
+    for task in runnable:
+        if type(task.coro) is not SimThread:
+            return False
+    return True
+
+
+def _not_abortable() -> bool:
+    """A thread cannot be cancelled: only its wake-up or its deadline ends a wait."""
+    return False

@@ -1,0 +1,461 @@
+"""The thread runtime: unmodified threaded code, one thread at a time, on the virtual clock, replayable."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import queue
+import random
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sim
+from sim.kernel.errors import BudgetExceeded, Deadlock
+from sim.strategies.random_walk import RandomWalk
+from sim.threads.program import run_threads
+from sim.world import RunOutcome, World
+from support import ROOT, checkout_env
+
+
+def run(program: Any, *args: Any, seed: int = 0, **options: Any) -> Any:
+    return run_threads(World(seed, RandomWalk(), max_steps=options.pop("max_steps", 100_000)), program, *args, **options)
+
+
+def value_of(program: Any, *args: Any, seed: int = 0) -> Any:
+    result = run(program, *args, seed=seed)
+    assert result.outcome is RunOutcome.OK, result.error
+    return result.value
+
+
+# ---- the primitives, unmodified -------------------------------------------------------------------------
+
+
+def counter_under_lock() -> int:
+    lock, count = threading.Lock(), [0]
+
+    def add() -> None:
+        for _ in range(5):
+            with lock:
+                value = count[0]
+                count[0] = value + 1
+
+    workers = [threading.Thread(target=add) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return count[0]
+
+
+def test_a_lock_keeps_a_read_modify_write_whole_under_every_schedule():
+    assert {value_of(counter_under_lock, seed=seed) for seed in range(30)} == {15}
+
+
+def without_a_lock() -> int:
+    count = [0]
+
+    def add() -> None:
+        value = count[0]
+        count[0] = value + 1
+
+    workers = [threading.Thread(target=add) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return count[0]
+
+
+def test_plain_lines_are_switched_between_so_a_lost_update_shows():
+    assert {value_of(without_a_lock, seed=seed) for seed in range(40)} == {1, 2}
+
+
+def test_with_preemption_at_sync_points_only_plain_lines_run_whole():
+    results = {run(without_a_lock, seed=seed, preemption=sim_preemption("sync")).value for seed in range(40)}
+    assert results == {2}
+
+
+def sim_preemption(granularity: str) -> Any:
+    from sim.threads.tracing import Preemption
+
+    return Preemption(granularity)
+
+
+def reentrant_and_conditions() -> list[str]:
+    rlock, ready, seen = threading.RLock(), threading.Condition(), []
+    items: list[int] = []
+
+    def consumer() -> None:
+        with ready:
+            while not items:
+                ready.wait()
+            seen.append(f"got {items.pop()}")
+        with rlock:
+            with rlock:
+                seen.append("reentered")
+
+    def producer() -> None:
+        with ready:
+            items.append(7)
+            ready.notify()
+
+    threads = [threading.Thread(target=consumer), threading.Thread(target=producer)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return seen
+
+
+def test_conditions_and_reentrant_locks_work_as_in_threading():
+    assert {tuple(value_of(reentrant_and_conditions, seed=seed)) for seed in range(20)} == {("got 7", "reentered")}
+
+
+def timeouts() -> dict[str, Any]:
+    event, lock, condition, out = threading.Event(), threading.Lock(), threading.Condition(), {}
+    started = time.monotonic()
+    out["event"] = event.wait(5)
+    lock.acquire()
+    taker = threading.Thread(target=lambda: out.setdefault("lock", lock.acquire(timeout=2)))
+    taker.start()
+    taker.join()
+    with condition:
+        out["condition"] = condition.wait(timeout=3)
+    try:
+        queue.Queue().get(timeout=4)
+    except queue.Empty:
+        out["queue"] = "empty"
+    out["elapsed"] = time.monotonic() - started
+    return out
+
+
+def test_every_timeout_passes_in_virtual_time():
+    result = run(timeouts)
+    assert result.value == {"event": False, "lock": False, "condition": False, "queue": "empty", "elapsed": 14.0}
+    assert result.virtual_s == 14.0
+
+
+def semaphores_barriers_timers() -> list[Any]:
+    out: list[Any] = []
+    bounded = threading.BoundedSemaphore(1)
+    bounded.acquire()
+    bounded.release()
+    try:
+        bounded.release()
+    except ValueError:
+        out.append("bounded")
+    barrier = threading.Barrier(3)
+    parties = [threading.Thread(target=lambda: out.append(("barrier", barrier.wait() >= 0))) for _ in range(2)]
+    for party in parties:
+        party.start()
+    barrier.wait()
+    for party in parties:
+        party.join()
+    fired = threading.Timer(30, lambda: out.append(("timer", time.time())))
+    cancelled = threading.Timer(10, lambda: out.append("never"))
+    fired.start()
+    cancelled.start()
+    cancelled.cancel()
+    fired.join()
+    return out
+
+
+def test_semaphores_barriers_and_timers_work_on_the_virtual_clock():
+    out = value_of(semaphores_barriers_timers)
+    epoch = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc).timestamp()
+    assert out == ["bounded", ("barrier", True), ("barrier", True), ("timer", epoch + 30)]
+
+
+def pools_and_locals() -> list[Any]:
+    local = threading.local()
+    local.name = "main"
+    names: list[Any] = []
+
+    def work(index: int) -> str:
+        local.name = threading.current_thread().name
+        time.sleep(index)
+        return f"{index}:{local.name}"
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="pool") as pool:
+        results = list(pool.map(work, range(4)))
+    simple: queue.SimpleQueue[int] = queue.SimpleQueue()
+    feeder = threading.Thread(target=lambda: [simple.put(n) for n in range(3)])
+    feeder.start()
+    names.append([simple.get() for _ in range(3)])
+    feeder.join()
+    abandoned = ThreadPoolExecutor(max_workers=1)  # never shut down: the interpreter's exit stops its worker
+    abandoned.submit(time.sleep, 1).result()
+    return [results, local.name, *names]
+
+
+def test_executors_queues_and_thread_locals_work_unmodified():
+    results, name, fed = value_of(pools_and_locals)
+    assert name == "main" and fed == [0, 1, 2]
+    assert [item.split(":")[0] for item in results] == ["0", "1", "2", "3"]
+    assert all(item.split(":")[1].startswith("pool_") for item in results)
+
+
+def identities() -> tuple[Any, ...]:
+    seen: list[Any] = []
+    worker = threading.Thread(target=lambda: seen.append((threading.current_thread().name, threading.get_ident())))
+    worker.start()
+    worker.join()
+    daemon = threading.Thread(target=lambda: time.sleep(10_000), daemon=True, name="forever")
+    daemon.start()
+    return (threading.current_thread().name, worker.name, seen[0][0], seen[0][1] == worker.ident,
+            worker.ident, worker.is_alive(), daemon.is_alive(), threading.main_thread().name,
+            [thread.name for thread in threading.enumerate()])
+
+
+def test_names_and_idents_are_the_runs_own_and_the_same_in_every_run():
+    first = value_of(identities, seed=1)
+    assert first == value_of(identities, seed=2)
+    assert first[:4] == ("MainThread", "Thread-1 (<lambda>)", "Thread-1 (<lambda>)", True)
+    assert first[5:] == (False, True, "MainThread", ["MainThread", "forever"])
+
+
+def test_a_daemon_left_running_is_abandoned_when_the_program_returns():
+    result = run(identities)
+    assert result.outcome is RunOutcome.OK and result.virtual_s == 0
+    assert [event.fields for event in result.history if event.task == "forever"][-1] == {"error": "abandoned"}
+
+
+def chance() -> tuple[float, str, bytes]:
+    return random.random(), str(uuid.uuid4()), os.urandom(4)
+
+
+def test_randomness_is_a_recorded_draw_of_the_run():
+    first, again, other = run(chance, seed=3), run(chance, seed=3), run(chance, seed=4)
+    assert first.value == again.value != other.value
+    assert [getattr(d, "stream", None) for d in first.decisions] == ["random", "urandom", "urandom"]
+    assert sim.replay(first.decisions, chance, seed=3).value == first.value
+
+
+def test_datetime_now_reads_virtual_time():
+    def later() -> datetime.datetime:
+        time.sleep(3600)
+        return datetime.datetime.now(datetime.timezone.utc)
+
+    assert value_of(later) == datetime.datetime(2026, 1, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+# ---- failures: exceptions, deadlocks, hangs ---------------------------------------------------------------
+
+
+def raises_in_a_worker() -> None:
+    def audit() -> None:
+        raise KeyError("no such account")
+
+    worker = threading.Thread(target=audit, name="auditor")
+    worker.start()
+    worker.join()
+
+
+def test_an_exception_in_a_thread_fails_the_run_naming_the_thread():
+    found = sim.explore(raises_in_a_worker, runs=3)
+    assert isinstance(found.failure.error, KeyError) and found.failure.task == "auditor"
+
+
+def crossed_locks() -> None:
+    ledger, accounts = threading.Lock(), threading.Lock()
+
+    def take(first: Any, second: Any) -> None:
+        with first:
+            with second:
+                pass
+
+    workers = [threading.Thread(target=take, args=pair, name=name)
+               for name, pair in (("left", (ledger, accounts)), ("right", (accounts, ledger)))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def test_a_deadlock_names_each_thread_what_it_waits_on_and_the_cycle():
+    deadlock = sim.explore(crossed_locks, runs=200).failure.deadlock
+    assert isinstance(deadlock, Deadlock)
+    assert {entry.task for entry in deadlock.cycle} == {"left", "right"}
+    report = str(deadlock)
+    assert "a Lock made at test_threads.py" in report and "wait-for cycle" in report
+    assert "waits on thread 'left' to end (join)" in report
+
+
+def waits_for_nobody() -> None:
+    flag = threading.Event()
+    flag.wait()
+
+
+def test_a_lost_wakeup_is_a_deadlock_without_a_cycle():
+    deadlock = sim.explore(waits_for_nobody, runs=1).failure.deadlock
+    assert not deadlock.cycle and "nothing left can wake 'MainThread', which waits on an Event made at test_threads.py" in str(deadlock)
+
+
+def spins() -> None:
+    done = [False]
+    spinner = threading.Thread(target=lambda: [None for _ in iter(lambda: done[0], True)], name="spinner", daemon=True)
+    spinner.start()
+    while not done[0]:
+        pass
+
+
+def test_a_thread_that_spins_forever_hits_the_step_budget_with_its_place():
+    found = sim.explore(spins, runs=1, max_steps=2_000)
+    assert isinstance(found.failure.error, BudgetExceeded)
+    assert "test_threads.py" in str(found.failure.error)
+
+
+def blocks_on_a_real_lock(held: Any) -> None:
+    held[0].acquire()
+
+
+def test_a_real_blocking_call_is_reported_not_hung():
+    held = [threading.Lock()]  # a real lock made before the batch, out of the batch's sight in a list
+    held[0].acquire()
+    try:
+        result = run(blocks_on_a_real_lock, held, stall_s=0.2)
+    finally:
+        held[0].release()
+    assert result.outcome is RunOutcome.DEADLOCK
+    assert "a real blocking call the simulator does not model" in str(result.error)
+    assert "test_threads.py" in str(result.error)
+
+
+def starts_a_process() -> None:
+    subprocess.run(["true"])
+
+
+def test_a_call_the_runtime_cannot_model_is_a_clear_error_not_a_finding():
+    with pytest.raises(sim.NotSimulated, match="subprocess.Popen is not modelled"):
+        sim.explore(starts_a_process, runs=1)
+
+
+def test_a_plain_function_that_takes_rt_is_a_usage_error():
+    def confused(rt: Any) -> int:
+        return 1
+
+    with pytest.raises(TypeError, match="takes `rt` but is not async"):
+        sim.explore(confused, runs=1)
+
+
+# ---- SQLite ---------------------------------------------------------------------------------------------
+
+
+def two_writers(path: str, hold_s: float) -> list[Any]:
+    outcome: list[Any] = []
+
+    def write(name: str) -> None:
+        connection = sqlite3.connect(path, timeout=1.0, isolation_level=None)
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            time.sleep(hold_s)
+            connection.execute("INSERT INTO notes VALUES (?)", (name,))
+            connection.execute("COMMIT")
+            outcome.append((name, "ok", time.monotonic()))
+        except sqlite3.OperationalError as error:
+            outcome.append((name, str(error), time.monotonic()))
+        finally:
+            connection.close()
+
+    writers = [threading.Thread(target=write, args=(name,), name=name) for name in ("first", "second")]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    return sorted(outcome, key=lambda entry: entry[2])
+
+
+@pytest.fixture
+def notes_db(tmp_path: Path) -> str:
+    path = str(tmp_path / "notes.db")
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE notes (name TEXT)")
+    return path
+
+
+def test_a_second_writer_waits_in_virtual_time_then_gets_database_is_locked(notes_db):
+    outcome = value_of(two_writers, notes_db, 2.0)
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc).timestamp()
+    assert [(status, at - start) for _, status, at in outcome] == [("database is locked", 1.0), ("ok", 2.0)]
+
+
+def test_a_second_writer_within_its_timeout_gets_the_lock(notes_db):
+    outcome = value_of(two_writers, notes_db, 0.5)
+    assert [status for _, status, _ in outcome] == ["ok", "ok"]
+    assert outcome[1][2] - outcome[0][2] == 0.5
+
+
+def test_busy_timeout_set_by_pragma_is_the_virtual_wait(notes_db):
+    def pragma_then_write() -> float:
+        holder = sqlite3.connect(notes_db, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        waiter = sqlite3.connect(notes_db, timeout=60, isolation_level=None)
+        assert waiter.execute("PRAGMA busy_timeout = 250").fetchone() == (250,)
+        started = time.monotonic()
+        try:
+            waiter.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            return time.monotonic() - started
+        return -1.0
+
+    assert value_of(pragma_then_write) == 0.25
+
+
+# ---- determinism and isolation --------------------------------------------------------------------------
+
+
+def test_the_same_seed_gives_the_same_bytes_in_one_process(notes_db):
+    for program, args in ((pools_and_locals, ()), (two_writers, (notes_db, 2.0)), (crossed_locks, ())):
+        assert run(program, *args, seed=5).digest() == run(program, *args, seed=5).digest()
+
+
+def test_the_same_seed_gives_the_same_bytes_in_processes_with_other_hash_seeds(tmp_path):
+    script = ("import sys; sys.path.insert(0, 'tests'); import test_threads as t; "
+              "print([t.run(p, seed=s).digest() for p in (t.pools_and_locals, t.crossed_locks, t.chance) for s in range(4)])")
+    digests = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT,
+                              env=checkout_env({"PYTHONHASHSEED": hash_seed}), check=True).stdout
+               for hash_seed in ("1", "2", "3")}
+    assert len(digests) == 1, digests
+
+
+def test_threads_outside_the_run_keep_the_real_threading_and_clock():
+    real_sleep, real_lock = time.sleep, threading.Lock
+    seen: dict[str, Any] = {}
+
+    def outside() -> None:
+        seen["lock"] = type(threading.Lock()).__name__
+        seen["time"] = time.time()
+
+    def program() -> None:
+        bystander = threading.Thread(target=outside)  # started by a simulated thread: simulated, not real
+        bystander.start()
+        bystander.join()
+
+    before = threading.Thread(target=lambda: seen.setdefault("real", time.time()))
+    before.start()
+    before.join()
+    run(program)
+    assert time.sleep is real_sleep and threading.Lock is real_lock  # everything is put back after the batch
+    assert seen["lock"] == "Lock" and seen["real"] > seen["time"]
+
+
+def test_logging_names_the_simulated_thread(caplog):
+    def logs() -> None:
+        worker = threading.Thread(target=lambda: logging.getLogger("sim-test").warning("hello"), name="writer")
+        worker.start()
+        worker.join()
+
+    with caplog.at_level(logging.WARNING, logger="sim-test"):
+        run(logs)
+    assert [record.threadName for record in caplog.records] == ["writer"]
+
