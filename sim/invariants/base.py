@@ -20,6 +20,7 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol, Sequenc
 from contract.events import Event
 from contract.history import HistoryEvent
 from contract.ids import AttemptId
+from contract.store import StoreView
 
 V = TypeVar("V")
 Method = TypeVar("Method", bound=Callable[..., Any])
@@ -40,7 +41,7 @@ class Violation:
 class SystemView(Protocol):
     """What invariants may read of the system under test besides the history."""
 
-    store: Any
+    store: StoreView
     config: Any
     agents: Mapping[str, Any]  # by name; each has `.agent` (its live transcript) and `.spec.process`
 

@@ -30,6 +30,7 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
+from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
 from sim.invariants.base import Invariant, Violation, forget_process, handles
 
 # Closes a terminal or a hook makes explicitly (#106459), named here rather than read from the store's taxonomy.
@@ -138,13 +139,6 @@ class CallerSessionFollowsRotation(Invariant):
         return None
 
 
-# The boundary reasons (§1.3): ends the user or a policy chose. Spelled out here rather than imported, so the
-# checker does not trust the taxonomy of the code it checks.
-DELIBERATE_END_REASONS = frozenset({
-    "session_reset", "session_switch", "idle", "daily", "suspended", "resume_pending_expired", "new_session",
-})
-# Explicit closes (hermes #106459): refused by publication, cleared only by a turn on the session.
-EXPLICIT_CLOSE_REASONS = frozenset({"tui_close", "cli_close", "webhook_complete"})
 
 
 class JudgesRefusedTurns(Invariant):

@@ -36,7 +36,8 @@ from contract.events.turns import transcript_fingerprint
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from sim.invariants.base import Invariant, Violation, forget_process, handles
-from sim.invariants.lineage import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS, lineage_roots
+from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
+from sim.invariants.lineage import lineage_roots
 
 NOT_COMMITTED = ("failed", "error", "unchanged")
 

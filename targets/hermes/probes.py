@@ -1,13 +1,15 @@
 """The slow probes of `AIAgent()` and of a compaction, and how each is turned off in a loaded release.
 
 Measured on 0.16.0-0.19.0 by recording every socket connect and every subprocess during `AIAgent()` and one
-`_compress_context` (`python -m targets.hermes probes VERSION` repeats it); four probes, in every release:
+`_compress_context` (`python -m targets.hermes probes VERSION` repeats it), and by running whole turns under
+the thread runtime, which refuses any connect or subprocess (`sim.NotSimulated`); five probes, in every release:
 
 | probe | what it does offline | turned off by | why no race depends on it |
 |---|---|---|---|
 | context-length lookup (`agent.model_metadata.get_model_context_length`) | ~10 connects to the base URL (`/models`, `/api/show`, local-server detection), then the table default | returns the release's own `DEFAULT_FALLBACK_CONTEXT`, which is what the lookup ends at when the URL answers nothing | it sizes the window before any session exists; a scenario sets the threshold it needs |
 | ollama probe (`agent.model_metadata.query_ollama_num_ctx`, for a local base URL) | 4 connects, then None | returns None, as it does offline | it only sets `_ollama_num_ctx`, a request option of the main model, which no scenario calls |
 | feasibility check (`check_compression_model_feasibility`, lazily on the first compaction) | the context-length lookup again, for the summary model | the lookup above; the check itself runs unchanged | its only effect is the threshold and a warning, both computed from the stubbed lookup as offline |
+| endpoint metadata lookup (`agent.model_metadata.fetch_endpoint_model_metadata`, at the end of every turn for its cost estimate) | connects to the base URL's `/models`, then `{}` | returns `{}`, what it returns when nothing answers | it only prices the turn's usage; nothing of a session, a lease or a compaction reads it |
 | environment probe (`tools/env_probe.py`: python3/pip subprocesses; in 0.16-0.17 on the prompt build's thread, from 0.18 on a thread `env-probe-warm` started by `AIAgent()`) | 5 subprocesses, ~2.7 s | the release's own config key `agent.environment_probe: false` in `$HERMES_HOME/config.yaml` | it adds a line about the machine's Python to the system prompt text; nothing reads it back |
 
 The lookups are replaced by module attribute, never by editing a file: every module of the release that
@@ -63,9 +65,17 @@ def _no_ollama(metadata: Any) -> Callable[..., None]:
     return query_ollama_num_ctx
 
 
+def _no_endpoint_metadata(metadata: Any) -> Callable[..., dict[str, Any]]:
+    def fetch_endpoint_model_metadata(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {}
+
+    return fetch_endpoint_model_metadata
+
+
 PROBES = (
     Probe("context-length lookup", "agent.model_metadata", "get_model_context_length", _fallback_context),
     Probe("ollama probe", "agent.model_metadata", "query_ollama_num_ctx", _no_ollama),
+    Probe("endpoint metadata lookup", "agent.model_metadata", "fetch_endpoint_model_metadata", _no_endpoint_metadata),
 )
 
 
