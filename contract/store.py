@@ -108,6 +108,9 @@ class StoreView(Protocol):
     def live_sessions(self) -> list[SessionRow]:
         """The sessions not ended."""
 
+    def children(self, sid: str) -> list[SessionRow]:
+        """The sessions whose parent is `sid`."""
+
     def active_messages(self, sid: str, above: int = 0) -> list[MessageRow]:
         """The session's active rows with an id above `above`, by id."""
 

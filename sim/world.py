@@ -78,8 +78,13 @@ class World:
         self._used = False
 
     def draw(self, stream: str, bound: int) -> int:
-        """A recorded draw in [0, bound) from the named stream, answered by the strategy."""
-        value = self._strategy.draw(stream, bound)
+        """A recorded draw in [0, bound) from the named stream, answered by the strategy. A replay that no longer
+        fits is remembered as well as raised: a simulated thread's code may swallow the exception."""
+        try:
+            value = self._strategy.draw(stream, bound)
+        except DivergenceError as divergence:
+            self.kernel.divergence = self.kernel.divergence or divergence
+            raise
         self.decisions.append(Draw(stream, bound, value))
         return value
 
@@ -105,6 +110,8 @@ class World:
             root = self.kernel.spawn(main(self.runtime, *args), name, [])
             root.on_done = root_done
             stop = self._drive()
+        if self.kernel.divergence is not None:
+            raise self.kernel.divergence
         self._strategy.end()
         error: BaseException | None = stop if stop is not None else outcome.get("error")
         return RunResult(

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from sim import targets
 from sim.cli.bench import add_bench, add_swarm_detect, add_swarm_race
 from sim.cli.common import EXIT_USAGE, STRATEGY_CHOICES, UsageError
 from sim.cli.determinism import add_determinism, add_digests
@@ -113,9 +114,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _internal_parser() if argv and argv[0] in INTERNAL else build_parser()
     args = parser.parse_args(argv)
+    args.argv = argv
     parent = _from_parent()
     args.under_mutant = parent.mutant
     try:
+        targets.enter_loaded()
         check_overlay(parent)
         mutant = _mutant_to_apply(args, parent)
         return under_mutant(mutant, argv) if mutant is not None else args.handler(args)

@@ -43,16 +43,24 @@ def _int_at_least(text: str, low: int, expected: str) -> int:
     return value
 
 
-def load_scenarios(paths: Sequence[str]) -> list[Any]:
-    """Scenario files or folders, validated against this checkout's registry (ScenarioError on bad input)."""
+def load_scenarios(paths: Sequence[str], target: str | None = None) -> list[Any]:
+    """Scenario files or folders, validated against this checkout's registry (ScenarioError on bad input), on
+    `target` if given (`--target`), else each on its own."""
     from sim.registry import registry
-    from sim.scenario.loader import load_paths
+    from sim.scenario.loader import load_paths, on_target
 
     missing = [path for path in paths if not Path(path).exists()]
     if missing:
         raise UsageError(f"{missing[0]}: no such scenario file or folder (the catalogue is {CATALOGUE}, which "
                          f"commands use when given no PATH)")
-    return load_paths([Path(p) for p in paths], registry())
+    scenarios = load_paths([Path(p) for p in paths], registry())
+    return scenarios if target is None else [on_target(scenario, target) for scenario in scenarios]
+
+
+def add_target_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--target", metavar="TARGET",
+                         help='run the scenarios on this system instead of their own: "reference" or a release like '
+                              '"hermes==0.19.0" (which runs in a process of its own)')
 
 
 def add_mutant_option(command: argparse.ArgumentParser) -> None:

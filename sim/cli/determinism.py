@@ -15,8 +15,10 @@ import subprocess
 import sys
 from typing import Any
 
+from sim import targets
 from sim.cli.common import (
-    CATALOGUE, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, load_scenarios, positive_int, progress,
+    CATALOGUE, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, add_target_option, load_scenarios, positive_int,
+    progress,
 )
 from sim.cli.progress import Progress
 
@@ -27,7 +29,7 @@ def _digests(args: argparse.Namespace) -> int:
     from sim.scenario.runner import run_once
     from sim.timefreeze import frozen_time
 
-    scenarios = load_scenarios(args.paths) if args.paths else []
+    scenarios = load_scenarios(args.paths, args.target) if args.paths else []
     programs = _programs(args.programs)
     lines = Progress(f"python -m sim check-determinism ({args.progress})", len(scenarios) + len(programs),
                      enabled=args.progress is not None)
@@ -41,6 +43,14 @@ def _digests(args: argparse.Namespace) -> int:
             lines.done(f"program {name}: {args.seeds} seeds")
     print(json.dumps(result, sort_keys=True))
     return EXIT_OK
+
+
+def _one_target(scenarios: list[Any]) -> str:
+    """The target the digest processes run (they load it first); one per check."""
+    wanted = sorted({scenario.target for scenario in scenarios}) or [targets.REFERENCE]
+    if len(wanted) > 1:
+        raise UsageError(f"these scenarios run on {', '.join(wanted)}: check one target's scenarios at a time (or give --target)")
+    return wanted[0]
 
 
 def _programs(references: list[str]) -> dict[str, Any]:
@@ -70,17 +80,18 @@ def _check_determinism(args: argparse.Namespace) -> int:
     from sim import children
 
     paths = args.paths or ([] if args.programs else [CATALOGUE])
-    if paths:
-        load_scenarios(paths)  # bad input is reported here, once, not by both subprocesses
+    scenarios = load_scenarios(paths, args.target) if paths else []  # bad input is reported here, once
     _programs(args.programs)
+    target = _one_target(scenarios)
     lines = progress(args, None)
     runs = []
     for hash_seed in HASH_SEEDS:
         programs = [option for reference in args.programs for option in ("--programs", reference)]
-        command = [sys.executable, "-m", "sim", "digests", *paths, *programs, "--seeds", str(args.seeds)]
+        retarget = ["--target", args.target] if args.target else []
+        command = [sys.executable, "-m", "sim", "digests", *paths, *programs, *retarget, "--seeds", str(args.seeds)]
         label = ["--progress", f"PYTHONHASHSEED={hash_seed}"] if lines.enabled else []
         done = children.run(command + label, stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONHASHSEED": hash_seed})
+                            env={**os.environ, "PYTHONHASHSEED": hash_seed, targets.TARGET_ENV: target})
         if done.returncode != 0:
             print(f"python -m sim check-determinism: the run with PYTHONHASHSEED={hash_seed} failed (exit {done.returncode})", file=sys.stderr)
             return EXIT_VIOLATION
@@ -107,6 +118,7 @@ def add_determinism(commands: Any) -> None:
                              help="programs too: a function, or a dict of name -> program (repeatable)")
     determinism.add_argument("--seeds", type=positive_int, default=5, help="seeds per scenario, from 0 (default 5)")
     add_json_options(determinism)
+    add_target_option(determinism)
     determinism.set_defaults(handler=_check_determinism)
 
 
@@ -115,6 +127,7 @@ def add_digests(commands: Any) -> None:
     digests = commands.add_parser("digests")
     digests.add_argument("paths", nargs="*")
     digests.add_argument("--programs", action="append", default=[])
+    digests.add_argument("--target")
     digests.add_argument("--seeds", type=positive_int, default=5)
     digests.add_argument("--progress", metavar="LABEL", help="print progress lines, labelled so")
     digests.set_defaults(handler=_digests)

@@ -14,6 +14,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from sim import targets
 from sim.cli.common import EXIT_OK, EXIT_VIOLATION, UsageError, add_mutant_option, add_report_option, load_scenarios, seed_int, write_html
 
 DIFF_LINES_MAX = 20
@@ -99,6 +100,8 @@ def _replay(args: argparse.Namespace) -> int:
 
     if args.seed is not None:
         scenario = load_scenarios([args.target])[0]
+        if (elsewhere := targets.elsewhere([scenario], args.argv)) is not None:
+            return elsewhere
         result = run_once(scenario, args.seed)
         expected_digest = None
     else:
@@ -106,6 +109,8 @@ def _replay(args: argparse.Namespace) -> int:
         document = load_repro(repro_path)
         check_mutant(repro_path, document, args.under_mutant)
         scenario = repro_scenario(repro_path, document)
+        if (elsewhere := targets.elsewhere([scenario], args.argv)) is not None:
+            return elsewhere
         try:
             result = run_once(scenario, document["seed"], recorded_decisions(repro_path, document))
         except DivergenceError as divergence:

@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from sim import targets
 from sim.cli.common import (
     CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, STRATEGY_CHOICES, UsageError, add_json_options, add_mutant_option,
-    add_report_option, load_scenarios, positive_int, progress, seed_int, write_html,
+    add_report_option, add_target_option, load_scenarios, positive_int, progress, seed_int, write_html,
 )
 
 AUTO_SHRINK_LIMIT_S = 10.0  # `run` shrinks each failure on the way; a longer search is `shrink --time-limit`
@@ -25,7 +26,10 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.must_fail_under and args.under_mutant:
         raise UsageError("--must-fail-under runs each scenario under the mutants it names, so it takes no --mutant")
-    scenarios = load_scenarios(args.paths or [CATALOGUE])
+    scenarios = load_scenarios(args.paths or [CATALOGUE], args.target)
+    elsewhere = targets.elsewhere(scenarios, args.argv)
+    if elsewhere is not None:
+        return elsewhere
     lines = progress(args, len(scenarios))
     verdicts, documents, blocks, failures = [], [], [], []
     for scenario in scenarios:
@@ -127,4 +131,5 @@ def add_run(commands: Any) -> None:
     run.add_argument("--force-fail", action="store_true", help=argparse.SUPPRESS)  # mutate's sanity pass: every run fails
     add_report_option(run, "the first failing run")
     add_mutant_option(run)
+    add_target_option(run)
     run.set_defaults(handler=_run)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sim import targets
 from sim.cli.common import EXIT_VIOLATION, UsageError, add_json_options, add_mutant_option, add_report_option, progress, write_html
 from sim.cli.replay import check_mutant, load_repro, recorded_decisions, repro_scenario
 
@@ -26,6 +27,8 @@ def _shrink(args: argparse.Namespace) -> int:
         raise UsageError(f"{repro_path}: invariant: expected str in a repro file")
     check_mutant(repro_path, document, args.under_mutant)
     scenario = repro_scenario(repro_path, document)
+    if (elsewhere := targets.elsewhere([scenario], args.argv)) is not None:
+        return elsewhere
     lines = progress(args, None)
     try:
         result = shrink(scenario, document["seed"], recorded_decisions(repro_path, document), document["invariant"],

@@ -66,6 +66,11 @@ class Invariant:
     name: ClassVar[str]
     races: ClassVar[tuple[str, ...]]
     description: ClassVar[str]
+    # The event kinds it cannot judge without (the mechanism it judges must exist and be observed); None: every
+    # kind it reads. The other kinds it reads only refine a judgement, so a target may lack their mechanism.
+    needs: ClassVar[frozenset[str] | None] = None
+    settings: ClassVar[frozenset[str]] = frozenset()  # the fields of the system's configuration it reads
+    holder_names_attempt: ClassVar[bool] = False  # it reads a lease holder's attempt out of the holder id
     _handlers: ClassVar[dict[type[Event], str]] = {}  # event class -> the name of the method that reads it
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -75,6 +80,31 @@ class Invariant:
             for event_class in getattr(member, "handled_events", ()):
                 handlers[event_class] = name
         cls._handlers = handlers
+
+    @classmethod
+    def reads(cls) -> frozenset[str]:
+        """The event kinds it reads (its handlers')."""
+        return frozenset(event.kind for event in cls._handlers)
+
+    @classmethod
+    def applicability(cls, emits: frozenset[str], absent: frozenset[str], settings: frozenset[str],
+                      holders_name_attempts: bool) -> str | None:
+        """Why it cannot judge a target that emits `emits`, lacks the mechanisms of `absent`, has the settings
+        `settings` and whose lease holder ids do or do not name their attempt (None: it can judge it): every kind
+        it needs must be emitted, and every other it reads emitted or impossible there."""
+        if cls.holder_names_attempt and not holders_name_attempts:
+            return "reads a lease holder's attempt out of its holder id, which the target's holder ids do not name"
+        lacking = sorted(cls.settings - settings)
+        if lacking:
+            return f"reads the setting {', '.join(lacking)}, which the target does not have"
+        needed = cls.reads() if cls.needs is None else cls.needs
+        missing = sorted(needed - emits)
+        if missing:
+            return f"needs {', '.join(missing)}, which the target does not emit"
+        unknown = sorted(cls.reads() - emits - absent)
+        if unknown:
+            return f"reads {', '.join(unknown)}, which the target neither emits nor lacks the mechanism of"
+        return None
 
     def __init__(self, system: SystemView) -> None:
         self.system = system

@@ -98,6 +98,7 @@ class StaleAttemptWritesNoState(Invariant):
     """A restore is judged against its own agent's newer claims that took a lease (see CompressorClaims)."""
 
     name = "stale_attempt_writes_no_state"
+    holder_names_attempt = True
     races = ("R2", "R21")
     description = (
         "An attempt its host gave up on never clears the cooldown; a superseded attempt (a newer attempt of its "
@@ -220,6 +221,7 @@ class HardCancelRestoresCooldown(Invariant):
     """
 
     name = "hard_cancel_restores_cooldown"
+    holder_names_attempt = True
     races = ("R1",)
     description = (
         "A hard-cancelled attempt that never began a commit leaves its session's cooldown row exactly as it found it "
@@ -372,6 +374,7 @@ class CooldownNeverShortened(Invariant):
 
 class NoSummaryInsideCooldown(Invariant):
     name = "no_summary_inside_cooldown"
+    holder_names_attempt = True
     races = ("R2", "R13")
     description = (
         "An attempt starts its summary only while its session's durable failure cooldown is not live: an automatic "
@@ -664,6 +667,7 @@ class BreakerBlocksOnlyWhenLatched(Invariant):
     A breaker that latches with no strike stops automatic compaction for good, and the transcript only grows."""
 
     name = "breaker_blocks_only_when_latched"
+    settings = frozenset({'breaker_threshold'})
     races = ("R13",)
     description = (
         "An automatic attempt is refused as ineffective (at its gate or under its lease) only when its session's "
@@ -716,6 +720,8 @@ class BreakerBlocksOnlyWhenLatched(Invariant):
 
 class CommitBelowThresholdClearsStrikes(Invariant):
     name = "commit_below_threshold_clears_strikes"
+    settings = frozenset({'threshold_tokens'})
+    holder_names_attempt = True
     races = ("R13",)
     description = "A commit that ends below the threshold, by an attempt whose lease came after the session's last strike, leaves the ineffective count at 0."
 
@@ -771,6 +777,7 @@ class OldMessagesGetSummarized(Invariant):
     """
 
     name = "old_messages_get_summarized"
+    settings = frozenset({'keep_recent'})
     races = ("R13",)
     description = (
         "An attempt whose input holds more durable rows than keep_recent dispatches a summary before it commits or "

@@ -178,6 +178,7 @@ class LeaseHeldAcrossCommit(Invariant):
     unwinds from an error between admission and its commit releases its lease and commits nothing."""
 
     name = "lease_held_across_commit"
+    holder_names_attempt = True
     races = ("R6",)
     description = "From commit admission until its commit transaction has settled, the committing attempt's lease is never released."
 
@@ -223,6 +224,7 @@ class CancelNeverBeatsAdmittedCommit(Invariant):
     emitted no win."""
 
     name = "cancel_never_beats_admitted_commit"
+    holder_names_attempt = True
     races = ("R1", "R6")
     description = (
         "Once an attempt's commit was admitted, no cancel of that attempt wins its fence (a cancel waits out the "
@@ -277,6 +279,7 @@ class SummarizedAttemptRefusedOnlyForACause(Invariant):
     """
 
     name = "summarized_attempt_refused_only_for_a_cause"
+    settings = frozenset({'ceiling_timeout_s'})
     races = ("R1", "R13", "R21")
     description = (
         "An attempt whose summary arrived commits, or is refused as no progress, as would-grow after its strike, "

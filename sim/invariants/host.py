@@ -69,6 +69,7 @@ class IdleTimeoutWithinBounds(Invariant):
     """
 
     name = "idle_timeout_within_bounds"
+    settings = frozenset({'idle_timeout_s'})
     races = ("R9",)
     description = (
         "An idle timeout fires between idle and 1.5 x idle after the attempt's last sign of life (its start or its "
@@ -127,6 +128,7 @@ class TimedOutHostReturnsPromptly(Invariant):
     """
 
     name = "timed_out_host_returns_promptly"
+    settings = frozenset({'cancelled_worker_grace_s'})
     races = ("R2", "R9")
     description = (
         "A host that timed out and won the fence returns its timeout no later than the win plus the stalls of its "
@@ -184,6 +186,7 @@ class HungCommitReported(Invariant):
     """
 
     name = "hung_commit_reported"
+    settings = frozenset({'commit_overrun_slice_s'})
     races = ("R7",)
     description = "A commit still running an overrun slice after its host timed out is reported exactly once, while it hangs."
 
@@ -285,6 +288,7 @@ class StaleJobNeverRuns(Invariant):
 
 class PoolAdmissionBounded(Invariant):
     name = "pool_admission_bounded"
+    settings = frozenset({'pool_cap'})
     races = ("R8",)
     description = "A process never has more compression jobs admitted than its pool's cap; past the cap a compression fails fast instead of queueing."
 
@@ -323,6 +327,7 @@ class PoolRefusesOnlyWhenFull(Invariant):
     """
 
     name = "pool_refuses_only_when_full"
+    settings = frozenset({'pool_cap'})
     races = ("R8",)
     description = (
         "A process's compression pool refuses an attempt only while as many of its attempts as the pool's cap are "
@@ -463,6 +468,7 @@ def _failure_of_turn(history: Sequence[HistoryEvent], submitted: HistoryEvent) -
 
 class HardCancelFreesLease(Invariant):
     name = "hard_cancel_frees_lease"
+    holder_names_attempt = True
     races = ("R1",)
     description = (
         "By the end of a Ctrl+C's own grace period, the compaction that Ctrl+C stopped (its agent's active attempt on "
@@ -686,6 +692,8 @@ class _BacksOffAfterFailure(Invariant):
 
 class TimeoutBacksOff(_BacksOffAfterFailure):
     name = "timeout_backs_off"
+    settings = frozenset({'timeout_cooldown_s'})
+    holder_names_attempt = True
     races = ("R2",)
     description = (
         "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
@@ -814,6 +822,8 @@ SUMMARY_TASK = "summary:"  # an attempt's provider call runs in a task named aft
 
 class FailedSummaryBacksOff(_BacksOffAfterFailure):
     name = "failed_summary_backs_off"
+    settings = frozenset({'summary_failure_cooldown_s'})
+    holder_names_attempt = True
     races = ("R1", "R2")
     description = (
         "After an attempt's provider call raised (whatever it raised: a plain InterruptedError is no user stop) "
@@ -869,6 +879,7 @@ class FailedSummaryNeverCommits(Invariant):
     not a failure."""
 
     name = "failed_summary_never_commits"
+    settings = frozenset({'static_fallback_summary'})
     races = ("R1", "R2")
     description = (
         "An attempt whose provider call raised never commits, unless the static fallback summary is configured "
@@ -898,6 +909,8 @@ class FailedSummaryNeverCommits(Invariant):
 
 class FailedCommitBacksOff(_BacksOffAfterFailure):
     name = "failed_commit_backs_off"
+    settings = frozenset({'split_failure_cooldown_s'})
+    holder_names_attempt = True
     races = ("R11", "R12")
     description = (
         "After an admitted commit of a session's compaction raised (the archive or the split failed in the store), "

@@ -38,6 +38,7 @@ RELEASE_POINT = "db.release_lease"  # the store call that frees a lease
 
 class LeaseMutualExclusion(Invariant):
     name = "lease_mutual_exclusion"
+    settings = frozenset({'lease_ttl_s'})
     races = ("R3", "R19", "R25")
     description = "At most one live holder per session lease; a release only ever frees the releaser's own row."
 
@@ -136,6 +137,8 @@ class AppendsNeverRefusedByLease(Invariant):
 
 class LeaseReleasedWithinTtl(Invariant):
     name = "lease_released_within_ttl"
+    settings = frozenset({'lease_ttl_s'})
+    holder_names_attempt = True
     races = ("R1", "R25")
     description = "Once its attempt has ended, a lease is never refreshed again, and is released or lapses within one TTL."
 
@@ -169,6 +172,7 @@ class LeaseReleasedWithinTtl(Invariant):
 
 class DeadHolderReclaimable(Invariant):
     name = "dead_holder_reclaimable"
+    holder_names_attempt = True
     races = ("R24",)
     description = "A lease whose holder's process is provably dead never makes another attempt sit out."
 
@@ -202,6 +206,7 @@ class DeadHolderReclaimable(Invariant):
 
 class CancelledAttemptNeverAcquires(Invariant):
     name = "cancelled_attempt_never_acquires"
+    holder_names_attempt = True
     races = ("R3",)
     description = "An attempt whose fence a cancel has already won never takes the lease."
 
@@ -227,6 +232,7 @@ class CancelledAttemptNeverAcquires(Invariant):
 
 class RefresherToleratesBlips(Invariant):
     name = "refresher_tolerates_blips"
+    settings = frozenset({'refresh_failure_budget'})
     races = ("R25",)
     description = "A lease refresher gives up only after its whole failure budget (ttl/interval) of consecutive missed refreshes, never on a blip."
 
@@ -286,6 +292,7 @@ class RefreshExtendsOwnRow(Invariant):
 
 class CommitHoldsLease(Invariant):
     name = "commit_holds_lease"
+    holder_names_attempt = True
     races = ("R25",)
     description = "A commit transaction lands only while its attempt holds an unexpired lease on the session it commits."
 
@@ -317,6 +324,8 @@ class RetryNeverOverlapsLiveWorker(Invariant):
     running, and is the overlap R25 forbids."""
 
     name = "retry_never_overlaps_live_worker"
+    settings = frozenset({'lease_ttl_s'})
+    holder_names_attempt = True
     races = ("R25",)
     description = (
         "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still "
@@ -392,6 +401,7 @@ class RetryNeverOverlapsLiveWorker(Invariant):
 
 class SummaryStartsUnderLease(Invariant):
     name = "summary_starts_under_lease"
+    holder_names_attempt = True
     races = ("R3", "R19")
     description = "An attempt starts its summary only while it holds the session's lease (acquired and not yet released)."
 
@@ -435,6 +445,7 @@ class AbandonedAttemptFreesLease(Invariant):
     while the store holds that release has nothing left to free."""
 
     name = "abandoned_attempt_frees_lease"
+    holder_names_attempt = True
     races = ("R1", "R3", "R25")
     description = (
         "No attempt sits out behind the lease of an attempt that has finished (and whose timed-out host, which frees "

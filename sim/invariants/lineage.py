@@ -81,6 +81,7 @@ class _LineageCheck(Invariant):
 
 class SingleLiveHead(_LineageCheck):
     name = "single_live_head"
+    needs = frozenset({'commit.published'})  # the rest only refines
     races = ("R16", "R19", "R20")
     description = "Each compression lineage has at most one live (open) session."
 
@@ -98,6 +99,7 @@ class SingleLiveHead(_LineageCheck):
 
 class OneContinuationPerParent(_LineageCheck):
     name = "one_continuation_per_parent"
+    needs = frozenset({'commit.published'})  # the rest only refines
     races = ("R19",)
     description = "A session closed by compression has exactly one continuation child, never two."
 
@@ -112,6 +114,7 @@ class OneContinuationPerParent(_LineageCheck):
 
 class NoOrphanParent(_LineageCheck):
     name = "no_orphan_parent"
+    needs = frozenset({'commit.published'})  # the rest only refines
     races = ("R20",)
     description = "No reader ever sees a session closed by compression without a continuation child."
 
@@ -328,6 +331,7 @@ class ClosedWriteAdoptsLiveTip(Invariant):
 
 class LateContenderAdopts(Invariant):
     name = "late_contender_adopts"
+    holder_names_attempt = True
     races = ("R19",)
     description = "An attempt that wins the lease of a session already closed by compression adopts its live tip and sits out; it never summarizes the closed session."
 

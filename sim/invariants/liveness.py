@@ -36,6 +36,7 @@ _TURN_ENDS = (FrontendTurnFailed, FrontendTurnAbandoned)
 
 class TurnAfterQuietPersists(JudgesRefusedTurns):
     name = "turn_after_quiet_persists"
+    settings = frozenset({'ceiling_timeout_s', 'lease_ttl_s'})
     races = ("R1", "R15", "R20", "R24")
     description = ("A turn that starts after a silence longer than the host's ceiling plus one lease TTL persists its "
                    "reply, and the user sees no error for it (unless they press Ctrl+C, its process is killed, or the model refused "

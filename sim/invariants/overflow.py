@@ -111,6 +111,7 @@ class ReplyFitsContext(Invariant):
     """
 
     name = "reply_fits_context"
+    settings = frozenset({'context_limit_tokens'})
     races = ("R23",)
     description = (
         "With a context window set, every reply that becomes durable answers a context within it: the messages its "

@@ -259,6 +259,7 @@ class _CommitEffects(Invariant):
 
 class AcknowledgedAppendsSurvive(_CommitEffects):
     name = "acknowledged_appends_survive"
+    needs = frozenset({'append.ok', 'turn.persisted', 'commit.archived', 'commit.published', 'compaction.commit_failed'})  # the rest only refines
     races = ("R14", "R12")
     description = (
         "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one "
@@ -489,6 +490,7 @@ class RewindSlotsStayUnderWatermark(Invariant):
     verbatim place), and a summarized row rightly stays marked summarized, searchable."""
 
     name = "rewind_slots_stay_under_watermark"
+    settings = frozenset({'tail_count'})
     races = ("R14",)
     description = "An in-place commit keeps the verbatim rows among its tail_count rewind slots (the newest at or below its watermark) as hidden copies, never summarized; an append made meanwhile never takes their slot."
 
@@ -717,6 +719,7 @@ def is_user_turn(row: Any) -> bool:
 
 class ArchivedRowsWereInInput(Invariant):
     name = "archived_rows_were_in_input"
+    needs = frozenset({'commit.archived', 'commit.published', 'compaction.input'})  # the rest only refines
     races = ("R14",)
     description = (
         "A commit retires only rows its attempt worked from: in place, every row it marks summarized was in the "
@@ -928,6 +931,7 @@ class Told:
 
 class ToldMessagesKeptOnceInOrder(_CommitEffects):
     name = "told_messages_kept_once_in_order"
+    needs = frozenset({'turn.persisted', 'frontend.turn_submitted', 'compaction.input', 'commit.archived', 'commit.published', 'compaction.commit_failed'})  # the rest only refines
     races = ("R10", "R12", "R14")
     description = (
         "The user's model of the conversation holds: every message the user was told was saved (a completed turn's "
@@ -1034,6 +1038,7 @@ class ReceivedMessageSurvivesGatewayCrash(Invariant):
     """
 
     name = "received_message_survives_gateway_crash"
+    settings = frozenset({'gateway_writes_on_receipt'})
     races = ("R10",)
     description = (
         "With the gateway writing on receipt, a platform message whose turn went on to compact (its receipt write "

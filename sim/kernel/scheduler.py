@@ -18,7 +18,7 @@ from contract.events.base import Event
 from contract.events.runtime import TaskExit, TaskSpawn
 from sim.history import HistoryEvent
 from sim.kernel.deadlock import blocked_task, wait_for
-from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock
+from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock, DivergenceError
 from sim.strategies.decisions import TaskChoice
 
 if TYPE_CHECKING:
@@ -145,6 +145,7 @@ class Kernel:
         self.now_s = 0.0
         self.steps = 0
         self.extra_steps = 0  # steps the thread runtime ran without the loop (see SETTLED)
+        self.divergence: DivergenceError | None = None  # a replay that stopped fitting where the loop could not see it
         self.current: Task | None = None
         self.runnable: list[Task] = []
         self.alive: dict[int, Task] = {}

@@ -109,7 +109,10 @@ class Drives:
                                                     error=f"{type(shown).__name__}: {shown}"))
 
     async def _ctrl_c(self, drive: DriveSpec, slot: AgentSlot) -> None:
+        """Ctrl+C; with `typed`, the user's message then goes in as the next turn once the grace period is over."""
         await self._actions.ctrl_c(drive.agent)
+        if drive.typed is not None and not slot.proc.crashed:
+            await slot.proc.run(slot.frontend.submit(drive.typed))
 
     async def _end_session(self, drive: DriveSpec, slot: AgentSlot) -> None:
         """The frontend's end stamp is a store write like any other: a busy or failing store refuses it, and the

@@ -10,6 +10,8 @@ other keys, and the rules that tie keys across tables.
 
 from __future__ import annotations
 
+import dataclasses
+
 import errno
 import re
 import tomllib
@@ -35,6 +37,7 @@ from sim.scenario.model import (
     WorldSpec,
 )
 from sim.scenario.schema import Context, Location, Spec, describe, quote
+from sim import targets
 
 
 class ScenarioRegistry(Protocol):
@@ -87,6 +90,17 @@ def scenario_from_document(document: dict[str, Any], path: str | Path, registry:
     if not scenario.drives:
         # An empty file validates key by key; a run where the user does nothing would pass and prove nothing.
         raise root.key("drive").error("at least one [[drive]] (a turn or a command): a scenario where nothing is driven proves nothing", "none")
+    return on_target(scenario, scenario.target)
+
+
+def on_target(scenario: Scenario, target: str) -> Scenario:
+    """The scenario on `target`, checked against what that target can do (bad input names the target)."""
+    try:
+        name = targets.parse(target)
+    except ValueError as error:
+        raise Location(scenario.path).key("target").error(str(error).partition(": ")[2] or "a known target", repr(target)) from None
+    scenario = dataclasses.replace(scenario, target=name)
+    targets.check(scenario)
     return scenario
 
 
@@ -224,6 +238,9 @@ def _drive(checked: dict[str, Any], world: WorldSpec, where: Location) -> DriveS
     if drive.end_reason is not None and drive.action is not DriveAction.END_SESSION:
         shown = f"command = {quote(command)}" if command is not None else f"a {drive.action}"
         raise where.key("end_reason").error(f'end_reason only with command = "{DriveAction.END_SESSION}"', f"it with {shown}")
+    if drive.typed is not None and drive.action is not DriveAction.CTRL_C:
+        shown = f"command = {quote(command)}" if command is not None else f"a {drive.action}"
+        raise where.key("typed").error(f'typed only with command = "{DriveAction.CTRL_C}"', f"it with {shown}")
     frontend = next(spec.frontend for spec in world.agents if spec.name == drive.agent)
     if drive.action in (DriveAction.TURN, DriveAction.MESSAGE) and (drive.action is DriveAction.MESSAGE) != (frontend == "gateway"):
         wanted = 'a gateway agent (frontend = "gateway")' if drive.action is DriveAction.MESSAGE else "a cli agent (a gateway agent takes `message`)"

@@ -206,6 +206,12 @@ class DriveSpec:
     session: str | None = key(Reference(
         "The session it targets; absent, the agent's current session.", namespace="session", default=None, example='"s1"',
     ))
+    typed: str | None = key(Str(
+        'With command = "ctrl_c": what the user types with it. The terminal interrupts the running turn with it and, '
+        'once its grace period is over, runs it as the next turn (hermes-agent interrupts with the typed message '
+        'itself; the reference presses Ctrl+C, then sends it).',
+        default=None, example='"the next question"',
+    ))
     end_reason: str | None = key(Str(
         'With command = "end_session": the reason stamped on the session.',
         pattern=r"[a-z_]+", pattern_text='an end reason like "session_reset" (lowercase letters and _)',
@@ -324,6 +330,12 @@ class Scenario:
         default=None, example='"hermes-agent #14"',
     ))
     description: str | None = key(Str("What the scenario does and why.", default=None, example='"Ctrl+C while the summary stalls."'))
+    target: str = key(Str(
+        "The system the scenario runs on: the reference, or a released program the harness runs "
+        "(`hermes==0.16.0` ... `hermes==0.19.0`, hermes-agent as published, in a process of its own).",
+        pattern=r"reference|[a-z]+==[0-9]+\.[0-9]+\.[0-9]+", pattern_text='"reference" or a release like "hermes==0.19.0"',
+        default="reference", example='"hermes==0.19.0"',
+    ))
     world: WorldSpec = key(WORLD)
     drives: tuple[DriveSpec, ...] = key(ListOf(DRIVE.description, item=DRIVE, plural="drives", default=[]), name="drive")
     faults: tuple[FaultSpec, ...] = key(ListOf(FAULT.description, item=FAULT, plural="faults", default=[]), name="fault")

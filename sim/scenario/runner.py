@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Sequence
 
 from sim.invariants import Violation
 from sim.scenario.model import Scenario
-from sim.scenario.system import ScenarioSystem
+from sim import targets
 from sim.search import until_exhausted
 from sim.strategies.base import Strategy
 from sim.strategies.decisions import Recorded
@@ -55,10 +55,7 @@ class Verdict:
 
     @property
     def invariants_checked(self) -> int:
-        names = self.scenario.expect.invariants
-        from sim.invariants import INVARIANTS
-
-        return len(INVARIANTS) if names == "all" else len(names)
+        return len(targets.invariants_for(self.scenario))
 
     def problems(self) -> list[str]:
         """Why the scenario's expectation does not hold; empty when it passed."""
@@ -89,16 +86,17 @@ def run_once(scenario: Scenario, seed: int, decisions: Sequence[Recorded] | None
     if strategy is None:
         strategy = ReplayStrategy(decisions) if decisions is not None else strategy_for(scenario.explore.strategy)
     world = World(seed, strategy, max_steps=scenario.explore.max_steps, max_time_s=scenario.explore.max_time_s)
-    system = ScenarioSystem(world, scenario)
-    system.install()
-    result = world.run(system.main)
+    with frozen_time(), targets.batch(scenario):
+        system = targets.make_system(world, scenario, targets.invariants_for(scenario))
+        system.install()
+        result = world.run(system.main)
     if force_fail:
         system.violations.append(Violation(FORCED_FAIL, "every run fails when forced to (the mutation sanity pass)", (), 0.0))
     if result.outcome is RunOutcome.OK:
         system.finish()
     else:
         system.violations.insert(0, Violation(RUN_COMPLETES, f"the run ended with {result.outcome}: {_first_line(result.error)}", (), result.virtual_s))
-    system.store.close()
+    system.close()
     return RunReport(scenario, seed, result, system.violations, system.plan.fired(), system.coverage)
 
 
@@ -125,7 +123,7 @@ def explore_seeds(scenario: Scenario, seeds: Iterable[int], strategy: Strategy, 
     """
     verdict = Verdict(scenario, fired=[0] * len(scenario.faults))
     started = time.process_time()
-    with frozen_time():
+    with frozen_time(), targets.batch(scenario):
         for seed in until_exhausted(seeds, strategy):
             report = run_once(scenario, seed, strategy=strategy, force_fail=force_fail)
             _tally(verdict, report)

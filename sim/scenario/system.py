@@ -64,6 +64,9 @@ class ScenarioSystem:
         """Quiescence: the liveness checks and the final-state checks."""
         self.violations.extend(self.invariants.at_end(self.world.kernel.history))
 
+    def close(self) -> None:
+        self.store.close()
+
     async def main(self, rt: Any) -> None:
         assert self.drives is not None, "install() first"
         self.built.build_sessions()

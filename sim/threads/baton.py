@@ -138,6 +138,7 @@ class SimThread:
         self.name = name
         self.task: "Task | None" = None  # the kernel's task for this thread, set once spawned
         self.run: Any = None  # the ThreadRun it belongs to
+        self.process = ""  # the simulated process it runs in (a target's; "" in a thread program)
         self.thread: Any = None  # the threading.Thread it carries
         self.joiners: deque[SimThread] = deque()  # threads parked in its join()
         self._body = body

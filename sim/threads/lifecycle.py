@@ -111,6 +111,16 @@ def get_ident(previous: Callable[[], int]) -> Callable[[], int]:
     return get_ident
 
 
+def getpid(previous: Callable[[], int]) -> Callable[[], int]:
+    """`os.getpid`: a simulated thread's process has a virtual pid (the real one differs in every process)."""
+
+    def getpid() -> int:
+        sim = current()
+        return previous() if sim is None else sim.run.pid_of(sim.process)
+
+    return getpid
+
+
 def main_thread(previous: Callable[[], threading.Thread]) -> Callable[[], threading.Thread]:
     def main_thread() -> threading.Thread:
         sim = current()

@@ -29,6 +29,7 @@ from types import ModuleType
 from typing import Any, Callable, Iterator
 
 from sim.threads import clock, entropy, lifecycle, locks, sqlite, unmodelled
+from sim.timefreeze import frozen_time
 
 _LockType = _thread.LockType
 _RLockType = _thread.RLock
@@ -94,6 +95,7 @@ def _install(patches: _Patches) -> None:
     for owner in (threading, _thread):
         patches.wrap(owner, "get_ident", lifecycle.get_ident)
         patches.wrap(owner, "get_native_id", lifecycle.get_ident)
+    patches.wrap(os, "getpid", lifecycle.getpid)
     patches.wrap(threading, "main_thread", lifecycle.main_thread)
     patches.wrap(threading, "enumerate", lifecycle.enumerate_threads)
     patches.wrap(threading, "active_count", lifecycle.active_count)
@@ -158,6 +160,8 @@ def threads_patched() -> Iterator[None]:
         return
     patches = _Patches()
     _active = 1
+    freeze = frozen_time()  # first: freezegun would put its own clock over ours if it started inside the batch
+    freeze.__enter__()
     try:
         _install(patches)
         _scan(patches)
@@ -167,6 +171,7 @@ def threads_patched() -> Iterator[None]:
     finally:
         _active = 0
         patches.restore()
+        freeze.__exit__(None, None, None)
 
 
 def _run_counters() -> tuple[tuple[Any, str, int], ...]:

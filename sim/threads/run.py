@@ -6,10 +6,16 @@ strategy may switch threads), `park` (block on a primitive, optionally until a v
 and the clock. Everything they touch is the kernel's own state, safely, because only the thread holding the
 baton runs.
 
-A run ends when its main thread has run the program, the interpreter's exit hooks and joined the non-daemon
-threads, as a real interpreter does at exit; daemon threads still running then are abandoned (unwound with
-`ThreadAbandoned`). A thread that ends by an exception (other than SystemExit) stops the run at once and
-fails it with that exception, raised from the root task with the thread named as the task that raised it.
+A program's run ends when its main thread has run the program, the interpreter's exit hooks and joined the
+non-daemon threads, as a real interpreter does at exit; daemon threads still running then are abandoned
+(unwound with `ThreadAbandoned`, during which no scheduling point lets them do anything more). A thread that
+ends by an exception (other than SystemExit) stops the run at once and fails it with that exception, raised
+from the root task with the thread named as the task that raised it.
+
+A target's run (`strict=False`: the system under test is a threaded program driven by coroutine tasks, such
+as the hermes-agent adapter) starts threads from its coroutines (`call`), leaves a thread's exception to the
+oracle (its `task.exit` says it), and may abandon every thread of one simulated process at once (a crash).
+Each thread belongs to the process of the thread (or call) that started it.
 """
 
 from __future__ import annotations
@@ -20,9 +26,10 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from contract.events.runtime import TaskExit
+from sim.kernel.errors import DivergenceError
 from sim.kernel.scheduler import CHECKPOINT, PARK, SLEEP_UNTIL, Task, task_choice
 from sim.kernel.sync import Event
-from sim.threads.baton import Baton, SimThread, ThreadAbandoned
+from sim.threads.baton import Baton, SimThread, ThreadAbandoned, current
 from sim.threads.tracing import Preemption
 
 if TYPE_CHECKING:
@@ -36,6 +43,7 @@ _IDENT_STRIDE = 0x100_0000
 
 MAIN_THREAD = "MainThread"
 _HASH_BASE = 0x5EED_0000
+_PID_BASE = 4000
 
 
 class Timeout:
@@ -65,27 +73,32 @@ class Timeout:
 class ThreadRun:
     """The threads of one run of a program, and the operations they perform on the kernel."""
 
-    def __init__(self, world: "World", *, preemption: Preemption, stall_s: float) -> None:
+    def __init__(self, world: "World", *, preemption: Preemption, stall_s: float, strict: bool = True) -> None:
         self.world = world
         self.kernel = world.kernel
         self.preemption = preemption
+        self.strict = strict
         self.baton = Baton(self.kernel, stall_s)
         self.threads: list[threading.Thread] = []  # in start order
         self.failure: tuple[Task, BaseException] | None = None
         self.main_value: Any = None
         self.ended = _ProgramEnd(self)
         self.databases: dict[str, Any] = {}  # sqlite.Database by file, made as threads connect
+        self._pids: dict[str, int] = {}
         self._hashes = itertools.count(_HASH_BASE)
         self._idents: Iterator[int] = (_IDENT_BASE + index * _IDENT_STRIDE for index in itertools.count())
         self._main: threading.Thread | None = None
 
     # ---- starting and ending threads ----------------------------------------------------------------
 
-    def start(self, thread: threading.Thread) -> SimThread:
-        """Start `thread` (a `threading.Thread` whose `start` was called in the run) as a kernel task."""
+    def start(self, thread: threading.Thread, process: str | None = None) -> SimThread:
+        """Start `thread` (a `threading.Thread` whose `start` was called in the run) as a kernel task, in
+        `process` (default: the process of the thread starting it)."""
         sim = SimThread(thread.name, thread.run, self.baton, on_start=self._entered)
         sim.run = self
         sim.thread = thread
+        starter = current()
+        sim.process = process if process is not None else (starter.process if starter is not None else "")
         ident = next(self._idents)
         thread._ident = ident  # type: ignore[attr-defined]  # threading's own fields, as its bootstrap sets them
         thread._native_id = ident  # type: ignore[attr-defined]
@@ -111,6 +124,42 @@ class ThreadRun:
         self._main.run = main  # type: ignore[method-assign]  # keep the value; Thread.run discards it
         return self.start(self._main)
 
+    async def call(self, fn: Callable[[], Any], *, name: str, process: str) -> Any:
+        """Run `fn` in a new thread of `process`, from a coroutine task, and wait for it: its value, or its
+        exception raised here (an abandoned thread raises ThreadAbandoned)."""
+        outcome: dict[str, Any] = {}
+        finished = Event(self.kernel, f"thread {name!r}")
+
+        def body() -> None:
+            try:
+                outcome["value"] = fn()
+            except BaseException as error:
+                outcome["error"] = error
+                raise
+            finally:
+                finished.set()
+
+        thread = threading.Thread(target=body, name=name, daemon=True)
+        sim = self.start(thread, process)
+        await finished.wait()
+        if "error" in outcome:
+            raise outcome["error"]
+        if sim.task is not None and sim.task.done and "value" not in outcome:
+            raise ThreadAbandoned()
+        return outcome.get("value")
+
+    def abandon_process(self, process: str) -> None:
+        """Every thread of `process` stops where it is, as at a crash: unwound with no scheduling point left to it,
+        so it writes nothing more and waits on nothing more."""
+        self._abandon(lambda sim: sim.process == process)
+
+    def pid_of(self, process: str) -> int:
+        """The virtual pid of a simulated process of this run (`os.getpid()` in its threads), in first-asked order."""
+        pid = self._pids.get(process)
+        if pid is None:
+            pid = self._pids[process] = _PID_BASE + len(self._pids)
+        return pid
+
     def next_hash(self) -> int:
         """The next hash in the order this run makes hashed objects (see `lifecycle.run_order_hash`)."""
         return next(self._hashes)
@@ -135,7 +184,7 @@ class ThreadRun:
         threading._active.pop(thread.ident, None)  # type: ignore[attr-defined]
         for waiter in list(sim.joiners):
             self.wake(waiter, sim.joiners)
-        failed = error is not None and not isinstance(error, (SystemExit, ThreadAbandoned))
+        failed = self.strict and error is not None and not isinstance(error, (SystemExit, ThreadAbandoned))
         if failed and self.failure is None:
             self.failure = (task, error)  # type: ignore[assignment]
         if thread is self._main:
@@ -146,10 +195,13 @@ class ThreadRun:
 
     def abandon_rest(self) -> None:
         """Unwind every thread still alive (daemons left running, or all after a failure), newest first."""
+        self._abandon(lambda sim: True)
+
+    def _abandon(self, chosen: Callable[[SimThread], bool]) -> None:
         for thread in reversed(self.threads):
             sim: SimThread = thread._sim_thread  # type: ignore[attr-defined]
             task = sim.task
-            if task is not None and not task.done:
+            if task is not None and not task.done and chosen(sim):
                 self.kernel.abandon(task, TaskExit(error="abandoned"))
                 thread._is_stopped = True  # type: ignore[attr-defined]
                 threading._active.pop(thread.ident, None)  # type: ignore[attr-defined]
@@ -168,6 +220,8 @@ class ThreadRun:
         thread just goes on. Either way the step counts toward the run's step budget; past it, or when a
         coroutine task could run, the kernel's loop takes the trap.
         """
+        if sim.abandoning:
+            raise ThreadAbandoned()
         kernel = self.kernel
         runnable = kernel.runnable
         if kernel.extra_steps >= kernel.max_steps or not _threads_only(runnable):
@@ -179,7 +233,12 @@ class ThreadRun:
         task: Task = sim.task  # type: ignore[assignment]
         runnable.append(task)
         options = len(runnable)
-        index = kernel.strategy.choose_task(runnable, task)
+        try:
+            index = kernel.strategy.choose_task(runnable, task)
+        except DivergenceError as divergence:  # the loop would stop the run; here the program could swallow it
+            runnable.pop()
+            kernel.divergence = kernel.divergence or divergence
+            raise ThreadAbandoned() from divergence
         kernel.decisions.append(task_choice(options, index))
         chosen = runnable.pop(index)
         if chosen is task:
@@ -187,6 +246,22 @@ class ThreadRun:
         kernel.current = chosen
         error, chosen.throw_exc = chosen.throw_exc, None
         sim.hand_to(chosen.coro, chosen.send_value, error)  # type: ignore[arg-type]
+
+    def wait_for(self, sim: SimThread, awaitable: Any) -> Any:
+        """Run a coroutine written for the kernel (a fault's effect, say) on the calling thread: each trap it
+        yields is the thread's own (a checkpoint, a sleep, a park), and its value is returned here."""
+        coroutine = awaitable.__await__()
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                op, arg = coroutine.send(value) if error is None else coroutine.throw(error)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                value, error = (self.checkpoint(sim, arg) if op == CHECKPOINT else sim.trap(op, arg)), None
+            except BaseException as raised:  # ThreadAbandoned included: the coroutine unwinds with the thread
+                value, error = None, raised
 
     def sleep(self, sim: SimThread, seconds: float) -> None:
         if seconds <= 0:

@@ -1,0 +1,107 @@
+"""The seams of a loaded hermes release, hooked once per process: events for the oracle, points for the faults.
+
+Each hook wraps one of hermes's own functions (by module or class attribute, never by editing a file) and
+asks the system of the run in progress (`ACTIVE`) what to do; outside a run, or on a thread that is not the
+run's, it calls the original and nothing else. What each hook adds:
+
+| hermes call | point (faults) | events |
+|---|---|---|
+| `agent.context_compressor.call_llm` (the summary model; scripted) | `provider.summary` | `compaction.input`, `compaction.summary_started` |
+| `agent.conversation_compression.compress_context` (one attempt) | - | `attempt.claimed`, `compaction.finished` |
+| `agent.conversation_compression._compression_lock_holder` | - | none: its `agent=` (an address, which differs in every process) becomes the agent's name |
+| `SessionDB.<op>` for every public write | `db.<op>` | per op, below |
+| `SessionDB._execute_write` (the transaction) | store faults of `db.<op>`: before COMMIT inside it, after COMMIT outside | - |
+| `append_message` | | `append.ok`, `turn.persisted` / `append.failed` |
+| `create_session` with the attempt's session as parent | | `commit.published` (the rotation's child exists) |
+| `archive_and_compact` (0.18.2+) | | `commit.archived` / `compaction.commit_failed` |
+| `try_acquire_compression_lock` | | `lease.acquired` / `lease.contended` / `lease.acquire_failed` |
+| `refresh_compression_lock` (0.18.2+) | | `lease.refreshed` / `lease.refresh_failed` |
+| `release_compression_lock` | | `lease.released` / `lease.release_failed` |
+| `reopen_session` (0.19.0: a rotation whose child could not be made) | | `session.reopened` |
+| `end_session` | | - |
+
+hermes catches store errors in several of these (an acquire fails open, a release logs): a hook knows of
+such an error from the `_execute_write` hook beneath it, so an acquire that failed is `lease.acquire_failed`,
+never `lease.contended`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from targets.hermes.system import HermesSystem
+
+# The run in progress, set by HermesSystem around each run (a process runs one at a time).
+ACTIVE: "list[HermesSystem]" = []
+
+# The SessionDB writes a scenario may name as points (`db.<op>`) and fault.
+WRITE_OPS = ("append_message", "create_session", "end_session", "reopen_session", "archive_and_compact", "replace_messages",
+             "try_acquire_compression_lock", "refresh_compression_lock", "release_compression_lock",
+             "record_compression_failure_cooldown", "set_session_title")
+
+_installed: list[str] = []
+
+
+def install() -> None:
+    """Hook the loaded release's seams (once per process)."""
+    if _installed:
+        return
+    context_compressor = sys.modules["agent.context_compressor"]
+    compression = sys.modules["agent.conversation_compression"]
+    session_db = sys.modules["hermes_state"].SessionDB
+    context_compressor.call_llm = _summary_model
+    compression.compress_context = _hooked(compression.compress_context, _attempt)
+    if hasattr(compression, "_compression_lock_holder"):
+        compression._compression_lock_holder = _hooked(compression._compression_lock_holder, _holder)
+    for op in WRITE_OPS:
+        if hasattr(session_db, op):
+            setattr(session_db, op, _hooked(getattr(session_db, op), functools.partial(_write, op)))
+    session_db._execute_write = _hooked(session_db._execute_write, _transaction)
+    _installed.append("installed")
+
+
+def _system() -> "HermesSystem | None":
+    system = ACTIVE[-1] if ACTIVE else None
+    return system if system is not None and system.owns_caller() else None
+
+
+def _hooked(original: Callable[..., Any], hook: Callable[..., Any]) -> Callable[..., Any]:
+    """`original` for any caller outside a run; `hook(system, original, *args)` for the run's threads."""
+
+    @functools.wraps(original)
+    def hooked(*args: Any, **kwargs: Any) -> Any:
+        system = _system()
+        if system is None:
+            return original(*args, **kwargs)
+        return hook(system, original, *args, **kwargs)
+
+    return hooked
+
+
+def _summary_model(**kwargs: Any) -> Any:
+    system = _system()
+    if system is None:
+        raise RuntimeError("hermes's summary model was called outside a simulated run")
+    return system.summarize(kwargs)
+
+
+def _attempt(system: "HermesSystem", original: Callable[..., Any], agent: Any, *args: Any, **kwargs: Any) -> Any:
+    return system.attempt(agent, lambda: original(agent, *args, **kwargs))
+
+
+def _holder(system: "HermesSystem", original: Callable[..., Any], agent: Any) -> str:
+    """The lease holder id, its `agent=` part (the agent object's address) replaced by the agent's name."""
+    return re.sub(r"agent=[0-9a-fx]+", f"agent={system.name_of(agent)}", original(agent))
+
+
+def _write(op: str, system: "HermesSystem", original: Callable[..., Any], db: Any, *args: Any, **kwargs: Any) -> Any:
+    return system.write(op, db, lambda: original(db, *args, **kwargs), args, kwargs)
+
+
+def _transaction(system: "HermesSystem", original: Callable[..., Any], db: Any, fn: Callable[..., Any], *args: Any,
+                 **kwargs: Any) -> Any:
+    return system.transaction(db, lambda inner: original(db, inner, *args, **kwargs), fn)

@@ -1,0 +1,209 @@
+"""hermes-agent as a target of the scenario language: what it can be asked to do, and what the oracle can judge.
+
+A scenario names it `target = "hermes==0.19.0"` (or `--target`). The release runs in a process of its own
+(releases share module names), which `sim.targets` starts; `enter` loads the release there, stubs its probes
+and hooks its seams. Asking a release for something it cannot do (a drive, a fault, a point, a setting) is
+bad input naming the target and what it can do instead, never a silent pass.
+
+**Drives**: `turn` (typed at its terminal; while a turn runs, the terminal's typed interrupt), `ctrl_c`,
+`compress` (/compress), `end_session`. **Faults**: `stall` and `provider_error` at `provider.summary`,
+`stall` at `db.<op>`, `db_write_failure` and `db_busy` at `db.<op>` (inside `_execute_write`: before COMMIT in
+the transaction, after it outside), `ctrl_c`, `message_mid_compression` (another process's SessionDB appends),
+`crash` of a process (no restart). A lease lapses by the virtual clock (a stall past its TTL), as it would.
+**Settings**: `threshold_tokens`, `in_place` and `lease_ttl_s` (0.18.2+: the releases before have no in-place
+compaction and a fixed TTL), `ctrl_c_grace_s` only at hermes's own 10 s.
+
+**The oracle**: the events the hooks emit (`EMITS`, `observe.py`) and the mechanisms no release has
+(`ABSENT`: a fence, a host wait, a pool, a watermark, a heartbeat, a durable generation claim...). An
+invariant applies when every event it needs is emitted and every other it reads is emitted or absent
+(`sim.invariants.applicability`); `python -m sim list invariants --target hermes==0.19.0` lists both sides.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from sim.scenario.errors import ScenarioError
+
+FAMILY = "hermes"
+RELEASES = ("0.16.0", "0.17.0", "0.18.2", "0.19.0")
+IN_PLACE_FROM = "0.18.2"  # in-place compaction, the lease refresher and its TTL setting
+
+DRIVES = frozenset({"turn", "ctrl_c", "compress", "end_session"})
+FAULTS = {
+    "stall": ("provider.summary", "db."),
+    "provider_error": ("provider.summary",),
+    "db_write_failure": ("db.",),
+    "db_busy": ("db.",),
+    "ctrl_c": (),
+    "message_mid_compression": (),
+    "crash": (),
+}
+SETTINGS = ("threshold_tokens", "in_place", "lease_ttl_s", "ctrl_c_grace_s")
+HOLDERS_NAME_ATTEMPTS = False  # `pid:tid:agent:nonce`: the harness learns a holder's attempt from the events
+CTRL_C_GRACE_S = 10.0  # cli.py: 50 joins of 0.2 s
+
+EMITS = frozenset({
+    "frontend.turn_submitted", "frontend.ctrl_c", "frontend.ctrl_c_grace_expired", "frontend.turn_abandoned",
+    "frontend.turn_failed", "frontend.session_ended", "turn.persisted", "append.ok", "append.failed",
+    "attempt.claimed", "compaction.input", "compaction.summary_started", "compaction.finished", "commit.archived",
+    "commit.published", "compaction.commit_failed", "lease.acquired", "lease.contended", "lease.acquire_failed",
+    "lease.refreshed", "lease.refresh_failed", "lease.released", "lease.release_failed", "process.crashed",
+    "fault.fired", "task.spawn", "task.exit", "session.reopened",
+})
+ABSENT = frozenset({
+    "fence.begin_ok", "fence.begin_refused", "fence.cancel_won", "fence.revoked", "fence.finish",
+    "host.started", "host.returned", "host.timeout", "host.unwind", "host.commit_overrun",
+    "pool.saturated", "compaction.watermark", "compaction.watermark_failed", "compaction.input_reread",
+    "attempt.restored", "activity.labeled", "compaction.summary_progress", "isolated.abandoned",
+    "hard_cancel.requested", "compaction.carried_unread", "external.rotated", "compaction.static_fallback",
+    "lease.expired_giveup", "session.adopted", "compaction.strike", "compaction.strike_reset_failed",
+})
+
+
+def parse(version: str) -> str:
+    """A release the harness runs; ValueError naming them otherwise."""
+    if version not in RELEASES:
+        raise ValueError(f"hermes=={version}: the harness runs hermes-agent {', '.join(RELEASES)}")
+    return version
+
+
+def check(scenario: Any, version: str) -> None:
+    """Bad input for anything this release cannot be asked (ScenarioError naming the file, key and target)."""
+    target = f"{FAMILY}=={version}"
+    path = scenario.path
+    for index, drive in enumerate(scenario.drives):
+        if str(drive.action) not in DRIVES:
+            raise ScenarioError(path, f"drive[{index}]", f"a drive {target} can take ({', '.join(sorted(DRIVES))})",
+                                f"a {drive.action} drive")
+    for index, fault in enumerate(scenario.faults):
+        points = FAULTS.get(fault.kind)
+        if points is None:
+            raise ScenarioError(path, f"fault[{index}].kind", f"a fault {target} can take ({', '.join(sorted(FAULTS))})",
+                                repr(fault.kind))
+        point = fault.trigger.point
+        if point is not None and points and not point.startswith(points):
+            raise ScenarioError(path, f"fault[{index}].point",
+                                f"a point of {target} for {fault.kind} ({', '.join(p + ('<op>' if p.endswith('.') else '') for p in points)})",
+                                repr(point))
+        if fault.kind == "crash" and fault.params.get("restart_after") is not None:
+            raise ScenarioError(path, f"fault[{index}].restart_after", f"no restart: {target}'s processes are not restarted",
+                                repr(fault.params["restart_after"]))
+    for key, value in scenario.world.config.items():
+        _check_setting(path, target, version, key, value)
+    for index, agent in enumerate(scenario.world.agents):
+        if agent.frontend != "cli":
+            raise ScenarioError(path, f"world.agents[{index}].frontend", f"\"cli\": {target} is driven through its terminal",
+                                repr(agent.frontend))
+
+
+def _check_setting(path: str, target: str, version: str, key: str, value: Any) -> None:
+    where = f"world.config.{key}"
+    if key not in SETTINGS:
+        raise ScenarioError(path, where, f"a setting {target} has ({', '.join(SETTINGS)})", repr(key))
+    if key in ("in_place", "lease_ttl_s") and _older(version, IN_PLACE_FROM) and value != _fixed(key):
+        raise ScenarioError(path, where, f"{_fixed(key)!r}: {target} has no {key} setting before {IN_PLACE_FROM}", repr(value))
+    if key == "ctrl_c_grace_s" and value != CTRL_C_GRACE_S:
+        raise ScenarioError(path, where, f"{CTRL_C_GRACE_S:g}: {target}'s terminal waits that long after a typed interrupt",
+                            repr(value))
+
+
+def _fixed(key: str) -> Any:
+    return {"in_place": False, "lease_ttl_s": 300.0}[key]
+
+
+def _older(version: str, than: str) -> bool:
+    return tuple(map(int, version.split("."))) < tuple(map(int, than.split(".")))
+
+
+def settings(scenario: Any) -> dict[str, Any]:
+    """The run's settings by the reference's names (what an invariant may read of `config`)."""
+    return {"lease_ttl_s": 300.0, "ctrl_c_grace_s": CTRL_C_GRACE_S, **scenario.world.config}
+
+
+def apply_settings(agent: Any, values: dict[str, Any]) -> None:
+    """Set a fresh AIAgent as the scenario says."""
+    if "threshold_tokens" in values:
+        agent.context_compressor.threshold_tokens = values["threshold_tokens"]
+    if "in_place" in values and hasattr(agent, "compression_in_place"):
+        agent.compression_in_place = values["in_place"]
+    if "lease_ttl_s" in values:
+        agent._compression_lock_ttl_seconds = values["lease_ttl_s"]
+
+
+# ---- the process that runs a release ----------------------------------------------------------------------
+
+
+_loaded: list[str] = []
+_home: list[Path] = []
+
+
+def enter(version: str) -> None:
+    """Load the release into this process (once), its probes stubbed and its seams hooked."""
+    from targets.hermes import loader, observe, probes
+
+    if _loaded:
+        if _loaded[0] != version:
+            raise ScenarioError("", "target", f"hermes=={_loaded[0]}, the release this process runs", f"hermes=={version}")
+        return
+    home = Path(tempfile.mkdtemp(prefix=f"hermes-{version}-"))
+    probes.write_config(home)
+    loader.load(version, home)
+    probes.stub_probes()
+    _warm_up(home)
+    observe.install()
+    _loaded.append(version)
+    _home.append(home)
+
+
+def _warm_up(home: Path) -> None:
+    """One agent's turn and compaction at load, outside any run: what hermes does once per process (the log
+    listener thread of hermes_logging, module caches, the imports its functions make on first use) happens here,
+    for real, so that every run starts from the same process state, not the first one from a fresher one."""
+    import contextlib
+    import io
+
+    import hermes_state
+    import run_agent
+    from agent import context_compressor
+
+    from targets.hermes.baseline import history
+    from targets.hermes.provider import reply, script_main_model
+
+    context_compressor.call_llm = lambda **kwargs: reply("a warm-up summary")
+    with contextlib.redirect_stdout(io.StringIO()):
+        db = hermes_state.SessionDB(db_path=home / "warm-up.db")
+        agent = run_agent.AIAgent(base_url="http://127.0.0.1:9/v1", api_key="offline", provider="custom", model="scripted",
+                                  quiet_mode=True, skip_context_files=True, skip_memory=True, enabled_toolsets=[],
+                                  session_db=db, session_id="warm-up")
+        script_main_model(agent, "a warm-up answer")
+        earlier = history()
+        agent._persist_session(earlier, [])
+        agent.run_conversation(user_message="a warm-up question", conversation_history=earlier)
+        agent._compress_context(earlier, None, force=True)
+
+
+def loaded() -> str | None:
+    return _loaded[0] if _loaded else None
+
+
+_runs = [0]
+
+
+def make_system(world: Any, scenario: Any, invariants: Any) -> Any:
+    from targets.hermes.system import HermesSystem
+
+    _runs[0] += 1
+    folder = _home[0] / "runs" / f"run{_runs[0]}"
+    return HermesSystem(world, scenario, folder, invariants, settings(scenario))
+
+
+@contextmanager
+def batch() -> Iterator[None]:
+    from sim.threads.patching import threads_patched
+
+    with threads_patched():
+        yield
