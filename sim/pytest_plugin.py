@@ -30,11 +30,16 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import os
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+
+from sim import targets
 
 SCENARIO_FOLDER = "scenarios"
 SWARM_FOLDER = "swarm"  # scenarios/swarm/: generated workloads
@@ -126,6 +131,9 @@ class ScenarioItem(_SimItem):
 
         scenario = load_scenario(self.path, registry())
         config = self.config
+        if scenario.target != targets.loaded():
+            self._run_on_target(scenario)
+            return
         verdict = check(scenario, runs=config.getoption("--sim-runs"), seed=config.getoption("--sim-seed"))
         out = Path(str(config.rootpath)) / "out"
         claims = _claim_problems(scenario, out) if verdict.passed and config.getoption("--sim-must-fail-under") else []
@@ -135,6 +143,20 @@ class ScenarioItem(_SimItem):
         if verdict.failing is not None:
             lines += ["", report.failure_block(verdict.failing, report.write_repro(verdict.failing, out))]
         raise ScenarioFailed("\n".join(lines))
+
+    def _run_on_target(self, scenario: Any) -> None:
+        """A scenario of another target runs in that target's process; a target this machine lacks is a skip that
+        names it and how to install it."""
+        reason = targets.unavailable(scenario.target)
+        if reason is not None:
+            pytest.skip(f"{scenario.target}: {reason}")
+        options = [f"--{name}={value}" for name, value in (("runs", self.config.getoption("--sim-runs")),
+                                                           ("seed", self.config.getoption("--sim-seed"))) if value is not None]
+        done = subprocess.run([sys.executable, "-m", "sim", "run", str(self.path), *options,
+                               "--out", str(Path(str(self.config.rootpath)) / REPRO_FOLDER)],
+                              capture_output=True, text=True, env={**os.environ, targets.TARGET_ENV: scenario.target})
+        if done.returncode != 0:
+            raise ScenarioFailed(f"{scenario.name} on {scenario.target}:\n{done.stdout}{done.stderr}")
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"scenario {self.name}"

@@ -119,5 +119,6 @@ def verdict_json(verdict: Verdict, repro: Path | None, *, mutant: str | None = N
         "faults_fired": verdict.fired,
         "seconds": round(verdict.cpu_s, 4),
         "violation": None if failing is None else {**failing.violations[0].as_dict(), "seed": failing.seed},
+        "violated": [] if failing is None else sorted({violation.invariant for violation in failing.violations}),
         "replay": None if repro is None else replay_command(repro, mutant),
     }

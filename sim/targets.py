@@ -21,6 +21,11 @@ from types import ModuleType
 from typing import Any, ContextManager, Sequence
 
 REFERENCE = "reference"
+
+
+class TargetUnavailable(Exception):
+    """A released target this machine cannot run (not installed): the message names it and how to install it."""
+
 TARGET_ENV = "COMPACTION_SIM_TARGET"  # set by a parent for the child that runs a released target
 FAMILIES = {"hermes": "targets.hermes.target"}
 
@@ -58,6 +63,12 @@ def enter_loaded() -> None:
     if found is not None:
         target, version = found
         target.enter(version)
+
+
+def unavailable(target: str) -> str | None:
+    """Why `target` cannot run on this machine, or None (the reference always can)."""
+    found = plugin(target)
+    return None if found is None else found[0].missing(found[1])
 
 
 def retarget(scenarios: Sequence[Any], target: str | None) -> list[Any]:

@@ -25,6 +25,7 @@ from sim.cli.determinism import add_determinism, add_digests
 from sim.cli.explore import add_detect, add_explore
 from sim.cli.listing import add_list
 from sim.cli.mutate import add_mutate
+from sim.cli.releases import add_releases
 from sim.cli.replay import add_replay, recorded_mutant
 from sim.cli.run import add_run
 from sim.cli.shrink import add_shrink
@@ -42,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Deterministic simulation of context-compaction races.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     for add in (add_run, add_replay, add_shrink, add_explore, add_mutate, add_list, add_determinism, add_bench, add_stress, add_swarm,
-                add_merge):
+                add_merge, add_releases):
         add(commands)
     return parser
 
@@ -122,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_overlay(parent)
         mutant = _mutant_to_apply(args, parent)
         return under_mutant(mutant, argv) if mutant is not None else args.handler(args)
-    except (ScenarioError, UsageError, CatalogueError) as error:
+    except (ScenarioError, UsageError, CatalogueError, targets.TargetUnavailable) as error:
         print(f"{PROG} {args.command}: {error}", file=sys.stderr)
         return EXIT_USAGE
 

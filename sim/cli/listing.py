@@ -15,6 +15,7 @@ import sys
 from typing import Any, Callable
 
 from sim.catalogue import ROOT, SCENARIOS_DIR
+from sim import targets
 from sim.cli.common import EXIT_OK, UsageError, load_scenarios
 
 # The config fields are described in the reference's CONFIG.md table, in this column.
@@ -95,11 +96,21 @@ def _faults() -> list[dict[str, Any]]:
             for kind, fault in FAULT_KINDS.items()]
 
 
-def _invariants() -> list[dict[str, Any]]:
+def _invariants(target: str | None = None) -> list[dict[str, Any]]:
+    """Every invariant; with a target, whether it applies there, or why not (`sim.targets.applies`)."""
     from sim.invariants import INVARIANTS
 
-    return [{"name": name, "race": ",".join(invariant.races), "description": invariant.description}
-            for name, invariant in INVARIANTS.items()]
+    items = []
+    for name, invariant in INVARIANTS.items():
+        item = {"name": name, "race": ",".join(invariant.races)}
+        if target is not None:
+            reason = targets.applies(invariant, target)
+            item["applies"] = "yes" if reason is None else "no"
+            item["description"] = invariant.description if reason is None else f"not applicable: {reason}"
+        else:
+            item["description"] = invariant.description
+        items.append(item)
+    return items
 
 
 SUBJECTS: dict[str, Callable[[], list[dict[str, Any]]]] = {
@@ -131,7 +142,15 @@ def render(items: list[dict[str, Any]]) -> str:
 def _list(args: argparse.Namespace) -> int:
     if args.paths and args.what != "scenarios":
         raise UsageError(f"list {args.what} takes no PATH (only `list scenarios` reads scenario files)")
-    items = _scenarios(args.paths) if args.what == "scenarios" else SUBJECTS[args.what]()
+    if args.target is not None and args.what != "invariants":
+        raise UsageError(f"list {args.what} takes no --target (only `list invariants` says what applies to a target)")
+    if args.what == "invariants" and args.target is not None:
+        try:
+            items = _invariants(targets.parse(args.target))
+        except ValueError as error:
+            raise UsageError(f"--target: {error}") from None
+    else:
+        items = _scenarios(args.paths) if args.what == "scenarios" else SUBJECTS[args.what]()
     print(json.dumps({"subject": args.what, "items": items}, sort_keys=True) if args.json else render(items))
     return EXIT_OK
 
@@ -143,4 +162,5 @@ def add_list(commands: Any) -> None:
     listing.add_argument("what", choices=subjects, help="what to list")
     listing.add_argument("paths", nargs="*", default=[], metavar="PATH", help="scenarios only: files or folders (default: the catalogue)")
     listing.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    listing.add_argument("--target", metavar="TARGET", help='invariants only: which apply to this target, like "hermes==0.19.0"')
     listing.set_defaults(handler=_list)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from sim.scenario.errors import ScenarioError
+from sim.targets import TargetUnavailable
 
 FAMILY = "hermes"
 RELEASES = ("0.16.0", "0.17.0", "0.18.2", "0.19.0")
@@ -145,6 +146,9 @@ def enter(version: str) -> None:
     """Load the release into this process (once), its probes stubbed and its seams hooked."""
     from targets.hermes import loader, observe, probes
 
+    reason = missing(version)
+    if reason is not None:
+        raise TargetUnavailable(reason)
     if _loaded:
         if _loaded[0] != version:
             raise ScenarioError("", "target", f"hermes=={_loaded[0]}, the release this process runs", f"hermes=={version}")
@@ -184,6 +188,17 @@ def _warm_up(home: Path) -> None:
         agent._persist_session(earlier, [])
         agent.run_conversation(user_message="a warm-up question", conversation_history=earlier)
         agent._compress_context(earlier, None, force=True)
+
+
+def missing(version: str) -> str | None:
+    """Why the release cannot run on this machine (not installed, and the message says how to), or None."""
+    from targets.hermes.store import ReleaseMissing, release
+
+    try:
+        release(version).require()
+    except ReleaseMissing as error:
+        return str(error)
+    return None
 
 
 def loaded() -> str | None:

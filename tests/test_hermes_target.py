@@ -1,0 +1,113 @@
+"""hermes-agent as a target of the scenario language: what it can be asked, what the oracle judges, and seed 000.
+
+The first tests need no release (they check what a scenario may ask of one); those that run a release skip,
+naming it and the command that installs it, when this machine's store lacks it (`.ci/run` installs it).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim import targets
+from sim.invariants import INVARIANTS
+from sim.registry import registry
+from sim.scenario.errors import ScenarioError
+from sim.scenario.loader import load_scenario
+from support import ROOT, checkout_env
+
+SEED_000 = ROOT / "scenarios" / "hermes" / "seed_000_ctrl_c_next_turn_second_writer.toml"
+RELEASE = "hermes==0.19.0"
+
+
+def scenario_text(body: str, target: str = RELEASE, config: str = "") -> str:
+    return f'target = "{target}"\n[world]\nsessions = [{{ id = "s1", messages = 4 }}]\nconfig = {{ {config} }}\n' + body
+
+
+def load(tmp_path: Path, text: str) -> object:
+    path = tmp_path / "x.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_scenario(path, registry())
+
+
+TURN = '[[drive]]\nat = "0s"\nturn = "q"\n'
+
+
+@pytest.mark.parametrize("config, body, key, said", [
+    ("", '[[drive]]\nat = "0s"\ntitle = "t"\n', "drive[0]", "a drive hermes==0.19.0 can take"),
+    ("", TURN + '[[fault]]\nkind = "lease_expiry"\npoint = "lease.refresh"\nnth = 1\n', "fault[0].kind",
+     "a fault hermes==0.19.0 can take"),
+    ("", TURN + '[[fault]]\nkind = "stall"\npoint = "host.wait"\nnth = 1\nduration = "1s"\n', "fault[0].point",
+     "a point of hermes==0.19.0 for stall"),
+    ("pool_cap = 2", TURN, "world.config.pool_cap", "a setting hermes==0.19.0 has"),
+])
+def test_what_a_release_cannot_do_is_bad_input_naming_the_target(tmp_path, config, body, key, said):
+    with pytest.raises(ScenarioError) as raised:
+        load(tmp_path, scenario_text(body, config=config))
+    assert raised.value.key == key and said in raised.value.expected
+
+
+def test_a_release_before_in_place_compaction_refuses_the_setting(tmp_path):
+    with pytest.raises(ScenarioError, match="no in_place setting before 0.18.2"):
+        load(tmp_path, scenario_text(TURN, "hermes==0.16.0", config="in_place = true"))
+
+
+def test_an_unknown_target_is_bad_input(tmp_path):
+    with pytest.raises(ScenarioError) as raised:
+        load(tmp_path, scenario_text(TURN, "hermes==0.12.0"))
+    assert raised.value.key == "target"
+
+
+def test_an_invariant_applies_to_hermes_only_when_hermes_shows_what_it_needs():
+    applies = {name: targets.applies(invariant, RELEASE) for name, invariant in INVARIANTS.items()}
+    assert applies["told_messages_kept_once_in_order"] is None
+    assert applies["single_live_head"] is None
+    assert "fence" in (applies["no_commit_after_cancel"] or "")  # hermes has no fence: nothing to judge there
+    assert "holder id" in (applies["summary_starts_under_lease"] or "")
+    assert "setting pool_cap" in (applies["pool_admission_bounded"] or "")
+    assert all(targets.applies(invariant, "reference") is None for invariant in INVARIANTS.values())
+
+
+def test_list_invariants_says_which_apply_to_a_release_and_why_not():
+    done = subprocess.run([sys.executable, "-m", "sim", "list", "invariants", "--target", RELEASE, "--json"],
+                          capture_output=True, text=True, cwd=ROOT, env=checkout_env())
+    items = {item["name"]: item for item in json.loads(done.stdout)["items"]}
+    assert items["told_messages_kept_once_in_order"]["applies"] == "yes"
+    assert items["no_commit_after_cancel"]["description"].startswith("not applicable: needs fence.")
+
+
+# ---- the release itself ---------------------------------------------------------------------------------------
+
+
+def installed(target: str = RELEASE) -> None:
+    reason = targets.unavailable(target)
+    if reason is not None:
+        pytest.skip(f"{target}: {reason}")
+
+
+def sim_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sim", *args], capture_output=True, text=True, cwd=cwd, env=checkout_env())
+
+
+def test_seed_000_loses_the_users_messages_on_0_19_0_and_the_reference_keeps_them(tmp_path):
+    installed()
+    on_hermes = sim_cli("run", str(SEED_000), "--runs", "1", "--json", "--no-shrink", "--out", str(tmp_path))
+    verdict = json.loads(on_hermes.stdout)["scenarios"][0]
+    assert {"told_messages_kept_once_in_order", "acknowledged_appends_survive"} <= set(verdict["violated"])
+    on_reference = sim_cli("run", str(SEED_000), "--target", "reference", "--runs", "3", "--json", "--out", str(tmp_path))
+    assert json.loads(on_reference.stdout)["scenarios"][0]["violation"] is None
+    again = sim_cli("replay", verdict["replay"].split()[-1])
+    assert again.returncode == 1 and "identical to the recording" in again.stdout, again.stderr
+
+
+def test_releases_prints_a_scenario_by_target_table(tmp_path):
+    installed()
+    done = sim_cli("releases", str(SEED_000), "--targets", f"hermes==0.16.0,{RELEASE},reference", "--runs", "1", "--json",
+                   "--out", str(tmp_path))
+    cells = json.loads(done.stdout)["cells"]["seed_000_ctrl_c_next_turn_second_writer"]
+    assert cells["hermes==0.16.0"] == "not expressible"  # no in-place compaction before 0.18.2
+    assert cells[RELEASE].startswith("FAIL") and cells["reference"] == "pass"
