@@ -8,14 +8,18 @@ The Python API that the CLI, the tests and the pytest plugin share:
   for a call the thread runtime does not model (a subprocess, a socket).
 - `World(seed, strategy).run(main)` is one run, read from its `RunResult` (outcome, history, decisions).
 - `unwrap(error)` digs a task's exception out of the exception groups it reached the root task in.
-- The strategies, by class or by name (`STRATEGIES`): random walk, PCT, preemption-bounded DFS, the portfolio.
+- The strategies, by class or by name (`STRATEGIES`): random walk, PCT, preemption-bounded DFS, the portfolio,
+  and the unsteered FIFO schedule; a run's decisions are `TaskChoice`s and `Draw`s (`Default` where a sparse
+  recording left a choice at its default).
 """
 
 from sim.exploration import Exploration, explore, replay
 from sim.failure import Failure, unwrap
 from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock, DivergenceError, TooSlowError
 from sim.strategies.base import Strategy
+from sim.strategies.decisions import Default, Draw, TaskChoice
 from sim.strategies.dfs import PreemptionBoundedDFS
+from sim.strategies.fifo import Fifo
 from sim.strategies.pct import PCT
 from sim.strategies.portfolio import Portfolio
 from sim.strategies.random_walk import RandomWalk
@@ -26,7 +30,8 @@ from sim.timefreeze import frozen_time
 from sim.world import RunOutcome, RunResult, World
 
 __all__ = [
-    "BudgetExceeded", "Cancelled", "Deadlock", "DivergenceError", "Exploration", "Failure", "NotSimulated", "PCT", "Portfolio",
-    "PreemptionBoundedDFS", "RandomWalk", "ReplayStrategy", "RunOutcome", "RunResult", "STRATEGIES", "Strategy",
+    "BudgetExceeded", "Cancelled", "Deadlock", "Default", "DivergenceError", "Draw", "Exploration", "Failure", "Fifo",
+    "NotSimulated", "PCT", "Portfolio",
+    "PreemptionBoundedDFS", "RandomWalk", "ReplayStrategy", "RunOutcome", "RunResult", "STRATEGIES", "Strategy", "TaskChoice",
     "TooSlowError", "World", "explore", "frozen_time", "replay", "unwrap",
 ]

@@ -116,7 +116,7 @@ class World:
         error: BaseException | None = stop if stop is not None else outcome.get("error")
         return RunResult(
             seed=self.seed,
-            strategy=self._strategy.name,
+            strategy=self._strategy.run_name,
             outcome=_outcome(stop, error),
             value=outcome.get("value"),
             error=error,

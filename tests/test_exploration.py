@@ -193,3 +193,79 @@ def test_a_marked_test_that_holds_passes_and_rt_needs_the_marker(tmp_path):
 def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
                           capture_output=True, text=True, cwd=folder, env=checkout_env())
+
+
+# ---- the library's edges ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"runs": 0}, "runs must be a whole number of at least 1"),
+    ({"runs": -5}, "runs must be a whole number of at least 1"),
+    ({"time_budget_s": 0}, "time_budget_s must be above 0"),
+    ({"seed": -1}, "seed must be a whole number of at least 0"),
+    ({"max_steps": 0}, "max_steps must be a whole number of at least 1"),
+])
+def test_explore_takes_the_command_lines_rules_for_its_budgets(options, message):
+    with pytest.raises(ValueError, match=message):
+        sim.explore(counted, **options)
+
+
+def test_a_plain_function_that_takes_a_runtime_is_a_usage_error_not_a_failure():
+    def looks_async(rt: Any) -> int:
+        return 1
+
+    with pytest.raises(TypeError, match="takes `rt` but is not async"):
+        sim.explore(looks_async, runs=1)
+
+
+def test_a_failure_replays_with_the_budgets_it_was_found_with():
+    async def endless(rt: Any) -> None:
+        while True:
+            await rt.checkpoint()
+
+    failure = sim.explore(endless, runs=1, max_steps=50, shrink=False).failure
+    assert failure.settings.max_steps == 50
+    assert sim.replay(failure, endless).digest() == failure.run.digest()  # no max_steps given: the failure's
+
+
+def test_a_portfolio_search_is_named_portfolio_and_its_run_the_member_that_found_it():
+    found = sim.explore(lock_order, runs=50, shrink=False)
+    assert found.strategy.name == "portfolio" and found.failure.run.strategy.startswith("portfolio/")
+
+
+def test_the_unsteered_fifo_schedule_runs_once_and_is_done():
+    found = sim.explore(counted, strategy="fifo", runs=10)
+    assert found.runs == 1 and found.exhausted and not found.failed
+
+
+def test_a_script_s_program_replays_as_the_same_function_imported_from_its_module(tmp_path):
+    failure = sim.explore(lock_order, runs=5, repro_dir=tmp_path).failure
+    document = json.loads(failure.repro.read_text(encoding="utf-8"))
+    document["program"] = "__main__:lock_order"  # recorded from `python test_exploration.py`
+    failure.repro.write_text(json.dumps(document), encoding="utf-8")
+    assert sim.replay(failure.repro, lock_order).digest() == failure.run.digest()
+
+
+def test_the_cli_says_how_to_replay_a_program_s_repro_file(tmp_path):
+    repro = sim.explore(lock_order, runs=5, repro_dir=tmp_path).failure.repro
+    done = subprocess.run([sys.executable, "-m", "sim", "replay", str(repro)], capture_output=True, text=True, env=checkout_env())
+    assert done.returncode == 2 and "a program's repro file" in done.stderr and "sim.replay(" in done.stderr
+
+
+def test_a_misspelt_marker_keyword_is_named_with_what_it_resembles(tmp_path):
+    (tmp_path / "test_typo.py").write_text(
+        "import pytest\n\n@pytest.mark.sim(run=5)\nasync def test_x(rt):\n    await rt.checkpoint()\n\n"
+        "@pytest.mark.sim(runs=0)\nasync def test_y(rt):\n    await rt.checkpoint()\n", encoding="utf-8")
+    done = _pytest(tmp_path, "test_typo.py")
+    assert "no keyword 'run'; did you mean 'runs'?" in done.stdout
+    assert "runs must be a whole number of at least 1" in done.stdout and "2 failed" in done.stdout
+
+
+def test_a_plain_test_with_threads_runs_under_the_marker(tmp_path):
+    (tmp_path / "test_threads_marked.py").write_text(
+        "import threading\nimport pytest\n\n@pytest.mark.sim(runs=200)\ndef test_lost_update():\n"
+        "    count = [0]\n    def add():\n        seen = count[0]\n        count[0] = seen + 1\n"
+        "    workers = [threading.Thread(target=add) for _ in range(2)]\n    [w.start() for w in workers]\n"
+        "    [w.join() for w in workers]\n    assert count[0] == 2\n", encoding="utf-8")
+    done = _pytest(tmp_path, "test_threads_marked.py")
+    assert "1 failed" in done.stdout and "--sim-replay" in done.stdout

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+
+import sim
 
 from sim import World, replay
 from sim.cli import main as cli_main
@@ -24,9 +24,8 @@ from sim.scenario.loader import load_paths
 from sim.scenario.runner import run_once
 from sim.search import Shard
 from sim.strategies.base import Strategy
-from sim.strategies.decisions import TaskChoice
+from sim.strategies.decisions import TaskChoice, non_default
 from sim.strategies.dfs import PreemptionBoundedDFS, SearchExhausted
-from sim.strategies.hypothesis_choice import HypothesisChoice, shrink_failure
 from sim.strategies.pct import PCT
 from sim.strategies.portfolio import Portfolio
 from sim.strategies.random_walk import RandomWalk
@@ -251,29 +250,21 @@ def test_dfs_finds_a_lost_update_with_its_one_preemption_after_every_schedule_wi
     assert result.value == 1 and counting.preemptions == dfs.preemptions == 1
 
 
-# ---- Hypothesis-driven choice ------------------------------------------------------------------
+# ---- shrinking a program's failure ---------------------------------------------------------------
 
 
-def test_hypothesis_shrinks_a_lost_update_to_a_shorter_decision_list():
-    program = lost_update(noise_steps=12)
-    failures = []
+def test_a_found_lost_update_shrinks_to_fewer_deviations_that_still_lose_the_update():
+    counted = lost_update(noise_steps=12)
 
-    def run(strategy: Strategy) -> Any:
-        result = World(0, strategy).run(program)
-        if result.value != 2:
-            failures.append(result)
-        return result
+    async def program(rt: Any) -> None:
+        assert await counted(rt) == 2, "an increment was lost"
 
-    with frozen_time():
-        shrunk = shrink_failure(run, lambda result: result.value != 2, max_examples=300, seed=1)
-    assert shrunk is not None and shrunk.value == 1
-    assert len(shrunk.decisions) < len(failures[0].decisions)
-    assert replay(shrunk.decisions, program).value == 1
-
-
-def test_hypothesis_search_reports_nothing_when_every_run_holds():
-    with frozen_time():
-        assert shrink_failure(lambda s: World(0, s).run(interleaved(2, 1)), lambda r: r.outcome != "ok", max_examples=20) is None
+    found = sim.explore(program, runs=200, strategy="random")
+    assert found.failure is not None and found.found is not None
+    assert non_default(found.failure.decisions) < non_default(found.found.decisions)
+    assert isinstance(found.failure.error, AssertionError)
+    again = replay(found.failure.decisions, program, seed=found.failure.seed)
+    assert again.digest() == found.failure.run.digest()
 
 
 # ---- every strategy replays --------------------------------------------------------------------
@@ -287,13 +278,6 @@ def test_every_run_of_a_strategy_replays_byte_for_byte_from_its_decisions(name):
     for seed in range(6):
         result = World(seed, strategy).run(with_draws)
         assert replay(result.decisions, with_draws, seed=seed).trace_jsonl() == result.trace_jsonl()
-
-
-@settings(max_examples=15, database=None, deadline=None, derandomize=True)
-@given(st.data())
-def test_hypothesis_runs_replay_byte_for_byte_from_their_decisions(data):
-    result = World(0, HypothesisChoice(data)).run(with_draws)
-    assert replay(result.decisions, with_draws).trace_jsonl() == result.trace_jsonl()
 
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))
@@ -315,8 +299,9 @@ def test_the_portfolio_rotates_its_members_run_by_run_whatever_the_seeds():
     names = []
     for seed in (5, 9, 13, 17, 21):
         portfolio.begin(seed)
-        names.append(portfolio.name)
+        names.append(portfolio.run_name)
     assert names == ["portfolio/random", "portfolio/pct-d1", "portfolio/pct-d10", "portfolio/pct-d1", "portfolio/random"]
+    assert portfolio.name == "portfolio"  # what a search ran under, whichever member ran last
 
 
 def test_the_portfolio_s_pct_members_draw_change_points_over_the_run_length_any_of_them_saw():

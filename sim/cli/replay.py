@@ -28,6 +28,9 @@ def load_repro(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: no such repro file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise UsageError(f"{path}: not a repro file ({error})") from None
+    if isinstance(document, dict) and isinstance(document.get("program"), str) and "scenario" not in document:
+        raise UsageError(f"{path}: a program's repro file (of {document['program']}): replay it from Python with "
+                         f"sim.replay({str(path)!r}, program), or a marked test with python -m pytest NODEID --sim-replay {path}")
     for key, kind in (("scenario", str), ("seed", int), ("decisions", list), ("decision_points", int)):
         if not isinstance(document, dict) or not isinstance(document.get(key), kind):
             raise UsageError(f"{path}: {key}: expected {kind.__name__} in a repro file")

@@ -20,6 +20,11 @@ class Strategy(ABC):
     name: str
     systematic: ClassVar[bool] = False  # True for a search that enumerates a bounded space and can exhaust it
 
+    @property
+    def run_name(self) -> str:
+        """What ran the current execution, as a run records it (a portfolio names its member too)."""
+        return self.name
+
     @abstractmethod
     def begin(self, seed: int) -> None:
         """Start a new execution with this root seed."""

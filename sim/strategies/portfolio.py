@@ -47,7 +47,7 @@ def default_members() -> list[Strategy]:
 
 
 class Portfolio(Strategy):
-    """Delegates each run to the next member in turn; `name` says which member ran the current run."""
+    """Delegates each run to the next member in turn; `run_name` says which member ran the current run."""
 
     def __init__(self, members: Sequence[Strategy] | None = None) -> None:
         self.members = list(members) if members is not None else default_members()
@@ -69,8 +69,11 @@ class Portfolio(Strategy):
             self.runs += 1
             if not self.current.exhausted:
                 break
-        self.name = f"portfolio/{self.current.name}"
         self.current.begin(seed)
+
+    @property
+    def run_name(self) -> str:
+        return f"{self.name}/{self.current.name}"
 
     def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
         return self.current.choose_task(runnable, previous)

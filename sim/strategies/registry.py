@@ -11,6 +11,7 @@ from typing import Callable
 
 from sim.strategies.base import Strategy
 from sim.strategies.dfs import PreemptionBoundedDFS
+from sim.strategies.fifo import Fifo
 from sim.strategies.pct import PCT
 from sim.strategies.portfolio import Portfolio
 from sim.strategies.random_walk import RandomWalk
@@ -21,6 +22,7 @@ STRATEGIES: dict[str, Callable[[], Strategy]] = {
     "pct-d1": functools.partial(PCT, depth=1),
     "pct-d10": functools.partial(PCT, depth=10),
     "dfs": PreemptionBoundedDFS,
+    "fifo": Fifo,
     "portfolio": Portfolio,
 }
 DEFAULT_STRATEGY = "portfolio"
