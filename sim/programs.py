@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import math
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -64,8 +64,9 @@ class Program:
         return program_name(self.main)
 
     def batch(self) -> AbstractContextManager[Any]:
-        """What a batch of this program's runs shares: the patched standard library, for a thread program."""
-        return threads_patched() if self.threaded else nullcontext()
+        """What a batch of this program's runs shares: the patched standard library (an async program too: it
+        then refuses to start a real thread, which would run outside the schedule)."""
+        return threads_patched()
 
     def run(self, world: "World") -> "RunResult":
         if self.threaded:

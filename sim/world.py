@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import enum
 import math
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterator
 
 from contract.events.base import Event
 from contract.events.runtime import RunStopped
@@ -130,7 +132,8 @@ class World:
     def _drive(self) -> SimulationError | None:
         """Run the kernel; a deadlock or budget overrun ends the run with its report, never a hang."""
         try:
-            self.kernel.run()
+            with _driving():
+                self.kernel.run()
         except SimulationError as stop:
             self.kernel.record(RunStopped(reason=stop.summary), "kernel")
             self.kernel.close_unfinished()
@@ -139,6 +142,23 @@ class World:
             self.kernel.close_unfinished()
             raise
         return None
+
+
+_driver: list[int] = []  # the OS thread running a World's kernel loop, while it runs
+
+
+@contextmanager
+def _driving() -> Iterator[None]:
+    _driver.append(threading.get_ident())
+    try:
+        yield
+    finally:
+        _driver.pop()
+
+
+def in_coroutine_task() -> bool:
+    """Whether the caller runs on a World's own loop (a coroutine task of a run, not a simulated thread)."""
+    return bool(_driver) and _driver[-1] == threading.get_ident()
 
 
 def _outcome(stop: SimulationError | None, error: BaseException | None) -> RunOutcome:

@@ -269,3 +269,14 @@ def test_a_plain_test_with_threads_runs_under_the_marker(tmp_path):
         "    [w.join() for w in workers]\n    assert count[0] == 2\n", encoding="utf-8")
     done = _pytest(tmp_path, "test_threads_marked.py")
     assert "1 failed" in done.stdout and "--sim-replay" in done.stdout
+
+
+def test_an_async_program_that_starts_a_real_thread_is_told_to_be_a_thread_program():
+    import threading
+
+    async def starts_a_thread(rt: Any) -> None:
+        threading.Thread(target=lambda: None).start()
+        await rt.checkpoint()
+
+    with pytest.raises(sim.NotSimulated, match="an async program started a real thread"):
+        sim.explore(starts_a_thread, runs=1)

@@ -15,6 +15,8 @@ import threading
 from typing import Any, Callable
 
 from sim.threads.baton import SimThread, current
+from sim.threads.unmodelled import NotSimulated
+from sim.world import in_coroutine_task
 
 
 class JoinWait:
@@ -58,6 +60,10 @@ def numbered_init(previous: Callable[..., None]) -> Callable[..., None]:
 def start(previous: Callable[[threading.Thread], None]) -> Callable[[threading.Thread], None]:
     def start(self: threading.Thread) -> None:
         sim = current()
+        if sim is None and in_coroutine_task():
+            raise NotSimulated(f"an async program started a real thread ({self.name}): a program whose own code starts "
+                               "threads is a thread program, a plain `def main()` (sim.explore runs it on the thread "
+                               "runtime); rt.run_sync_in_worker runs a blocking call inline")
         if sim is None:
             previous(self)
             return
