@@ -330,10 +330,17 @@ def _sql_deposit(amount: int, checks: int) -> Callable[[dict[str, Any]], None]:
     return deposit
 
 
+def _scalar(path: str, query: str) -> Any:
+    """One value read on a connection of its own, closed again."""
+    connection = sqlite3.connect(path)
+    try:
+        return connection.execute(query).fetchone()[0]
+    finally:
+        connection.close()
+
+
 def check_sqlite_lost_update(state: dict[str, Any]) -> None:
-    with sqlite3.connect(state["path"]) as connection:
-        (balance,) = connection.execute("SELECT balance FROM account WHERE id = 1").fetchone()
-    connection.close()
+    balance = _scalar(state["path"], "SELECT balance FROM account WHERE id = 1")
     assert balance == 130, f"a deposit was lost through two connections: the balance is {balance}, not 130"
 
 
@@ -354,9 +361,7 @@ def _register(delay: int) -> Callable[[dict[str, Any]], None]:
 
 
 def check_sqlite_check_then_insert(state: dict[str, Any]) -> None:
-    with sqlite3.connect(state["path"]) as connection:
-        (count,) = connection.execute("SELECT count(*) FROM users WHERE name = 'ada'").fetchone()
-    connection.close()
+    count = _scalar(state["path"], "SELECT count(*) FROM users WHERE name = 'ada'")
     assert count == 1, f"the user name was registered {count} times"
 
 
