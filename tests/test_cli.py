@@ -131,7 +131,7 @@ def test_help_lists_only_the_commands_a_user_runs(tmp_path):
     shown = sim("--help", cwd=tmp_path).stdout
     commands = {line.split()[0] for line in shown.split("commands:")[1].splitlines() if line.startswith("    ") and not line.startswith("     ")}
     assert commands == {"run", "replay", "shrink", "explore", "mutate", "list", "check-determinism", "bench", "stress", "swarm",
-                        "merge"}
+                        "merge", "releases"}
     assert "SUPPRESS" not in shown
     wrong = sim("lst", cwd=tmp_path)
     assert wrong.returncode == 2

@@ -93,6 +93,7 @@ def claiming(tmp_path: Path, *mutants: str) -> Path:
     folder.mkdir(exist_ok=True)
     scenario = folder / R1.name
     claims = ", ".join(f'"{name}"' for name in mutants)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nsim_scenarios = scenarios\n", encoding="utf-8")  # collected by request
     text = R1.read_text()
     assert f'must_fail_under = ["{R1_MUTANT}"]' in text
     scenario.write_text(text.replace(f'must_fail_under = ["{R1_MUTANT}"]', f"must_fail_under = [{claims}]"))
