@@ -165,6 +165,7 @@ def test_a_full_example_loads_into_the_expected_values(tmp_path, registry):
         reported="appends made during compression are lost",
         source="hermes-agent #45",
         description="Uses every key.",
+        target="reference",
         world=WorldSpec(
             sessions=(
                 SessionSpec("s0", 12, None, "compression", {}, "old", None),
@@ -175,12 +176,12 @@ def test_a_full_example_loads_into_the_expected_values(tmp_path, registry):
         ),
         drives=(
             DriveSpec(turn="a long question", message=None, platform="telegram", title=None, title_source="user",
-                      command=None, agent="main", session=None, end_reason=None, trigger=trigger(at=0.0)),
+                      command=None, agent="main", session=None, typed=None, end_reason=None, trigger=trigger(at=0.0)),
             DriveSpec(turn=None, message=None, platform="telegram", title=None, title_source="user",
-                      command=DriveAction.END_SESSION, agent="second", session="s1", end_reason="session_reset",
+                      command=DriveAction.END_SESSION, agent="second", session="s1", typed=None, end_reason="session_reset",
                       trigger=trigger(nth=2, point="db.write", delay=0.25)),
             DriveSpec(turn=None, message=None, platform="telegram", title=None, title_source="user",
-                      command=DriveAction.CTRL_C, agent="main", session=None, end_reason=None,
+                      command=DriveAction.CTRL_C, agent="main", session=None, typed=None, end_reason=None,
                       trigger=trigger(after_event="frontend.ctrl_c_grace_expired")),
         ),
         faults=(

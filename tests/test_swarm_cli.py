@@ -90,7 +90,9 @@ def test_run_over_the_catalogue_leaves_the_swarm_folder_to_swarm(tmp_path):
 
 
 def pytest_run(*args: str, cwd: Path, first_on_path: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """pytest on this checkout; `first_on_path` (a mutant's overlay) shadows its `reference`."""
+    """pytest on this checkout, in a project that asks for its scenarios/ to be collected; `first_on_path` (a
+    mutant's overlay) shadows its `reference`."""
+    (cwd / "pytest.ini").write_text("[pytest]\nsim_scenarios = scenarios\n", encoding="utf-8")
     extra = {"PYTHONPATH": str(first_on_path)} if first_on_path else None
     return subprocess.run([sys.executable, "-P", "-m", "pytest", "-p", "no:cacheprovider", *args], capture_output=True,
                           text=True, cwd=cwd, env=checkout_env(extra))
