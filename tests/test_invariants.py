@@ -1204,6 +1204,21 @@ def test_a_turn_that_first_saves_a_failed_turns_messages_is_told_its_own_reply()
     assert check("told_messages_kept_once_in_order", TOLD_TURN[:1] + flush, reply_first)
 
 
+def test_a_question_typed_twice_may_be_live_twice_once_a_later_turn_saved_the_failed_one():
+    """Turn 1's "hi" is saved (rows 1, 2); turn 2's "hi" fails to save; turn 3's flush writes it (rows 3, 4)
+    before its own question and reply (rows 5, 6): the session holds what the user sent."""
+    def turns(second: str) -> list[tuple]:
+        return [E(FrontendTurnSubmitted(agent="main", text="hi"), 0, "d1"), E(persisted(2, "assistant"), 0, "d1"),
+                E(FrontendTurnSubmitted(agent="main", text=second), 1, "d2"),
+                E(FrontendTurnFailed(agent="main", error="OperationalError: disk I/O error"), 1, "d2"),
+                E(FrontendTurnSubmitted(agent="main", text="bye"), 2, "d3")] + [
+                E(persisted(row, role), 2, "d3") for row, role in ((3, "user"), (4, "assistant"), (5, "user"), (6, "assistant"))]
+    rows = conversation(("user", "hi"), ("assistant", "ack: hi"), ("user", "hi"), ("assistant", "ack: hi"),
+                        ("user", "bye"), ("assistant", "ack: bye"))
+    assert check("told_messages_kept_once_in_order", turns("hi"), rows) == []
+    assert check("told_messages_kept_once_in_order", turns("hello"), rows), "typed once, yet live twice"
+
+
 def test_a_failed_read_of_the_carried_rows_leaves_them_to_the_next_attempt():
     unread = [archive_all, E(CommitArchived(session=S, attempt=A1, rows=1), 5),
               E(CompactionCarriedUnread(session=S, attempt=A1, error="OperationalError('disk I/O error')"), 5),

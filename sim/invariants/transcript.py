@@ -942,11 +942,13 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         self._told: list[Told | None] = []  # None: a pairing retracted
         self._inputs: dict[AttemptId, set[Key]] = {}
         self._summarized: set[Key] = set()  # what committed compactions had in their input
+        self._sent: Counter[str] = Counter()  # each text the user typed, by how often they typed it
 
     @handles(FrontendTurnSubmitted)
     def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
         self._open[record.task] = (event.agent, event.text)
         self._replied.pop(record.task, None)
+        self._sent[event.text] += 1
 
     @handles(TurnPersisted)
     def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
@@ -996,10 +998,10 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         rows = {row.id: row for sid in roots for row in store.all_messages(sid)}
         live = {root: [key(m) for sid in sids for m in store.active_messages(sid)] for root, sids in live_sessions_by_root(store).items()}
         placed = [(told, told.key or key(rows[told.row]), roots[rows[told.row].session_id]) for told in self._told if told is not None and told.row in rows]
-        told_twice = {k for k, count in Counter(k for _, k, _ in placed).items() if count > 1}  # the same text sent twice: ambiguous
+        ambiguous = self._sent_twice(placed)
         last_position: dict[tuple[str, str], tuple[int, Told, Key]] = {}  # (agent, lineage) -> its last live message's place
         for told, k, root in placed:
-            if k in told_twice:
+            if k in ambiguous:
                 continue
             head = live.get(root, [])
             copies = head.count(k)
@@ -1017,6 +1019,14 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
                 )
             last_position[(told.agent, root)] = (position, told, k)
         return None
+
+    def _sent_twice(self, placed: list[tuple[Told, Key, str]]) -> set[Key]:
+        """The messages the user may rightly find live more than once, which therefore cannot be counted or placed:
+        one told saved twice, a question the user typed more than once (a later turn may save a failed turn's copy
+        of it, which the user was told failed, not lost), and the reply told with such a question."""
+        told_twice = {k for k, count in Counter(k for _, k, _ in placed).items() if count > 1}
+        typed_twice = {told.row for told, k, _ in placed if told.key is not None and self._sent[k[1]] > 1}
+        return told_twice | {k for told, k, _ in placed if told.row in typed_twice}
 
 
 def key(row: Any) -> Key:
