@@ -346,6 +346,10 @@ FIXES: tuple[Fix, ...] = (
             "indeterminate-append-written-once", "R10",
             "an append of a message whose earlier append raised skips it when its exact payload is live in the session",
         ),
+        (
+            "summarized-platform-message-written-once", "R10",
+            "with no live row of its platform message id, an append finds the row its conversation summarized since",
+        ),
     ),
     *_fixes(
         "reference.store.session_store",

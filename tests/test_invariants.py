@@ -1204,6 +1204,31 @@ def test_a_turn_that_first_saves_a_failed_turns_messages_is_told_its_own_reply()
     assert check("told_messages_kept_once_in_order", TOLD_TURN[:1] + flush, reply_first)
 
 
+def receipt_summarized(store: SessionStore) -> None:
+    """A platform message's receipt row (1), summarized by an in-place commit (summary row 2)."""
+    store.create_session("s", now=0)
+    store.append_messages("s", [{"role": "user", "content": "hi", "timestamp": 1.0, "platform_message_id": "tg:1"}], now=1)
+    store.try_acquire_lease("s", H1, now=1, ttl_s=60)
+    store.archive_and_compact("s", [{"role": "user", "content": "summary", "timestamp": 2.0, "is_summary": True}],
+                              holder=H1, watermark=1, now=2)
+
+
+def written_again(store: SessionStore) -> None:
+    """Row 3: the message written live again, as a store that looks only for its live row does."""
+    store._db.execute("INSERT INTO messages (session_id, role, content, timestamp, platform_message_id)"
+                      " VALUES ('s', 'user', 'hi', 1.0, 'tg:1')")
+
+
+SUMMARIZED_RECEIPT = [E(CompactionInput(session=S, attempt=A1, rows=[1]), 1), E(CommitArchived(session=S, attempt=A1, rows=1), 2)]
+
+CASES.update({
+    "received_message_written_once": (
+        SUMMARIZED_RECEIPT + [written_again, E(AppendOk(session=S, ids=[3]), 3)],
+        SUMMARIZED_RECEIPT + [E(AppendOk(session=S, ids=[1]), 3)],
+        receipt_summarized, receipt_summarized),
+})
+
+
 def test_a_question_typed_twice_may_be_live_twice_once_a_later_turn_saved_the_failed_one():
     """Turn 1's "hi" is saved (rows 1, 2); turn 2's "hi" fails to save; turn 3's flush writes it (rows 3, 4)
     before its own question and reply (rows 5, 6): the session holds what the user sent."""

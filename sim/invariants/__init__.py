@@ -87,6 +87,7 @@ from sim.invariants.transcript import (
     MessageCountMatchesActiveRows,
     CompletedTurnPersistsUserMessage,
     ReceivedMessageSurvivesGatewayCrash,
+    ReceivedMessageWrittenOnce,
 )
 
 INVARIANTS: dict[str, type[Invariant]] = {
@@ -118,6 +119,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         CommitKeepsAUserTurn, ReplyFitsContext, TimedOutHostReturnsPromptly,
         SummarizedAttemptRefusedOnlyForACause, AdoptedTipReachesAgent,
         BreakerBlocksOnlyWhenLatched, FailedSummaryNeverCommits, FailedCommitBacksOff, HardCancelAbandonsSummary,
+        ReceivedMessageWrittenOnce,
     )
 }
 

@@ -1093,6 +1093,82 @@ class ReceivedMessageSurvivesGatewayCrash(Invariant):
                    for sid in store.session_ids() for row in store.all_messages(sid))
 
 
+class ReceivedMessageWrittenOnce(_CommitEffects):
+    """#104653's promise, past a compaction: a platform message has one row in its conversation, which the gateway's
+    receipt write and the turn's flush share (found by its platform message id). Once a committed compaction
+    summarized that row (it was in the attempt's input and the commit kept no row of it live), the message is in
+    the summary; an append that writes it live again puts it in the model's context twice, the second time after
+    messages sent later. Neither copy is an active duplicate, so no_duplicate_persisted_turn cannot see it.
+    """
+
+    name = "received_message_written_once"
+    races = ("R10",)
+    description = (
+        "A platform message that a committed compaction summarized (its row was in the attempt's input, and the "
+        "commit left no live row of it) is never written live again: the receipt write and the flush share one row."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._inputs: dict[AttemptId, set[str]] = {}  # attempt -> the platform message ids of its input rows
+        self._summarized: dict[str, HistoryEvent] = {}  # platform message id -> the commit that summarized it
+
+    @handles(CompactionInput)
+    def input(self, event: CompactionInput, record: HistoryEvent) -> None:
+        rows = set(event.rows)
+        received = {row.platform_message_id for row in self.system.store.all_messages(event.session)
+                    if row.id in rows and is_platform_user_row(row)}
+        if received:
+            self._inputs[event.attempt] = received
+
+    @handles(CommitArchived)
+    def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
+        self._summarize(event.attempt, event.session, record)
+
+    @handles(CommitPublished)
+    def published(self, event: CommitPublished, record: HistoryEvent) -> None:
+        self._summarize(event.attempt, event.child, record)
+
+    @handles(CompactionCommitFailed)
+    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
+        if self._took_effect(event.session, event.attempt, record):
+            self._summarize(event.attempt, self._head_after(event.session), record)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        for session, attempt in self._died_after_commit(record):
+            self._summarize(attempt, self._head_after(session), record)
+        self._inputs = forget_process(self._inputs, event.process, self.system.process_of)
+
+    def _head_after(self, session: SessionId) -> SessionId:
+        """Where a commit that never said so left the transcript: the child it published, else the session."""
+        children = self.system.store.children(session)
+        return SessionId(children[-1].id) if children else session
+
+    def _summarize(self, attempt: AttemptId, head: SessionId, record: HistoryEvent) -> None:
+        received = self._inputs.pop(attempt, None)
+        if not received:
+            return
+        kept = {row.platform_message_id for row in self.system.store.active_messages(head) if is_platform_user_row(row)}
+        for platform_id in received - kept:
+            self._summarized.setdefault(platform_id, record)
+
+    @handles(AppendOk)
+    def appended(self, event: AppendOk, record: HistoryEvent) -> Violation | None:
+        if not self._summarized or not event.ids:
+            return None
+        ids = set(event.ids)
+        for row in self.system.store.active_messages(event.session, above=min(ids) - 1):
+            commit = self._summarized.get(row.platform_message_id) if row.id in ids and is_platform_user_row(row) else None
+            if commit is not None:
+                return self.violation(
+                    f"platform message {row.platform_message_id} was summarized by the commit of "
+                    f"{commit.event.attempt}, yet an append wrote it live again as row {row.id} of {event.session}",  # type: ignore[attr-defined]
+                    commit, record,
+                )
+        return None
+
+
 class AdoptedTipReachesAgent(Invariant):
     """An agent that finds its session rotated by another writer moves to the tip and goes on from the tip's live
     transcript (§2 step 8, R15/R19): the conversation so far is there, summarized or not, and the agent's next

@@ -62,6 +62,7 @@ NOT_APPLICABLE = {
     "told_messages_kept_once_in_order": _STORE_AT_EVENT,
     "explicit_close_cleared_at_turn_start": _STORE_AT_EVENT,
     "received_message_survives_gateway_crash": _STORE_AT_EVENT,
+    "received_message_written_once": _STORE_AT_EVENT,
     "commit_keeps_a_user_turn": _STORE_AT_EVENT,
     "reply_fits_context": "reads the agents' in-memory transcripts, which die with their processes",
     "durable_messages_match_rows": "reads the agents' in-memory transcripts, which die with their processes",
