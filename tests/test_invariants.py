@@ -994,6 +994,23 @@ CASES.update({
 })
 
 
+PRESSED = E(FrontendCtrlC(agent="main", turn_running=True), 2, "ctrl_c")
+
+CASES.update({
+    "ctrl_c_abandons_only_the_pressed_turn": (
+        [TURN_STARTS, PRESSED, E(FrontendTurnSubmitted(agent="main", text="next"), 2, "typed"), GIVEN_UP],
+        [TURN_STARTS, PRESSED, GIVEN_UP, E(FrontendTurnSubmitted(agent="main", text="next"), 4, "typed")],
+        None, None),
+})
+
+
+def test_a_ctrl_c_at_an_idle_prompt_abandons_no_turn_typed_after_it():
+    idle = E(FrontendCtrlC(agent="main", turn_running=False), 1, "ctrl_c")
+    assert check("ctrl_c_abandons_only_the_pressed_turn", [idle, TURN_STARTS, GIVEN_UP])
+    assert check("ctrl_c_abandons_only_the_pressed_turn",
+                 [idle, TURN_STARTS, E(FrontendCtrlCGraceExpired(agent="main", turn_abandoned=False), 4, "ctrl_c")]) == []
+
+
 def test_a_grace_that_found_the_turn_ended_abandons_nothing():
     """The turn replied within the grace: the expiry gave nothing up, so what the turn wrote is not judged."""
     ended = E(FrontendCtrlCGraceExpired(agent="main", turn_abandoned=False), 4, "ctrl_c")

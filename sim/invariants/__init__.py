@@ -25,6 +25,7 @@ from sim.invariants.host import (
     AbandonedTurnStaysSilent,
     AdmittedJobRuns,
     CaughtErrorsAreNotBugs,
+    CtrlCAbandonsOnlyThePressedTurn,
     CtrlCSeesIdlePrompt,
     NoRelabelAfterTerminal,
     FailedCommitBacksOff,
@@ -119,7 +120,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         CommitKeepsAUserTurn, ReplyFitsContext, TimedOutHostReturnsPromptly,
         SummarizedAttemptRefusedOnlyForACause, AdoptedTipReachesAgent,
         BreakerBlocksOnlyWhenLatched, FailedSummaryNeverCommits, FailedCommitBacksOff, HardCancelAbandonsSummary,
-        ReceivedMessageWrittenOnce,
+        ReceivedMessageWrittenOnce, CtrlCAbandonsOnlyThePressedTurn,
     )
 }
 

@@ -1037,6 +1037,50 @@ class CtrlCSeesIdlePrompt(Invariant):
         return None
 
 
+GRACE_TASK = "grace:"  # a Ctrl+C's grace period runs in a task named after the task that pressed it
+
+
+def pressing_task(task: str) -> str:
+    """The task that pressed the Ctrl+C whose grace `task` runs (a task that is no grace's is its own)."""
+    return task.removeprefix(GRACE_TASK)
+
+
+class CtrlCAbandonsOnlyThePressedTurn(Invariant):
+    """R1: a Ctrl+C stops the turn running at its press. That turn may end well within the grace period (its
+    compaction is cancelled and rolls back at once), and the prompt is back: the user types the next turn while
+    the stopped summary still unwinds. That turn is a new one; the first press's grace must not give it up. A
+    terminal that asked, at the grace's end, whether any turn was running abandoned it, and no check saw: an
+    abandoned turn has not failed, and the user's question is simply gone."""
+
+    name = "ctrl_c_abandons_only_the_pressed_turn"
+    races = ("R1",)
+    description = (
+        "A Ctrl+C's grace period abandons only the turn that was running at its press, never one its terminal "
+        "accepted after the press (typed while the stopped compaction still unwinds), which runs on to its reply."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._running: dict[str, str] = {}  # agent -> the task of its terminal's latest turn
+        self._pressed: dict[str, tuple[str | None, HistoryEvent]] = {}  # pressing task -> the turn it stopped, the press
+
+    @handles(FrontendTurnSubmitted)
+    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+        self._running[event.agent] = record.task
+
+    @handles(FrontendCtrlC)
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
+        self._pressed[record.task] = (self._running.get(event.agent) if event.turn_running else None, record)
+
+    @handles(FrontendCtrlCGraceExpired)
+    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> Violation | None:
+        stopped, press = self._pressed.pop(pressing_task(record.task), (None, None))
+        if not event.turn_abandoned or self._running.get(event.agent) == stopped:
+            return None
+        return self.violation(f"the grace of a Ctrl+C at {event.agent}'s terminal gave up a turn accepted after its "
+                              "press, not the turn running at it", press, record)
+
+
 class AbandonedTurnStaysSilent(Invariant):
     """R1: when a Ctrl+C's grace period ends with the turn still running, the terminal gives the turn up and the
     prompt is back: the user has been told that turn is over. Whatever it was doing (a stalled compaction, a
