@@ -165,6 +165,10 @@ FIXES: tuple[Fix, ...] = (
             "ctrl-c-abandons-pressed-turn", "R1",
             "a Ctrl+C's grace period waits on, and abandons, only the turn running at the press, never the next one",
         ),
+        (
+            "ctrl-c-grace-from-press", "R1",
+            "a Ctrl+C's grace period runs from the press, beside the hard cancel, never after it",
+        ),
     ),
     *_fixes(
         "reference.pool",

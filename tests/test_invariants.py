@@ -55,6 +55,7 @@ from contract.events import (
     FrontendTurnSubmitted,
     GatewayDelivered,
     GatewayTurnStarted,
+    HardCancelFinished,
     HardCancelRequested,
     HostCommitOverrun,
     HostReturned,
@@ -112,6 +113,7 @@ OTHER_FAILED = CooldownSet(session=S, until_s=60.0, attempt=AttemptId.of("p2", 1
 class FakeSystem:
     store: SessionStore = field(default_factory=SessionStore)
     config: CompactionConfig = field(default_factory=lambda: CompactionConfig(lease_ttl_s=60, idle_timeout_s=10, ceiling_timeout_s=100, commit_overrun_slice_s=5, tail_count=1, gateway_writes_on_receipt=True, context_limit_tokens=100))
+    ctrl_c_grace_s: float = 2.0
     dead: set[str] = field(default_factory=lambda: {DEAD})
     agents: dict[str, Any] = field(default_factory=dict)
     restarted: dict[str, str] = field(default_factory=dict)  # incarnation -> its process, once restarted
@@ -152,6 +154,10 @@ def persisted(row: int, role: str = "user") -> TurnPersisted:
 
 def grace_expired() -> FrontendCtrlCGraceExpired:
     return FrontendCtrlCGraceExpired(agent="main", turn_abandoned=False)
+
+
+def cancel_returned(cancelled: bool = True) -> HardCancelFinished:
+    return HardCancelFinished(session=S, cancelled=cancelled)
 
 
 def check(name: str, events: list[tuple], arrange: Callable[[SessionStore], None] | None = None) -> list[str]:
@@ -409,9 +415,9 @@ CASES: dict[str, tuple[list[Any], list[Any], Callable | None, Callable | None]] 
         None, None),
     "hard_cancel_frees_lease": (
         [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(LeaseAcquired(session=S, holder=H1), 0),
-         E(HardCancelRequested(session=S), 1), E(grace_expired(), 3)],
+         E(HardCancelRequested(session=S), 1), E(cancel_returned(), 3)],
         [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(LeaseAcquired(session=S, holder=H1), 0),
-         E(HardCancelRequested(session=S), 1), E(LeaseReleased(session=S, holder=H1, held=True), 1), E(grace_expired(), 3)],
+         E(HardCancelRequested(session=S), 1), E(LeaseReleased(session=S, holder=H1, held=True), 1), E(cancel_returned(), 3)],
         None, None),
     "deliberate_end_is_final": (
         [E(FrontendSessionEnded(session=S, reason="session_reset")), E(CommitPublished(parent=S, child=CHILD, attempt=A1))],
@@ -1011,6 +1017,23 @@ def test_a_ctrl_c_at_an_idle_prompt_abandons_no_turn_typed_after_it():
                  [idle, TURN_STARTS, E(FrontendCtrlCGraceExpired(agent="main", turn_abandoned=False), 4, "ctrl_c")]) == []
 
 
+def grace_ended(at: float, abandoned: bool) -> tuple:
+    return E(FrontendCtrlCGraceExpired(agent="main", turn_abandoned=abandoned), at, "grace:ctrl_c")
+
+
+CASES.update({
+    "ctrl_c_grace_counted_from_press": (
+        [TURN_STARTS, PRESSED, grace_ended(7, False)],
+        [TURN_STARTS, PRESSED, grace_ended(4, True)],
+        None, None),
+})
+
+
+def test_a_turn_is_abandoned_only_once_the_grace_has_passed_since_the_press():
+    assert check("ctrl_c_grace_counted_from_press", [TURN_STARTS, PRESSED, grace_ended(3, True)])
+    assert check("ctrl_c_grace_counted_from_press", [TURN_STARTS, PRESSED, grace_ended(3, False)]) == []
+
+
 def test_a_grace_that_found_the_turn_ended_abandons_nothing():
     """The turn replied within the grace: the expiry gave nothing up, so what the turn wrote is not judged."""
     ended = E(FrontendCtrlCGraceExpired(agent="main", turn_abandoned=False), 4, "ctrl_c")
@@ -1088,24 +1111,25 @@ CASES.update({
 
 def test_a_lease_another_process_took_after_the_ctrl_c_is_not_the_stopped_attempts():
     """The Ctrl+C stopped main's attempt, which released; a second process's /compress then took the lease in the
-    same instant, before the grace ran out: that lease is lawfully held."""
+    same instant, before the cancel returned: that lease is lawfully held."""
     other = HolderId.of("extra1", 101, 1)
     history = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(LeaseAcquired(session=S, holder=H1), 0),
                E(FrontendCtrlC(agent="main", turn_running=True), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c"),
                E(LeaseReleased(session=S, holder=H1, held=True), 1),
                E(HostStarted(attempt=AttemptId.of("extra1", 1), session=S, mode="forced"), 1), E(LeaseAcquired(session=S, holder=other), 1),
-               E(grace_expired(), 1, "ctrl_c")]
+               E(cancel_returned(), 1, "ctrl_c")]
     assert check("hard_cancel_frees_lease", history) == []
     assert check("hard_cancel_frees_lease", [event for event in history if not isinstance(event[0], LeaseReleased)])
 
 
 def test_a_ctrl_c_that_lost_to_a_finished_commit_frees_no_lease():
     """The commit of a1 finished, then a Ctrl+C's cancel took the fence: it lost, so it frees nothing. The same
-    release made by the host's own task (its revoke after the turn was abandoned), or after the grace, is lawful."""
+    release made by the host's own task (its revoke after the turn was abandoned), or after the cancel returned,
+    is lawful."""
     def released_by(task: str, at: float) -> list[tuple]:
         return [E(FenceBeginOk(attempt=A1), 0), E(FenceFinish(attempt=A1), 2),
                 E(FrontendCtrlC(agent="main", turn_running=True), 3, "ctrl_c"), E(HardCancelRequested(session=S), 3, "ctrl_c"),
-                E(grace_expired(), 8, "ctrl_c"), E(LeaseReleased(session=S, holder=H1, held=True), at, task)]
+                E(cancel_returned(False), 8, "ctrl_c"), E(LeaseReleased(session=S, holder=H1, held=True), at, task)]
     assert check("cancel_never_beats_admitted_commit", sorted(released_by("ctrl_c", 3), key=lambda step: step[1]))
     assert check("cancel_never_beats_admitted_commit", released_by("turn", 8)) == []
     assert check("cancel_never_beats_admitted_commit", released_by("ctrl_c", 9)) == []
@@ -1116,7 +1140,7 @@ def test_a_ctrl_c_stops_only_the_attempts_its_own_agent_started():
     def pressed_during_attempt_of(caller: str) -> list[tuple]:
         return [E(HostStarted(attempt=A1, session=S, mode="forced"), 0, f"agent:{caller}"), E(LeaseAcquired(session=S, holder=H1), 0),
                 E(FrontendCtrlC(agent="a1", turn_running=False), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c"),
-                E(grace_expired(), 1, "ctrl_c")]
+                E(cancel_returned(), 1, "ctrl_c")]
     assert check("hard_cancel_frees_lease", pressed_during_attempt_of("a3")) == []
     assert check("hard_cancel_frees_lease", pressed_during_attempt_of("a1"))
 
@@ -1134,14 +1158,14 @@ def test_a_ctrl_c_stops_only_its_own_agents_active_attempt_from_the_press():
     assert check("no_admission_after_ctrl_c", admitted_after_press("a1", A2)) == []
 
 
-def test_a_ctrl_c_is_judged_at_its_own_grace_expiry_not_another_terminals():
-    """main's Ctrl+C stopped its attempt; an idle terminal's press ends its grace at once, before main's grace ran
-    out and the lease was freed: only main's own expiry judges main's attempt."""
+def test_a_ctrl_c_is_judged_when_its_own_hard_cancel_returns_not_another_terminals():
+    """main's Ctrl+C stopped its attempt; an idle terminal's press returns from its hard cancel at once, before
+    main's cancel freed the lease: only main's own cancel's return judges main's attempt."""
     history = [E(HostStarted(attempt=A1, session=S, mode="forced"), 0, "agent:main"), E(LeaseAcquired(session=S, holder=H1), 0),
                E(FrontendCtrlC(agent="main", turn_running=False), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c"),
                E(FrontendCtrlC(agent="a1", turn_running=False), 2, "other"), E(HardCancelRequested(session=S), 2, "other"),
-               E(FrontendCtrlCGraceExpired(agent="a1", turn_abandoned=False), 2, "other"),
-               E(LeaseReleased(session=S, holder=H1, held=True), 3), E(grace_expired(), 3, "ctrl_c")]
+               E(cancel_returned(False), 2, "other"),
+               E(LeaseReleased(session=S, holder=H1, held=True), 3), E(cancel_returned(), 3, "ctrl_c")]
     assert check("hard_cancel_frees_lease", history) == []
     assert check("hard_cancel_frees_lease", [event for event in history if not isinstance(event[0], LeaseReleased)])
 

@@ -109,6 +109,7 @@ from contract.events.turns import (
     EXTERNAL,
     AppendFailed,
     AppendOk,
+    HardCancelFinished,
     HardCancelRequested,
     HostReturned,
     HostStarted,

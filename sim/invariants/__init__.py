@@ -26,6 +26,7 @@ from sim.invariants.host import (
     AdmittedJobRuns,
     CaughtErrorsAreNotBugs,
     CtrlCAbandonsOnlyThePressedTurn,
+    CtrlCGraceCountedFromPress,
     CtrlCSeesIdlePrompt,
     NoRelabelAfterTerminal,
     FailedCommitBacksOff,
@@ -120,7 +121,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         CommitKeepsAUserTurn, ReplyFitsContext, TimedOutHostReturnsPromptly,
         SummarizedAttemptRefusedOnlyForACause, AdoptedTipReachesAgent,
         BreakerBlocksOnlyWhenLatched, FailedSummaryNeverCommits, FailedCommitBacksOff, HardCancelAbandonsSummary,
-        ReceivedMessageWrittenOnce, CtrlCAbandonsOnlyThePressedTurn,
+        ReceivedMessageWrittenOnce, CtrlCAbandonsOnlyThePressedTurn, CtrlCGraceCountedFromPress,
     )
 }
 

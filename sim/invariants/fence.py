@@ -17,7 +17,7 @@ from contract.events import (
     FenceCancelWon,
     FenceRevoked,
     FrontendCtrlC,
-    FrontendCtrlCGraceExpired,
+    HardCancelFinished,
     HardCancelRequested,
     HostReturned,
     HostStarted,
@@ -217,7 +217,8 @@ class LeaseHeldAcrossCommit(Invariant):
 class CancelNeverBeatsAdmittedCommit(Invariant):
     """A cancel that waited out an admitted commit loses, and a Ctrl+C that lost must not act as if it had won.
     What a Ctrl+C's cancel answered is seen by nobody but its own code; what it then does is: only a winner
-    frees the stopped attempt's lease through the fence's hook, from the Ctrl+C's own task within its grace. A
+    frees the stopped attempt's lease through the fence's hook, from the Ctrl+C's own task before its hard cancel
+    returns. A
     Ctrl+C that frees an admitted attempt's lease took a committed compaction for cancelled (the hermes report
     behind cancel-loses-to-finished-commit: reported cancelled, lease freed a second time), even where its fence
     emitted no win."""
@@ -232,7 +233,7 @@ class CancelNeverBeatsAdmittedCommit(Invariant):
     def __init__(self, system) -> None:
         super().__init__(system)
         self._admitted: dict[AttemptId, HistoryEvent] = {}
-        self._pressing: dict[str, HistoryEvent] = {}  # tasks inside a Ctrl+C (until its grace expired) -> the request
+        self._pressing: dict[str, HistoryEvent] = {}  # tasks inside a Ctrl+C's hard cancel -> the request
 
     @handles(FenceBeginOk)
     def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
@@ -248,8 +249,8 @@ class CancelNeverBeatsAdmittedCommit(Invariant):
     def pressed(self, event: HardCancelRequested, record: HistoryEvent) -> None:
         self._pressing[record.task] = record
 
-    @handles(FrontendCtrlCGraceExpired)
-    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> None:
+    @handles(HardCancelFinished)
+    def cancel_finished(self, event: HardCancelFinished, record: HistoryEvent) -> None:
         self._pressing.pop(record.task, None)
 
     @handles(LeaseReleased, LeaseReleaseFailed)

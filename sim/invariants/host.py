@@ -30,6 +30,7 @@ from contract.events import (
     FrontendTurnAbandoned,
     FrontendTurnFailed,
     FrontendTurnSubmitted,
+    HardCancelFinished,
     HardCancelRequested,
     HostCommitOverrun,
     HostReturned,
@@ -465,7 +466,7 @@ class HardCancelFreesLease(Invariant):
     name = "hard_cancel_frees_lease"
     races = ("R1",)
     description = (
-        "By the end of a Ctrl+C's own grace period, the compaction that Ctrl+C stopped (its agent's active attempt on "
+        "By the time a Ctrl+C's hard cancel returns, the compaction that Ctrl+C stopped (its agent's active attempt on "
         "that session, the newest it started whose host still waits for it, not yet committing; not another agent's, "
         "even in the same process) has "
         "released its own lease, or tried to where the store refused the write (its row then lapses by TTL); another "
@@ -551,16 +552,17 @@ class HardCancelFreesLease(Invariant):
         slot = self.system.agents.get(agent) if agent is not None else None
         return slot is None or slot.spec.process == attempt.process
 
-    @handles(FrontendCtrlCGraceExpired)
-    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> Violation | None:
-        """Judge what this press stopped, at the end of its own grace period: another terminal's Ctrl+C (even one
-        that stopped nothing, whose grace ends at once) says nothing of an attempt still within its presser's grace."""
+    @handles(HardCancelFinished)
+    def cancel_finished(self, event: HardCancelFinished, record: HistoryEvent) -> Violation | None:
+        """Judge what this press stopped once its own hard cancel returned (the worker given its grace, the lease
+        freed by the hook if the worker had not): another terminal's Ctrl+C (even one that stopped nothing, whose
+        cancel returns at once) says nothing of an attempt its presser is still cancelling."""
         for attempt, requested in self._stopped.pop(record.task, {}).items():
             held = self._holding.get(attempt)
             if held is not None and attempt not in self._admitted:
                 holder, acquired = held
-                return self.violation(f"{holder} still holds its lease after Ctrl+C stopped {attempt} and the grace period",
-                                      requested, acquired, record)
+                return self.violation(f"{holder} still holds its lease after Ctrl+C stopped {attempt} and its hard "
+                                      "cancel returned", requested, acquired, record)
         return None
 
 
@@ -1041,8 +1043,9 @@ GRACE_TASK = "grace:"  # a Ctrl+C's grace period runs in a task named after the 
 
 
 def pressing_task(task: str) -> str:
-    """The task that pressed the Ctrl+C whose grace `task` runs (a task that is no grace's is its own)."""
-    return task.removeprefix(GRACE_TASK)
+    """The task that pressed the Ctrl+C whose grace `task` runs (a task that is no grace's is its own); a real run's
+    log puts the process before every task name."""
+    return task.replace(GRACE_TASK, "", 1)
 
 
 class CtrlCAbandonsOnlyThePressedTurn(Invariant):
@@ -1079,6 +1082,43 @@ class CtrlCAbandonsOnlyThePressedTurn(Invariant):
             return None
         return self.violation(f"the grace of a Ctrl+C at {event.agent}'s terminal gave up a turn accepted after its "
                               "press, not the turn running at it", press, record)
+
+
+class CtrlCGraceCountedFromPress(Invariant):
+    """R1: the grace period is the user's wait: pressed during a turn, Ctrl+C gives the prompt back no later than
+    the grace after the press, abandoning the turn if it has not ended by then, and never sooner. The hard cancel
+    runs beside it and may take longer: it waits out an admitted commit (however long that hangs) and gives a
+    stopped worker its own grace before freeing its lease. A grace counted after the hard cancel kept the user from
+    the prompt for as long, and every check held: they judged what the grace did, not when."""
+
+    name = "ctrl_c_grace_counted_from_press"
+    races = ("R1",)
+    description = (
+        "A Ctrl+C's grace period is counted from the press: its turn is abandoned exactly when the grace has passed "
+        "since the press with the turn still running (never sooner), and a turn that ended within it ends the grace."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._pressed: dict[str, HistoryEvent] = {}  # pressing task -> its press
+
+    @handles(FrontendCtrlC)
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
+        self._pressed[record.task] = record
+
+    @handles(FrontendCtrlCGraceExpired)
+    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> Violation | None:
+        press = self._pressed.pop(pressing_task(record.task), None)
+        if press is None:
+            return None
+        due = press.time + self.system.ctrl_c_grace_s
+        if event.turn_abandoned and record.time < due - 1e-9:
+            return self.violation(f"Ctrl+C gave up {event.agent}'s turn {record.time - press.time:g}s after the press, "
+                                  f"before its grace of {self.system.ctrl_c_grace_s:g}s", press, record)
+        if record.time > due + 1e-9:
+            return self.violation(f"the grace of a Ctrl+C at {event.agent}'s terminal ended {record.time - press.time:g}s "
+                                  f"after the press, not within its {self.system.ctrl_c_grace_s:g}s", press, record)
+        return None
 
 
 class AbandonedTurnStaysSilent(Invariant):

@@ -78,6 +78,7 @@ NOT_APPLICABLE = {
     "hung_commit_reported": _VIRTUAL_TIME,
     "timed_out_host_returns_promptly": _VIRTUAL_TIME,
     "next_turn_persists_after_ctrl_c": _VIRTUAL_TIME,
+    "ctrl_c_grace_counted_from_press": _VIRTUAL_TIME,
     "turn_after_quiet_persists": _VIRTUAL_TIME,
     "cooldown_blocks_only_while_in_force": _VIRTUAL_TIME,
     "hard_cancel_frees_lease": _VIRTUAL_TIME,
