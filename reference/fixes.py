@@ -273,6 +273,10 @@ FIXES: tuple[Fix, ...] = (
             "heartbeat-silent-after-give-up", "R26",
             "an attempt's heartbeat writes no label once its fence is cancelled: the host's timeout label stays",
         ),
+        (
+            "heartbeat-is-no-progress", "R9",
+            "a heartbeat tick relabels the status line only; the idle timeout is charged from the summary's own progress",
+        ),
     ),
     *_fixes(
         "reference.attempt",
@@ -315,6 +319,10 @@ FIXES: tuple[Fix, ...] = (
         (
             "hard-refusal-rolls-back", "R1",
             "a commit refused because of a Ctrl+C whose cancel has not landed yet marks the attempt hard-stopped, so it rolls back",
+        ),
+        (
+            "pressed-stop-refuses-commit", "R1",
+            "commit admission refuses an attempt whose shared stop a Ctrl+C set, also one pressed before its fence existed",
         ),
         (
             "fence-stack-own-entry", "R22",

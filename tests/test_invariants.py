@@ -1034,6 +1034,24 @@ def test_a_turn_is_abandoned_only_once_the_grace_has_passed_since_the_press():
     assert check("ctrl_c_grace_counted_from_press", [TURN_STARTS, PRESSED, grace_ended(3, False)]) == []
 
 
+PRESSED_THEN_COMPACTED = [TURN_STARTS, PRESSED, E(HostStarted(attempt=A1, session=S, mode="automatic"), 10)]
+
+CASES.update({
+    "ctrl_c_stops_the_turns_later_compactions": (
+        PRESSED_THEN_COMPACTED + [E(FenceBeginOk(attempt=A1), 12)],
+        PRESSED_THEN_COMPACTED + [E(FenceBeginRefused(attempt=A1, reason="hard_cancel"), 12)],
+        None, None),
+})
+
+
+def test_a_press_at_the_prompt_or_on_another_turn_stops_no_later_compaction():
+    idle = [E(FrontendCtrlC(agent="main", turn_running=False), 1, "ctrl_c"), TURN_STARTS,
+            E(HostStarted(attempt=A1, session=S, mode="automatic"), 10), E(FenceBeginOk(attempt=A1), 12)]
+    assert check("ctrl_c_stops_the_turns_later_compactions", idle) == []
+    next_turn_same_task = PRESSED_THEN_COMPACTED[:2] + [TURN_STARTS] + PRESSED_THEN_COMPACTED[2:] + [E(FenceBeginOk(attempt=A1), 12)]
+    assert check("ctrl_c_stops_the_turns_later_compactions", next_turn_same_task) == []
+
+
 def test_a_grace_that_found_the_turn_ended_abandons_nothing():
     """The turn replied within the grace: the expiry gave nothing up, so what the turn wrote is not judged."""
     ended = E(FrontendCtrlCGraceExpired(agent="main", turn_abandoned=False), 4, "ctrl_c")
@@ -1177,6 +1195,25 @@ def test_a_refresher_is_judged_by_the_refreshes_it_missed_not_by_its_own_count()
                          E(LeaseRefreshFailed(session=S, holder=H1, failures=2)), E(LeaseExpiredGiveup(session=S, holder=H1))]
     assert check("refresher_tolerates_blips", claims_budget)
     assert check("refresher_tolerates_blips", recovered_between)
+
+
+SILENT = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0, "host"), E(CompactionSummaryProgress(attempt=A1), 2)]
+
+CASES.update({
+    "idle_timeout_fires_when_due": (
+        SILENT + [E(HostTimeout(attempt=A1, budget="ceiling", since_progress_s=98.0), 100, "host")],
+        SILENT + [E(HostTimeout(attempt=A1, budget="idle", since_progress_s=10.0), 12, "host"),
+                  E(HostReturned(attempt=A1, status="timeout", session=S, caller_session=S, transcript_before="a",
+                                 transcript_after="a"), 100, "host")],
+        None, None),
+})
+
+
+def test_a_silence_is_judged_where_it_ends_and_a_stalled_host_is_given_half_an_idle_after_it_resumes():
+    assert check("idle_timeout_fires_when_due", SILENT + [E(CompactionSummaryProgress(attempt=A1), 17)])
+    assert check("idle_timeout_fires_when_due", SILENT + [E(CompactionSummaryProgress(attempt=A1), 16)]) == []
+    stalled = [E(StallFired(fault=0, fault_kind="stall", firing=1, point="host.wait", duration_s=30.0), 1, "host")]
+    assert check("idle_timeout_fires_when_due", SILENT + stalled + [E(CompactionSummaryProgress(attempt=A1), 34)]) == []
 
 
 def test_an_idle_timeout_is_timed_from_the_history_not_from_the_hosts_own_count():

@@ -15,6 +15,7 @@ from sim.invariants.compressor import (
 )
 from sim.invariants.fence import (
     CancelNeverBeatsAdmittedCommit,
+    CtrlCStopsTheTurnsLaterCompactions,
     HardCancelAbandonsSummary,
     LeaseHeldAcrossCommit,
     NoAdmissionAfterCtrlC,
@@ -34,6 +35,7 @@ from sim.invariants.host import (
     FailedSummaryNeverCommits,
     HardCancelFreesLease,
     HungCommitReported,
+    IdleTimeoutFiresWhenDue,
     IdleTimeoutWithinBounds,
     NextTurnPersistsAfterCtrlC,
     NoProgressAfterGiveUp,
@@ -122,6 +124,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         SummarizedAttemptRefusedOnlyForACause, AdoptedTipReachesAgent,
         BreakerBlocksOnlyWhenLatched, FailedSummaryNeverCommits, FailedCommitBacksOff, HardCancelAbandonsSummary,
         ReceivedMessageWrittenOnce, CtrlCAbandonsOnlyThePressedTurn, CtrlCGraceCountedFromPress,
+        CtrlCStopsTheTurnsLaterCompactions, IdleTimeoutFiresWhenDue,
     )
 }
 

@@ -17,6 +17,7 @@ from contract.events import (
     FenceCancelWon,
     FenceRevoked,
     FrontendCtrlC,
+    FrontendTurnSubmitted,
     HardCancelFinished,
     HardCancelRequested,
     HostReturned,
@@ -168,6 +169,55 @@ class NoAdmissionAfterCtrlC(Invariant):
         self._caller = forget_process(self._caller, event.process, self.system.process_of)
         self._stopped = forget_process(self._stopped, event.process, self.system.process_of)
         self._admitted = set(forget_process(dict.fromkeys(self._admitted), event.process, self.system.process_of))
+
+
+class CtrlCStopsTheTurnsLaterCompactions(Invariant):
+    """R1: Ctrl+C stops the turn running at the press, not only the attempt running at it. A turn that is still
+    starting (its session read stalls, say) has no attempt yet: the press finds no fence to cancel and sets the
+    turn's stop alone, which the compaction the turn starts afterwards shares. no_admission_after_ctrl_c judges
+    only the attempts a press found running, so a commit that ignored the shared stop went unseen."""
+
+    name = "ctrl_c_stops_the_turns_later_compactions"
+    races = ("R1",)
+    description = (
+        "A compaction a turn starts after a Ctrl+C was pressed on it (before its fence existed) is never admitted to "
+        "commit: the press stopped the turn, and every compaction the turn starts shares its stop."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._running: dict[str, str] = {}  # agent -> the task of its terminal's latest turn
+        self._pressed: dict[str, HistoryEvent] = {}  # the task of a turn a Ctrl+C was pressed on -> the press
+        self._stopped: dict[AttemptId, HistoryEvent] = {}  # an attempt such a turn started later -> the press
+
+    @handles(FrontendTurnSubmitted)
+    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+        self._running[event.agent] = record.task
+        self._pressed.pop(record.task, None)  # a task that takes a new turn has ended the one pressed before
+
+    @handles(FrontendCtrlC)
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
+        turn = self._running.get(event.agent)
+        if event.turn_running and turn is not None:
+            self._pressed.setdefault(turn, record)
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        press = self._pressed.get(record.task)
+        if press is not None:
+            self._stopped[event.attempt] = press
+
+    @handles(FenceBeginOk)
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> Violation | None:
+        press = self._stopped.get(event.attempt)
+        if press is None:
+            return None
+        return self.violation(f"attempt {event.attempt}, started by a turn after Ctrl+C was pressed on it, was admitted "
+                              "to commit", press, record)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._stopped = forget_process(self._stopped, event.process, self.system.process_of)
 
 
 class LeaseHeldAcrossCommit(Invariant):

@@ -58,15 +58,55 @@ from sim.invariants.base import Invariant, Violation, forget_process, handles
 from sim.invariants.lineage import JudgesRefusedTurns
 
 
-class IdleTimeoutWithinBounds(Invariant):
-    """An idle timeout fires at idle after the last sign of life, within half an idle of when the host could look.
+class _IdleSilence(Invariant):
+    """What both idle-timeout checks read: each waited-on attempt's last sign of life (its start or its last
+    summary progress) and when its host could first notice the silence.
 
     The host wakes from its wait slices to notice the silence; a host stalled at the top of a slice (`host.wait`:
     "the host itself is slow to notice completion or timeout") can notice nothing until it resumes. Bounding the
     timeout by 1.5 x idle after the last sign of life alone charged the host with every second it was stalled,
     which no code of its could spend sooner. So the half-idle allowance is counted from the later of the moment
-    the silence reached idle and the end of the host's last stall in this attempt's wait; the lower bound, idle
-    of silence, is untouched. A host that, once resumed, waits another full idle slice (R9) still exceeds it.
+    the silence reached idle and the end of the host's last stall in this attempt's wait.
+    """
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._last_sign: dict[AttemptId, float] = {}  # attempt -> when its host started it, or its last progress tick
+        self._host_of: dict[AttemptId, str] = {}  # attempt -> the task its host waits in
+        self._host_resumes: dict[str, float] = {}  # host task -> when its last stall in its current wait ends
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._last_sign[event.attempt] = record.time
+        self._host_of[event.attempt] = record.task
+        self._host_resumes.pop(record.task, None)  # a host runs one wait at a time: older stalls are over
+
+    @handles(CompactionSummaryProgress)
+    def progressed(self, event: CompactionSummaryProgress, record: HistoryEvent) -> Violation | None:
+        if event.attempt in self._last_sign:
+            self._last_sign[event.attempt] = record.time
+        return None
+
+    @handles(StallFired)
+    def host_stalled(self, event: StallFired, record: HistoryEvent) -> None:
+        if event.point == HOST_WAIT:
+            self._host_resumes[record.task] = record.time + event.duration_s
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._last_sign = forget_process(self._last_sign, event.process, self.system.process_of)
+        self._host_of = forget_process(self._host_of, event.process, self.system.process_of)
+
+    def _could_notice(self, attempt: AttemptId) -> float:
+        """When the host of `attempt` could first see its silence reach idle."""
+        resumes = self._host_resumes.get(self._host_of.get(attempt, ""), 0.0)
+        return max(self._last_sign[attempt] + self.system.config.idle_timeout_s, resumes)
+
+
+class IdleTimeoutWithinBounds(_IdleSilence):
+    """An idle timeout fires at idle after the last sign of life, within half an idle of when the host could look
+    (`_IdleSilence`); the lower bound, idle of silence, is untouched. A host that, once resumed, waits another full
+    idle slice (R9) still exceeds it.
     """
 
     name = "idle_timeout_within_bounds"
@@ -77,36 +117,13 @@ class IdleTimeoutWithinBounds(Invariant):
         "a host stalled past idle fires within half an idle of resuming."
     )
 
-    def __init__(self, system) -> None:
-        super().__init__(system)
-        self._last_sign: dict[AttemptId, float] = {}  # attempt -> when its host started it, or its last progress tick
-        self._host_resumes: dict[str, float] = {}  # host task -> when its last stall in its current wait ends
-
-    @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent) -> None:
-        self._last_sign[event.attempt] = record.time
-        self._host_resumes.pop(record.task, None)  # a host runs one wait at a time: older stalls are over
-
-    @handles(CompactionSummaryProgress)
-    def progressed(self, event: CompactionSummaryProgress, record: HistoryEvent) -> None:
-        self._last_sign[event.attempt] = record.time
-
-    @handles(StallFired)
-    def host_stalled(self, event: StallFired, record: HistoryEvent) -> None:
-        if event.point == HOST_WAIT:
-            self._host_resumes[record.task] = record.time + event.duration_s
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._last_sign = forget_process(self._last_sign, event.process, self.system.process_of)
-
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> Violation | None:
         if event.budget != "idle" or event.attempt not in self._last_sign:
             return None
         idle = self.system.config.idle_timeout_s
         silence = record.time - self._last_sign[event.attempt]
-        could_notice = max(self._last_sign[event.attempt] + idle, self._host_resumes.get(record.task, 0.0))
+        could_notice = self._could_notice(event.attempt)
         if silence < idle - 1e-9:
             return self.violation(f"the idle timeout fired after {silence:g}s of silence (idle is {idle:g}s)", record)
         if record.time - could_notice >= 0.5 * idle:
@@ -115,6 +132,45 @@ class IdleTimeoutWithinBounds(Invariant):
                 f"{record.time - could_notice:g}s after the host could first notice it", record,
             )
         return None
+
+
+class IdleTimeoutFiresWhenDue(_IdleSilence):
+    """R9's other half: idle_timeout_within_bounds judges the idle timeouts that fire, so a host that never fires
+    one (its silence measured from something that is no progress, such as the heartbeat that only relabels the
+    status line) broke nothing it judged, and a summary silent for ten minutes ran on to the ceiling. A silence is
+    judged where it ends: at the attempt's next progress tick, or when its host stops waiting for it (it returns,
+    unwinds, or times out on another budget)."""
+
+    name = "idle_timeout_fires_when_due"
+    races = ("R9",)
+    description = (
+        "An attempt silent (no summary progress since its start or its last tick) for 1.5 x idle while its host "
+        "waits is timed out as idle by then (a host stalled past idle, within half an idle of resuming): a heartbeat "
+        "is no progress."
+    )
+
+    @handles(CompactionSummaryProgress)
+    def progressed(self, event: CompactionSummaryProgress, record: HistoryEvent) -> Violation | None:
+        violation = self._judge_silence(event.attempt, record)
+        super().progressed(event, record)
+        return violation
+
+    @handles(HostTimeout, HostReturned, HostUnwind)
+    def host_left(self, event: HostTimeout | HostReturned | HostUnwind, record: HistoryEvent) -> Violation | None:
+        timed_out_idle = isinstance(event, HostTimeout) and event.budget == "idle"
+        violation = None if timed_out_idle else self._judge_silence(event.attempt, record)
+        self._last_sign.pop(event.attempt, None)  # no longer waited on: its host gave up, or has its outcome
+        self._host_of.pop(event.attempt, None)
+        return violation
+
+    def _judge_silence(self, attempt: AttemptId, record: HistoryEvent) -> Violation | None:
+        if attempt not in self._last_sign:
+            return None
+        idle = self.system.config.idle_timeout_s
+        if record.time - self._could_notice(attempt) < 0.5 * idle:
+            return None
+        return self.violation(f"attempt {attempt} was silent for {record.time - self._last_sign[attempt]:g}s (idle is "
+                              f"{idle:g}s) and its host never timed it out as idle", record)
 
 
 class TimedOutHostReturnsPromptly(Invariant):
