@@ -336,6 +336,10 @@ FIXES: tuple[Fix, ...] = (
             "failed-acquire-releases-own-row", "R3",
             "an acquire that raised may still have written its row; the sitting-out attempt releases it by holder",
         ),
+        (
+            "failed-release-retried", "R3/R25",
+            "a release whose transaction failed leaves the lease marked held, so the attempt's own exit retries it",
+        ),
     ),
     *_fixes(
         "reference.lease",

@@ -1188,6 +1188,23 @@ def test_a_ctrl_c_is_judged_when_its_own_hard_cancel_returns_not_another_termina
     assert check("hard_cancel_frees_lease", [event for event in history if not isinstance(event[0], LeaseReleased)])
 
 
+RELEASE_FAILED = E(LeaseReleaseFailed(session=S, holder=H1, error="OperationalError('database is locked')"), 7, "ctrl_c")
+
+CASES.update({
+    "failed_release_retried": (
+        [E(LeaseAcquired(session=S, holder=H1), 0, "compress:p1.1"), RELEASE_FAILED, E(finished(A1, "unchanged"), 12, "compress:p1.1")],
+        [E(LeaseAcquired(session=S, holder=H1), 0, "compress:p1.1"), RELEASE_FAILED,
+         E(LeaseReleased(session=S, holder=H1, held=True), 12, "compress:p1.1"), E(finished(A1, "unchanged"), 12, "compress:p1.1")],
+        None, None),
+})
+
+
+def test_a_release_that_failed_at_the_workers_own_exit_or_after_it_owes_no_retry():
+    own = E(LeaseReleaseFailed(session=S, holder=H1, error="OperationalError('database is locked')"), 12, "compress:p1.1")
+    assert check("failed_release_retried", [own, E(finished(A1, "unchanged"), 12, "compress:p1.1")]) == []
+    assert check("failed_release_retried", [E(finished(A1, "unchanged"), 12, "compress:p1.1"), RELEASE_FAILED]) == []
+
+
 def test_a_refresher_is_judged_by_the_refreshes_it_missed_not_by_its_own_count():
     """The refresher's count says the budget (2) was spent, but the history shows one missed refresh."""
     claims_budget = [E(LeaseRefreshFailed(session=S, holder=H1, failures=2)), E(LeaseExpiredGiveup(session=S, holder=H1))]

@@ -54,6 +54,7 @@ from sim.invariants.lease import (
     CancelledAttemptNeverAcquires,
     CommitHoldsLease,
     DeadHolderReclaimable,
+    FailedReleaseRetried,
     LeaseMutualExclusion,
     LeaseReleasedWithinTtl,
     RefresherToleratesBlips,
@@ -125,6 +126,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         BreakerBlocksOnlyWhenLatched, FailedSummaryNeverCommits, FailedCommitBacksOff, HardCancelAbandonsSummary,
         ReceivedMessageWrittenOnce, CtrlCAbandonsOnlyThePressedTurn, CtrlCGraceCountedFromPress,
         CtrlCStopsTheTurnsLaterCompactions, IdleTimeoutFiresWhenDue,
+        FailedReleaseRetried,
     )
 }
 
