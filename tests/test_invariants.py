@@ -61,6 +61,7 @@ from contract.events import (
     HostReturned,
     HostStarted,
     HostTimeout,
+    HostUnwind,
     IsolatedAbandoned,
     LeaseAcquired,
     LeaseAcquireFailed,
@@ -1203,6 +1204,14 @@ def test_a_release_that_failed_at_the_workers_own_exit_or_after_it_owes_no_retry
     own = E(LeaseReleaseFailed(session=S, holder=H1, error="OperationalError('database is locked')"), 12, "compress:p1.1")
     assert check("failed_release_retried", [own, E(finished(A1, "unchanged"), 12, "compress:p1.1")]) == []
     assert check("failed_release_retried", [E(finished(A1, "unchanged"), 12, "compress:p1.1"), RELEASE_FAILED]) == []
+
+
+def test_a_host_that_unwinds_before_its_hang_report_is_due_owes_none():
+    """The commit slice is 5s: an unwind 3s after the timeout leaves nobody waiting; one 9s after it is late."""
+    def unwound_at(at: float) -> list[tuple]:
+        return [E(FenceBeginOk(attempt=A1), 0), E(timed_out(A1), 1), E(HostUnwind(attempt=A1), at), E(FenceFinish(attempt=A1), 20)]
+    assert check("hung_commit_reported", unwound_at(4)) == []
+    assert check("hung_commit_reported", unwound_at(10))
 
 
 def test_a_refresher_is_judged_by_the_refreshes_it_missed_not_by_its_own_count():

@@ -237,7 +237,8 @@ class HungCommitReported(Invariant):
 
     A commit that finished within one overrun slice of its host's timeout owes no report; judging it again at
     the end, against the end of the run, charged it with every second after it had finished. A commit whose
-    process crashed has no host left to report it.
+    process crashed has no host left to report it, nor one whose host unwound before the report was due (the
+    user abandoned the turn waiting on it, a Ctrl+C's grace after its press): nobody waits on it any more.
     """
 
     name = "hung_commit_reported"
@@ -274,6 +275,13 @@ class HungCommitReported(Invariant):
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         self._admitted = {attempt for attempt in self._admitted if self.system.process_of(attempt.process) != event.process}
+
+    @handles(HostUnwind)
+    def unwound(self, event: HostUnwind, record: HistoryEvent) -> Violation | None:
+        """The host stopped waiting: a report already overdue is judged now, none is owed after."""
+        violation = self._check(event.attempt, record.time, record)
+        self._admitted.discard(event.attempt)
+        return violation
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         end = history[-1].time if history else 0.0
