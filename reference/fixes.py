@@ -155,6 +155,10 @@ FIXES: tuple[Fix, ...] = (
             "a list an attempt hands back keeps, after it, the messages a turn saved above every row of that list (after the commit)",
         ),
         (
+            "turn-append-atomic", "R10/R12",
+            "a flush appends all its messages in one transaction: a failure leaves all of them durable or none",
+        ),
+        (
             "adopted-tip-skips-own-indeterminate-rows", "R10",
             "an adopted tip's loaded rows leave out the row an unsaved message may own (by platform id, or a maybe-written one's payload); the message stands for it",
         ),

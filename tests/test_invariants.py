@@ -1333,6 +1333,24 @@ CASES.update({
 })
 
 
+FLUSH_FAILED = [E(FrontendTurnSubmitted(agent="main", text="hi"), 0, "d1"), E(AppendFailed(session=S, error="OperationalError"), 1, "d1"),
+                E(FrontendTurnFailed(agent="main", error="OperationalError: disk I/O error"), 1, "d1")]
+
+CASES.update({
+    "turn_append_all_or_nothing": (
+        FLUSH_FAILED, FLUSH_FAILED, conversation(("assistant", "earlier"), ("user", "hi")),
+        conversation(("assistant", "earlier"), ("user", "hi"), ("assistant", "ack: hi"))),
+})
+
+
+def test_a_turn_that_failed_elsewhere_than_at_its_flush_is_not_judged_by_its_flush():
+    failed_before_flush = [FLUSH_FAILED[0], FLUSH_FAILED[2]]
+    assert check("turn_append_all_or_nothing", failed_before_flush, conversation(("user", "hi"))) == []
+    assert check("turn_append_all_or_nothing", FLUSH_FAILED, conversation(("assistant", "earlier"))) == []
+    compacted_since = FLUSH_FAILED + [E(CommitArchived(session=S, attempt=A1, rows=2), 5)]
+    assert check("turn_append_all_or_nothing", compacted_since, conversation(("user", "summary"), ("user", "hi"))) == []
+
+
 def test_a_question_typed_twice_may_be_live_twice_once_a_later_turn_saved_the_failed_one():
     """Turn 1's "hi" is saved (rows 1, 2); turn 2's "hi" fails to save; turn 3's flush writes it (rows 3, 4)
     before its own question and reply (rows 5, 6): the session holds what the user sent."""

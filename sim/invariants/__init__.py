@@ -89,6 +89,7 @@ from sim.invariants.transcript import (
     NoDuplicatePersistedTurn,
     RewindSlotsStayUnderWatermark,
     ToldMessagesKeptOnceInOrder,
+    TurnAppendAllOrNothing,
     MessageCountMatchesActiveRows,
     CompletedTurnPersistsUserMessage,
     ReceivedMessageSurvivesGatewayCrash,
@@ -126,7 +127,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         BreakerBlocksOnlyWhenLatched, FailedSummaryNeverCommits, FailedCommitBacksOff, HardCancelAbandonsSummary,
         ReceivedMessageWrittenOnce, CtrlCAbandonsOnlyThePressedTurn, CtrlCGraceCountedFromPress,
         CtrlCStopsTheTurnsLaterCompactions, IdleTimeoutFiresWhenDue,
-        FailedReleaseRetried,
+        FailedReleaseRetried, TurnAppendAllOrNothing,
     )
 }
 

@@ -21,7 +21,9 @@ from contract.events import (
     CompactionWatermark,
     CompactionCommitted,
     CompactionWatermarkFailed,
+    Event,
     ExternalRotated,
+    FrontendTurnFailed,
     FrontendTurnSubmitted,
     GatewayTurnStarted,
     HostReturned,
@@ -1091,6 +1093,62 @@ class ReceivedMessageSurvivesGatewayCrash(Invariant):
         store = self.system.store
         return any(row.role == "user" and row.platform_message_id == platform_id
                    for sid in store.session_ids() for row in store.all_messages(sid))
+
+
+class TurnAppendAllOrNothing(Invariant):
+    """A turn's flush is one write of its question and reply: when it fails, the user is told the turn failed, and
+    the next turn's flush writes both. A flush that wrote them one at a time and failed at the reply left the
+    question live with no answer, a turn the user was told had failed half-saved, and nothing judged it: each row
+    that exists is a row some write made. Judged at the end, for each terminal turn that failed at its own flush:
+    its question, if live, is followed by a reply, unless a compaction wrote the session since (a candidate may keep
+    the question and summarize the reply)."""
+
+    name = "turn_append_all_or_nothing"
+    races = ("R10", "R12")
+    description = (
+        "A turn's flush writes its messages all or none: a turn the user was told failed at its flush leaves its "
+        "question live only with a reply right after it (the next turn's flush writes both)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._open: dict[str, str] = {}  # task -> the text of its running terminal turn
+        self._flush_failed: set[str] = set()  # tasks whose running turn had an append fail
+        self._failed: list[tuple[str, HistoryEvent]] = []  # (question, failure) of each turn that failed at its flush
+        self._typed: Counter[str] = Counter()
+
+    @handles(FrontendTurnSubmitted)
+    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+        self._open[record.task] = event.text
+        self._flush_failed.discard(record.task)
+        self._typed[event.text] += 1
+
+    @handles(AppendFailed)
+    def append_failed(self, event: AppendFailed, record: HistoryEvent) -> None:
+        if event.writer is None and record.task in self._open:
+            self._flush_failed.add(record.task)
+
+    @handles(FrontendTurnFailed)
+    def turn_failed(self, event: FrontendTurnFailed, record: HistoryEvent) -> None:
+        if record.task in self._flush_failed:
+            self._failed.append((self._open[record.task], record))
+
+    @handles(CommitArchived, CommitPublished, CompactionCommitFailed, ExternalRotated)
+    def rewritten(self, event: Event, record: HistoryEvent) -> None:
+        self._failed.clear()  # a commit keeps the user turn a candidate anchors, and may summarize its reply
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        store = self.system.store
+        for question, failure in self._failed:
+            if self._typed[question] > 1:
+                continue  # typed again: which copy is whose cannot be told
+            for session in store.live_sessions():
+                rows = store.active_messages(session.id)
+                at = next((i for i, row in enumerate(rows) if row.role == "user" and row.content == question), None)
+                if at is not None and (at + 1 == len(rows) or rows[at + 1].role != "assistant"):
+                    return self.violation(f"the turn {question[:40]!r} failed at its flush, yet its question is live in "
+                                          f"{session.id} with no reply after it", failure)
+        return None
 
 
 class ReceivedMessageWrittenOnce(_CommitEffects):
