@@ -367,6 +367,10 @@ FIXES: tuple[Fix, ...] = (
             "an append of a message whose earlier append raised skips it when its exact payload is live in the session",
         ),
         (
+            "carried-rows-keep-their-order", "R14",
+            "the rows a commit carries after its candidate (another writer's appends) are read, and cloned, oldest first",
+        ),
+        (
             "summarized-platform-message-written-once", "R10",
             "with no live row of its platform message id, an append finds the row its conversation summarized since",
         ),

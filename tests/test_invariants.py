@@ -1349,6 +1349,8 @@ def test_a_turn_that_failed_elsewhere_than_at_its_flush_is_not_judged_by_its_flu
     assert check("turn_append_all_or_nothing", FLUSH_FAILED, conversation(("assistant", "earlier"))) == []
     compacted_since = FLUSH_FAILED + [E(CommitArchived(session=S, attempt=A1, rows=2), 5)]
     assert check("turn_append_all_or_nothing", compacted_since, conversation(("user", "summary"), ("user", "hi"))) == []
+    rotated_during = FLUSH_FAILED[:1] + [E(CommitPublished(parent=S, child=CHILD, attempt=A1), 1)] + FLUSH_FAILED[1:]
+    assert check("turn_append_all_or_nothing", rotated_during, conversation(("user", "summary"), ("user", "hi"))) == []
 
 
 def test_a_question_typed_twice_may_be_live_twice_once_a_later_turn_saved_the_failed_one():
@@ -1364,6 +1366,24 @@ def test_a_question_typed_twice_may_be_live_twice_once_a_later_turn_saved_the_fa
                         ("user", "bye"), ("assistant", "ack: bye"))
     assert check("told_messages_kept_once_in_order", turns("hi"), rows) == []
     assert check("told_messages_kept_once_in_order", turns("hello"), rows), "typed once, yet live twice"
+
+
+def carried(*order: str) -> Callable[[SessionStore], None]:
+    """Another writer's "first" and "second" (rows 1, 2), then a commit that carried them in `order`."""
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": text, "timestamp": t} for t, text in enumerate(("first", "second"))], now=1)
+        store.try_acquire_lease("s", H1, now=1, ttl_s=60)
+        store.archive_and_compact("s", [{"role": "user", "content": text, "timestamp": 5.0} for text in order],
+                                  holder=H1, watermark=None, now=2)
+    return arrange
+
+
+def test_another_writers_messages_keep_their_order_among_themselves():
+    appended = [E(TurnPersisted(session=S, caller_session=S, turn=0, role="user", row=row, writer="external"), row)
+                for row in (1, 2)]
+    assert check("told_messages_kept_once_in_order", appended, carried("second", "first"))
+    assert check("told_messages_kept_once_in_order", appended, carried("first", "second")) == []
 
 
 def test_a_failed_read_of_the_carried_rows_leaves_them_to_the_next_attempt():

@@ -118,6 +118,7 @@ def active_ids_above(
     """Active ids in (watermark, ceiling], oldest first; an unknown watermark claims nothing."""
     if watermark is None:
         return []
+    # FIX carried-rows-keep-their-order (R14): the rows a commit carries after its candidate are another writer's messages, cloned in the order they were sent
     rows = db.execute(
         "SELECT id FROM messages WHERE session_id = ?1 AND active = 1 AND id > ?2"
         " AND (?3 IS NULL OR id <= ?3) ORDER BY id",

@@ -919,9 +919,9 @@ Key = tuple[str, str]  # a message as the user knows it: its role and its text
 @dataclass(frozen=True)
 class Told:
     """A message the user was told was saved: a completed turn's user message or reply, or another writer's
-    acknowledged append; `agent` is the terminal it was typed in (None for another writer)."""
+    acknowledged append; `writer` is the terminal it was typed in, or the other writer that appended it."""
 
-    agent: str | None
+    writer: str
     key: Key | None  # None: the message is the row's own
     row: int  # the acknowledged row that places it in a lineage (a user message goes with its reply's row)
     record: HistoryEvent
@@ -933,8 +933,8 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
     description = (
         "The user's model of the conversation holds: every message the user was told was saved (a completed turn's "
         "user message and reply, another writer's acknowledged append) is at the end live exactly once in its "
-        "lineage's head, or was in the input of a committed compaction; and the live ones of a terminal keep the "
-        "order they were typed in."
+        "lineage's head, or was in the input of a committed compaction; and the live ones of each writer (a "
+        "terminal, another writer such as a second device) keep the order they were sent in."
     )
 
     def __init__(self, system) -> None:
@@ -958,7 +958,7 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         was told it failed) has its question and reply written first, by this turn: its reply is the LAST
         assistant row the turn persists, each earlier one taking its place only until a later one comes."""
         if event.writer is not None:
-            self._told.append(Told(None, None, event.row, record))
+            self._told.append(Told(f"{event.writer} writer", None, event.row, record))
         elif event.role == "user" and record.task in self._replied:
             # a question after a tentative reply: that reply was an earlier failed turn's, carried first (a turn
             # cut short by Ctrl+C writes its own question with no reply after it)
@@ -1001,7 +1001,7 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         live = {root: [key(m) for sid in sids for m in store.active_messages(sid)] for root, sids in live_sessions_by_root(store).items()}
         placed = [(told, told.key or key(rows[told.row]), roots[rows[told.row].session_id]) for told in self._told if told is not None and told.row in rows]
         ambiguous = self._sent_twice(placed)
-        last_position: dict[tuple[str, str], tuple[int, Told, Key]] = {}  # (agent, lineage) -> its last live message's place
+        last_position: dict[tuple[str, str], tuple[int, Told, Key]] = {}  # (writer, lineage) -> its last live message's place
         for told, k, root in placed:
             if k in ambiguous:
                 continue
@@ -1010,16 +1010,16 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
             if copies > 1 or (copies == 0 and k not in self._summarized):
                 found = f"live {copies} times" if copies else "neither live nor in any committed compaction's input"
                 return self.violation(f"the user was told the {k[0]} message {k[1][:40]!r} was saved, but it is {found}", told.record)
-            if copies == 0 or told.agent is None:
+            if copies == 0:
                 continue
             position = head.index(k)
-            before = last_position.get((told.agent, root))
+            before = last_position.get((told.writer, root))
             if before is not None and before[0] > position:
                 return self.violation(
-                    f"{told.agent}'s {k[0]} message {k[1][:40]!r} now sits before {before[2][1][:40]!r}, which was sent "
+                    f"{told.writer}'s {k[0]} message {k[1][:40]!r} now sits before {before[2][1][:40]!r}, which was sent "
                     "before it", before[1].record, told.record,
                 )
-            last_position[(told.agent, root)] = (position, told, k)
+            last_position[(told.writer, root)] = (position, told, k)
         return None
 
     def _sent_twice(self, placed: list[tuple[Told, Key, str]]) -> set[Key]:
@@ -1100,8 +1100,9 @@ class TurnAppendAllOrNothing(Invariant):
     the next turn's flush writes both. A flush that wrote them one at a time and failed at the reply left the
     question live with no answer, a turn the user was told had failed half-saved, and nothing judged it: each row
     that exists is a row some write made. Judged at the end, for each terminal turn that failed at its own flush:
-    its question, if live, is followed by a reply, unless a compaction wrote the session since (a candidate may keep
-    the question and summarize the reply)."""
+    its question, if live, is followed by a reply, unless a compaction wrote a session since the turn began (a
+    candidate may keep the question and summarize the reply; a rotation's pre-publish flush writes a turn's unsaved
+    question before it has a reply)."""
 
     name = "turn_append_all_or_nothing"
     races = ("R10", "R12")
@@ -1112,14 +1113,15 @@ class TurnAppendAllOrNothing(Invariant):
 
     def __init__(self, system) -> None:
         super().__init__(system)
-        self._open: dict[str, str] = {}  # task -> the text of its running terminal turn
+        self._open: dict[str, tuple[str, int]] = {}  # task -> the text of its running terminal turn, and when it began
         self._flush_failed: set[str] = set()  # tasks whose running turn had an append fail
+        self._last_commit = -1  # the seq of the last compaction that wrote a session
         self._failed: list[tuple[str, HistoryEvent]] = []  # (question, failure) of each turn that failed at its flush
         self._typed: Counter[str] = Counter()
 
     @handles(FrontendTurnSubmitted)
     def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
-        self._open[record.task] = event.text
+        self._open[record.task] = (event.text, record.seq)
         self._flush_failed.discard(record.task)
         self._typed[event.text] += 1
 
@@ -1130,12 +1132,14 @@ class TurnAppendAllOrNothing(Invariant):
 
     @handles(FrontendTurnFailed)
     def turn_failed(self, event: FrontendTurnFailed, record: HistoryEvent) -> None:
-        if record.task in self._flush_failed:
-            self._failed.append((self._open[record.task], record))
+        question, began = self._open.get(record.task, ("", -1))
+        if record.task in self._flush_failed and began > self._last_commit:
+            self._failed.append((question, record))
 
     @handles(CommitArchived, CommitPublished, CompactionCommitFailed, ExternalRotated)
     def rewritten(self, event: Event, record: HistoryEvent) -> None:
         self._failed.clear()  # a commit keeps the user turn a candidate anchors, and may summarize its reply
+        self._last_commit = record.seq
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         store = self.system.store
