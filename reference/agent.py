@@ -250,6 +250,7 @@ class Agent:
         if found == self.session_id:
             return True
         tip = SessionId(found)
+        # FIX adopt-loads-live-rows (R15): the tip's summarized rows sit beside their summary; loaded, the agent answers from both
         rows = await self._db.call("active_messages", tip)
         self._rt.emit(SessionAdopted(from_session=self.session_id, to_session=tip))
         self.messages = loaded_beside_unsaved([from_row(row) for row in rows], self.messages)

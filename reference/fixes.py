@@ -54,6 +54,10 @@ FIXES: tuple[Fix, ...] = (
             "a /compress typed while a turn runs holds a stop of its own: a Ctrl+C pressed on the turn before it does not reach it",
         ),
         (
+            "adopt-loads-live-rows", "R15",
+            "an adopted tip's transcript is its live rows: the rows a compaction there summarized stay out of the agent's context",
+        ),
+        (
             "adopt-tip-on-closed-write", "R15",
             "a write to a rotated session adopts the live tip once per flush, else fails closed naming compression",
         ),

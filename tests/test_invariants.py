@@ -1333,24 +1333,66 @@ CASES.update({
 })
 
 
-FLUSH_FAILED = [E(FrontendTurnSubmitted(agent="main", text="hi"), 0, "d1"), E(AppendFailed(session=S, error="OperationalError"), 1, "d1"),
-                E(FrontendTurnFailed(agent="main", error="OperationalError: disk I/O error"), 1, "d1")]
+FLUSH_FAILED = [E(FrontendTurnSubmitted(agent="main", text="hi"), 0, "agent:main"),
+                E(AppendFailed(session=S, error="OperationalError"), 1, "agent:main"),
+                E(FrontendTurnFailed(agent="main", error="OperationalError: disk I/O error"), 1, "agent:main")]
+
+
+def failed_flush(*rows: tuple[str, str], reply: bool = True) -> Callable[[SessionStore], dict[str, Any]]:
+    """A session holding `rows`; main still holds, unsaved, the question "hi" and (with `reply`) its reply."""
+    def arrange(store: SessionStore) -> dict[str, Any]:
+        conversation(*rows)(store)
+        unsaved = [{"role": "user", "content": "hi"}] + ([{"role": "assistant", "content": "ack: hi"}] if reply else [])
+        return {"main": SimpleNamespace(agent=SimpleNamespace(messages=unsaved, session_id=S))}
+    return arrange
+
 
 CASES.update({
     "turn_append_all_or_nothing": (
-        FLUSH_FAILED, FLUSH_FAILED, conversation(("assistant", "earlier"), ("user", "hi")),
-        conversation(("assistant", "earlier"), ("user", "hi"), ("assistant", "ack: hi"))),
+        FLUSH_FAILED, FLUSH_FAILED, failed_flush(("assistant", "earlier"), ("user", "hi")),
+        failed_flush(("assistant", "earlier"), ("user", "hi"), ("assistant", "ack: hi"))),
 })
+
+
+def holding_rows(*held: dict[str, Any]) -> Callable[[SessionStore], dict[str, Any]]:
+    """Row 1 archived (summarized), rows 2 and 3 live; main holds `held`."""
+    def arrange(store: SessionStore) -> dict[str, Any]:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": text, "timestamp": 1.0} for text in ("old", "summary", "new")], now=1)
+        store._db.execute("UPDATE messages SET active = 0, compacted = 1 WHERE id = 1")
+        return {"main": SimpleNamespace(agent=SimpleNamespace(messages=list(held), session_id=S))}
+    return arrange
+
+
+def durable(row: int | None, content: str) -> dict[str, Any]:
+    return {"role": "user", "content": content, "timestamp": 1.0, "_db_persisted": True, "_row_id": row}
+
+
+COMPACTING = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 5, "agent:main")]
+
+CASES.update({
+    "held_rows_are_live": (
+        COMPACTING, COMPACTING, holding_rows(durable(1, "old"), durable(2, "summary")),
+        holding_rows(durable(2, "summary"), durable(3, "new"))),
+})
+
+
+def test_a_durable_message_names_its_row_and_a_commit_since_the_last_load_excuses_a_stale_one():
+    assert check("held_rows_are_live", COMPACTING, holding_rows(durable(None, "summary")))
+    stale = [E(CommitArchived(session=S, attempt=P2_A1, rows=2), 2)] + COMPACTING
+    assert check("held_rows_are_live", stale, holding_rows(durable(1, "old"), durable(2, "summary"))) == []
 
 
 def test_a_turn_that_failed_elsewhere_than_at_its_flush_is_not_judged_by_its_flush():
     failed_before_flush = [FLUSH_FAILED[0], FLUSH_FAILED[2]]
-    assert check("turn_append_all_or_nothing", failed_before_flush, conversation(("user", "hi"))) == []
-    assert check("turn_append_all_or_nothing", FLUSH_FAILED, conversation(("assistant", "earlier"))) == []
+    assert check("turn_append_all_or_nothing", failed_before_flush, failed_flush(("user", "hi"))) == []
+    assert check("turn_append_all_or_nothing", FLUSH_FAILED, failed_flush(("assistant", "earlier"))) == []
     compacted_since = FLUSH_FAILED + [E(CommitArchived(session=S, attempt=A1, rows=2), 5)]
-    assert check("turn_append_all_or_nothing", compacted_since, conversation(("user", "summary"), ("user", "hi"))) == []
+    assert check("turn_append_all_or_nothing", compacted_since, failed_flush(("user", "summary"), ("user", "hi"))) == []
     rotated_during = FLUSH_FAILED[:1] + [E(CommitPublished(parent=S, child=CHILD, attempt=A1), 1)] + FLUSH_FAILED[1:]
-    assert check("turn_append_all_or_nothing", rotated_during, conversation(("user", "summary"), ("user", "hi"))) == []
+    assert check("turn_append_all_or_nothing", rotated_during, failed_flush(("user", "summary"), ("user", "hi"))) == []
+    no_reply = failed_flush(("user", "hi"), reply=False)  # stopped by Ctrl+C, or its overflow recovery deferred it
+    assert check("turn_append_all_or_nothing", FLUSH_FAILED, no_reply) == []
 
 
 def test_a_question_typed_twice_may_be_live_twice_once_a_later_turn_saved_the_failed_one():

@@ -86,6 +86,7 @@ from sim.invariants.transcript import (
     CommitKeepsAUserTurn,
     CommitReachesCaller,
     DurableMessagesMatchRows,
+    HeldRowsAreLive,
     NoDuplicatePersistedTurn,
     RewindSlotsStayUnderWatermark,
     ToldMessagesKeptOnceInOrder,
@@ -127,7 +128,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         BreakerBlocksOnlyWhenLatched, FailedSummaryNeverCommits, FailedCommitBacksOff, HardCancelAbandonsSummary,
         ReceivedMessageWrittenOnce, CtrlCAbandonsOnlyThePressedTurn, CtrlCGraceCountedFromPress,
         CtrlCStopsTheTurnsLaterCompactions, IdleTimeoutFiresWhenDue,
-        FailedReleaseRetried, TurnAppendAllOrNothing,
+        FailedReleaseRetried, TurnAppendAllOrNothing, HeldRowsAreLive,
     )
 }
 

@@ -31,6 +31,7 @@ from contract.events import (
     LeaseAcquired,
     LeaseReleased,
     ProcessCrashed,
+    ProcessRestarted,
     SessionAdopted,
     TurnPersisted,
 )
@@ -1095,14 +1096,108 @@ class ReceivedMessageSurvivesGatewayCrash(Invariant):
                    for sid in store.session_ids() for row in store.all_messages(sid))
 
 
+class HeldRowsAreLive(Invariant):
+    """durable_messages_match_rows compares what an agent holds as durable with its row's payload, which never
+    changes: an agent that loaded archived rows (summarized ones beside their summary) or held a message marked
+    durable with no row at all passed it. The agent answers from what it holds, so each durable message names its
+    row, and that row is live in the agent's session, unless a commit retired it after the agent last loaded its
+    transcript (another process's compaction, which the agent learns of only at its own next one), or the row is
+    one the store handed the agent's own write back (a message another writer summarized meanwhile). Judged where
+    the agent works from what it holds: when it starts a compaction, when it has replied, and at the end."""
+
+    name = "held_rows_are_live"
+    races = ("R15", "R19")
+    description = (
+        "Every message an agent holds as durable names its row, and that row is live in the agent's session, unless a "
+        "commit retired it after the agent last loaded its transcript, or the store handed it back to the agent's own write."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._loaded: dict[str, int] = {}  # agent -> the seq at which it last loaded its transcript from the store
+        self._rewritten = -1  # the seq of the last event that may have retired rows (a commit, a crash after one)
+        self._written: dict[str, set[int]] = {}  # agent -> the rows the store handed back to its own writes
+        self._read_at: dict[AttemptId, int] = {}  # attempt -> the seq of the store state its outcome's list reflects
+
+    @handles(SessionAdopted)
+    def adopted(self, event: SessionAdopted, record: HistoryEvent) -> None:
+        name = self.system.agent_of_task(record.task)
+        if event.attempt is not None:
+            self._read_at[event.attempt] = record.seq
+        elif name is not None:
+            self._loaded[name] = record.seq  # a turn's adoption replaces the list in this step
+
+    @handles(ProcessRestarted)
+    def restarted(self, event: ProcessRestarted, record: HistoryEvent) -> None:
+        for name, slot in self.system.agents.items():
+            if slot.spec.process == event.process:
+                self._loaded[name] = record.seq  # its agents reopened their sessions from the store
+
+    @handles(CommitArchived, CommitPublished, CompactionCommitFailed, ExternalRotated, ProcessCrashed)
+    def rewritten(self, event: Event, record: HistoryEvent) -> None:
+        self._rewritten = record.seq
+        if isinstance(event, (CommitArchived, CommitPublished)):
+            self._read_at[event.attempt] = record.seq
+        elif isinstance(event, ProcessCrashed):
+            self._read_at = forget_process(self._read_at, event.process, self.system.process_of)
+
+    @handles(TurnPersisted)
+    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> Violation | None:
+        name = self.system.agent_of_task(record.task)
+        if name is None:
+            return None
+        self._written.setdefault(name, set()).add(event.row)
+        return self._judge(name, record) if event.role == "assistant" else None
+
+    @handles(HostStarted)
+    def compacting(self, event: HostStarted, record: HistoryEvent) -> Violation | None:
+        name = self.system.agent_of_task(record.task)
+        return None if name is None else self._judge(name, record)
+
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> None:
+        """The list a commit or an adoption hands back is the store's as the commit (or the adoption's read) left
+        it: a newer commit made before this return (another /compress of the agent, still waiting) may have
+        retired its rows."""
+        name = self.system.agent_of_task(record.task)
+        read_at = self._read_at.pop(event.attempt, None)
+        if name is not None and read_at is not None and event.status in ("committed", "rotated", "adopted"):
+            self._loaded[name] = read_at
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        for name in sorted(self.system.agents):
+            violation = self._judge(name, history[-1] if history else None)
+            if violation is not None:
+                return violation
+        return None
+
+    def _judge(self, name: str, record: HistoryEvent | None) -> Violation | None:
+        slot = self.system.agents.get(name)
+        if slot is None or self._rewritten > self._loaded.get(name, -1):
+            return None
+        agent = slot.agent
+        live = {row.id for row in self.system.store.active_messages(agent.session_id)}
+        own = self._written.get(name, set())
+        for message in agent.messages:
+            if not message.get("_db_persisted"):
+                continue
+            row = message.get("_row_id")
+            if row is None or (row not in live and row not in own):
+                found = "names no row" if row is None else f"holds row {row}, which is not live there"
+                return self.violation(f"agent {name} on {agent.session_id} {found} as a durable {message.get('role')} "
+                                      "message", record)
+        return None
+
+
 class TurnAppendAllOrNothing(Invariant):
     """A turn's flush is one write of its question and reply: when it fails, the user is told the turn failed, and
     the next turn's flush writes both. A flush that wrote them one at a time and failed at the reply left the
     question live with no answer, a turn the user was told had failed half-saved, and nothing judged it: each row
-    that exists is a row some write made. Judged at the end, for each terminal turn that failed at its own flush:
-    its question, if live, is followed by a reply, unless a compaction wrote a session since the turn began (a
-    candidate may keep the question and summarize the reply; a rotation's pre-publish flush writes a turn's unsaved
-    question before it has a reply)."""
+    that exists is a row some write made. Judged at the end, for each terminal turn that failed at its own flush
+    holding its reply (a turn stopped by Ctrl+C, or whose overflow recovery deferred it, has none): its question,
+    if live, is followed by a reply, unless a compaction wrote a session since the turn began (a candidate may keep
+    the question and summarize the reply; a rotation's pre-publish flush writes a turn's unsaved question before it
+    has a reply)."""
 
     name = "turn_append_all_or_nothing"
     races = ("R10", "R12")
@@ -1133,8 +1228,15 @@ class TurnAppendAllOrNothing(Invariant):
     @handles(FrontendTurnFailed)
     def turn_failed(self, event: FrontendTurnFailed, record: HistoryEvent) -> None:
         question, began = self._open.get(record.task, ("", -1))
-        if record.task in self._flush_failed and began > self._last_commit:
+        if record.task in self._flush_failed and began > self._last_commit and self._replied(record.task, question):
             self._failed.append((question, record))
+
+    def _replied(self, task: str, question: str) -> bool:
+        """Whether the agent of `task` holds, unsaved, `question` and a reply after it: what its failed flush carried."""
+        slot = self.slot_of_task(task)
+        unsaved = [] if slot is None else [m for m in slot.agent.messages if not m.get("_db_persisted")]
+        asked = next((i for i, m in enumerate(unsaved) if m["role"] == "user" and m["content"] == question), None)
+        return asked is not None and any(m["role"] == "assistant" for m in unsaved[asked + 1:])
 
     @handles(CommitArchived, CommitPublished, CompactionCommitFailed, ExternalRotated)
     def rewritten(self, event: Event, record: HistoryEvent) -> None:

@@ -29,7 +29,7 @@ HISTORY_INVARIANTS = (
     "retry_never_overlaps_live_worker", "aborted_attempt_leaves_parent_unchanged", "no_false_auto_reset",
     "overflow_recovery_ignores_cooldown", "timeout_backs_off", "no_relabel_after_terminal",
     "running_summary_labelled", "ctrl_c_sees_idle_prompt", "abandoned_turn_stays_silent", "caught_errors_are_not_bugs",
-    "ctrl_c_abandons_only_the_pressed_turn", "ctrl_c_stops_the_turns_later_compactions", "turn_append_all_or_nothing",
+    "ctrl_c_abandons_only_the_pressed_turn", "ctrl_c_stops_the_turns_later_compactions",
     "pool_refuses_only_when_full", "old_messages_get_summarized", "failed_commit_backs_off",
 )
 # Properties of the final database: checked once, at the end (their per-event checks read the store, which
@@ -68,6 +68,8 @@ NOT_APPLICABLE = {
     "reply_fits_context": "reads the agents' in-memory transcripts, which die with their processes",
     "durable_messages_match_rows": "reads the agents' in-memory transcripts, which die with their processes",
     "adopted_tip_reaches_agent": "reads the agents' in-memory transcripts, which die with their processes",
+    "held_rows_are_live": "reads the agents' in-memory transcripts, which die with their processes",
+    "turn_append_all_or_nothing": "reads the agents' in-memory transcripts, which die with their processes",
     "stale_job_never_runs": "follows the simulator kernel's task.spawn events, which trio does not record",
     "pool_admission_bounded": "follows the simulator kernel's task.spawn events, which trio does not record",
     "admitted_job_runs": "follows the simulator kernel's task.spawn events, which trio does not record",
