@@ -1053,6 +1053,28 @@ def test_a_press_at_the_prompt_or_on_another_turn_stops_no_later_compaction():
     assert check("ctrl_c_stops_the_turns_later_compactions", next_turn_same_task) == []
 
 
+DELIVERED = [E(GatewayDelivered(agent="bot", platform_message_id=f"tg:{n}"), n) for n in (1, 2)]
+
+
+def taken(n: int, at: float, task: str = "gateway.bot") -> tuple:
+    return E(GatewayTurnStarted(agent="bot", platform_message_id=f"tg:{n}"), at, task)
+
+
+CASES.update({
+    "gateway_turns_in_arrival_order": (
+        DELIVERED + [taken(2, 3), taken(1, 4)],
+        DELIVERED + [taken(1, 3), E(persisted(1), 3, "gateway.bot"), taken(2, 4)],
+        None, None),
+})
+
+
+def test_an_earlier_gateway_turn_works_on_only_until_the_next_one_starts():
+    overlapping = DELIVERED + [taken(1, 3, "turn.1"), taken(2, 4, "turn.2"), E(persisted(1), 5, "turn.1")]
+    assert check("gateway_turns_in_arrival_order", overlapping)
+    assert check("gateway_turns_in_arrival_order", DELIVERED + [taken(1, 3), taken(2, 4), E(persisted(1), 5, "gateway.bot")]) == []
+    assert check("gateway_turns_in_arrival_order", [taken(1, 3)]), "a turn for a message never delivered"
+
+
 def test_a_grace_that_found_the_turn_ended_abandons_nothing():
     """The turn replied within the grace: the expiry gave nothing up, so what the turn wrote is not judged."""
     ended = E(FrontendCtrlCGraceExpired(agent="main", turn_abandoned=False), 4, "ctrl_c")

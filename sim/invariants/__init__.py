@@ -33,6 +33,7 @@ from sim.invariants.host import (
     FailedCommitBacksOff,
     FailedSummaryBacksOff,
     FailedSummaryNeverCommits,
+    GatewayTurnsInArrivalOrder,
     HardCancelFreesLease,
     HungCommitReported,
     IdleTimeoutFiresWhenDue,
@@ -128,7 +129,7 @@ INVARIANTS: dict[str, type[Invariant]] = {
         BreakerBlocksOnlyWhenLatched, FailedSummaryNeverCommits, FailedCommitBacksOff, HardCancelAbandonsSummary,
         ReceivedMessageWrittenOnce, CtrlCAbandonsOnlyThePressedTurn, CtrlCGraceCountedFromPress,
         CtrlCStopsTheTurnsLaterCompactions, IdleTimeoutFiresWhenDue,
-        FailedReleaseRetried, TurnAppendAllOrNothing, HeldRowsAreLive,
+        FailedReleaseRetried, TurnAppendAllOrNothing, HeldRowsAreLive, GatewayTurnsInArrivalOrder,
     )
 }
 

@@ -30,6 +30,8 @@ from contract.events import (
     FrontendTurnAbandoned,
     FrontendTurnFailed,
     FrontendTurnSubmitted,
+    GatewayDelivered,
+    GatewayTurnStarted,
     HardCancelFinished,
     HardCancelRequested,
     HostCommitOverrun,
@@ -1183,6 +1185,57 @@ class CtrlCGraceCountedFromPress(Invariant):
             return self.violation(f"the grace of a Ctrl+C at {event.agent}'s terminal ended {record.time - press.time:g}s "
                                   f"after the press, not within its {self.system.ctrl_c_grace_s:g}s", press, record)
         return None
+
+
+class GatewayTurnsInArrivalOrder(Invariant):
+    """A gateway agent takes its platform messages one turn at a time, in the order they were delivered: a message
+    that arrives while a turn runs (or compacts) waits for it. Two turns of one agent at once would interleave their
+    writes and their compactions; a later message answered first answers the conversation out of order. Nothing
+    judged either: each turn on its own did what a turn does. A turn is known to run in the task that started it
+    (a gateway serves an agent's queue in one task), so work of the agent's previous gateway turn in another task
+    once the next one has started is two turns at once. A dead process's queue dies with it."""
+
+    name = "gateway_turns_in_arrival_order"
+    races = ("R10",)
+    description = (
+        "A gateway agent starts a turn only for a delivered platform message, in the order they were delivered, and "
+        "one at a time: no earlier turn of the agent works on once the next one has started."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._queued: dict[str, list[str | None]] = {}  # agent -> its delivered messages not yet taken, oldest first
+        self._serving: dict[str, str] = {}  # agent -> the task of its latest gateway turn
+        self._turn_of: dict[str, str] = {}  # a task that ran a gateway turn -> its agent
+
+    @handles(GatewayDelivered)
+    def delivered(self, event: GatewayDelivered, record: HistoryEvent) -> None:
+        self._queued.setdefault(event.agent, []).append(event.platform_message_id)
+
+    @handles(GatewayTurnStarted)
+    def started(self, event: GatewayTurnStarted, record: HistoryEvent) -> Violation | None:
+        queued = self._queued.get(event.agent, [])
+        self._serving[event.agent] = record.task
+        self._turn_of[record.task] = event.agent
+        if queued and queued[0] == event.platform_message_id:
+            queued.pop(0)
+            return None
+        expected = f"{queued[0]}, delivered before it" if queued else "no message delivered and not yet taken"
+        return self.violation(f"{event.agent} took platform message {event.platform_message_id} as a turn, while its "
+                              f"queue held {expected}", record)
+
+    @handles(TurnPersisted, HostStarted)
+    def worked(self, event: TurnPersisted | HostStarted, record: HistoryEvent) -> Violation | None:
+        agent = self._turn_of.get(record.task)
+        if agent is None or self._serving.get(agent) == record.task:
+            return None
+        return self.violation(f"an earlier gateway turn of {agent} went on working after its next turn started", record)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        for name, slot in self.system.agents.items():
+            if slot.spec.process == event.process:
+                self._queued.pop(name, None)
 
 
 class AbandonedTurnStaysSilent(Invariant):

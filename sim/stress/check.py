@@ -88,6 +88,7 @@ NOT_APPLICABLE = {
     "summarized_attempt_refused_only_for_a_cause": _VIRTUAL_TIME,
     "no_admission_after_ctrl_c": "needs the agent whose host started each attempt, which a real worker's log does not say",
     "failed_release_retried": "tells a worker's own release by its task's name, which a real run's log prefixes with the process",
+    "gateway_turns_in_arrival_order": "keys a gateway's queue by its agent's name, which every stress worker's gateway shares",
     "stale_attempt_writes_no_state": "keys compressor generations by process; a stress process runs two agents, each with its own compressor",
     "current_attempt_owns_compressor": "keys compressor generations by process; a stress process runs two agents, each with its own compressor",
 }
