@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract.events import LeaseAcquired, LeaseContended, StressLeasePlanted
+from contract.history import HistoryEvent
 from contract.ids import HolderId
 from reference.config import CompactionConfig
 from reference.store import SessionStore
@@ -44,7 +46,8 @@ _STORE_AT_EVENT = "reads the store as it was at an event; a real run leaves only
 _VIRTUAL_TIME = "needs virtual-time precision; real scheduling delays make its time bounds meaningless"
 NOT_APPLICABLE = {
     "commit_holds_lease": _STORE_AT_EVENT,
-    "dead_holder_reclaimable": _STORE_AT_EVENT,
+    "dead_holder_reclaimable": _STORE_AT_EVENT + " (a real run judges it for the rows its parent plants, with the "
+                               "workers' real probe: `planted_holders_reclaimed`)",
     "late_contender_adopts": _STORE_AT_EVENT,
     "rewind_slots_stay_under_watermark": _STORE_AT_EVENT,
     "hard_cancel_restores_cooldown": _STORE_AT_EVENT,
@@ -123,6 +126,28 @@ class CheckResult:
     violations: list[Violation]
     integrity: list[str]
     invariants: tuple[str, ...]
+    reclaimed: int = 0  # planted rows of recycled pids' holders the workers reclaimed
+
+
+def planted_holders_reclaimed(history: list[HistoryEvent]) -> tuple[Violation | None, int]:
+    """dead_holder_reclaimable through the real probe (R24): the parent planted, on each session, an unexpired
+    lease row whose holder's pid now runs another process; no worker may sit out behind it, and the first one
+    to want the lease takes it at once. The first sit-out, if any, and how many planted rows were taken."""
+    planted: dict[str, HistoryEvent] = {}
+    reclaimed = 0
+    for record in history:
+        event = record.event
+        if isinstance(event, StressLeasePlanted):
+            planted[event.session] = record
+        elif isinstance(event, LeaseAcquired) and planted.pop(event.session, None) is not None:
+            reclaimed += 1
+        elif isinstance(event, LeaseContended) and event.session in planted:
+            plant = planted[event.session]
+            found = Violation("dead_holder_reclaimable", f"{event.holder} sat out behind {plant.event.holder}, whose pid "  # type: ignore[attr-defined]
+                              "runs a process started at another time: the real probe took it for alive",
+                              (plant.seq, record.seq), record.time)
+            return found, reclaimed
+    return None, reclaimed
 
 
 def deaths_of(merged: MergedHistory) -> dict[str, float]:
@@ -147,6 +172,9 @@ def check(db: Path, merged: MergedHistory, config: CompactionConfig) -> CheckRes
         for invariant in history_checks + [INVARIANTS[name](system) for name in FINAL_STATE_INVARIANTS]:
             if invariant.name not in violations and (found := invariant.at_end(history)) is not None:
                 violations[invariant.name] = found
-        return CheckResult(sorted(violations.values(), key=lambda v: v.time), store.integrity(), REAL_INVARIANTS)
+        sat_out, reclaimed = planted_holders_reclaimed(history)
+        if sat_out is not None:
+            violations[sat_out.invariant] = sat_out
+        return CheckResult(sorted(violations.values(), key=lambda v: v.time), store.integrity(), REAL_INVARIANTS, reclaimed)
     finally:
         store.close()
