@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from contract.events import (
+    HardCancelFinished,
     HardCancelRequested,
     HostReturned,
     HostStarted,
@@ -249,6 +250,7 @@ class Agent:
         if found == self.session_id:
             return True
         tip = SessionId(found)
+        # FIX adopt-loads-live-rows (R15): the tip's summarized rows sit beside their summary; loaded, the agent answers from both
         rows = await self._db.call("active_messages", tip)
         self._rt.emit(SessionAdopted(from_session=self.session_id, to_session=tip))
         self.messages = loaded_beside_unsaved([from_row(row) for row in rows], self.messages)
@@ -356,12 +358,15 @@ class Agent:
         True if an attempt was cancelled. A running summary is unwound at once and rolled back; its lease is
         freed by the worker, or after a short grace by the fence's holder-scoped hook.
         """
-        self._rt.emit(HardCancelRequested(session=self.session_id))
+        session = self.session_id
+        self._rt.emit(HardCancelRequested(session=session))
         self._hard_event.set()
         self.fences.press()  # a /compress typed beside a turn has a stop of its own: a press reaches it while it is the active one
         fence = self.fences.top
         # FIX hard-cancel-through-fence (R1): a plain interrupt is masked during the summary; only the fence stops it safely
-        return fence is not None and await self._cancel_hard(fence)
+        cancelled = fence is not None and await self._cancel_hard(fence)
+        self._rt.emit(HardCancelFinished(session=session, cancelled=cancelled))
+        return cancelled
 
     async def _cancel_hard(self, fence: CommitFence) -> bool:
         """Cancel through the fence (waiting out an admitted commit), then let the worker roll back and

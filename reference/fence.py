@@ -153,6 +153,7 @@ class CommitFence:
             return "cancelled"
         if self._revoked:
             return "revoked"
+        # FIX pressed-stop-refuses-commit (R1): a Ctrl+C pressed before this fence existed (or whose cancel queues on its lock) is only the stop it shares
         if self._hard or self._hard_event.is_set():
             return HARD_CANCEL
         if self.deadline_exceeded():

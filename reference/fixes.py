@@ -54,6 +54,10 @@ FIXES: tuple[Fix, ...] = (
             "a /compress typed while a turn runs holds a stop of its own: a Ctrl+C pressed on the turn before it does not reach it",
         ),
         (
+            "adopt-loads-live-rows", "R15",
+            "an adopted tip's transcript is its live rows: the rows a compaction there summarized stay out of the agent's context",
+        ),
+        (
             "adopt-tip-on-closed-write", "R15",
             "a write to a rotated session adopts the live tip once per flush, else fails closed naming compression",
         ),
@@ -155,6 +159,10 @@ FIXES: tuple[Fix, ...] = (
             "a list an attempt hands back keeps, after it, the messages a turn saved above every row of that list (after the commit)",
         ),
         (
+            "turn-append-atomic", "R10/R12",
+            "a flush appends all its messages in one transaction: a failure leaves all of them durable or none",
+        ),
+        (
             "adopted-tip-skips-own-indeterminate-rows", "R10",
             "an adopted tip's loaded rows leave out the row an unsaved message may own (by platform id, or a maybe-written one's payload); the message stands for it",
         ),
@@ -164,6 +172,10 @@ FIXES: tuple[Fix, ...] = (
         (
             "ctrl-c-abandons-pressed-turn", "R1",
             "a Ctrl+C's grace period waits on, and abandons, only the turn running at the press, never the next one",
+        ),
+        (
+            "ctrl-c-grace-from-press", "R1",
+            "a Ctrl+C's grace period runs from the press, beside the hard cancel, never after it",
         ),
     ),
     *_fixes(
@@ -269,6 +281,10 @@ FIXES: tuple[Fix, ...] = (
             "heartbeat-silent-after-give-up", "R26",
             "an attempt's heartbeat writes no label once its fence is cancelled: the host's timeout label stays",
         ),
+        (
+            "heartbeat-is-no-progress", "R9",
+            "a heartbeat tick relabels the status line only; the idle timeout is charged from the summary's own progress",
+        ),
     ),
     *_fixes(
         "reference.attempt",
@@ -313,6 +329,10 @@ FIXES: tuple[Fix, ...] = (
             "a commit refused because of a Ctrl+C whose cancel has not landed yet marks the attempt hard-stopped, so it rolls back",
         ),
         (
+            "pressed-stop-refuses-commit", "R1",
+            "commit admission refuses an attempt whose shared stop a Ctrl+C set, also one pressed before its fence existed",
+        ),
+        (
             "fence-stack-own-entry", "R22",
             "each attempt removes only its own fence registration; the active fence is the top",
         ),
@@ -323,6 +343,10 @@ FIXES: tuple[Fix, ...] = (
         (
             "failed-acquire-releases-own-row", "R3",
             "an acquire that raised may still have written its row; the sitting-out attempt releases it by holder",
+        ),
+        (
+            "failed-release-retried", "R3/R25",
+            "a release whose transaction failed leaves the lease marked held, so the attempt's own exit retries it",
         ),
     ),
     *_fixes(
@@ -345,6 +369,14 @@ FIXES: tuple[Fix, ...] = (
         (
             "indeterminate-append-written-once", "R10",
             "an append of a message whose earlier append raised skips it when its exact payload is live in the session",
+        ),
+        (
+            "carried-rows-keep-their-order", "R14",
+            "the rows a commit carries after its candidate (another writer's appends) are read, and cloned, oldest first",
+        ),
+        (
+            "summarized-platform-message-written-once", "R10",
+            "with no live row of its platform message id, an append finds the row its conversation summarized since",
         ),
     ),
     *_fixes(

@@ -24,6 +24,8 @@ from contract.events import (
 from contract.runtime import Runtime
 from reference.agent import Agent, TurnResult
 
+GRACE_TASK = "grace:"  # a Ctrl+C's grace period runs in a task named after the task that pressed it
+
 
 class CliFrontend:
     def __init__(self, rt: Runtime, agent: Agent, *, grace_s: float, name: str = "cli") -> None:
@@ -61,14 +63,22 @@ class CliFrontend:
                 done.set()
 
     async def ctrl_c(self) -> None:
-        """Hard-cancel the running turn; after the grace period, abandon it if it has still not ended.
+        """Hard-cancel the running turn; once the grace period has passed since the press, abandon it if it has
+        still not ended.
 
         The turn is the one running at the press: once it ends the prompt is back, and a turn the user types
-        within the grace (or one that starts at the press's instant) is not the one they stopped.
+        within the grace (or one that starts at the press's instant) is not the one they stopped. The grace runs
+        beside the hard cancel, which may wait out an admitted commit or give a stopped worker its own grace.
         """
         self._rt.emit(FrontendCtrlC(agent=self.name, turn_running=self.busy))
         pressed = self._turn_done
-        await self.agent.hard_interrupt()
+        async with self._rt.open_nursery() as nursery:
+            # FIX ctrl-c-grace-from-press (R1): counted after the hard cancel, the grace keeps the prompt from the user for as long as a commit or a stopped worker takes
+            nursery.start_soon(self._abandon_after_grace, pressed, name=f"{GRACE_TASK}{self._rt.current_task_name()}")
+            await self.agent.hard_interrupt()
+
+    async def _abandon_after_grace(self, pressed: Any) -> None:
+        """The grace period of one press: abandon the turn running at the press if it has not ended by then."""
         with self._rt.move_on_after(self._grace_s):
             await pressed.wait()
         # FIX ctrl-c-abandons-pressed-turn (R1): only the turn running at the press is abandoned, never the next one

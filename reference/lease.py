@@ -147,6 +147,7 @@ class Lease:
                 released = await self._db.call("release_lease", self.session, self.holder)
         except Exception as exc:
             self._rt.emit(LeaseReleaseFailed(session=self.session, holder=self.holder, error=repr(exc)))
+            # FIX failed-release-retried (R3/R25): the row may still be ours; marked released, the attempt's own exit never retries and another sits out for a TTL
             return
         self._maybe_held = False
         self._rt.emit(LeaseReleased(session=self.session, holder=self.holder, held=released))

@@ -227,6 +227,7 @@ async def persist(
     transaction, if the session has ended for a reason in `refuse_ended`); `settle` may shorten `pending` in the
     step of the write (`Database.call_settled`)."""
     try:
+        # FIX turn-append-atomic (R10/R12): one transaction for the batch; written one message at a time, a failure part-way leaves the question without its reply
         row_ids = await db.call_settled(settle, "append_messages", session, pending, refuse_ended=refuse_ended)
     except Exception as exc:
         for message in pending:  # the error may have come after the COMMIT: the next append asks the store first

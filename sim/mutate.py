@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ class MutantResult:
     expected: list[str]
     killed_by: dict[str, str] = field(default_factory=dict)  # scenario -> replay command
     survived: list[str] = field(default_factory=list)
+    vacuous: dict[str, tuple[list[str], str]] = field(default_factory=dict)  # survivor that FAILed, with no violation -> why, its path
     stale: str | None = None
     seconds: float = 0.0
 
@@ -90,6 +92,8 @@ def run_mutant(name: str, killers: list[Any], others: list[Any], out: Path) -> M
                 result.killed_by[verdict["scenario"]] = verdict["replay"]
             else:
                 result.survived.append(verdict["scenario"])
+                if verdict["problems"]:
+                    result.vacuous[verdict["scenario"]] = (verdict["problems"], verdict["path"])
     result.seconds = time.monotonic() - started
     return result
 
@@ -140,6 +144,24 @@ def claim_problems(results: Sequence[MutantResult]) -> dict[str, list[str]]:
     problems: dict[str, list[str]] = {}
     for result in results:
         for scenario in result.missed_expected():
-            reason = f"is stale ({result.stale})" if result.stale else "did not make it fail"
+            reason = f"is stale ({result.stale})" if result.stale else _not_caught(result, scenario)
             problems.setdefault(scenario, []).append(f"must_fail_under: mutant {result.name} {reason}")
     return problems
+
+
+def _not_caught(result: MutantResult, scenario: str) -> str:
+    """Why `scenario` did not catch the mutant: it did not fail under it, or it failed only by what it did not
+    reach (a coverage mark, a fault), which a mutant may cause without breaking any property; then say which
+    invariants do report it, judged with all of them."""
+    vacuous = result.vacuous.get(scenario)
+    if vacuous is None:
+        return "did not make it fail"
+    problems, path = vacuous
+    with tempfile.TemporaryDirectory(prefix="claim-") as out:
+        _, document, _ = sim_json(["run", path, "--mutant", result.name, "--no-shrink", "--all-invariants", "--out", out])
+    fired = sorted({verdict["violation"]["invariant"] for verdict in (document or {}).get("scenarios", [])
+                    if verdict["violation"] is not None})
+    hint = (f"with invariants = \"all\" it reports {', '.join(fired)}: name it there (or \"all\")" if fired
+            else "no invariant reports it even with invariants = \"all\": the scenario does not show this mutant's race")
+    return (f"made it fail only by what it did not reach ({'; '.join(problems)}), and no invariant it checks reported "
+            f"a violation, which is what catching a mutant takes; {hint}")

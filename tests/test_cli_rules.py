@@ -111,6 +111,20 @@ def test_run_checks_must_fail_under_on_demand(tmp_path):
     assert verdict["passed"] is False
 
 
+def test_a_claim_failed_only_by_an_unreached_mark_says_so_and_names_the_invariants_that_fire(tmp_path):
+    """Under its mutant the scenario FAILs (a coverage mark is never reached), yet the invariant it names holds: the
+    claim does not hold, and the message says why instead of that the mutant "did not make it fail"."""
+    source = ROOT / "scenarios" / "failed_lease_release_retried_at_worker_exit.toml"
+    scenario = tmp_path / source.name
+    scenario.write_text(source.read_text().replace('invariants = "all"', 'invariants = ["no_commit_after_cancel"]'))
+    done = sim("run", str(scenario), "--must-fail-under", "--json", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    (problem,) = json.loads(done.stdout)["scenarios"][0]["problems"]
+    assert problem.startswith("must_fail_under: mutant failed-release-retried made it fail only by what it did not "
+                              "reach (coverage mark compaction.committed never reached)"), problem
+    assert problem.endswith('with invariants = "all" it reports failed_release_retried: name it there (or "all")')
+
+
 def test_run_must_fail_under_passes_when_every_claim_holds(tmp_path):
     done = sim("run", str(claiming(tmp_path, R1_MUTANT)), "--runs", "3", "--must-fail-under", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

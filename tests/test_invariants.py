@@ -55,11 +55,13 @@ from contract.events import (
     FrontendTurnSubmitted,
     GatewayDelivered,
     GatewayTurnStarted,
+    HardCancelFinished,
     HardCancelRequested,
     HostCommitOverrun,
     HostReturned,
     HostStarted,
     HostTimeout,
+    HostUnwind,
     IsolatedAbandoned,
     LeaseAcquired,
     LeaseAcquireFailed,
@@ -112,6 +114,7 @@ OTHER_FAILED = CooldownSet(session=S, until_s=60.0, attempt=AttemptId.of("p2", 1
 class FakeSystem:
     store: SessionStore = field(default_factory=SessionStore)
     config: CompactionConfig = field(default_factory=lambda: CompactionConfig(lease_ttl_s=60, idle_timeout_s=10, ceiling_timeout_s=100, commit_overrun_slice_s=5, tail_count=1, gateway_writes_on_receipt=True, context_limit_tokens=100))
+    ctrl_c_grace_s: float = 2.0
     dead: set[str] = field(default_factory=lambda: {DEAD})
     agents: dict[str, Any] = field(default_factory=dict)
     restarted: dict[str, str] = field(default_factory=dict)  # incarnation -> its process, once restarted
@@ -152,6 +155,10 @@ def persisted(row: int, role: str = "user") -> TurnPersisted:
 
 def grace_expired() -> FrontendCtrlCGraceExpired:
     return FrontendCtrlCGraceExpired(agent="main", turn_abandoned=False)
+
+
+def cancel_returned(cancelled: bool = True) -> HardCancelFinished:
+    return HardCancelFinished(session=S, cancelled=cancelled)
 
 
 def check(name: str, events: list[tuple], arrange: Callable[[SessionStore], None] | None = None) -> list[str]:
@@ -409,9 +416,9 @@ CASES: dict[str, tuple[list[Any], list[Any], Callable | None, Callable | None]] 
         None, None),
     "hard_cancel_frees_lease": (
         [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(LeaseAcquired(session=S, holder=H1), 0),
-         E(HardCancelRequested(session=S), 1), E(grace_expired(), 3)],
+         E(HardCancelRequested(session=S), 1), E(cancel_returned(), 3)],
         [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(LeaseAcquired(session=S, holder=H1), 0),
-         E(HardCancelRequested(session=S), 1), E(LeaseReleased(session=S, holder=H1, held=True), 1), E(grace_expired(), 3)],
+         E(HardCancelRequested(session=S), 1), E(LeaseReleased(session=S, holder=H1, held=True), 1), E(cancel_returned(), 3)],
         None, None),
     "deliberate_end_is_final": (
         [E(FrontendSessionEnded(session=S, reason="session_reset")), E(CommitPublished(parent=S, child=CHILD, attempt=A1))],
@@ -994,6 +1001,80 @@ CASES.update({
 })
 
 
+PRESSED = E(FrontendCtrlC(agent="main", turn_running=True), 2, "ctrl_c")
+
+CASES.update({
+    "ctrl_c_abandons_only_the_pressed_turn": (
+        [TURN_STARTS, PRESSED, E(FrontendTurnSubmitted(agent="main", text="next"), 2, "typed"), GIVEN_UP],
+        [TURN_STARTS, PRESSED, GIVEN_UP, E(FrontendTurnSubmitted(agent="main", text="next"), 4, "typed")],
+        None, None),
+})
+
+
+def test_a_ctrl_c_at_an_idle_prompt_abandons_no_turn_typed_after_it():
+    idle = E(FrontendCtrlC(agent="main", turn_running=False), 1, "ctrl_c")
+    assert check("ctrl_c_abandons_only_the_pressed_turn", [idle, TURN_STARTS, GIVEN_UP])
+    assert check("ctrl_c_abandons_only_the_pressed_turn",
+                 [idle, TURN_STARTS, E(FrontendCtrlCGraceExpired(agent="main", turn_abandoned=False), 4, "ctrl_c")]) == []
+
+
+def grace_ended(at: float, abandoned: bool) -> tuple:
+    return E(FrontendCtrlCGraceExpired(agent="main", turn_abandoned=abandoned), at, "grace:ctrl_c")
+
+
+CASES.update({
+    "ctrl_c_grace_counted_from_press": (
+        [TURN_STARTS, PRESSED, grace_ended(7, False)],
+        [TURN_STARTS, PRESSED, grace_ended(4, True)],
+        None, None),
+})
+
+
+def test_a_turn_is_abandoned_only_once_the_grace_has_passed_since_the_press():
+    assert check("ctrl_c_grace_counted_from_press", [TURN_STARTS, PRESSED, grace_ended(3, True)])
+    assert check("ctrl_c_grace_counted_from_press", [TURN_STARTS, PRESSED, grace_ended(3, False)]) == []
+
+
+PRESSED_THEN_COMPACTED = [TURN_STARTS, PRESSED, E(HostStarted(attempt=A1, session=S, mode="automatic"), 10)]
+
+CASES.update({
+    "ctrl_c_stops_the_turns_later_compactions": (
+        PRESSED_THEN_COMPACTED + [E(FenceBeginOk(attempt=A1), 12)],
+        PRESSED_THEN_COMPACTED + [E(FenceBeginRefused(attempt=A1, reason="hard_cancel"), 12)],
+        None, None),
+})
+
+
+def test_a_press_at_the_prompt_or_on_another_turn_stops_no_later_compaction():
+    idle = [E(FrontendCtrlC(agent="main", turn_running=False), 1, "ctrl_c"), TURN_STARTS,
+            E(HostStarted(attempt=A1, session=S, mode="automatic"), 10), E(FenceBeginOk(attempt=A1), 12)]
+    assert check("ctrl_c_stops_the_turns_later_compactions", idle) == []
+    next_turn_same_task = PRESSED_THEN_COMPACTED[:2] + [TURN_STARTS] + PRESSED_THEN_COMPACTED[2:] + [E(FenceBeginOk(attempt=A1), 12)]
+    assert check("ctrl_c_stops_the_turns_later_compactions", next_turn_same_task) == []
+
+
+DELIVERED = [E(GatewayDelivered(agent="bot", platform_message_id=f"tg:{n}"), n) for n in (1, 2)]
+
+
+def taken(n: int, at: float, task: str = "gateway.bot") -> tuple:
+    return E(GatewayTurnStarted(agent="bot", platform_message_id=f"tg:{n}"), at, task)
+
+
+CASES.update({
+    "gateway_turns_in_arrival_order": (
+        DELIVERED + [taken(2, 3), taken(1, 4)],
+        DELIVERED + [taken(1, 3), E(persisted(1), 3, "gateway.bot"), taken(2, 4)],
+        None, None),
+})
+
+
+def test_an_earlier_gateway_turn_works_on_only_until_the_next_one_starts():
+    overlapping = DELIVERED + [taken(1, 3, "turn.1"), taken(2, 4, "turn.2"), E(persisted(1), 5, "turn.1")]
+    assert check("gateway_turns_in_arrival_order", overlapping)
+    assert check("gateway_turns_in_arrival_order", DELIVERED + [taken(1, 3), taken(2, 4), E(persisted(1), 5, "gateway.bot")]) == []
+    assert check("gateway_turns_in_arrival_order", [taken(1, 3)]), "a turn for a message never delivered"
+
+
 def test_a_grace_that_found_the_turn_ended_abandons_nothing():
     """The turn replied within the grace: the expiry gave nothing up, so what the turn wrote is not judged."""
     ended = E(FrontendCtrlCGraceExpired(agent="main", turn_abandoned=False), 4, "ctrl_c")
@@ -1071,24 +1152,25 @@ CASES.update({
 
 def test_a_lease_another_process_took_after_the_ctrl_c_is_not_the_stopped_attempts():
     """The Ctrl+C stopped main's attempt, which released; a second process's /compress then took the lease in the
-    same instant, before the grace ran out: that lease is lawfully held."""
+    same instant, before the cancel returned: that lease is lawfully held."""
     other = HolderId.of("extra1", 101, 1)
     history = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0), E(LeaseAcquired(session=S, holder=H1), 0),
                E(FrontendCtrlC(agent="main", turn_running=True), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c"),
                E(LeaseReleased(session=S, holder=H1, held=True), 1),
                E(HostStarted(attempt=AttemptId.of("extra1", 1), session=S, mode="forced"), 1), E(LeaseAcquired(session=S, holder=other), 1),
-               E(grace_expired(), 1, "ctrl_c")]
+               E(cancel_returned(), 1, "ctrl_c")]
     assert check("hard_cancel_frees_lease", history) == []
     assert check("hard_cancel_frees_lease", [event for event in history if not isinstance(event[0], LeaseReleased)])
 
 
 def test_a_ctrl_c_that_lost_to_a_finished_commit_frees_no_lease():
     """The commit of a1 finished, then a Ctrl+C's cancel took the fence: it lost, so it frees nothing. The same
-    release made by the host's own task (its revoke after the turn was abandoned), or after the grace, is lawful."""
+    release made by the host's own task (its revoke after the turn was abandoned), or after the cancel returned,
+    is lawful."""
     def released_by(task: str, at: float) -> list[tuple]:
         return [E(FenceBeginOk(attempt=A1), 0), E(FenceFinish(attempt=A1), 2),
                 E(FrontendCtrlC(agent="main", turn_running=True), 3, "ctrl_c"), E(HardCancelRequested(session=S), 3, "ctrl_c"),
-                E(grace_expired(), 8, "ctrl_c"), E(LeaseReleased(session=S, holder=H1, held=True), at, task)]
+                E(cancel_returned(False), 8, "ctrl_c"), E(LeaseReleased(session=S, holder=H1, held=True), at, task)]
     assert check("cancel_never_beats_admitted_commit", sorted(released_by("ctrl_c", 3), key=lambda step: step[1]))
     assert check("cancel_never_beats_admitted_commit", released_by("turn", 8)) == []
     assert check("cancel_never_beats_admitted_commit", released_by("ctrl_c", 9)) == []
@@ -1099,7 +1181,7 @@ def test_a_ctrl_c_stops_only_the_attempts_its_own_agent_started():
     def pressed_during_attempt_of(caller: str) -> list[tuple]:
         return [E(HostStarted(attempt=A1, session=S, mode="forced"), 0, f"agent:{caller}"), E(LeaseAcquired(session=S, holder=H1), 0),
                 E(FrontendCtrlC(agent="a1", turn_running=False), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c"),
-                E(grace_expired(), 1, "ctrl_c")]
+                E(cancel_returned(), 1, "ctrl_c")]
     assert check("hard_cancel_frees_lease", pressed_during_attempt_of("a3")) == []
     assert check("hard_cancel_frees_lease", pressed_during_attempt_of("a1"))
 
@@ -1117,16 +1199,41 @@ def test_a_ctrl_c_stops_only_its_own_agents_active_attempt_from_the_press():
     assert check("no_admission_after_ctrl_c", admitted_after_press("a1", A2)) == []
 
 
-def test_a_ctrl_c_is_judged_at_its_own_grace_expiry_not_another_terminals():
-    """main's Ctrl+C stopped its attempt; an idle terminal's press ends its grace at once, before main's grace ran
-    out and the lease was freed: only main's own expiry judges main's attempt."""
+def test_a_ctrl_c_is_judged_when_its_own_hard_cancel_returns_not_another_terminals():
+    """main's Ctrl+C stopped its attempt; an idle terminal's press returns from its hard cancel at once, before
+    main's cancel freed the lease: only main's own cancel's return judges main's attempt."""
     history = [E(HostStarted(attempt=A1, session=S, mode="forced"), 0, "agent:main"), E(LeaseAcquired(session=S, holder=H1), 0),
                E(FrontendCtrlC(agent="main", turn_running=False), 1, "ctrl_c"), E(HardCancelRequested(session=S), 1, "ctrl_c"),
                E(FrontendCtrlC(agent="a1", turn_running=False), 2, "other"), E(HardCancelRequested(session=S), 2, "other"),
-               E(FrontendCtrlCGraceExpired(agent="a1", turn_abandoned=False), 2, "other"),
-               E(LeaseReleased(session=S, holder=H1, held=True), 3), E(grace_expired(), 3, "ctrl_c")]
+               E(cancel_returned(False), 2, "other"),
+               E(LeaseReleased(session=S, holder=H1, held=True), 3), E(cancel_returned(), 3, "ctrl_c")]
     assert check("hard_cancel_frees_lease", history) == []
     assert check("hard_cancel_frees_lease", [event for event in history if not isinstance(event[0], LeaseReleased)])
+
+
+RELEASE_FAILED = E(LeaseReleaseFailed(session=S, holder=H1, error="OperationalError('database is locked')"), 7, "ctrl_c")
+
+CASES.update({
+    "failed_release_retried": (
+        [E(LeaseAcquired(session=S, holder=H1), 0, "compress:p1.1"), RELEASE_FAILED, E(finished(A1, "unchanged"), 12, "compress:p1.1")],
+        [E(LeaseAcquired(session=S, holder=H1), 0, "compress:p1.1"), RELEASE_FAILED,
+         E(LeaseReleased(session=S, holder=H1, held=True), 12, "compress:p1.1"), E(finished(A1, "unchanged"), 12, "compress:p1.1")],
+        None, None),
+})
+
+
+def test_a_release_that_failed_at_the_workers_own_exit_or_after_it_owes_no_retry():
+    own = E(LeaseReleaseFailed(session=S, holder=H1, error="OperationalError('database is locked')"), 12, "compress:p1.1")
+    assert check("failed_release_retried", [own, E(finished(A1, "unchanged"), 12, "compress:p1.1")]) == []
+    assert check("failed_release_retried", [E(finished(A1, "unchanged"), 12, "compress:p1.1"), RELEASE_FAILED]) == []
+
+
+def test_a_host_that_unwinds_before_its_hang_report_is_due_owes_none():
+    """The commit slice is 5s: an unwind 3s after the timeout leaves nobody waiting; one 9s after it is late."""
+    def unwound_at(at: float) -> list[tuple]:
+        return [E(FenceBeginOk(attempt=A1), 0), E(timed_out(A1), 1), E(HostUnwind(attempt=A1), at), E(FenceFinish(attempt=A1), 20)]
+    assert check("hung_commit_reported", unwound_at(4)) == []
+    assert check("hung_commit_reported", unwound_at(10))
 
 
 def test_a_refresher_is_judged_by_the_refreshes_it_missed_not_by_its_own_count():
@@ -1136,6 +1243,25 @@ def test_a_refresher_is_judged_by_the_refreshes_it_missed_not_by_its_own_count()
                          E(LeaseRefreshFailed(session=S, holder=H1, failures=2)), E(LeaseExpiredGiveup(session=S, holder=H1))]
     assert check("refresher_tolerates_blips", claims_budget)
     assert check("refresher_tolerates_blips", recovered_between)
+
+
+SILENT = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 0, "host"), E(CompactionSummaryProgress(attempt=A1), 2)]
+
+CASES.update({
+    "idle_timeout_fires_when_due": (
+        SILENT + [E(HostTimeout(attempt=A1, budget="ceiling", since_progress_s=98.0), 100, "host")],
+        SILENT + [E(HostTimeout(attempt=A1, budget="idle", since_progress_s=10.0), 12, "host"),
+                  E(HostReturned(attempt=A1, status="timeout", session=S, caller_session=S, transcript_before="a",
+                                 transcript_after="a"), 100, "host")],
+        None, None),
+})
+
+
+def test_a_silence_is_judged_where_it_ends_and_a_stalled_host_is_given_half_an_idle_after_it_resumes():
+    assert check("idle_timeout_fires_when_due", SILENT + [E(CompactionSummaryProgress(attempt=A1), 17)])
+    assert check("idle_timeout_fires_when_due", SILENT + [E(CompactionSummaryProgress(attempt=A1), 16)]) == []
+    stalled = [E(StallFired(fault=0, fault_kind="stall", firing=1, point="host.wait", duration_s=30.0), 1, "host")]
+    assert check("idle_timeout_fires_when_due", SILENT + stalled + [E(CompactionSummaryProgress(attempt=A1), 34)]) == []
 
 
 def test_an_idle_timeout_is_timed_from_the_history_not_from_the_hosts_own_count():
@@ -1202,6 +1328,126 @@ def test_a_turn_that_first_saves_a_failed_turns_messages_is_told_its_own_reply()
     assert check("told_messages_kept_once_in_order", TOLD_TURN[:1] + flush, rows) == []
     reply_first = conversation(("user", "lost"), ("assistant", "ack: lost"), ("user", "x"), ("assistant", "ack: hi"), ("user", "hi"))
     assert check("told_messages_kept_once_in_order", TOLD_TURN[:1] + flush, reply_first)
+
+
+def receipt_summarized(store: SessionStore) -> None:
+    """A platform message's receipt row (1), summarized by an in-place commit (summary row 2)."""
+    store.create_session("s", now=0)
+    store.append_messages("s", [{"role": "user", "content": "hi", "timestamp": 1.0, "platform_message_id": "tg:1"}], now=1)
+    store.try_acquire_lease("s", H1, now=1, ttl_s=60)
+    store.archive_and_compact("s", [{"role": "user", "content": "summary", "timestamp": 2.0, "is_summary": True}],
+                              holder=H1, watermark=1, now=2)
+
+
+def written_again(store: SessionStore) -> None:
+    """Row 3: the message written live again, as a store that looks only for its live row does."""
+    store._db.execute("INSERT INTO messages (session_id, role, content, timestamp, platform_message_id)"
+                      " VALUES ('s', 'user', 'hi', 1.0, 'tg:1')")
+
+
+SUMMARIZED_RECEIPT = [E(CompactionInput(session=S, attempt=A1, rows=[1]), 1), E(CommitArchived(session=S, attempt=A1, rows=1), 2)]
+
+CASES.update({
+    "received_message_written_once": (
+        SUMMARIZED_RECEIPT + [written_again, E(AppendOk(session=S, ids=[3]), 3)],
+        SUMMARIZED_RECEIPT + [E(AppendOk(session=S, ids=[1]), 3)],
+        receipt_summarized, receipt_summarized),
+})
+
+
+FLUSH_FAILED = [E(FrontendTurnSubmitted(agent="main", text="hi"), 0, "agent:main"),
+                E(AppendFailed(session=S, error="OperationalError"), 1, "agent:main"),
+                E(FrontendTurnFailed(agent="main", error="OperationalError: disk I/O error"), 1, "agent:main")]
+
+
+def failed_flush(*rows: tuple[str, str], reply: bool = True) -> Callable[[SessionStore], dict[str, Any]]:
+    """A session holding `rows`; main still holds, unsaved, the question "hi" and (with `reply`) its reply."""
+    def arrange(store: SessionStore) -> dict[str, Any]:
+        conversation(*rows)(store)
+        unsaved = [{"role": "user", "content": "hi"}] + ([{"role": "assistant", "content": "ack: hi"}] if reply else [])
+        return {"main": SimpleNamespace(agent=SimpleNamespace(messages=unsaved, session_id=S))}
+    return arrange
+
+
+CASES.update({
+    "turn_append_all_or_nothing": (
+        FLUSH_FAILED, FLUSH_FAILED, failed_flush(("assistant", "earlier"), ("user", "hi")),
+        failed_flush(("assistant", "earlier"), ("user", "hi"), ("assistant", "ack: hi"))),
+})
+
+
+def holding_rows(*held: dict[str, Any]) -> Callable[[SessionStore], dict[str, Any]]:
+    """Row 1 archived (summarized), rows 2 and 3 live; main holds `held`."""
+    def arrange(store: SessionStore) -> dict[str, Any]:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": text, "timestamp": 1.0} for text in ("old", "summary", "new")], now=1)
+        store._db.execute("UPDATE messages SET active = 0, compacted = 1 WHERE id = 1")
+        return {"main": SimpleNamespace(agent=SimpleNamespace(messages=list(held), session_id=S))}
+    return arrange
+
+
+def durable(row: int | None, content: str) -> dict[str, Any]:
+    return {"role": "user", "content": content, "timestamp": 1.0, "_db_persisted": True, "_row_id": row}
+
+
+COMPACTING = [E(HostStarted(attempt=A1, session=S, mode="automatic"), 5, "agent:main")]
+
+CASES.update({
+    "held_rows_are_live": (
+        COMPACTING, COMPACTING, holding_rows(durable(1, "old"), durable(2, "summary")),
+        holding_rows(durable(2, "summary"), durable(3, "new"))),
+})
+
+
+def test_a_durable_message_names_its_row_and_a_commit_since_the_last_load_excuses_a_stale_one():
+    assert check("held_rows_are_live", COMPACTING, holding_rows(durable(None, "summary")))
+    stale = [E(CommitArchived(session=S, attempt=P2_A1, rows=2), 2)] + COMPACTING
+    assert check("held_rows_are_live", stale, holding_rows(durable(1, "old"), durable(2, "summary"))) == []
+
+
+def test_a_turn_that_failed_elsewhere_than_at_its_flush_is_not_judged_by_its_flush():
+    failed_before_flush = [FLUSH_FAILED[0], FLUSH_FAILED[2]]
+    assert check("turn_append_all_or_nothing", failed_before_flush, failed_flush(("user", "hi"))) == []
+    assert check("turn_append_all_or_nothing", FLUSH_FAILED, failed_flush(("assistant", "earlier"))) == []
+    compacted_since = FLUSH_FAILED + [E(CommitArchived(session=S, attempt=A1, rows=2), 5)]
+    assert check("turn_append_all_or_nothing", compacted_since, failed_flush(("user", "summary"), ("user", "hi"))) == []
+    rotated_during = FLUSH_FAILED[:1] + [E(CommitPublished(parent=S, child=CHILD, attempt=A1), 1)] + FLUSH_FAILED[1:]
+    assert check("turn_append_all_or_nothing", rotated_during, failed_flush(("user", "summary"), ("user", "hi"))) == []
+    no_reply = failed_flush(("user", "hi"), reply=False)  # stopped by Ctrl+C, or its overflow recovery deferred it
+    assert check("turn_append_all_or_nothing", FLUSH_FAILED, no_reply) == []
+
+
+def test_a_question_typed_twice_may_be_live_twice_once_a_later_turn_saved_the_failed_one():
+    """Turn 1's "hi" is saved (rows 1, 2); turn 2's "hi" fails to save; turn 3's flush writes it (rows 3, 4)
+    before its own question and reply (rows 5, 6): the session holds what the user sent."""
+    def turns(second: str) -> list[tuple]:
+        return [E(FrontendTurnSubmitted(agent="main", text="hi"), 0, "d1"), E(persisted(2, "assistant"), 0, "d1"),
+                E(FrontendTurnSubmitted(agent="main", text=second), 1, "d2"),
+                E(FrontendTurnFailed(agent="main", error="OperationalError: disk I/O error"), 1, "d2"),
+                E(FrontendTurnSubmitted(agent="main", text="bye"), 2, "d3")] + [
+                E(persisted(row, role), 2, "d3") for row, role in ((3, "user"), (4, "assistant"), (5, "user"), (6, "assistant"))]
+    rows = conversation(("user", "hi"), ("assistant", "ack: hi"), ("user", "hi"), ("assistant", "ack: hi"),
+                        ("user", "bye"), ("assistant", "ack: bye"))
+    assert check("told_messages_kept_once_in_order", turns("hi"), rows) == []
+    assert check("told_messages_kept_once_in_order", turns("hello"), rows), "typed once, yet live twice"
+
+
+def carried(*order: str) -> Callable[[SessionStore], None]:
+    """Another writer's "first" and "second" (rows 1, 2), then a commit that carried them in `order`."""
+    def arrange(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": text, "timestamp": t} for t, text in enumerate(("first", "second"))], now=1)
+        store.try_acquire_lease("s", H1, now=1, ttl_s=60)
+        store.archive_and_compact("s", [{"role": "user", "content": text, "timestamp": 5.0} for text in order],
+                                  holder=H1, watermark=None, now=2)
+    return arrange
+
+
+def test_another_writers_messages_keep_their_order_among_themselves():
+    appended = [E(TurnPersisted(session=S, caller_session=S, turn=0, role="user", row=row, writer="external"), row)
+                for row in (1, 2)]
+    assert check("told_messages_kept_once_in_order", appended, carried("second", "first"))
+    assert check("told_messages_kept_once_in_order", appended, carried("first", "second")) == []
 
 
 def test_a_failed_read_of_the_carried_rows_leaves_them_to_the_next_attempt():

@@ -86,6 +86,25 @@ def test_the_probe_knows_a_dead_holder_and_a_reused_pid(tmp_path):
     assert not table.holder_is_dead(elsewhere.holder(1)), "off the holder's host only the TTL can tell"
 
 
+def test_a_lease_held_by_a_recycled_pids_holder_is_reclaimed_through_the_real_probe(tmp_path):
+    """R24 on this machine's /proc: the row's holder names this live process's pid with another start (the kernel
+    handed a dead holder's pid to this process). A second process's acquire, asking the real probe, takes the row
+    at once; a holder of this process's own start, alive, keeps it."""
+    store = SessionStore(str(tmp_path / "chat.db"))
+    store.create_session("chat", now=0.0)
+    me, contender = HostProcesses().spawn("chat"), HostProcesses().spawn("chat")
+    recycled = HostProcesses().spawn("chat")
+    recycled.start_ticks = (process_start_ticks(os.getpid()) or 0) + 1
+    probe = HostProcesses().holder_is_dead
+    assert store.try_acquire_lease("chat", me.holder(1), now=1.0, ttl_s=300.0)
+    assert not store.try_acquire_lease("chat", contender.holder(1), now=2.0, ttl_s=300.0, holder_is_dead=probe)
+    store.release_lease("chat", me.holder(1))
+    assert store.try_acquire_lease("chat", recycled.holder(1), now=3.0, ttl_s=300.0)
+    assert store.try_acquire_lease("chat", contender.holder(1), now=4.0, ttl_s=300.0, holder_is_dead=probe)
+    assert store.lease_holder("chat", now=5.0) == contender.holder(1)
+    store.close()
+
+
 def test_rotation_ids_differ_across_process_lives_at_the_same_second():
     first, restarted = HostProcesses().spawn("chat"), HostProcesses().spawn("chat")
     assert first.pid == restarted.pid

@@ -205,6 +205,22 @@ def test_append_to_unknown_session_raises(store: SessionStore) -> None:
         store.append_messages("ghost", [msg("x")], now=1.0)
 
 
+def test_a_platform_message_shares_its_live_row_else_the_one_its_conversation_summarized_r10(store: SessionStore) -> None:
+    """#104653: the gateway's receipt write and the turn's flush leave one row, also once the receipt row was
+    summarized in place or by a rotation (then the row is found in the closed parent); never a fork parent's."""
+    (receipt,) = store.append_messages("s", [msg("hi", pmid="tg:1")], now=1.0)
+    assert store.append_messages("s", [msg("hi", pmid="tg:1")], now=2.0) == [receipt]
+    assert store.try_acquire_lease("s", "h", now=2.0, ttl_s=TTL)
+    store.archive_and_compact("s", [summary()], holder="h", watermark=receipt, now=3.0)
+    assert store.append_messages("s", [msg("hi", pmid="tg:1")], now=4.0) == [receipt]
+    assert contents(store, "s") == ["S"]
+    store.release_lease("s", "h")
+    rotate(store, "s", "child", 5.0)
+    assert store.append_messages("child", [msg("hi", pmid="tg:1")], now=6.0) == [receipt]
+    store.create_session("branch", now=7.0, parent="s", model_config={"_branched_from": "s"})
+    assert store.append_messages("branch", [msg("hi", pmid="tg:1")], now=8.0) != [receipt]
+
+
 def test_watermark_is_max_active_id_or_zero(store: SessionStore) -> None:
     assert store.active_watermark("s") == 0
     ids = seed(store, "s", "a", "b")

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from sim.invariants import INVARIANTS
-from sim.stress.check import NOT_APPLICABLE, REAL_INVARIANTS
+from sim.stress.check import NOT_APPLICABLE, REAL_INVARIANTS, planted_holders_reclaimed
 from sim.stress.log import merged_history
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +32,7 @@ def test_a_short_real_run_strikes_restarts_and_holds_every_invariant(tmp_path):
     assert report["violations"] == [] and report["integrity"] == ["ok"]
     assert report["kills"] >= 1 and report["restarts"] >= 1
     assert report["acknowledged_messages"] > 0 and report["commits"] > 0
+    assert report["planted_reclaims"] >= 1, "a session's first lease is taken from the planted recycled-pid holder"
     assert sorted(report["invariants_checked"]) == sorted(REAL_INVARIANTS)
     assert "kills" in done.stderr.splitlines()[0], "a progress line per ten seconds on stderr"
     logs = {path.name for path in (tmp_path / "run").glob("*.jsonl")}
@@ -59,6 +60,35 @@ def test_logs_merge_in_commit_order_with_clock_readings_as_times_and_named_death
     assert [event.kind for event in merged.events] == ["process.started", "process.crashed", "lease.acquired"]
     assert merged.keys == [1.0, 2.0, 3.0] and merged.events[2].time == 2.5
     assert merged.events[1].fields["process"] == "w1-a" and merged.events[0].task == "w1-a/main"
+
+
+def test_under_the_reused_pid_mutant_the_workers_sit_out_behind_the_planted_holder(tmp_path):
+    """The real probe (`reference.identity`), which no simulated run calls, judged: with the recycled pid taken for
+    its holder's, no worker can take a planted row, and the first one that wants it sits out."""
+    done = stress("--duration", "20", "--processes", "3", "--seed", "1", "--json", "--workdir", str(tmp_path / "run"),
+                  "--mutant", "reused-pid-is-not-the-holder")
+    assert done.returncode == 1, done.stdout + done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["planted_reclaims"] == 0
+    assert [v["invariant"] for v in report["violations"]] == ["dead_holder_reclaimable"]
+
+
+def planted(t: float, session: str) -> str:
+    return line(t, "parent", "stress.lease_planted", session=session, holder=f"proc=recycled:pid=7:start=1:attempt=1:{session}")
+
+
+def test_a_planted_holder_is_reclaimed_by_the_first_worker_that_wants_its_lease(tmp_path):
+    holder = "proc=w1-a:pid=8:start=2:attempt=1"
+    (tmp_path / "parent.jsonl").write_text(planted(1.0, "s0") + "\n" + planted(1.0, "s1") + "\n", encoding="utf-8")
+    (tmp_path / "w1.jsonl").write_text("\n".join([
+        line(2.0, "w1-a", "lease.acquired", session="s0", holder=holder),
+        line(3.0, "w1-a", "lease.contended", session="s0", holder=holder),
+        line(4.0, "w1-a", "lease.contended", session="s1", holder=holder),
+    ]) + "\n", encoding="utf-8")
+    history = merged_history(tmp_path.glob("*.jsonl")).events
+    sat_out, reclaimed = planted_holders_reclaimed(history)
+    assert reclaimed == 1 and sat_out is not None and "sat out behind proc=recycled" in sat_out.explanation
+    assert planted_holders_reclaimed(history[:-1]) == (None, 1), "once reclaimed, the row is anyone's to contend for"
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):

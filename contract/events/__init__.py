@@ -103,12 +103,13 @@ from contract.events.lease import (
     LeaseReleased,
     LeaseReleaseFailed,
 )
-from contract.events.real import ProcessExited, ProcessStopping, RealStoreBusyFired, StressSignal
+from contract.events.real import ProcessExited, ProcessStopping, RealStoreBusyFired, StressLeasePlanted, StressSignal
 from contract.events.runtime import IsolatedAbandoned, IsolatedDiscarded, RunStopped, TaskExit, TaskSpawn
 from contract.events.turns import (
     EXTERNAL,
     AppendFailed,
     AppendOk,
+    HardCancelFinished,
     HardCancelRequested,
     HostReturned,
     HostStarted,

@@ -44,6 +44,18 @@ class StressSignal(Event):
 
 
 @event
+class StressLeasePlanted(Event):
+    """The stress parent planted an unexpired lease row whose holder names a live process of this host, on its
+    pid, started at another time than the holder records: the kernel recycled a dead holder's pid. The workers'
+    real dead-holder probe must find it dead and reclaim the row."""
+
+    kind = "stress.lease_planted"
+    feeds = ("R24",)
+    session: str
+    holder: str
+
+
+@event
 class RealStoreBusyFired(FaultFired):
     """SQLite itself answered "database is locked" to a real worker's store call: a stress run's own `db_busy`,
     with no scenario, so no fault index and no firing number."""

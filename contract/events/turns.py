@@ -88,6 +88,17 @@ class HardCancelRequested(Event):
 
 
 @event
+class HardCancelFinished(Event):
+    """`Agent.hard_interrupt()` returned: the Ctrl+C's cancel of the active attempt is over (waited out behind an
+    admitted commit, or won, the worker given its grace and the lease freed or its release tried)."""
+
+    kind = "hard_cancel.finished"
+    feeds = ("R1",)
+    session: SessionId
+    cancelled: bool = trace(note="the cancel won the attempt's fence")
+
+
+@event
 class HostStarted(Event):
     """`Agent.compress()` starts an attempt: a turn's automatic compaction, a `/compress`, or the recovery of a
     provider-proven context overflow (which may run inside a failure cooldown, R23)."""

@@ -48,6 +48,17 @@ def chain_end(db: sqlite3.Connection, sid: str) -> SessionRow | None:
     return row
 
 
+def continued_from(db: sqlite3.Connection, sid: str) -> list[str]:
+    """`sid` and every session it continues by compression, newest first: its conversation so far."""
+    found: list[str] = []
+    row = sessions.get(db, sid)
+    while row is not None and row.id not in found and len(found) < CHAIN_CAP:
+        found.append(row.id)
+        parent = sessions.get(db, row.parent_id) if row.parent_id is not None else None
+        row = parent if parent is not None and parent.rotated and not is_fork_of(row, parent.id) else None
+    return found
+
+
 def compression_tip(db: sqlite3.Connection, sid: str) -> str | None:
     """The session the chain from `sid` continues in, for a writer to adopt; None when the chain ended on purpose.
 

@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from . import sessions
+from . import lineage, sessions
 from .errors import ParentEndedError
 from .rows import MESSAGE_COLUMNS, PAYLOAD_COLUMNS, MessageRow
 
@@ -53,14 +53,24 @@ def written_row_of(db: sqlite3.Connection, sid: str, msg: Mapping[str, Any]) -> 
 
 
 def platform_message_row(db: sqlite3.Connection, sid: str, msg: Mapping[str, Any]) -> int | None:
-    """The live row of the user message with `msg`'s platform message id in `sid`, if there is one."""
+    """The row of the user message with `msg`'s platform message id: its live row in `sid`, else the row its
+    conversation summarized since (in `sid`, or in a session `sid` continues by compression), if there is one."""
     platform_id = msg.get("platform_message_id")
     if msg["role"] != "user" or platform_id is None:
         return None
+    live = _platform_row(db, [sid], platform_id, " AND active = 1")
+    if live is not None:
+        return live
+    # FIX summarized-platform-message-written-once (R10): a receipt row another writer summarized is no live row; written again, the message is in the summary and live after later ones
+    return _platform_row(db, lineage.continued_from(db, sid), platform_id, "")
+
+
+def _platform_row(db: sqlite3.Connection, sids: list[str], platform_id: str, only: str) -> int | None:
+    """The oldest user row with `platform_id` in `sids` (restricted by the SQL condition `only`), if any."""
     found = db.execute(
-        "SELECT id FROM messages WHERE session_id = ? AND active = 1 AND role = 'user' AND platform_message_id = ?"
-        " ORDER BY id LIMIT 1",
-        (sid, platform_id),
+        f"SELECT id FROM messages WHERE session_id IN ({', '.join('?' * len(sids))}){only}"
+        " AND role = 'user' AND platform_message_id = ? ORDER BY id LIMIT 1",
+        (*sids, platform_id),
     ).fetchone()
     return None if found is None else found[0]
 
@@ -108,6 +118,7 @@ def active_ids_above(
     """Active ids in (watermark, ceiling], oldest first; an unknown watermark claims nothing."""
     if watermark is None:
         return []
+    # FIX carried-rows-keep-their-order (R14): the rows a commit carries after its candidate are another writer's messages, cloned in the order they were sent
     rows = db.execute(
         "SELECT id FROM messages WHERE session_id = ?1 AND active = 1 AND id > ?2"
         " AND (?3 IS NULL OR id <= ?3) ORDER BY id",

@@ -34,6 +34,7 @@ def _run(args: argparse.Namespace) -> int:
     verdicts, documents, blocks, failures = [], [], [], []
     for scenario in scenarios:
         scenario = _with_strategy(scenario, args.strategy or scenario.explore.strategy)
+        scenario = _with_all_invariants(scenario) if args.all_invariants else scenario
         verdict = check(scenario, runs=args.runs, seed=args.seed, force_fail=args.force_fail)
         verdicts.append(verdict)
         lines.done(f"{scenario.name}: {'pass' if verdict.passed else 'FAIL'}, {verdict.runs} runs, {verdict.cpu_s:.2f}s")
@@ -92,6 +93,12 @@ def _with_strategy(scenario: Any, strategy: str) -> Any:
     return dataclasses.replace(scenario, explore=dataclasses.replace(scenario.explore, strategy=strategy))
 
 
+def _with_all_invariants(scenario: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(scenario, expect=dataclasses.replace(scenario.expect, invariants="all"))
+
+
 def _write_trace(failing: Any, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{failing.scenario.name}-seed{failing.seed}.jsonl").write_text(failing.result.trace_jsonl(), encoding="utf-8")
@@ -129,6 +136,7 @@ def add_run(commands: Any) -> None:
                           "it must report a violation")
     run.add_argument("-j", "--jobs", type=positive_int, default=os.cpu_count() or 1, help="--must-fail-under: mutants run at once")
     run.add_argument("--force-fail", action="store_true", help=argparse.SUPPRESS)  # mutate's sanity pass: every run fails
+    run.add_argument("--all-invariants", action="store_true", help=argparse.SUPPRESS)  # a claim's check: which invariants fire
     add_report_option(run, "the first failing run")
     add_mutant_option(run)
     add_target_option(run)

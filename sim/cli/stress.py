@@ -59,6 +59,7 @@ def _document(report: Any) -> dict[str, Any]:
         "leases_acquired": events.get(LeaseAcquired.kind, 0),
         "hard_cancels": events.get(FenceCancelWon.kind, 0),
         "database_locked": events.get(RealStoreBusyFired.kind, 0),
+        "planted_reclaims": report.result.reclaimed,
         "integrity": report.result.integrity,
         "invariants_checked": list(report.result.invariants),
         "violations": [violation.as_dict() for violation in report.result.violations],
@@ -68,7 +69,7 @@ def _document(report: Any) -> dict[str, Any]:
 def _print(document: dict[str, Any]) -> None:
     for key in ("processes", "duration_s", "seed", "mutant", "kills", "sigint", "sigkill", "pauses", "restarts", "events",
                 "acknowledged_messages", "commits", "rotations", "leases_acquired", "hard_cancels", "database_locked",
-                "integrity"):
+                "planted_reclaims", "integrity"):
         print(f"{key:>22}: {document[key]}")
     print(f"{'invariants checked':>22}: {len(document['invariants_checked'])}")
     for violation in document["violations"]:

@@ -15,6 +15,7 @@ from sim.invariants.compressor import (
 )
 from sim.invariants.fence import (
     CancelNeverBeatsAdmittedCommit,
+    CtrlCStopsTheTurnsLaterCompactions,
     HardCancelAbandonsSummary,
     LeaseHeldAcrossCommit,
     NoAdmissionAfterCtrlC,
@@ -25,13 +26,17 @@ from sim.invariants.host import (
     AbandonedTurnStaysSilent,
     AdmittedJobRuns,
     CaughtErrorsAreNotBugs,
+    CtrlCAbandonsOnlyThePressedTurn,
+    CtrlCGraceCountedFromPress,
     CtrlCSeesIdlePrompt,
     NoRelabelAfterTerminal,
     FailedCommitBacksOff,
     FailedSummaryBacksOff,
     FailedSummaryNeverCommits,
+    GatewayTurnsInArrivalOrder,
     HardCancelFreesLease,
     HungCommitReported,
+    IdleTimeoutFiresWhenDue,
     IdleTimeoutWithinBounds,
     NextTurnPersistsAfterCtrlC,
     NoProgressAfterGiveUp,
@@ -50,6 +55,7 @@ from sim.invariants.lease import (
     CancelledAttemptNeverAcquires,
     CommitHoldsLease,
     DeadHolderReclaimable,
+    FailedReleaseRetried,
     LeaseMutualExclusion,
     LeaseReleasedWithinTtl,
     RefresherToleratesBlips,
@@ -81,12 +87,15 @@ from sim.invariants.transcript import (
     CommitKeepsAUserTurn,
     CommitReachesCaller,
     DurableMessagesMatchRows,
+    HeldRowsAreLive,
     NoDuplicatePersistedTurn,
     RewindSlotsStayUnderWatermark,
     ToldMessagesKeptOnceInOrder,
+    TurnAppendAllOrNothing,
     MessageCountMatchesActiveRows,
     CompletedTurnPersistsUserMessage,
     ReceivedMessageSurvivesGatewayCrash,
+    ReceivedMessageWrittenOnce,
 )
 
 INVARIANTS: dict[str, type[Invariant]] = {
@@ -118,6 +127,9 @@ INVARIANTS: dict[str, type[Invariant]] = {
         CommitKeepsAUserTurn, ReplyFitsContext, TimedOutHostReturnsPromptly,
         SummarizedAttemptRefusedOnlyForACause, AdoptedTipReachesAgent,
         BreakerBlocksOnlyWhenLatched, FailedSummaryNeverCommits, FailedCommitBacksOff, HardCancelAbandonsSummary,
+        ReceivedMessageWrittenOnce, CtrlCAbandonsOnlyThePressedTurn, CtrlCGraceCountedFromPress,
+        CtrlCStopsTheTurnsLaterCompactions, IdleTimeoutFiresWhenDue,
+        FailedReleaseRetried, TurnAppendAllOrNothing, HeldRowsAreLive, GatewayTurnsInArrivalOrder,
     )
 }
 

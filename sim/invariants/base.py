@@ -43,6 +43,7 @@ class SystemView(Protocol):
 
     store: StoreView
     config: Any
+    ctrl_c_grace_s: float  # the terminal's Ctrl+C grace period (a frontend setting, not the compaction config's)
     agents: Mapping[str, Any]  # by name; each has `.agent` (its live transcript) and `.spec.process`
 
     def process_of(self, incarnation: str) -> str: ...  # the process (as `.spec.process` names it) an incarnation is

@@ -17,7 +17,8 @@ from contract.events import (
     FenceCancelWon,
     FenceRevoked,
     FrontendCtrlC,
-    FrontendCtrlCGraceExpired,
+    FrontendTurnSubmitted,
+    HardCancelFinished,
     HardCancelRequested,
     HostReturned,
     HostStarted,
@@ -170,6 +171,55 @@ class NoAdmissionAfterCtrlC(Invariant):
         self._admitted = set(forget_process(dict.fromkeys(self._admitted), event.process, self.system.process_of))
 
 
+class CtrlCStopsTheTurnsLaterCompactions(Invariant):
+    """R1: Ctrl+C stops the turn running at the press, not only the attempt running at it. A turn that is still
+    starting (its session read stalls, say) has no attempt yet: the press finds no fence to cancel and sets the
+    turn's stop alone, which the compaction the turn starts afterwards shares. no_admission_after_ctrl_c judges
+    only the attempts a press found running, so a commit that ignored the shared stop went unseen."""
+
+    name = "ctrl_c_stops_the_turns_later_compactions"
+    races = ("R1",)
+    description = (
+        "A compaction a turn starts after a Ctrl+C was pressed on it (before its fence existed) is never admitted to "
+        "commit: the press stopped the turn, and every compaction the turn starts shares its stop."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._running: dict[str, str] = {}  # agent -> the task of its terminal's latest turn
+        self._pressed: dict[str, HistoryEvent] = {}  # the task of a turn a Ctrl+C was pressed on -> the press
+        self._stopped: dict[AttemptId, HistoryEvent] = {}  # an attempt such a turn started later -> the press
+
+    @handles(FrontendTurnSubmitted)
+    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+        self._running[event.agent] = record.task
+        self._pressed.pop(record.task, None)  # a task that takes a new turn has ended the one pressed before
+
+    @handles(FrontendCtrlC)
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
+        turn = self._running.get(event.agent)
+        if event.turn_running and turn is not None:
+            self._pressed.setdefault(turn, record)
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        press = self._pressed.get(record.task)
+        if press is not None:
+            self._stopped[event.attempt] = press
+
+    @handles(FenceBeginOk)
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> Violation | None:
+        press = self._stopped.get(event.attempt)
+        if press is None:
+            return None
+        return self.violation(f"attempt {event.attempt}, started by a turn after Ctrl+C was pressed on it, was admitted "
+                              "to commit", press, record)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._stopped = forget_process(self._stopped, event.process, self.system.process_of)
+
+
 class LeaseHeldAcrossCommit(Invariant):
     """Another task's release (a host's revoke or hook) while the commit is admitted is judged at once: the
     commit transaction may be running. The worker's own release is judged by what follows it: the worker runs
@@ -218,7 +268,8 @@ class LeaseHeldAcrossCommit(Invariant):
 class CancelNeverBeatsAdmittedCommit(Invariant):
     """A cancel that waited out an admitted commit loses, and a Ctrl+C that lost must not act as if it had won.
     What a Ctrl+C's cancel answered is seen by nobody but its own code; what it then does is: only a winner
-    frees the stopped attempt's lease through the fence's hook, from the Ctrl+C's own task within its grace. A
+    frees the stopped attempt's lease through the fence's hook, from the Ctrl+C's own task before its hard cancel
+    returns. A
     Ctrl+C that frees an admitted attempt's lease took a committed compaction for cancelled (the hermes report
     behind cancel-loses-to-finished-commit: reported cancelled, lease freed a second time), even where its fence
     emitted no win."""
@@ -234,7 +285,7 @@ class CancelNeverBeatsAdmittedCommit(Invariant):
     def __init__(self, system) -> None:
         super().__init__(system)
         self._admitted: dict[AttemptId, HistoryEvent] = {}
-        self._pressing: dict[str, HistoryEvent] = {}  # tasks inside a Ctrl+C (until its grace expired) -> the request
+        self._pressing: dict[str, HistoryEvent] = {}  # tasks inside a Ctrl+C's hard cancel -> the request
 
     @handles(FenceBeginOk)
     def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
@@ -250,8 +301,8 @@ class CancelNeverBeatsAdmittedCommit(Invariant):
     def pressed(self, event: HardCancelRequested, record: HistoryEvent) -> None:
         self._pressing[record.task] = record
 
-    @handles(FrontendCtrlCGraceExpired)
-    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> None:
+    @handles(HardCancelFinished)
+    def cancel_finished(self, event: HardCancelFinished, record: HistoryEvent) -> None:
         self._pressing.pop(record.task, None)
 
     @handles(LeaseReleased, LeaseReleaseFailed)

@@ -30,6 +30,9 @@ from contract.events import (
     FrontendTurnAbandoned,
     FrontendTurnFailed,
     FrontendTurnSubmitted,
+    GatewayDelivered,
+    GatewayTurnStarted,
+    HardCancelFinished,
     HardCancelRequested,
     HostCommitOverrun,
     HostReturned,
@@ -57,15 +60,55 @@ from sim.invariants.base import Invariant, Violation, forget_process, handles
 from sim.invariants.lineage import JudgesRefusedTurns
 
 
-class IdleTimeoutWithinBounds(Invariant):
-    """An idle timeout fires at idle after the last sign of life, within half an idle of when the host could look.
+class _IdleSilence(Invariant):
+    """What both idle-timeout checks read: each waited-on attempt's last sign of life (its start or its last
+    summary progress) and when its host could first notice the silence.
 
     The host wakes from its wait slices to notice the silence; a host stalled at the top of a slice (`host.wait`:
     "the host itself is slow to notice completion or timeout") can notice nothing until it resumes. Bounding the
     timeout by 1.5 x idle after the last sign of life alone charged the host with every second it was stalled,
     which no code of its could spend sooner. So the half-idle allowance is counted from the later of the moment
-    the silence reached idle and the end of the host's last stall in this attempt's wait; the lower bound, idle
-    of silence, is untouched. A host that, once resumed, waits another full idle slice (R9) still exceeds it.
+    the silence reached idle and the end of the host's last stall in this attempt's wait.
+    """
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._last_sign: dict[AttemptId, float] = {}  # attempt -> when its host started it, or its last progress tick
+        self._host_of: dict[AttemptId, str] = {}  # attempt -> the task its host waits in
+        self._host_resumes: dict[str, float] = {}  # host task -> when its last stall in its current wait ends
+
+    @handles(HostStarted)
+    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._last_sign[event.attempt] = record.time
+        self._host_of[event.attempt] = record.task
+        self._host_resumes.pop(record.task, None)  # a host runs one wait at a time: older stalls are over
+
+    @handles(CompactionSummaryProgress)
+    def progressed(self, event: CompactionSummaryProgress, record: HistoryEvent) -> Violation | None:
+        if event.attempt in self._last_sign:
+            self._last_sign[event.attempt] = record.time
+        return None
+
+    @handles(StallFired)
+    def host_stalled(self, event: StallFired, record: HistoryEvent) -> None:
+        if event.point == HOST_WAIT:
+            self._host_resumes[record.task] = record.time + event.duration_s
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._last_sign = forget_process(self._last_sign, event.process, self.system.process_of)
+        self._host_of = forget_process(self._host_of, event.process, self.system.process_of)
+
+    def _could_notice(self, attempt: AttemptId) -> float:
+        """When the host of `attempt` could first see its silence reach idle."""
+        resumes = self._host_resumes.get(self._host_of.get(attempt, ""), 0.0)
+        return max(self._last_sign[attempt] + self.system.config.idle_timeout_s, resumes)
+
+
+class IdleTimeoutWithinBounds(_IdleSilence):
+    """An idle timeout fires at idle after the last sign of life, within half an idle of when the host could look
+    (`_IdleSilence`); the lower bound, idle of silence, is untouched. A host that, once resumed, waits another full
+    idle slice (R9) still exceeds it.
     """
 
     name = "idle_timeout_within_bounds"
@@ -77,36 +120,13 @@ class IdleTimeoutWithinBounds(Invariant):
         "a host stalled past idle fires within half an idle of resuming."
     )
 
-    def __init__(self, system) -> None:
-        super().__init__(system)
-        self._last_sign: dict[AttemptId, float] = {}  # attempt -> when its host started it, or its last progress tick
-        self._host_resumes: dict[str, float] = {}  # host task -> when its last stall in its current wait ends
-
-    @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent) -> None:
-        self._last_sign[event.attempt] = record.time
-        self._host_resumes.pop(record.task, None)  # a host runs one wait at a time: older stalls are over
-
-    @handles(CompactionSummaryProgress)
-    def progressed(self, event: CompactionSummaryProgress, record: HistoryEvent) -> None:
-        self._last_sign[event.attempt] = record.time
-
-    @handles(StallFired)
-    def host_stalled(self, event: StallFired, record: HistoryEvent) -> None:
-        if event.point == HOST_WAIT:
-            self._host_resumes[record.task] = record.time + event.duration_s
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._last_sign = forget_process(self._last_sign, event.process, self.system.process_of)
-
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> Violation | None:
         if event.budget != "idle" or event.attempt not in self._last_sign:
             return None
         idle = self.system.config.idle_timeout_s
         silence = record.time - self._last_sign[event.attempt]
-        could_notice = max(self._last_sign[event.attempt] + idle, self._host_resumes.get(record.task, 0.0))
+        could_notice = self._could_notice(event.attempt)
         if silence < idle - 1e-9:
             return self.violation(f"the idle timeout fired after {silence:g}s of silence (idle is {idle:g}s)", record)
         if record.time - could_notice >= 0.5 * idle:
@@ -115,6 +135,45 @@ class IdleTimeoutWithinBounds(Invariant):
                 f"{record.time - could_notice:g}s after the host could first notice it", record,
             )
         return None
+
+
+class IdleTimeoutFiresWhenDue(_IdleSilence):
+    """R9's other half: idle_timeout_within_bounds judges the idle timeouts that fire, so a host that never fires
+    one (its silence measured from something that is no progress, such as the heartbeat that only relabels the
+    status line) broke nothing it judged, and a summary silent for ten minutes ran on to the ceiling. A silence is
+    judged where it ends: at the attempt's next progress tick, or when its host stops waiting for it (it returns,
+    unwinds, or times out on another budget)."""
+
+    name = "idle_timeout_fires_when_due"
+    races = ("R9",)
+    description = (
+        "An attempt silent (no summary progress since its start or its last tick) for 1.5 x idle while its host "
+        "waits is timed out as idle by then (a host stalled past idle, within half an idle of resuming): a heartbeat "
+        "is no progress."
+    )
+
+    @handles(CompactionSummaryProgress)
+    def progressed(self, event: CompactionSummaryProgress, record: HistoryEvent) -> Violation | None:
+        violation = self._judge_silence(event.attempt, record)
+        super().progressed(event, record)
+        return violation
+
+    @handles(HostTimeout, HostReturned, HostUnwind)
+    def host_left(self, event: HostTimeout | HostReturned | HostUnwind, record: HistoryEvent) -> Violation | None:
+        timed_out_idle = isinstance(event, HostTimeout) and event.budget == "idle"
+        violation = None if timed_out_idle else self._judge_silence(event.attempt, record)
+        self._last_sign.pop(event.attempt, None)  # no longer waited on: its host gave up, or has its outcome
+        self._host_of.pop(event.attempt, None)
+        return violation
+
+    def _judge_silence(self, attempt: AttemptId, record: HistoryEvent) -> Violation | None:
+        if attempt not in self._last_sign:
+            return None
+        idle = self.system.config.idle_timeout_s
+        if record.time - self._could_notice(attempt) < 0.5 * idle:
+            return None
+        return self.violation(f"attempt {attempt} was silent for {record.time - self._last_sign[attempt]:g}s (idle is "
+                              f"{idle:g}s) and its host never timed it out as idle", record)
 
 
 class TimedOutHostReturnsPromptly(Invariant):
@@ -182,7 +241,8 @@ class HungCommitReported(Invariant):
 
     A commit that finished within one overrun slice of its host's timeout owes no report; judging it again at
     the end, against the end of the run, charged it with every second after it had finished. A commit whose
-    process crashed has no host left to report it.
+    process crashed has no host left to report it, nor one whose host unwound before the report was due (the
+    user abandoned the turn waiting on it, a Ctrl+C's grace after its press): nobody waits on it any more.
     """
 
     name = "hung_commit_reported"
@@ -220,6 +280,13 @@ class HungCommitReported(Invariant):
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         self._admitted = {attempt for attempt in self._admitted if self.system.process_of(attempt.process) != event.process}
+
+    @handles(HostUnwind)
+    def unwound(self, event: HostUnwind, record: HistoryEvent) -> Violation | None:
+        """The host stopped waiting: a report already overdue is judged now, none is owed after."""
+        violation = self._check(event.attempt, record.time, record)
+        self._admitted.discard(event.attempt)
+        return violation
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         end = history[-1].time if history else 0.0
@@ -471,7 +538,7 @@ class HardCancelFreesLease(Invariant):
     holder_names_attempt = True
     races = ("R1",)
     description = (
-        "By the end of a Ctrl+C's own grace period, the compaction that Ctrl+C stopped (its agent's active attempt on "
+        "By the time a Ctrl+C's hard cancel returns, the compaction that Ctrl+C stopped (its agent's active attempt on "
         "that session, the newest it started whose host still waits for it, not yet committing; not another agent's, "
         "even in the same process) has "
         "released its own lease, or tried to where the store refused the write (its row then lapses by TTL); another "
@@ -557,16 +624,17 @@ class HardCancelFreesLease(Invariant):
         slot = self.system.agents.get(agent) if agent is not None else None
         return slot is None or slot.spec.process == attempt.process
 
-    @handles(FrontendCtrlCGraceExpired)
-    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> Violation | None:
-        """Judge what this press stopped, at the end of its own grace period: another terminal's Ctrl+C (even one
-        that stopped nothing, whose grace ends at once) says nothing of an attempt still within its presser's grace."""
+    @handles(HardCancelFinished)
+    def cancel_finished(self, event: HardCancelFinished, record: HistoryEvent) -> Violation | None:
+        """Judge what this press stopped once its own hard cancel returned (the worker given its grace, the lease
+        freed by the hook if the worker had not): another terminal's Ctrl+C (even one that stopped nothing, whose
+        cancel returns at once) says nothing of an attempt its presser is still cancelling."""
         for attempt, requested in self._stopped.pop(record.task, {}).items():
             held = self._holding.get(attempt)
             if held is not None and attempt not in self._admitted:
                 holder, acquired = held
-                return self.violation(f"{holder} still holds its lease after Ctrl+C stopped {attempt} and the grace period",
-                                      requested, acquired, record)
+                return self.violation(f"{holder} still holds its lease after Ctrl+C stopped {attempt} and its hard "
+                                      "cancel returned", requested, acquired, record)
         return None
 
 
@@ -1048,6 +1116,139 @@ class CtrlCSeesIdlePrompt(Invariant):
         if event.turn_running and event.agent not in self._running:
             return self.violation(f"Ctrl+C at {event.agent}'s idle prompt reported a turn running", record)
         return None
+
+
+GRACE_TASK = "grace:"  # a Ctrl+C's grace period runs in a task named after the task that pressed it
+
+
+def pressing_task(task: str) -> str:
+    """The task that pressed the Ctrl+C whose grace `task` runs (a task that is no grace's is its own); a real run's
+    log puts the process before every task name."""
+    return task.replace(GRACE_TASK, "", 1)
+
+
+class CtrlCAbandonsOnlyThePressedTurn(Invariant):
+    """R1: a Ctrl+C stops the turn running at its press. That turn may end well within the grace period (its
+    compaction is cancelled and rolls back at once), and the prompt is back: the user types the next turn while
+    the stopped summary still unwinds. That turn is a new one; the first press's grace must not give it up. A
+    terminal that asked, at the grace's end, whether any turn was running abandoned it, and no check saw: an
+    abandoned turn has not failed, and the user's question is simply gone."""
+
+    name = "ctrl_c_abandons_only_the_pressed_turn"
+    races = ("R1",)
+    description = (
+        "A Ctrl+C's grace period abandons only the turn that was running at its press, never one its terminal "
+        "accepted after the press (typed while the stopped compaction still unwinds), which runs on to its reply."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._running: dict[str, str] = {}  # agent -> the task of its terminal's latest turn
+        self._pressed: dict[str, tuple[str | None, HistoryEvent]] = {}  # pressing task -> the turn it stopped, the press
+
+    @handles(FrontendTurnSubmitted)
+    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+        self._running[event.agent] = record.task
+
+    @handles(FrontendCtrlC)
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
+        self._pressed[record.task] = (self._running.get(event.agent) if event.turn_running else None, record)
+
+    @handles(FrontendCtrlCGraceExpired)
+    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> Violation | None:
+        stopped, press = self._pressed.pop(pressing_task(record.task), (None, None))
+        if not event.turn_abandoned or self._running.get(event.agent) == stopped:
+            return None
+        return self.violation(f"the grace of a Ctrl+C at {event.agent}'s terminal gave up a turn accepted after its "
+                              "press, not the turn running at it", press, record)
+
+
+class CtrlCGraceCountedFromPress(Invariant):
+    """R1: the grace period is the user's wait: pressed during a turn, Ctrl+C gives the prompt back no later than
+    the grace after the press, abandoning the turn if it has not ended by then, and never sooner. The hard cancel
+    runs beside it and may take longer: it waits out an admitted commit (however long that hangs) and gives a
+    stopped worker its own grace before freeing its lease. A grace counted after the hard cancel kept the user from
+    the prompt for as long, and every check held: they judged what the grace did, not when."""
+
+    name = "ctrl_c_grace_counted_from_press"
+    races = ("R1",)
+    description = (
+        "A Ctrl+C's grace period is counted from the press: its turn is abandoned exactly when the grace has passed "
+        "since the press with the turn still running (never sooner), and a turn that ended within it ends the grace."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._pressed: dict[str, HistoryEvent] = {}  # pressing task -> its press
+
+    @handles(FrontendCtrlC)
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
+        self._pressed[record.task] = record
+
+    @handles(FrontendCtrlCGraceExpired)
+    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> Violation | None:
+        press = self._pressed.pop(pressing_task(record.task), None)
+        if press is None:
+            return None
+        due = press.time + self.system.ctrl_c_grace_s
+        if event.turn_abandoned and record.time < due - 1e-9:
+            return self.violation(f"Ctrl+C gave up {event.agent}'s turn {record.time - press.time:g}s after the press, "
+                                  f"before its grace of {self.system.ctrl_c_grace_s:g}s", press, record)
+        if record.time > due + 1e-9:
+            return self.violation(f"the grace of a Ctrl+C at {event.agent}'s terminal ended {record.time - press.time:g}s "
+                                  f"after the press, not within its {self.system.ctrl_c_grace_s:g}s", press, record)
+        return None
+
+
+class GatewayTurnsInArrivalOrder(Invariant):
+    """A gateway agent takes its platform messages one turn at a time, in the order they were delivered: a message
+    that arrives while a turn runs (or compacts) waits for it. Two turns of one agent at once would interleave their
+    writes and their compactions; a later message answered first answers the conversation out of order. Nothing
+    judged either: each turn on its own did what a turn does. A turn is known to run in the task that started it
+    (a gateway serves an agent's queue in one task), so work of the agent's previous gateway turn in another task
+    once the next one has started is two turns at once. A dead process's queue dies with it."""
+
+    name = "gateway_turns_in_arrival_order"
+    races = ("R10",)
+    description = (
+        "A gateway agent starts a turn only for a delivered platform message, in the order they were delivered, and "
+        "one at a time: no earlier turn of the agent works on once the next one has started."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._queued: dict[str, list[str | None]] = {}  # agent -> its delivered messages not yet taken, oldest first
+        self._serving: dict[str, str] = {}  # agent -> the task of its latest gateway turn
+        self._turn_of: dict[str, str] = {}  # a task that ran a gateway turn -> its agent
+
+    @handles(GatewayDelivered)
+    def delivered(self, event: GatewayDelivered, record: HistoryEvent) -> None:
+        self._queued.setdefault(event.agent, []).append(event.platform_message_id)
+
+    @handles(GatewayTurnStarted)
+    def started(self, event: GatewayTurnStarted, record: HistoryEvent) -> Violation | None:
+        queued = self._queued.get(event.agent, [])
+        self._serving[event.agent] = record.task
+        self._turn_of[record.task] = event.agent
+        if queued and queued[0] == event.platform_message_id:
+            queued.pop(0)
+            return None
+        expected = f"{queued[0]}, delivered before it" if queued else "no message delivered and not yet taken"
+        return self.violation(f"{event.agent} took platform message {event.platform_message_id} as a turn, while its "
+                              f"queue held {expected}", record)
+
+    @handles(TurnPersisted, HostStarted)
+    def worked(self, event: TurnPersisted | HostStarted, record: HistoryEvent) -> Violation | None:
+        agent = self._turn_of.get(record.task)
+        if agent is None or self._serving.get(agent) == record.task:
+            return None
+        return self.violation(f"an earlier gateway turn of {agent} went on working after its next turn started", record)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        for name, slot in self.system.agents.items():
+            if slot.spec.process == event.process:
+                self._queued.pop(name, None)
 
 
 class AbandonedTurnStaysSilent(Invariant):

@@ -170,6 +170,50 @@ class LeaseReleasedWithinTtl(Invariant):
         return None
 
 
+class FailedReleaseRetried(Invariant):
+    """A release whose transaction failed (a busy or failing store) is excused by the lease checks: the row may
+    lapse within one TTL, no code can free it sooner than the store allows. But the attempt can try again, and it
+    owes that: a failed hook release (a Ctrl+C's, a timed-out host's) made while its worker still runs is due again
+    at the worker's exit, which releases its lease on every path. A reference that forgot the failed release (took
+    the lease for released) left the row blocking every other attempt on the session for a whole TTL, and every
+    check excused it as the failure it began with."""
+
+    name = "failed_release_retried"
+    races = ("R3", "R25")
+    description = (
+        "A lease release that failed while its attempt's worker still ran (a Ctrl+C's or a timed-out host's) is "
+        "tried again by the time that worker exits: a failed release is excused, a forgotten one is not."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._failed: dict[AttemptId, HistoryEvent] = {}  # attempt -> its lease's failed release, not yet retried
+
+    @handles(LeaseReleaseFailed)
+    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent) -> None:
+        attempt = event.holder.attempt
+        if attempt is None or job_attempt(record.task) == attempt:
+            return  # the worker's own release: its exit is the last chance there is
+        self._failed.setdefault(attempt, record)
+
+    @handles(LeaseReleased)
+    def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+        if event.holder.attempt is not None:
+            self._failed.pop(event.holder.attempt, None)
+
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent) -> Violation | None:
+        failed = self._failed.pop(event.attempt, None)
+        if failed is None:
+            return None
+        return self.violation(f"the failed release of {failed.event.holder} was never tried again, though its "  # type: ignore[attr-defined]
+                              f"attempt's worker exited after it", failed, record)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self._failed = forget_process(self._failed, event.process, self.system.process_of)
+
+
 class DeadHolderReclaimable(Invariant):
     name = "dead_holder_reclaimable"
     holder_names_attempt = True

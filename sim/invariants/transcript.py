@@ -21,7 +21,9 @@ from contract.events import (
     CompactionWatermark,
     CompactionCommitted,
     CompactionWatermarkFailed,
+    Event,
     ExternalRotated,
+    FrontendTurnFailed,
     FrontendTurnSubmitted,
     GatewayTurnStarted,
     HostReturned,
@@ -29,6 +31,7 @@ from contract.events import (
     LeaseAcquired,
     LeaseReleased,
     ProcessCrashed,
+    ProcessRestarted,
     SessionAdopted,
     TurnPersisted,
 )
@@ -921,9 +924,9 @@ Key = tuple[str, str]  # a message as the user knows it: its role and its text
 @dataclass(frozen=True)
 class Told:
     """A message the user was told was saved: a completed turn's user message or reply, or another writer's
-    acknowledged append; `agent` is the terminal it was typed in (None for another writer)."""
+    acknowledged append; `writer` is the terminal it was typed in, or the other writer that appended it."""
 
-    agent: str | None
+    writer: str
     key: Key | None  # None: the message is the row's own
     row: int  # the acknowledged row that places it in a lineage (a user message goes with its reply's row)
     record: HistoryEvent
@@ -936,8 +939,8 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
     description = (
         "The user's model of the conversation holds: every message the user was told was saved (a completed turn's "
         "user message and reply, another writer's acknowledged append) is at the end live exactly once in its "
-        "lineage's head, or was in the input of a committed compaction; and the live ones of a terminal keep the "
-        "order they were typed in."
+        "lineage's head, or was in the input of a committed compaction; and the live ones of each writer (a "
+        "terminal, another writer such as a second device) keep the order they were sent in."
     )
 
     def __init__(self, system) -> None:
@@ -947,11 +950,13 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         self._told: list[Told | None] = []  # None: a pairing retracted
         self._inputs: dict[AttemptId, set[Key]] = {}
         self._summarized: set[Key] = set()  # what committed compactions had in their input
+        self._sent: Counter[str] = Counter()  # each text the user typed, by how often they typed it
 
     @handles(FrontendTurnSubmitted)
     def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
         self._open[record.task] = (event.agent, event.text)
         self._replied.pop(record.task, None)
+        self._sent[event.text] += 1
 
     @handles(TurnPersisted)
     def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
@@ -959,7 +964,7 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         was told it failed) has its question and reply written first, by this turn: its reply is the LAST
         assistant row the turn persists, each earlier one taking its place only until a later one comes."""
         if event.writer is not None:
-            self._told.append(Told(None, None, event.row, record))
+            self._told.append(Told(f"{event.writer} writer", None, event.row, record))
         elif event.role == "user" and record.task in self._replied:
             # a question after a tentative reply: that reply was an earlier failed turn's, carried first (a turn
             # cut short by Ctrl+C writes its own question with no reply after it)
@@ -1001,27 +1006,35 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         rows = {row.id: row for sid in roots for row in store.all_messages(sid)}
         live = {root: [key(m) for sid in sids for m in store.active_messages(sid)] for root, sids in live_sessions_by_root(store).items()}
         placed = [(told, told.key or key(rows[told.row]), roots[rows[told.row].session_id]) for told in self._told if told is not None and told.row in rows]
-        told_twice = {k for k, count in Counter(k for _, k, _ in placed).items() if count > 1}  # the same text sent twice: ambiguous
-        last_position: dict[tuple[str, str], tuple[int, Told, Key]] = {}  # (agent, lineage) -> its last live message's place
+        ambiguous = self._sent_twice(placed)
+        last_position: dict[tuple[str, str], tuple[int, Told, Key]] = {}  # (writer, lineage) -> its last live message's place
         for told, k, root in placed:
-            if k in told_twice:
+            if k in ambiguous:
                 continue
             head = live.get(root, [])
             copies = head.count(k)
             if copies > 1 or (copies == 0 and k not in self._summarized):
                 found = f"live {copies} times" if copies else "neither live nor in any committed compaction's input"
                 return self.violation(f"the user was told the {k[0]} message {k[1][:40]!r} was saved, but it is {found}", told.record)
-            if copies == 0 or told.agent is None:
+            if copies == 0:
                 continue
             position = head.index(k)
-            before = last_position.get((told.agent, root))
+            before = last_position.get((told.writer, root))
             if before is not None and before[0] > position:
                 return self.violation(
-                    f"{told.agent}'s {k[0]} message {k[1][:40]!r} now sits before {before[2][1][:40]!r}, which was sent "
+                    f"{told.writer}'s {k[0]} message {k[1][:40]!r} now sits before {before[2][1][:40]!r}, which was sent "
                     "before it", before[1].record, told.record,
                 )
-            last_position[(told.agent, root)] = (position, told, k)
+            last_position[(told.writer, root)] = (position, told, k)
         return None
+
+    def _sent_twice(self, placed: list[tuple[Told, Key, str]]) -> set[Key]:
+        """The messages the user may rightly find live more than once, which therefore cannot be counted or placed:
+        one told saved twice, a question the user typed more than once (a later turn may save a failed turn's copy
+        of it, which the user was told failed, not lost), and the reply told with such a question."""
+        told_twice = {k for k, count in Counter(k for _, k, _ in placed).items() if count > 1}
+        typed_twice = {told.row for told, k, _ in placed if told.key is not None and self._sent[k[1]] > 1}
+        return told_twice | {k for told, k, _ in placed if told.row in typed_twice}
 
 
 def key(row: Any) -> Key:
@@ -1087,6 +1100,243 @@ class ReceivedMessageSurvivesGatewayCrash(Invariant):
         store = self.system.store
         return any(row.role == "user" and row.platform_message_id == platform_id
                    for sid in store.session_ids() for row in store.all_messages(sid))
+
+
+class HeldRowsAreLive(Invariant):
+    """durable_messages_match_rows compares what an agent holds as durable with its row's payload, which never
+    changes: an agent that loaded archived rows (summarized ones beside their summary) or held a message marked
+    durable with no row at all passed it. The agent answers from what it holds, so each durable message names its
+    row, and that row is live in the agent's session, unless a commit retired it after the agent last loaded its
+    transcript (another process's compaction, which the agent learns of only at its own next one), or the row is
+    one the store handed the agent's own write back (a message another writer summarized meanwhile). Judged where
+    the agent works from what it holds: when it starts a compaction, when it has replied, and at the end."""
+
+    name = "held_rows_are_live"
+    races = ("R15", "R19")
+    description = (
+        "Every message an agent holds as durable names its row, and that row is live in the agent's session, unless a "
+        "commit retired it after the agent last loaded its transcript, or the store handed it back to the agent's own write."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._loaded: dict[str, int] = {}  # agent -> the seq at which it last loaded its transcript from the store
+        self._rewritten = -1  # the seq of the last event that may have retired rows (a commit, a crash after one)
+        self._written: dict[str, set[int]] = {}  # agent -> the rows the store handed back to its own writes
+        self._read_at: dict[AttemptId, int] = {}  # attempt -> the seq of the store state its outcome's list reflects
+
+    @handles(SessionAdopted)
+    def adopted(self, event: SessionAdopted, record: HistoryEvent) -> None:
+        name = self.system.agent_of_task(record.task)
+        if event.attempt is not None:
+            self._read_at[event.attempt] = record.seq
+        elif name is not None:
+            self._loaded[name] = record.seq  # a turn's adoption replaces the list in this step
+
+    @handles(ProcessRestarted)
+    def restarted(self, event: ProcessRestarted, record: HistoryEvent) -> None:
+        for name, slot in self.system.agents.items():
+            if slot.spec.process == event.process:
+                self._loaded[name] = record.seq  # its agents reopened their sessions from the store
+
+    @handles(CommitArchived, CommitPublished, CompactionCommitFailed, ExternalRotated, ProcessCrashed)
+    def rewritten(self, event: Event, record: HistoryEvent) -> None:
+        self._rewritten = record.seq
+        if isinstance(event, (CommitArchived, CommitPublished)):
+            self._read_at[event.attempt] = record.seq
+        elif isinstance(event, ProcessCrashed):
+            self._read_at = forget_process(self._read_at, event.process, self.system.process_of)
+
+    @handles(TurnPersisted)
+    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> Violation | None:
+        name = self.system.agent_of_task(record.task)
+        if name is None:
+            return None
+        self._written.setdefault(name, set()).add(event.row)
+        return self._judge(name, record) if event.role == "assistant" else None
+
+    @handles(HostStarted)
+    def compacting(self, event: HostStarted, record: HistoryEvent) -> Violation | None:
+        name = self.system.agent_of_task(record.task)
+        return None if name is None else self._judge(name, record)
+
+    @handles(HostReturned)
+    def returned(self, event: HostReturned, record: HistoryEvent) -> None:
+        """The list a commit or an adoption hands back is the store's as the commit (or the adoption's read) left
+        it: a newer commit made before this return (another /compress of the agent, still waiting) may have
+        retired its rows."""
+        name = self.system.agent_of_task(record.task)
+        read_at = self._read_at.pop(event.attempt, None)
+        if name is not None and read_at is not None and event.status in ("committed", "rotated", "adopted"):
+            self._loaded[name] = read_at
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        for name in sorted(self.system.agents):
+            violation = self._judge(name, history[-1] if history else None)
+            if violation is not None:
+                return violation
+        return None
+
+    def _judge(self, name: str, record: HistoryEvent | None) -> Violation | None:
+        slot = self.system.agents.get(name)
+        if slot is None or self._rewritten > self._loaded.get(name, -1):
+            return None
+        agent = slot.agent
+        live = {row.id for row in self.system.store.active_messages(agent.session_id)}
+        own = self._written.get(name, set())
+        for message in agent.messages:
+            if not message.get("_db_persisted"):
+                continue
+            row = message.get("_row_id")
+            if row is None or (row not in live and row not in own):
+                found = "names no row" if row is None else f"holds row {row}, which is not live there"
+                return self.violation(f"agent {name} on {agent.session_id} {found} as a durable {message.get('role')} "
+                                      "message", record)
+        return None
+
+
+class TurnAppendAllOrNothing(Invariant):
+    """A turn's flush is one write of its question and reply: when it fails, the user is told the turn failed, and
+    the next turn's flush writes both. A flush that wrote them one at a time and failed at the reply left the
+    question live with no answer, a turn the user was told had failed half-saved, and nothing judged it: each row
+    that exists is a row some write made. Judged at the end, for each terminal turn that failed at its own flush
+    holding its reply (a turn stopped by Ctrl+C, or whose overflow recovery deferred it, has none): its question,
+    if live, is followed by a reply, unless a compaction wrote a session since the turn began (a candidate may keep
+    the question and summarize the reply; a rotation's pre-publish flush writes a turn's unsaved question before it
+    has a reply)."""
+
+    name = "turn_append_all_or_nothing"
+    races = ("R10", "R12")
+    description = (
+        "A turn's flush writes its messages all or none: a turn the user was told failed at its flush leaves its "
+        "question live only with a reply right after it (the next turn's flush writes both)."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._open: dict[str, tuple[str, int]] = {}  # task -> the text of its running terminal turn, and when it began
+        self._flush_failed: set[str] = set()  # tasks whose running turn had an append fail
+        self._last_commit = -1  # the seq of the last compaction that wrote a session
+        self._failed: list[tuple[str, HistoryEvent]] = []  # (question, failure) of each turn that failed at its flush
+        self._typed: Counter[str] = Counter()
+
+    @handles(FrontendTurnSubmitted)
+    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+        self._open[record.task] = (event.text, record.seq)
+        self._flush_failed.discard(record.task)
+        self._typed[event.text] += 1
+
+    @handles(AppendFailed)
+    def append_failed(self, event: AppendFailed, record: HistoryEvent) -> None:
+        if event.writer is None and record.task in self._open:
+            self._flush_failed.add(record.task)
+
+    @handles(FrontendTurnFailed)
+    def turn_failed(self, event: FrontendTurnFailed, record: HistoryEvent) -> None:
+        question, began = self._open.get(record.task, ("", -1))
+        if record.task in self._flush_failed and began > self._last_commit and self._replied(record.task, question):
+            self._failed.append((question, record))
+
+    def _replied(self, task: str, question: str) -> bool:
+        """Whether the agent of `task` holds, unsaved, `question` and a reply after it: what its failed flush carried."""
+        slot = self.slot_of_task(task)
+        unsaved = [] if slot is None else [m for m in slot.agent.messages if not m.get("_db_persisted")]
+        asked = next((i for i, m in enumerate(unsaved) if m["role"] == "user" and m["content"] == question), None)
+        return asked is not None and any(m["role"] == "assistant" for m in unsaved[asked + 1:])
+
+    @handles(CommitArchived, CommitPublished, CompactionCommitFailed, ExternalRotated)
+    def rewritten(self, event: Event, record: HistoryEvent) -> None:
+        self._failed.clear()  # a commit keeps the user turn a candidate anchors, and may summarize its reply
+        self._last_commit = record.seq
+
+    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+        store = self.system.store
+        for question, failure in self._failed:
+            if self._typed[question] > 1:
+                continue  # typed again: which copy is whose cannot be told
+            for session in store.live_sessions():
+                rows = store.active_messages(session.id)
+                at = next((i for i, row in enumerate(rows) if row.role == "user" and row.content == question), None)
+                if at is not None and (at + 1 == len(rows) or rows[at + 1].role != "assistant"):
+                    return self.violation(f"the turn {question[:40]!r} failed at its flush, yet its question is live in "
+                                          f"{session.id} with no reply after it", failure)
+        return None
+
+
+class ReceivedMessageWrittenOnce(_CommitEffects):
+    """#104653's promise, past a compaction: a platform message has one row in its conversation, which the gateway's
+    receipt write and the turn's flush share (found by its platform message id). Once a committed compaction
+    summarized that row (it was in the attempt's input and the commit kept no row of it live), the message is in
+    the summary; an append that writes it live again puts it in the model's context twice, the second time after
+    messages sent later. Neither copy is an active duplicate, so no_duplicate_persisted_turn cannot see it.
+    """
+
+    name = "received_message_written_once"
+    races = ("R10",)
+    description = (
+        "A platform message that a committed compaction summarized (its row was in the attempt's input, and the "
+        "commit left no live row of it) is never written live again: the receipt write and the flush share one row."
+    )
+
+    def __init__(self, system) -> None:
+        super().__init__(system)
+        self._inputs: dict[AttemptId, set[str]] = {}  # attempt -> the platform message ids of its input rows
+        self._summarized: dict[str, HistoryEvent] = {}  # platform message id -> the commit that summarized it
+
+    @handles(CompactionInput)
+    def input(self, event: CompactionInput, record: HistoryEvent) -> None:
+        rows = set(event.rows)
+        received = {row.platform_message_id for row in self.system.store.all_messages(event.session)
+                    if row.id in rows and is_platform_user_row(row)}
+        if received:
+            self._inputs[event.attempt] = received
+
+    @handles(CommitArchived)
+    def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
+        self._summarize(event.attempt, event.session, record)
+
+    @handles(CommitPublished)
+    def published(self, event: CommitPublished, record: HistoryEvent) -> None:
+        self._summarize(event.attempt, event.child, record)
+
+    @handles(CompactionCommitFailed)
+    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
+        if self._took_effect(event.session, event.attempt, record):
+            self._summarize(event.attempt, self._head_after(event.session), record)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        for session, attempt in self._died_after_commit(record):
+            self._summarize(attempt, self._head_after(session), record)
+        self._inputs = forget_process(self._inputs, event.process, self.system.process_of)
+
+    def _head_after(self, session: SessionId) -> SessionId:
+        """Where a commit that never said so left the transcript: the child it published, else the session."""
+        children = self.system.store.children(session)
+        return SessionId(children[-1].id) if children else session
+
+    def _summarize(self, attempt: AttemptId, head: SessionId, record: HistoryEvent) -> None:
+        received = self._inputs.pop(attempt, None)
+        if not received:
+            return
+        kept = {row.platform_message_id for row in self.system.store.active_messages(head) if is_platform_user_row(row)}
+        for platform_id in received - kept:
+            self._summarized.setdefault(platform_id, record)
+
+    @handles(AppendOk)
+    def appended(self, event: AppendOk, record: HistoryEvent) -> Violation | None:
+        if not self._summarized or not event.ids:
+            return None
+        ids = set(event.ids)
+        for row in self.system.store.active_messages(event.session, above=min(ids) - 1):
+            commit = self._summarized.get(row.platform_message_id) if row.id in ids and is_platform_user_row(row) else None
+            if commit is not None:
+                return self.violation(
+                    f"platform message {row.platform_message_id} was summarized by the commit of "
+                    f"{commit.event.attempt}, yet an append wrote it live again as row {row.id} of {event.session}",  # type: ignore[attr-defined]
+                    commit, record,
+                )
+        return None
 
 
 class AdoptedTipReachesAgent(Invariant):

@@ -1,6 +1,6 @@
 """What invariants may read of the running system besides the history (`sim.invariants.SystemView`).
 
-The store, the reference's configuration, the agents (each with its live transcript and its process),
+The store, the reference's configuration (and the terminal's Ctrl+C grace), the agents (each with its live transcript and its process),
 whether a lease holder's process is dead, and which agent's user a task acts for. Invariants judge what the system observably did; this is the part
 of it they may look at directly.
 """
@@ -57,6 +57,10 @@ class ScenarioView:
     @property
     def config(self) -> CompactionConfig:
         return self._built.config
+
+    @property
+    def ctrl_c_grace_s(self) -> float:
+        return self._built.grace_s
 
     @property
     def agents(self) -> Mapping[str, AgentSlot]:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract.events import LeaseAcquired, LeaseContended, StressLeasePlanted
+from contract.history import HistoryEvent
 from contract.ids import HolderId
 from reference.config import CompactionConfig
 from reference.store import SessionStore
@@ -29,6 +31,7 @@ HISTORY_INVARIANTS = (
     "retry_never_overlaps_live_worker", "aborted_attempt_leaves_parent_unchanged", "no_false_auto_reset",
     "overflow_recovery_ignores_cooldown", "timeout_backs_off", "no_relabel_after_terminal",
     "running_summary_labelled", "ctrl_c_sees_idle_prompt", "abandoned_turn_stays_silent", "caught_errors_are_not_bugs",
+    "ctrl_c_abandons_only_the_pressed_turn", "ctrl_c_stops_the_turns_later_compactions",
     "pool_refuses_only_when_full", "old_messages_get_summarized", "failed_commit_backs_off",
 )
 # Properties of the final database: checked once, at the end (their per-event checks read the store, which
@@ -43,7 +46,8 @@ _STORE_AT_EVENT = "reads the store as it was at an event; a real run leaves only
 _VIRTUAL_TIME = "needs virtual-time precision; real scheduling delays make its time bounds meaningless"
 NOT_APPLICABLE = {
     "commit_holds_lease": _STORE_AT_EVENT,
-    "dead_holder_reclaimable": _STORE_AT_EVENT,
+    "dead_holder_reclaimable": _STORE_AT_EVENT + " (a real run judges it for the rows its parent plants, with the "
+                               "workers' real probe: `planted_holders_reclaimed`)",
     "late_contender_adopts": _STORE_AT_EVENT,
     "rewind_slots_stay_under_watermark": _STORE_AT_EVENT,
     "hard_cancel_restores_cooldown": _STORE_AT_EVENT,
@@ -62,10 +66,13 @@ NOT_APPLICABLE = {
     "told_messages_kept_once_in_order": _STORE_AT_EVENT,
     "explicit_close_cleared_at_turn_start": _STORE_AT_EVENT,
     "received_message_survives_gateway_crash": _STORE_AT_EVENT,
+    "received_message_written_once": _STORE_AT_EVENT,
     "commit_keeps_a_user_turn": _STORE_AT_EVENT,
     "reply_fits_context": "reads the agents' in-memory transcripts, which die with their processes",
     "durable_messages_match_rows": "reads the agents' in-memory transcripts, which die with their processes",
     "adopted_tip_reaches_agent": "reads the agents' in-memory transcripts, which die with their processes",
+    "held_rows_are_live": "reads the agents' in-memory transcripts, which die with their processes",
+    "turn_append_all_or_nothing": "reads the agents' in-memory transcripts, which die with their processes",
     "stale_job_never_runs": "follows the simulator kernel's task.spawn events, which trio does not record",
     "pool_admission_bounded": "follows the simulator kernel's task.spawn events, which trio does not record",
     "admitted_job_runs": "follows the simulator kernel's task.spawn events, which trio does not record",
@@ -73,14 +80,18 @@ NOT_APPLICABLE = {
     "failed_summary_never_commits": "follows the simulator kernel's task.exit events, which trio does not record",
     "hard_cancel_abandons_summary": "follows the simulator kernel's task.exit events, which trio does not record",
     "idle_timeout_within_bounds": _VIRTUAL_TIME,
+    "idle_timeout_fires_when_due": _VIRTUAL_TIME,
     "hung_commit_reported": _VIRTUAL_TIME,
     "timed_out_host_returns_promptly": _VIRTUAL_TIME,
     "next_turn_persists_after_ctrl_c": _VIRTUAL_TIME,
+    "ctrl_c_grace_counted_from_press": _VIRTUAL_TIME,
     "turn_after_quiet_persists": _VIRTUAL_TIME,
     "cooldown_blocks_only_while_in_force": _VIRTUAL_TIME,
     "hard_cancel_frees_lease": _VIRTUAL_TIME,
     "summarized_attempt_refused_only_for_a_cause": _VIRTUAL_TIME,
     "no_admission_after_ctrl_c": "needs the agent whose host started each attempt, which a real worker's log does not say",
+    "failed_release_retried": "tells a worker's own release by its task's name, which a real run's log prefixes with the process",
+    "gateway_turns_in_arrival_order": "keys a gateway's queue by its agent's name, which every stress worker's gateway shares",
     "stale_attempt_writes_no_state": "keys compressor generations by process; a stress process runs two agents, each with its own compressor",
     "current_attempt_owns_compressor": "keys compressor generations by process; a stress process runs two agents, each with its own compressor",
 }
@@ -115,6 +126,28 @@ class CheckResult:
     violations: list[Violation]
     integrity: list[str]
     invariants: tuple[str, ...]
+    reclaimed: int = 0  # planted rows of recycled pids' holders the workers reclaimed
+
+
+def planted_holders_reclaimed(history: list[HistoryEvent]) -> tuple[Violation | None, int]:
+    """dead_holder_reclaimable through the real probe (R24): the parent planted, on each session, an unexpired
+    lease row whose holder's pid now runs another process; no worker may sit out behind it, and the first one
+    to want the lease takes it at once. The first sit-out, if any, and how many planted rows were taken."""
+    planted: dict[str, HistoryEvent] = {}
+    reclaimed = 0
+    for record in history:
+        event = record.event
+        if isinstance(event, StressLeasePlanted):
+            planted[event.session] = record
+        elif isinstance(event, LeaseAcquired) and planted.pop(event.session, None) is not None:
+            reclaimed += 1
+        elif isinstance(event, LeaseContended) and event.session in planted:
+            plant = planted[event.session]
+            found = Violation("dead_holder_reclaimable", f"{event.holder} sat out behind {plant.event.holder}, whose pid "  # type: ignore[attr-defined]
+                              "runs a process started at another time: the real probe took it for alive",
+                              (plant.seq, record.seq), record.time)
+            return found, reclaimed
+    return None, reclaimed
 
 
 def deaths_of(merged: MergedHistory) -> dict[str, float]:
@@ -139,6 +172,9 @@ def check(db: Path, merged: MergedHistory, config: CompactionConfig) -> CheckRes
         for invariant in history_checks + [INVARIANTS[name](system) for name in FINAL_STATE_INVARIANTS]:
             if invariant.name not in violations and (found := invariant.at_end(history)) is not None:
                 violations[invariant.name] = found
-        return CheckResult(sorted(violations.values(), key=lambda v: v.time), store.integrity(), REAL_INVARIANTS)
+        sat_out, reclaimed = planted_holders_reclaimed(history)
+        if sat_out is not None:
+            violations[sat_out.invariant] = sat_out
+        return CheckResult(sorted(violations.values(), key=lambda v: v.time), store.integrity(), REAL_INVARIANTS, reclaimed)
     finally:
         store.close()

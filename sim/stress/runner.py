@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
 
-from contract.events import ProcessCrashed, ProcessExited, StressSignal
+from contract.events import ProcessCrashed, ProcessExited, StressLeasePlanted, StressSignal
 from reference.eventlog import write_event
+from reference.identity import HostProcesses, process_start_ticks
 from reference.store import SessionStore
 from reference.stress_worker import STRESS_CONFIG
 from sim.mutants import ROOT, load_mutants, overlay
@@ -34,6 +35,7 @@ STRIKE_GAP_S = (0.5, 4.5)  # between two strikes: about 240 in ten minutes
 STRIKES = (signal.SIGINT, signal.SIGINT, signal.SIGKILL, signal.SIGKILL, signal.SIGSTOP)
 PAUSE_S = (STRESS_CONFIG.lease_ttl_s + 1.0, STRESS_CONFIG.lease_ttl_s + 3.0)  # the paused holder's lease lapses
 STOP_WAIT_S = 15.0
+PLANTED_TTL_S = 3600.0  # a planted row outlives the run: only the dead-holder probe can free it
 PROGRESS_EVERY_S = 10.0
 POLL_S = 0.05
 
@@ -97,7 +99,7 @@ class StressRun:
                 path.insert(0, str(stack.enter_context(overlay(load_mutants()[self.options.mutant]))))
             self.env["PYTHONPATH"] = os.pathsep.join(path + [p for p in [os.environ.get("PYTHONPATH")] if p])
             with open(self.options.workdir / "parent.jsonl", "a", encoding="utf-8") as parent_log:
-                self._prepare()
+                self._prepare(parent_log)
                 for slot in self.slots:
                     self._start(slot)
                 self._strike_until(started + self.options.duration_s, parent_log, started)
@@ -109,11 +111,17 @@ class StressRun:
             events[record.kind] = events.get(record.kind, 0) + 1
         return StressReport(self.options, self.counts, result, events, time.monotonic() - started)
 
-    def _prepare(self) -> None:
+    def _prepare(self, log: TextIO) -> None:
+        """The sessions, each leased by a holder whose pid the kernel recycled (R24): the workers' real probe
+        (`reference.identity`) must find it dead, or no worker compacts that session for the whole run."""
         store = SessionStore(str(self.db))
         try:
             for session in SESSIONS:
                 store.create_session(session, now=time.time())
+                holder = recycled_pid_holder()
+                assert store.try_acquire_lease(session, holder, now=time.time(), ttl_s=PLANTED_TTL_S)
+                planted = StressLeasePlanted(session=session, holder=holder)
+                _record(log, planted.kind, planted.trace_fields())
         finally:
             store.close()
 
@@ -206,6 +214,14 @@ class StressRun:
                 self._bury(slot, log, ProcessCrashed)
             else:
                 self._bury(slot, log, ProcessExited)
+
+
+def recycled_pid_holder() -> str:
+    """A holder id whose pid is this (living) process's but whose start is not: what a dead holder's id looks like
+    once the kernel has handed its pid to another process."""
+    process = HostProcesses().spawn("recycled")
+    process.start_ticks = (process_start_ticks(process.pid) or 0) + 1
+    return process.holder(1)
 
 
 def _record(log: TextIO, kind: str, fields: dict[str, object]) -> None:
