@@ -23,7 +23,7 @@ from sim.cli.common import EXIT_USAGE, STRATEGY_CHOICES, UsageError
 from sim.cli.determinism import add_determinism, add_digests
 from sim.cli.explore import add_detect, add_explore
 from sim.cli.listing import add_list
-from sim.cli.mutate import add_mutate
+from sim.cli.mutate import add_mutate, add_trace_lines
 from sim.cli.replay import add_replay, recorded_mutant
 from sim.cli.run import add_run
 from sim.cli.shrink import add_shrink
@@ -34,7 +34,8 @@ __all__ = ["STRATEGY_CHOICES", "build_parser", "entry", "main"]
 
 PROG = "python -m sim"
 # Commands one `python -m sim` runs in another (under each mutant, under each PYTHONHASHSEED); not for users.
-INTERNAL = {"digests": add_digests, "detect": add_detect, "swarm-detect": add_swarm_detect, "swarm-race": add_swarm_race}
+INTERNAL = {"digests": add_digests, "detect": add_detect, "swarm-detect": add_swarm_detect, "swarm-race": add_swarm_race,
+            "trace-lines": add_trace_lines}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -155,3 +155,19 @@ def _add_operator_options(mutate: argparse.ArgumentParser) -> None:
     mutate.add_argument("--only", nargs="+", metavar="ID",
                         help="operators: judge only these candidate ids (<file>:<line>:<col>:<operator>, as a report names them), not a sample")
     mutate.add_argument("--min-score", type=float, metavar="PERCENT", help=f"operators: exit 1 below this mutation score (default {DEFAULT_MIN_SCORE:g})")
+
+
+def _trace_lines(args: argparse.Namespace) -> int:
+    """The reference lines each scenario's runs execute, and those loading them executes (the coverage map's part)."""
+    from sim.coverage_map import trace_document
+
+    print(json.dumps(trace_document(args.paths), sort_keys=True))
+    return EXIT_OK
+
+
+def add_trace_lines(commands: Any) -> None:
+    """The internal command `mutate` runs to build its coverage map, on a share of the catalogue."""
+    trace = commands.add_parser("trace-lines")
+    trace.add_argument("paths", nargs="+", type=Path)
+    trace.add_argument("--json", action="store_true")
+    trace.set_defaults(handler=_trace_lines)
