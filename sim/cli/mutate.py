@@ -129,9 +129,13 @@ def _mutate_operators(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"python -m sim mutate --operators: {problem}", file=sys.stderr)
         return EXIT_VIOLATION
+    selection = None
+    if killers.scenarios and not args.full:
+        selection = operators.Selection(coverage_map(scenarios, args.jobs, lines).map, tuple(scenarios))
     report = operators.mutate_operators(killers, seed=args.seed or 0, limit=args.max, budget=args.budget,
                                         timeout=timeout, jobs=args.jobs, only=args.only,
-                                        on_done=lambda run: lines.done(f"{run.candidate.id}: {run.how or 'SURVIVED'}, {run.seconds:.1f}s"))
+                                        on_done=lambda run: lines.done(f"{run.candidate.id}: {run.verdict}, {run.seconds:.1f}s"),
+                                        selection=selection)
     min_score = DEFAULT_MIN_SCORE if args.min_score is None else args.min_score
     passed = report.score() >= min_score
     if args.json:
@@ -149,7 +153,7 @@ def add_mutate(commands: Any) -> None:
     mutate.add_argument("--scenarios", nargs="+", default=[CATALOGUE], metavar="PATH", help="curated and operators: the catalogue (default: the scenarios/ shipped with this package)")
     mutate.add_argument("-j", "--jobs", type=positive_int, default=os.cpu_count() or 1, help="curated and operators: mutants run at once")
     mutate.add_argument("--full", action="store_true",
-                        help="curated: run each mutant against the whole catalogue, not only the scenarios "
+                        help="curated and operators: run each mutant against the whole catalogue, not only the scenarios "
                              "that execute the lines it edits (and, for curated mutants, not only until the first kill)")
     mutate.add_argument("--out", type=Path, default=DEFAULT_OUT / "mutants", metavar="DIR", help="curated: where killers' repro files go")
     mutate.add_argument("--revert", metavar="REV", help="the fix commit: revert its non-test files, expect the tests to fail")
