@@ -121,6 +121,13 @@ def overlay_with(file: str, source: str, *, label: str = "edit") -> Iterator[Pat
             folder.cleanup()
 
 
+def mutant_process(folder: Path, name: str, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """`overlay_process` for a curated mutant's overlay: the child also hears the mutant's name, which its repro
+    files record so that a replay applies the mutant again."""
+    command, env = overlay_process(folder, argv)
+    return command, {**env, NAME_ENV: name}
+
+
 def overlay_process(folder: Path, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     """The command and environment that run `python -m sim ARGV` against the overlay's `reference`.
 

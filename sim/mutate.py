@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from sim import children
+from sim.mutants import Mutant, StaleMutant, load_mutants, mutant_process, overlay
 
 if TYPE_CHECKING:
     from sim.coverage_map import CoverageMap
-    from sim.mutants import Mutant
 
 STOP_AT_VIOLATION = "--stop-at-violation"  # `run`'s hidden option: no scenario after the first that reports a violation
 
@@ -98,9 +98,15 @@ class MutantResult:
         return f"expected killers did not kill: {', '.join(missed)}" if missed else ""
 
 
-def sim_json(args: Sequence[str]) -> tuple[int, dict[str, Any] | None, str]:
-    """`python -m sim ARGS --json` in a child process: its exit status, its document (None if it printed none), its stderr."""
-    done = children.run([sys.executable, "-m", "sim", *args, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def sim_json(args: Sequence[str], *, folder: Path | None = None, mutant: str | None = None,
+             ) -> tuple[int, dict[str, Any] | None, str]:
+    """`python -m sim ARGS --json` in a child process (over the reference in the overlay `folder`, under `mutant`,
+    when given): its exit status, its document (None if it printed none), its stderr."""
+    argv = [*args, "--json"]
+    command, env = [sys.executable, "-m", "sim", *argv], None
+    if folder is not None and mutant is not None:
+        command, env = mutant_process(folder, mutant, argv)
+    done = children.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         return done.returncode, json.loads(done.stdout), done.stderr
     except json.JSONDecodeError:
@@ -133,8 +139,6 @@ def full_plan(name: str, scenarios: Sequence[Any], *, claims_only: bool = False)
 def selected_plan(mutant: Mutant, scenarios: Sequence[Any], coverage: CoverageMap, *, claims_only: bool = False) -> Plan:
     """Only the scenarios that reach the mutant's lines: its reaching claimers, then the other reaching ones,
     cheapest first, until the first kill."""
-    from sim.mutants import StaleMutant
-
     claimers = [s for s in scenarios if mutant.name in s.expect.must_fail_under]
     try:
         reach = mutant.reach()
@@ -145,49 +149,61 @@ def selected_plan(mutant: Mutant, scenarios: Sequence[Any], coverage: CoverageMa
     return Plan(claimers, others, [s.name for s in claimers if s not in reaching], reaching=len(reaching), first_kill=True)
 
 
-def run_mutant(name: str, plan: Plan, out: Path) -> MutantResult:
-    """One mutant: its plan's claimers, then its others, each group in one subprocess."""
-    result = MutantResult(name, [s.name for s in plan.claimers], stale=plan.stale, reaching=plan.reaching,
+def run_mutant(mutant: Mutant, plan: Plan, out: Path) -> MutantResult:
+    """One mutant: its plan's claimers, then its others, each group in one subprocess over one overlay."""
+    result = MutantResult(mutant.name, [s.name for s in plan.claimers], stale=plan.stale, reaching=plan.reaching,
                           unreached_claimers=plan.unreached_claimers)
     claimers = [s for s in plan.claimers if s.name not in plan.unreached_claimers]
+    groups = [(group, stop) for group, stop in ((claimers, False), (plan.others, plan.first_kill)) if group]
     started = time.monotonic()
-    for group, stop in ((claimers, False), (plan.others, plan.first_kill)):
-        if not group or result.stale or (plan.first_kill and result.killed):
-            continue
-        paths = [str(scenario.path) for scenario in group]
-        argv = ["run", *paths, "--mutant", name, "--out", str(out / name), "--no-shrink", *([STOP_AT_VIOLATION] if stop else [])]
-        code, document, errors = sim_json(argv)
+    if groups and not result.stale:
+        try:
+            with overlay(mutant) as folder:
+                _run_groups(result, groups, folder, out, first_kill=plan.first_kill)
+        except StaleMutant as stale:
+            result.stale = str(stale)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _run_groups(result: MutantResult, groups: Sequence[tuple[Sequence[Any], bool]], folder: Path, out: Path, *,
+                first_kill: bool) -> None:
+    """Each group in one `run` over the overlay (`stop`: until its first violation), into `result`."""
+    for group, stop in groups:
+        if first_kill and result.killed:
+            return
+        argv = ["run", *(str(s.path) for s in group), "--out", str(out / result.name), "--no-shrink", *([STOP_AT_VIOLATION] if stop else [])]
+        code, document, errors = sim_json(argv, folder=folder, mutant=result.name)
         if document is None:
             result.stale = errors.strip().splitlines()[-1] if errors.strip() else f"exit {code}"
-            break
+            return
         for verdict in document["scenarios"]:
             if verdict["violation"] is not None:
                 result.killed_by[verdict["scenario"]] = verdict["replay"]
                 result.invariants[verdict["scenario"]] = verdict["violation"]["invariant"]
             else:
                 result.survived.append(verdict["scenario"])
-    result.seconds = time.monotonic() - started
-    return result
 
 
 def kill_matrix(scenarios: Sequence[Any], mutants: Sequence[str], jobs: int, out: Path, *, claims_only: bool = False,
                 coverage: CoverageMap | None = None, on_done: Callable[[MutantResult], None] | None = None) -> list[MutantResult]:
     """Each mutant against the scenarios that claim it, then (unless `claims_only`) the rest, `jobs` mutants at a
     time; with a coverage map, only the scenarios that reach it (`selected_plan`). `on_done` hears of each."""
-    from sim.mutants import load_mutants
-
-    catalogue = load_mutants() if coverage is not None else {}
+    catalogue = load_mutants()
 
     def one(name: str) -> MutantResult:
         plan = (full_plan(name, scenarios, claims_only=claims_only) if coverage is None
                 else selected_plan(catalogue[name], scenarios, coverage, claims_only=claims_only))
-        result = run_mutant(name, plan, out)
+        result = run_mutant(catalogue[name], plan, out)
         if on_done is not None:
             on_done(result)
         return result
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
         return list(pool.map(one, mutants))
+    finally:  # on a SIGTERM, no mutant not yet started makes its overlay only to remove it
+        pool.shutdown(cancel_futures=True)
 
 
 def render_matrix(results: Sequence[MutantResult], scenario_names: Sequence[str]) -> str:

@@ -63,18 +63,20 @@ def test_a_stale_mutant_is_reported_stale_and_never_run(tmp_path, monkeypatch):
     scenarios, coverage = catalogue(tmp_path, {"a": 1})
     stale = Mutant(MUTANT.fix, MUTANT.file, "text that is not there", "x", MUTANT.path)
     plan = selected_plan(stale, scenarios, coverage)
-    monkeypatch.setattr(mutate, "sim_json", lambda argv: pytest.fail("a stale mutant was run"))
-    assert run_mutant(MUTANT.name, plan, tmp_path).verdict == "STALE"
+    monkeypatch.setattr(mutate, "sim_json", lambda argv, **_: pytest.fail("a stale mutant was run"))
+    assert run_mutant(stale, plan, tmp_path).verdict == "STALE"
 
 
 class Child:
-    """Stands in for `python -m sim run ... --mutant NAME --json`: the scenarios named in `kills` report a violation."""
+    """Stands in for `python -m sim run ... --json` over a mutant's overlay: the scenarios named in `kills` report a
+    violation."""
 
     def __init__(self, kills: set[str]) -> None:
         self.kills = kills
         self.calls: list[list[str]] = []
 
-    def __call__(self, argv: list[str]) -> tuple[int, dict[str, Any], str]:
+    def __call__(self, argv: list[str], *, folder: Path, mutant: str) -> tuple[int, dict[str, Any], str]:
+        assert mutant == MUTANT.name and (folder / MUTANT.file).read_text() == MUTANT.mutated_source()
         self.calls.append(argv)
         ran = []
         for path in (arg for arg in argv if arg.endswith(".toml")):
@@ -93,7 +95,7 @@ def test_once_a_claimer_kills_no_other_scenario_runs(tmp_path, monkeypatch):
     scenarios, coverage = catalogue(tmp_path, {"a": 1, "e": 1, "b": 1})
     child = Child({"a", "e", "b"})
     monkeypatch.setattr(mutate, "sim_json", child)
-    result = run_mutant(MUTANT.name, selected_plan(MUTANT, scenarios, coverage), tmp_path)
+    result = run_mutant(MUTANT, selected_plan(MUTANT, scenarios, coverage), tmp_path)
     assert child.scenarios_run() == [["a", "e"]] and mutate.STOP_AT_VIOLATION not in child.calls[0]
     assert result.verdict == "killed" and result.invariants == {"a": "hard_cancel_frees_lease", "e": "hard_cancel_frees_lease"}
 
@@ -102,7 +104,7 @@ def test_when_the_claimers_miss_the_others_run_until_the_first_violation(tmp_pat
     scenarios, coverage = catalogue(tmp_path, {"a": 1, "b": 3, "c": 2, "d": 4})
     child = Child({"b", "d"})
     monkeypatch.setattr(mutate, "sim_json", child)
-    result = run_mutant(MUTANT.name, selected_plan(MUTANT, scenarios, coverage), tmp_path)
+    result = run_mutant(MUTANT, selected_plan(MUTANT, scenarios, coverage), tmp_path)
     assert child.scenarios_run() == [["a"], ["c", "b", "d"]] and mutate.STOP_AT_VIOLATION in child.calls[1]
     assert list(result.killed_by) == ["b"] and result.survived == ["a", "c"]
     assert result.verdict == "MISSED"
@@ -113,15 +115,15 @@ def test_the_full_matrix_runs_every_scenario(tmp_path, monkeypatch):
     scenarios, _ = catalogue(tmp_path, {})
     child = Child({"a", "e", "b"})
     monkeypatch.setattr(mutate, "sim_json", child)
-    result = run_mutant(MUTANT.name, full_plan(MUTANT.name, scenarios), tmp_path)
+    result = run_mutant(MUTANT, full_plan(MUTANT.name, scenarios), tmp_path)
     assert child.scenarios_run() == [["a", "e"], ["b", "c", "d"]] and not any(mutate.STOP_AT_VIOLATION in c for c in child.calls)
     assert sorted(result.killed_by) == ["a", "b", "e"] and result.verdict == "killed" and result.reaching is None
 
 
 def test_a_mutant_no_scenario_reaches_is_a_gap_not_a_survivor(tmp_path, monkeypatch):
     scenarios, coverage = catalogue(tmp_path, {})
-    monkeypatch.setattr(mutate, "sim_json", lambda argv: pytest.fail("an unreached mutant was run"))
-    result = run_mutant(MUTANT.name, selected_plan(MUTANT, scenarios, coverage), tmp_path)
+    monkeypatch.setattr(mutate, "sim_json", lambda argv, **_: pytest.fail("an unreached mutant was run"))
+    result = run_mutant(MUTANT, selected_plan(MUTANT, scenarios, coverage), tmp_path)
     assert result.verdict == "UNREACHED" and result.unreached
     assert result.problem() == "a gap: no scenario executes the lines it edits"
     assert mutate.result_json(result)["unreached"] is True

@@ -74,15 +74,15 @@ def _from_parent() -> FromParent:
 def under_mutant(mutant: str, argv: Sequence[str]) -> int:
     """Re-run this command in a child process whose `reference` package has the mutant applied."""
     from sim import children
-    from sim.mutants import NAME_ENV, StaleMutant, load_mutants, overlay, overlay_process, require
+    from sim.mutants import StaleMutant, load_mutants, mutant_process, overlay, require
 
     mutants = load_mutants()
     require([mutant], mutants)
     rest = [a for a in argv if a not in ("--mutant", mutant)]
     try:
         with overlay(mutants[mutant]) as folder:
-            command, env = overlay_process(folder, rest)
-            return children.run(command, env={**env, NAME_ENV: mutant}).returncode
+            command, env = mutant_process(folder, mutant, rest)
+            return children.run(command, env=env).returncode
     except StaleMutant as stale:
         raise UsageError(str(stale)) from None
 
