@@ -27,6 +27,7 @@ from typing import Collection, Iterator, Sequence
 
 from sim import children
 from sim.catalogue import MUTANTS_DIR, ROOT
+from sim.reach import Reach, edit_reach
 
 EQUIVALENTS_FILE = "equivalent.toml"
 # What a parent process tells the `python -m sim` it runs over an overlay; read only at the CLI's entry.
@@ -64,11 +65,15 @@ class Mutant:
         if len(marker) != 1:
             raise StaleMutant(f"mutant {self.fix}: expected one '# FIX {self.fix}' marker in {self.file}, found {len(marker)}")
         start = sum(len(line) for line in lines[: marker[0] + 1])
-        reach = "".join(lines[marker[0] + 1 : marker[0] + 1 + MARKER_REACH])
-        if reach.count(self.find) != 1:
+        under_marker = "".join(lines[marker[0] + 1 : marker[0] + 1 + MARKER_REACH])
+        if under_marker.count(self.find) != 1:
             raise StaleMutant(f"mutant {self.fix}: its text does not occur exactly once under the marker in {self.file}")
-        offset = start + reach.index(self.find)
+        offset = start + under_marker.index(self.find)
         return source[:offset] + self.replace + source[offset + len(self.find):]
+
+    def reach(self, root: Path = ROOT) -> Reach:
+        """The lines of the unmutated file a run must execute for this mutant to change it (sim/reach.py)."""
+        return edit_reach(self.file, (root / self.file).read_text(encoding="utf-8"), self.mutated_source(root))
 
 
 def load_mutant(path: Path) -> Mutant:
@@ -114,6 +119,13 @@ def overlay_with(file: str, source: str, *, label: str = "edit") -> Iterator[Pat
     finally:
         with children.held():
             folder.cleanup()
+
+
+def mutant_process(folder: Path, name: str, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """`overlay_process` for a curated mutant's overlay: the child also hears the mutant's name, which its repro
+    files record so that a replay applies the mutant again."""
+    command, env = overlay_process(folder, argv)
+    return command, {**env, NAME_ENV: name}
 
 
 def overlay_process(folder: Path, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:

@@ -15,14 +15,17 @@ everything outside the edit stays byte-identical and the module is never re-form
 
 A candidate's id is `<file>:<line>:<col>:<operator>` (1-based line and character column). Each sampled
 mutant runs the catalogue in a subprocess over an overlay copy of the reference (the working tree is never
-touched). A survivor is a race the catalogue does not cover, or an equivalent mutant; the known equivalents
-are listed in `mutants/equivalent.toml`, each with the line it edits and why, and are left out of the score.
+touched): with a coverage map (`Selection`), only the scenarios whose runs execute the lines it edits, until
+the first that reports a violation; one that no scenario reaches is not run, and is reported UNREACHED. A
+survivor is a race the catalogue does not cover, or an equivalent mutant; the known equivalents are listed in
+`mutants/equivalent.toml`, each with the line it edits and why, and are left out of the score.
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
+import dataclasses
 import difflib
 import itertools
 import json
@@ -35,10 +38,15 @@ import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from sim import children
+from sim.mutate import STOP_AT_VIOLATION
 from sim.mutants import EQUIVALENTS_FILE, MUTANTS_DIR, ROOT, overlay_process, overlay_with
+from sim.reach import edit_reach
+
+if TYPE_CHECKING:
+    from sim.coverage_map import CoverageMap
 
 OPERATORS = ("compare", "boolop", "not", "constant", "guard", "return", "call", "swap")
 # Never run by a simulated killer: a frontend, an entry point, the fix table, and the real host's own code (the real
@@ -49,6 +57,7 @@ OBSERVERS = frozenset({"emit", "checkpoint"})  # calls that only record or name 
 SMALL_INT = 16  # larger literals are sizes and ids, not bounds
 EQUIVALENTS = MUTANTS_DIR / EQUIVALENTS_FILE
 RUN_COMPLETES = "run_completes"  # the runner's invariant for a run that raised, deadlocked or overran its budget
+UNREACHED = "no catalogue scenario executes the lines it edits"
 
 _FLIPPED_COMPARE = {
     ast.Eq: "!=", ast.NotEq: "==", ast.Lt: ">=", ast.GtE: "<", ast.Gt: "<=", ast.LtE: ">",
@@ -343,10 +352,16 @@ class MutantRun:
     detail: str
     seconds: float
     killer: str | None = None
+    unreached: bool = False  # no catalogue scenario executes the lines it edits
 
     @property
     def killed(self) -> bool:
         return self.how is not None
+
+    @property
+    def verdict(self) -> str:
+        """How it was killed, else SURVIVED, or UNREACHED when no catalogue scenario executes its lines."""
+        return self.how or ("UNREACHED" if self.unreached else "SURVIVED")
 
 
 def _verdict_document(code: int, stdout: str) -> dict[str, Any] | None:
@@ -410,6 +425,11 @@ class Killers:
     scenarios: tuple[str, ...] = ()
     workloads: tuple[str, ...] | None = None  # None: no swarm; empty: the default workloads
     swarm_runs: int = 500
+    first_kill: bool = False  # the catalogue stops at its first scenario that reports a violation
+
+    def narrowed(self, scenarios: Sequence[str]) -> Killers:
+        """The same judges with only these catalogue scenarios, which stop at the first violation."""
+        return dataclasses.replace(self, scenarios=tuple(scenarios), first_kill=True)
 
     def judge(self, folder: Path, timeout: float) -> tuple[str | None, str, str | None]:
         """The first killer's verdict that kills, over the overlay in `folder` (its outputs stay there), and
@@ -422,8 +442,8 @@ class Killers:
                 return how, detail, None if how is None else "swarm"
         if not self.scenarios:
             return None, "nothing judged", None
-        how, detail = _overlay_run(folder, ["run", *self.scenarios, "--json", "--out", str(folder / "out")],
-                                   timeout, catalogue_verdict)
+        argv = ["run", *self.scenarios, "--json", "--out", str(folder / "out"), *([STOP_AT_VIOLATION] if self.first_kill else [])]
+        how, detail = _overlay_run(folder, argv, timeout, catalogue_verdict)
         return how, detail, None if how is None else "catalogue"
 
 
@@ -444,16 +464,36 @@ def baseline_problem(killers: Killers, timeout: float, file: str = "reference/__
     return None if how is None else f"the killers fail on the unmutated reference ({how}: {detail})"
 
 
-def run_candidate(candidate: Candidate, source: str, killers: Killers, timeout: float) -> MutantRun:
+@dataclass(frozen=True)
+class Selection:
+    """The catalogue scenarios that can kill an edit: those whose runs execute the lines it edits (sim/reach.py)."""
+
+    coverage: CoverageMap
+    scenarios: tuple[Any, ...]
+
+    def paths(self, file: str, before: str, after: str) -> list[str]:
+        return [str(s.path) for s in self.coverage.reaching(self.scenarios, edit_reach(file, before, after))]
+
+
+def run_candidate(candidate: Candidate, source: str, killers: Killers, timeout: float,
+                  selection: Selection | None = None) -> MutantRun:
+    """One mutant judged in an overlay; with a selection, by the catalogue scenarios that reach it alone."""
     started = time.monotonic()
-    with overlay_with(candidate.file, candidate.apply(source), label=candidate.operator) as folder:
+    mutated = candidate.apply(source)
+    unreached = False
+    if selection is not None and killers.scenarios:
+        reaching = selection.paths(candidate.file, source, mutated)
+        killers, unreached = killers.narrowed(reaching), not reaching
+        if unreached and killers.workloads is None:
+            return MutantRun(candidate, None, UNREACHED, time.monotonic() - started, unreached=True)
+    with overlay_with(candidate.file, mutated, label=candidate.operator) as folder:
         how, detail, killer = killers.judge(folder, timeout)
-    return MutantRun(candidate, how, detail, time.monotonic() - started, killer)
+    return MutantRun(candidate, how, detail, time.monotonic() - started, killer, unreached)
 
 
 def run_sample(
     launch: Sequence[Candidate], sources: dict[str, str], killers: Killers, *, jobs: int, timeout: float,
-    budget: float | None, on_done: Callable[[MutantRun], None] | None = None,
+    budget: float | None, on_done: Callable[[MutantRun], None] | None = None, selection: Selection | None = None,
 ) -> list[MutantRun]:
     """Run mutants `jobs` at a time in launch order; none is launched once the budget has run out.
 
@@ -470,7 +510,7 @@ def run_sample(
                 candidate = next(pending, None) if time.monotonic() < deadline else None
             if candidate is None:
                 return
-            run = run_candidate(candidate, sources[candidate.file], killers, timeout)
+            run = run_candidate(candidate, sources[candidate.file], killers, timeout, selection)
             with lock:
                 runs.append(run)
             if on_done is not None:
@@ -513,6 +553,10 @@ class OperatorReport:
         found = [run for run in self.runs if not run.killed and run.candidate.id not in self.equivalents]
         return sorted(found, key=lambda run: (run.candidate.file, run.candidate.start, run.candidate.operator))
 
+    def unreached(self) -> list[MutantRun]:
+        """Survivors that no catalogue scenario reaches: gaps in the catalogue, not run at all."""
+        return [run for run in self.survivors() if run.unreached]
+
     def killed(self, how: str | None = None, killer: str | None = None) -> int:
         return sum(1 for run in self.runs if run.killed and how in (None, run.how) and killer in (None, run.killer))
 
@@ -531,7 +575,7 @@ class OperatorReport:
 def mutate_operators(
     killers: Killers, *, seed: int, limit: int | None, budget: float | None, timeout: float, jobs: int,
     equivalents_path: Path = EQUIVALENTS, on_done: Callable[[MutantRun], None] | None = None,
-    only: Sequence[str] | None = None,
+    only: Sequence[str] | None = None, selection: Selection | None = None,
 ) -> OperatorReport:
     """Enumerate, sample (or take the candidates named in `only`), run; the report says what was killed, how,
     and what survived."""
@@ -540,7 +584,7 @@ def mutate_operators(
     equivalents = load_equivalents(equivalents_path)
     launch = sample(candidates, seed, limit) if only is None else chosen(candidates, only)
     started = time.monotonic()
-    runs = run_sample(launch, sources, killers, jobs=jobs, timeout=timeout, budget=budget, on_done=on_done)
+    runs = run_sample(launch, sources, killers, jobs=jobs, timeout=timeout, budget=budget, on_done=on_done, selection=selection)
     return OperatorReport(candidates, launch, runs, equivalents, sources, seed, jobs, time.monotonic() - started,
                           stale_equivalents(equivalents, candidates), by_id=only is not None,
                           both=killers.workloads is not None and bool(killers.scenarios))
@@ -564,15 +608,15 @@ def render(report: OperatorReport) -> str:
     lines = [
         score_line(report),
         f"  by an invariant {report.killed('invariant')}, by a vacuity check {report.killed('vacuity')}, "
-        f"crashed {report.killed('crash')}, timeouts {report.killed('timeout')}; survived {len(report.survivors())}; "
-        f"equivalent {len(report.equivalent_runs())} (excluded)",
+        f"crashed {report.killed('crash')}, timeouts {report.killed('timeout')}; survived {len(report.survivors())} "
+        f"({len(report.unreached())} unreached: no scenario executes their lines); equivalent {len(report.equivalent_runs())} (excluded)",
         f"  {len(report.runs)} of {len(report.launch)} {_selection(report)} from {len(report.candidates)} candidates in {report.seconds:.1f}s: {report.per_minute():.1f} mutants per minute, {report.jobs} jobs",
     ]
     for run in report.contradicted():
         lines.append(f"marked equivalent but killed ({run.how}: {run.detail}): {run.candidate.id}")
     lines += [f"stale equivalent: {problem}" for problem in report.stale]
     for run in report.survivors():
-        lines += ["", f"SURVIVED {run.candidate.id}", run.candidate.diff(report.sources[run.candidate.file]).rstrip("\n")]
+        lines += ["", f"{run.verdict} {run.candidate.id}", run.candidate.diff(report.sources[run.candidate.file]).rstrip("\n")]
     return "\n".join(lines)
 
 
@@ -581,7 +625,7 @@ def report_json(report: OperatorReport) -> dict[str, Any]:
         marked = report.equivalents.get(run.candidate.id)
         return {
             "id": run.candidate.id, "killed": run.killed, "killer": run.killer, "how": run.how, "detail": run.detail,
-            "seconds": round(run.seconds, 2), "equivalent": None if marked is None else marked.reason,
+            "seconds": round(run.seconds, 2), "equivalent": None if marked is None else marked.reason, "unreached": run.unreached,
             "diff": run.candidate.diff(report.sources[run.candidate.file]),
         }
 
@@ -591,6 +635,7 @@ def report_json(report: OperatorReport) -> dict[str, Any]:
         "killed_by_swarm": report.killed(killer="swarm"), "killed_by_catalogue": report.killed(killer="catalogue"),
         "crashed": report.killed("crash"), "timeouts": report.killed("timeout"), "vacuous": report.killed("vacuity"),
         "equivalent": len(report.equivalent_runs()), "survived": [run.candidate.id for run in report.survivors()],
+        "unreached": [run.candidate.id for run in report.unreached()],
         "contradicted_equivalents": [run.candidate.id for run in report.contradicted()],
         "stale_equivalents": report.stale, "candidates": len(report.candidates), "sampled": len(report.launch),
         "run": len(report.runs), "seed": None if report.by_id else report.seed, "jobs": report.jobs, "seconds": round(report.seconds, 1),

@@ -36,6 +36,7 @@ NARROWED = {
     "python -m sim bench scenarios --json": "python -m sim bench scenarios --json --runs 2",
     "python -m sim bench detection --json": f"python -m sim bench detection {R1} --json --seeds 1 --max-runs 5 --runs 1 --jobs 1",
     "python -m sim bench classic --json": "python -m sim bench classic --json --seeds 1 --cap 20",
+    "python -m sim bench mutate --json": f"python -m sim bench mutate {R1} --json --mutants hard-cancel-through-fence --jobs 1",
     "pytest scenarios/": "pytest scenarios/ -q --sim-runs 3 -k ctrl_c_during_summary",
     "python -m sim run scenarios/": "python -m sim run scenarios/ --runs 3",
     "scripts/run_tests.sh": "scripts/run_tests.sh tests/test_restart.py",

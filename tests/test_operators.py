@@ -10,6 +10,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -246,6 +248,50 @@ def test_every_checked_in_equivalent_pins_its_line_and_says_why():
     for entry in load_equivalents().values():
         assert entry.line.strip() and entry.reason.strip(), entry.id
         assert entry.id.split(":")[-1] in operators.OPERATORS, entry.id
+
+
+# ---- selection by the coverage map ---------------------------------------------------------------
+
+
+def _catalogue_reaching(tmp_path: Path, candidate: Candidate, reached: bool) -> tuple[Any, Any]:
+    """A one-scenario catalogue whose map has it execute the candidate's lines, or not."""
+    from sim.coverage_map import CoverageMap, ScenarioLines, scenario_hash
+    from sim.reach import edit_reach
+
+    source = reference_sources()[candidate.file]
+    needed = edit_reach(candidate.file, source, candidate.apply(source))
+    path = tmp_path / "one.toml"
+    path.write_text('name = "one"\n')
+    one = SimpleNamespace(name="one", path=str(path))
+    lines = needed.lines if reached else frozenset({max(needed.lines) + 1000})
+    coverage = CoverageMap("code", {}, {scenario_hash(path): ScenarioLines("one", {candidate.file: lines}, 1)})
+    return one, operators.Selection(coverage, (one,))
+
+
+def _function_body_candidate() -> Candidate:
+    """A candidate inside a function body (one at import level is reached by every scenario)."""
+    return next(c for c in all_candidates(reference_sources()) if c.file == "reference/pool.py" and c.operator == "compare")
+
+
+def test_a_candidate_no_scenario_reaches_is_unreached_and_never_run(tmp_path: Path, monkeypatch):
+    candidate = _function_body_candidate()
+    _, selection = _catalogue_reaching(tmp_path, candidate, reached=False)
+    monkeypatch.setattr(operators, "overlay_with", lambda *a, **k: pytest.fail("an unreached mutant was run"))
+    run = operators.run_candidate(candidate, reference_sources()[candidate.file], Killers(scenarios=("scenarios",)), 10.0, selection)
+    assert not run.killed and run.unreached and run.verdict == "UNREACHED"
+    report = OperatorReport([candidate], [candidate], [run], {}, reference_sources(), 1, 1, 1.0)
+    assert f"UNREACHED {candidate.id}" in operators.render(report).splitlines()
+    assert operators.report_json(report)["unreached"] == [candidate.id] and report.score() == 0.0
+
+
+def test_a_reached_candidate_is_judged_by_the_reaching_scenarios_until_the_first_violation(tmp_path: Path, monkeypatch):
+    candidate = _function_body_candidate()
+    one, selection = _catalogue_reaching(tmp_path, candidate, reached=True)
+    judged: list[list[str]] = []
+    monkeypatch.setattr(operators, "_overlay_run", lambda folder, argv, timeout, verdict: judged.append(list(argv)) or ("invariant", "one: x"))
+    run = operators.run_candidate(candidate, reference_sources()[candidate.file], Killers(scenarios=("scenarios",)), 10.0, selection)
+    assert run.killed and not run.unreached
+    assert judged[0][:2] == ["run", one.path] and "scenarios" not in judged[0] and "--stop-at-violation" in judged[0]
 
 
 # ---- end to end ----------------------------------------------------------------------------------

@@ -47,7 +47,10 @@ def test_mutate_says_what_it_does_and_reports_each_mutant(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     lines = lines_of(done.stderr, "mutate")
     assert lines[0].endswith("must be reported as failing") and "sanity pass: ok" in lines[1]
-    assert re.fullmatch(rf"python -m sim mutate: \[1/1\] {R1_MUTANT}: killed, [0-9.]+s", lines[2])
+    assert re.fullmatch(r"python -m sim mutate: coverage map: built out/coverage-map.json: traced 1 scenarios in [0-9.]+s", lines[3])
+    assert re.fullmatch(rf"python -m sim mutate: \[1/1\] {R1_MUTANT}: killed, [0-9.]+s, ran 1 of the 1 scenarios that reach it", lines[5])
+    again = lines_of(sim("mutate", "--mutant", R1_MUTANT, "--scenarios", str(R1), "--jobs", "1", "--out", str(tmp_path), cwd=tmp_path).stderr, "mutate")
+    assert again[3] == "python -m sim mutate: coverage map: reused out/coverage-map.json (1 scenarios traced before)"
 
 
 def test_bench_detection_reports_each_mutant_and_each_coverage_pass(tmp_path):

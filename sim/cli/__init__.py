@@ -24,7 +24,7 @@ from sim.cli.common import EXIT_USAGE, STRATEGY_CHOICES, UsageError
 from sim.cli.determinism import add_determinism, add_digests
 from sim.cli.explore import add_detect, add_explore
 from sim.cli.listing import add_list
-from sim.cli.mutate import add_mutate
+from sim.cli.mutate import add_mutate, add_trace_lines
 from sim.cli.releases import add_releases
 from sim.cli.replay import add_replay, recorded_mutant
 from sim.cli.run import add_run
@@ -36,7 +36,8 @@ __all__ = ["STRATEGY_CHOICES", "build_parser", "entry", "main"]
 
 PROG = "python -m sim"
 # Commands one `python -m sim` runs in another (under each mutant, under each PYTHONHASHSEED); not for users.
-INTERNAL = {"digests": add_digests, "detect": add_detect, "swarm-detect": add_swarm_detect, "swarm-race": add_swarm_race}
+INTERNAL = {"digests": add_digests, "detect": add_detect, "swarm-detect": add_swarm_detect, "swarm-race": add_swarm_race,
+            "trace-lines": add_trace_lines}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,15 +76,15 @@ def _from_parent() -> FromParent:
 def under_mutant(mutant: str, argv: Sequence[str]) -> int:
     """Re-run this command in a child process whose `reference` package has the mutant applied."""
     from sim import children
-    from sim.mutants import NAME_ENV, StaleMutant, load_mutants, overlay, overlay_process, require
+    from sim.mutants import StaleMutant, load_mutants, mutant_process, overlay, require
 
     mutants = load_mutants()
     require([mutant], mutants)
     rest = [a for a in argv if a not in ("--mutant", mutant)]
     try:
         with overlay(mutants[mutant]) as folder:
-            command, env = overlay_process(folder, rest)
-            return children.run(command, env={**env, NAME_ENV: mutant}).returncode
+            command, env = mutant_process(folder, mutant, rest)
+            return children.run(command, env=env).returncode
     except StaleMutant as stale:
         raise UsageError(str(stale)) from None
 

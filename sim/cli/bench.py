@@ -21,6 +21,8 @@ def _bench(args: argparse.Namespace) -> int:
         return _bench_classic(args)
     if args.target == "swarm":
         return _bench_swarm(args)
+    if args.target == "mutate":
+        return _bench_mutate(args)
     if args.target == "kernel":
         from sim.bench.kernel import bench_kernel
 
@@ -71,6 +73,17 @@ def _bench_classic(args: argparse.Namespace) -> int:
     units = len(programs(args.threads)) + (2 if args.threads else 0)  # each bug, then each peer tool
     result = bench_classic(root_seeds=args.seeds or 20, cap=args.cap, on_done=progress(args, units).done,
                            threads=args.threads, peer_python=args.peer_python)
+    print(json.dumps(result, sort_keys=True) if args.json else render(result))
+    return EXIT_OK
+
+
+def _bench_mutate(args: argparse.Namespace) -> int:
+    from sim.bench.mutate import bench_mutate, render
+
+    scenarios = load_scenarios(args.paths or [CATALOGUE])
+    mutants = _chosen_mutants(args.mutants)
+    result = bench_mutate(scenarios, mutants, jobs=args.jobs, out=DEFAULT_OUT / "bench-mutate",
+                          on_done=progress(args, 2 * len(mutants)).done)  # each mutant selected, then in the full matrix
     print(json.dumps(result, sort_keys=True) if args.json else render(result))
     return EXIT_OK
 
@@ -181,9 +194,9 @@ def add_swarm_detect(commands: Any) -> None:
 
 def add_bench(commands: Any) -> None:
     bench = commands.add_parser("bench", help="measure the simulator (ratios measured in one run)")
-    bench.add_argument("target", choices=["kernel", "scenarios", "detection", "classic", "swarm"])
+    bench.add_argument("target", choices=["kernel", "scenarios", "detection", "classic", "swarm", "mutate"])
     bench.add_argument("paths", nargs="*", default=[], metavar="PATH",
-                       help="scenarios, detection: files or folders (default: the catalogue); swarm: workloads (default: scenarios/swarm/)")
+                       help="scenarios, detection, mutate: files or folders (default: the catalogue); swarm: workloads (default: scenarios/swarm/)")
     add_json_options(bench)
     bench.add_argument("--repeats", type=positive_int, default=5, help="kernel: measurements per runtime; the best is kept")
     bench.add_argument("--runs", type=positive_int, help="scenarios, detection's coverage: runs per scenario (default 20); swarm: runs timed for speed (default 200)")
@@ -197,8 +210,8 @@ def add_bench(commands: Any) -> None:
     bench.add_argument("--out", type=Path, default=DEFAULT_OUT / "bench-swarm", metavar="DIR", help="swarm: where the shrunk finds go")
     bench.add_argument("--speed-only", action="store_true",
                        help="swarm: only the cost of a run (seconds, not the hour detection takes): no detection, no shrinking")
-    bench.add_argument("--mutants", metavar="NAME,...", help="swarm: only these curated mutants (default: all)")
+    bench.add_argument("--mutants", metavar="NAME,...", help="swarm, mutate: only these curated mutants (default: all)")
     bench.add_argument("--feedback", action="store_true",
                        help="swarm: compare plain swarm with coverage feedback instead (runs to first detection per mode)")
-    bench.add_argument("-j", "--jobs", type=positive_int, default=os.cpu_count() or 1, help="detection: mutants measured at once")
+    bench.add_argument("-j", "--jobs", type=positive_int, default=os.cpu_count() or 1, help="detection, mutate: mutants measured at once")
     bench.set_defaults(handler=_bench)

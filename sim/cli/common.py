@@ -5,16 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from sim.catalogue import SCENARIOS_DIR
 from sim.cli.progress import Progress
 from sim.strategies.registry import STRATEGIES
 
+if TYPE_CHECKING:
+    from sim.coverage_map import Obtained
+
 EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_USAGE = 2
 DEFAULT_OUT = Path("out")
+COVERAGE_MAP = DEFAULT_OUT / "coverage-map.json"  # which reference lines each scenario runs (sim/coverage_map.py)
 STRATEGY_CHOICES = list(STRATEGIES)
 CATALOGUE = str(SCENARIOS_DIR)
 
@@ -61,6 +65,16 @@ def add_target_option(command: argparse.ArgumentParser) -> None:
     command.add_argument("--target", metavar="TARGET",
                          help='run the scenarios on this system instead of their own: "reference" or a release like '
                               '"hermes==0.19.0" (which runs in a process of its own)')
+
+
+def coverage_map(scenarios: Sequence[Any], jobs: int, lines: Progress) -> Obtained:
+    """The catalogue's coverage map for a mutation check, built or reused, and said which on stderr."""
+    from sim.coverage_map import obtain
+
+    lines.say("coverage map: the reference lines each scenario runs, to run each mutant only where it can be killed")
+    obtained = obtain(scenarios, COVERAGE_MAP, jobs)
+    lines.say(obtained.summary())
+    return obtained
 
 
 def add_mutant_option(command: argparse.ArgumentParser) -> None:

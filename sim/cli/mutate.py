@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from sim.cli.common import (
-    CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, load_scenarios, positive_int, progress,
+    CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, coverage_map, load_scenarios, positive_int,
+    progress,
 )
 
 OPERATOR_OPTIONS = ("seed", "budget", "max", "timeout", "min_score", "killers", "swarm", "swarm_runs", "only")
@@ -33,13 +34,16 @@ def _mutate(args: argparse.Namespace) -> int:
         if args.repo or args.paths or args.test_args:
             raise UsageError("--repo, --paths and test arguments need --revert REV")
         return _mutate_curated(args)
+    if args.full:
+        raise UsageError("--full: only for the curated matrix and --operators, not with --revert")
     from sim.revert_check import check as revert_check
 
     return revert_check(args.revert, args.test_args, paths=args.paths, repo=args.repo, as_json=args.json)
 
 
 def _mutate_curated(args: argparse.Namespace) -> int:
-    """Every curated mutant (or the named ones) against the catalogue; exit 1 if one survives or is missed."""
+    """Every curated mutant (or the named ones) against the scenarios that reach it, or with `--full` against the
+    whole catalogue; exit 1 if one survives, is missed or is reached by no scenario."""
     import time
 
     from sim.mutate import kill_matrix, render_matrix, result_json, sanity_pass
@@ -55,13 +59,20 @@ def _mutate_curated(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"python -m sim mutate: sanity pass failed: {problem}", file=sys.stderr)
         return EXIT_VIOLATION
-    lines.say(f"sanity pass: ok; {len(names)} mutants x {len(scenarios)} scenarios, {args.jobs} at once")
+    lines.say("sanity pass: ok")
     started = time.monotonic()
-    results = kill_matrix(scenarios, names, args.jobs, args.out,
-                          on_done=lambda result: lines.done(f"{result.name}: {result.verdict}, {result.seconds:.1f}s"))
+    obtained = None if args.full else coverage_map(scenarios, args.jobs, lines)
+    selection = "all of them (--full)" if args.full else "those that execute the lines it edits, until its first kill"
+    lines.say(f"{len(names)} mutants against {len(scenarios)} scenarios, each running {selection}; {args.jobs} at once")
+    results = kill_matrix(scenarios, names, args.jobs, args.out, coverage=None if obtained is None else obtained.map,
+                          on_done=lambda result: lines.done(_curated_line(result)))
     elapsed = time.monotonic() - started
-    failed = [r for r in results if r.stale or not r.killed or r.missed_expected()]
-    figures = {"mutants": len(results), "seconds": round(elapsed, 1), "mutants_per_minute": round(len(results) / elapsed * 60, 1), "jobs": args.jobs}
+    failed = [r for r in results if r.problem()]
+    pairs = sum(len(r.killed_by) + len(r.survived) for r in results)
+    figures = {"mutants": len(results), "seconds": round(elapsed, 1), "mutants_per_minute": round(len(results) / elapsed * 60, 1),
+               "jobs": args.jobs, "full": args.full, "scenario_runs": pairs,
+               "coverage_map": None if obtained is None else {"path": str(obtained.path), "traced": obtained.traced,
+                                                               "seconds": round(obtained.seconds, 1)}}
     if args.json:
         print(json.dumps({"sanity": "ok", **figures, "passed": not failed, "mutants": [result_json(r) for r in results]}, sort_keys=True))
         return EXIT_VIOLATION if failed else EXIT_OK
@@ -70,13 +81,20 @@ def _mutate_curated(args: argparse.Namespace) -> int:
     for result in results:
         if result.killed:
             scenario, command = next(iter(result.killed_by.items()))
-            print(f"{result.name}: killed by {scenario}: {command}")
+            print(f"{result.name}: killed by {scenario} ({result.invariants[scenario]}): {command}")
     for result in failed:
-        reason = result.stale or (f"expected killers did not kill: {', '.join(result.missed_expected())}" if result.killed else "survived every scenario")
-        print(f"{result.name}: {reason}")
-    print(f"\n{len(results)} mutants in {elapsed:.1f}s ({figures['mutants_per_minute']} per minute, {args.jobs} jobs): "
+        print(f"{result.name}: {result.problem()}")
+    print(f"\n{len(results)} mutants in {elapsed:.1f}s ({figures['mutants_per_minute']} per minute, {args.jobs} jobs, "
+          f"{pairs} of {len(results) * len(scenarios)} mutant-scenario pairs run): "
           f"{len(results) - len(failed)} killed as expected, {len(failed)} not")
     return EXIT_VIOLATION if failed else EXIT_OK
+
+
+def _curated_line(result: Any) -> str:
+    """A finished mutant's progress line: its verdict, its time, and how many scenarios it ran of those reaching it."""
+    ran = len(result.killed_by) + len(result.survived)
+    reach = "" if result.reaching is None else f", ran {ran} of the {result.reaching} scenarios that reach it"
+    return f"{result.name}: {result.verdict}, {result.seconds:.1f}s{reach}"
 
 
 def _mutate_operators(args: argparse.Namespace) -> int:
@@ -111,9 +129,13 @@ def _mutate_operators(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"python -m sim mutate --operators: {problem}", file=sys.stderr)
         return EXIT_VIOLATION
+    selection = None
+    if killers.scenarios and not args.full:
+        selection = operators.Selection(coverage_map(scenarios, args.jobs, lines).map, tuple(scenarios))
     report = operators.mutate_operators(killers, seed=args.seed or 0, limit=args.max, budget=args.budget,
                                         timeout=timeout, jobs=args.jobs, only=args.only,
-                                        on_done=lambda run: lines.done(f"{run.candidate.id}: {run.how or 'SURVIVED'}, {run.seconds:.1f}s"))
+                                        on_done=lambda run: lines.done(f"{run.candidate.id}: {run.verdict}, {run.seconds:.1f}s"),
+                                        selection=selection)
     min_score = DEFAULT_MIN_SCORE if args.min_score is None else args.min_score
     passed = report.score() >= min_score
     if args.json:
@@ -130,6 +152,9 @@ def add_mutate(commands: Any) -> None:
     mutate.add_argument("--mutant", dest="mutant_names", nargs="+", metavar="NAME", help="curated: only these mutants (default: all)")
     mutate.add_argument("--scenarios", nargs="+", default=[CATALOGUE], metavar="PATH", help="curated and operators: the catalogue (default: the scenarios/ shipped with this package)")
     mutate.add_argument("-j", "--jobs", type=positive_int, default=os.cpu_count() or 1, help="curated and operators: mutants run at once")
+    mutate.add_argument("--full", action="store_true",
+                        help="curated and operators: run each mutant against the whole catalogue, not only the scenarios "
+                             "that execute the lines it edits (and, for curated mutants, not only until the first kill)")
     mutate.add_argument("--out", type=Path, default=DEFAULT_OUT / "mutants", metavar="DIR", help="curated: where killers' repro files go")
     mutate.add_argument("--revert", metavar="REV", help="the fix commit: revert its non-test files, expect the tests to fail")
     mutate.add_argument("--paths", nargs="+", metavar="GLOB", help="revert only REV's files matching these fnmatch globs")
@@ -155,3 +180,19 @@ def _add_operator_options(mutate: argparse.ArgumentParser) -> None:
     mutate.add_argument("--only", nargs="+", metavar="ID",
                         help="operators: judge only these candidate ids (<file>:<line>:<col>:<operator>, as a report names them), not a sample")
     mutate.add_argument("--min-score", type=float, metavar="PERCENT", help=f"operators: exit 1 below this mutation score (default {DEFAULT_MIN_SCORE:g})")
+
+
+def _trace_lines(args: argparse.Namespace) -> int:
+    """The reference lines each scenario's runs execute, and those loading them executes (the coverage map's part)."""
+    from sim.coverage_map import trace_document
+
+    print(json.dumps(trace_document(args.paths), sort_keys=True))
+    return EXIT_OK
+
+
+def add_trace_lines(commands: Any) -> None:
+    """The internal command `mutate` runs to build its coverage map, on a share of the catalogue."""
+    trace = commands.add_parser("trace-lines")
+    trace.add_argument("paths", nargs="+", type=Path)
+    trace.add_argument("--json", action="store_true")
+    trace.set_defaults(handler=_trace_lines)

@@ -1,6 +1,7 @@
 """`run`: scenario files or folders over their seeds, with a verdict table; failures get a repro, are shrunk
 and can be written as an HTML report. With `--must-fail-under`, each scenario's claims are checked too: under
-every mutant it names, it must report a violation."""
+every mutant it names, it must report a violation (one whose runs never execute the lines the mutant edits
+cannot, and is reported so without being run: sim/coverage_map.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any, Sequence
 from sim import targets
 from sim.cli.common import (
     CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, STRATEGY_CHOICES, UsageError, add_json_options, add_mutant_option,
-    add_report_option, add_target_option, load_scenarios, positive_int, progress, seed_int, write_html,
+    add_report_option, add_target_option, coverage_map, load_scenarios, positive_int, progress, seed_int, write_html,
 )
 
 AUTO_SHRINK_LIMIT_S = 10.0  # `run` shrinks each failure on the way; a longer search is `shrink --time-limit`
@@ -48,6 +49,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.trace_out is not None and verdict.failing is not None:
             _write_trace(verdict.failing, args.trace_out)
         documents.append((verdict, repro, shrunk))
+        if args.stop_at_violation and verdict.failing is not None:
+            break
     claims = _check_claims(scenarios, args) if args.must_fail_under else {}
     if args.report is not None:
         _report_first_failure(args.report, failures, args.under_mutant)
@@ -80,8 +83,10 @@ def _check_claims(scenarios: Sequence[Any], args: argparse.Namespace) -> dict[st
     names = claimed_mutants(scenarios)
     require(names, load_mutants())
     lines = progress(args, len(names))
-    lines.say(f"checking must_fail_under: {len(names)} mutants, each in its own process")
-    results = kill_matrix(scenarios, names, args.jobs, args.out / "mutants", claims_only=True,
+    coverage = coverage_map(scenarios, args.jobs, lines).map
+    lines.say(f"checking must_fail_under: {len(names)} mutants, each in its own process, against its claimers that "
+              f"execute the lines it edits")
+    results = kill_matrix(scenarios, names, args.jobs, args.out / "mutants", claims_only=True, coverage=coverage,
                           on_done=lambda result: lines.done(f"mutant {result.name}: killed {len(result.killed_by)} of "
                                                             f"{len(result.expected)} claiming scenarios"))
     return claim_problems(results)
@@ -137,6 +142,8 @@ def add_run(commands: Any) -> None:
     run.add_argument("-j", "--jobs", type=positive_int, default=os.cpu_count() or 1, help="--must-fail-under: mutants run at once")
     run.add_argument("--force-fail", action="store_true", help=argparse.SUPPRESS)  # mutate's sanity pass: every run fails
     run.add_argument("--all-invariants", action="store_true", help=argparse.SUPPRESS)  # a claim's check: which invariants fire
+    # mutate's first kill: no scenario after the first whose runs report a violation
+    run.add_argument("--stop-at-violation", action="store_true", help=argparse.SUPPRESS)
     add_report_option(run, "the first failing run")
     add_mutant_option(run)
     add_target_option(run)
