@@ -185,7 +185,7 @@ def _run_groups(result: MutantResult, groups: Sequence[tuple[Sequence[Any], bool
                 result.invariants[verdict["scenario"]] = verdict["violation"]["invariant"]
             else:
                 result.survived.append(verdict["scenario"])
-                if verdict["problems"]:
+                if verdict.get("problems"):
                     result.vacuous[verdict["scenario"]] = (verdict["problems"], verdict["path"])
 
 
