@@ -39,6 +39,7 @@ from sim.strategies.decisions import Recorded, non_default
 from sim.strategies.follow import FollowSchedule, Recording, Schedule
 from sim.strategies.prefix import PrefixReplay
 from sim.timefreeze import frozen_time
+from sim.words import counted
 
 SHRUNK_SUFFIX = "_shrunk"
 DRIVE_TASK = re.compile(r"drive\.(\d+)\.(.*)")  # a drive's task name, as `sim.scenario.drives` starts it
@@ -47,6 +48,7 @@ DRIVE_TASK = re.compile(r"drive\.(\d+)\.(.*)")  # a drive's task name, as `sim.s
 THRESHOLD = "threshold_tokens"
 LOWERED_CONFIG = (THRESHOLD,)
 CLAIMS_DROPPED = ("must_fail_under", "coverage")  # what the original proved; the shrunk run proves only its failure
+DROPPED_NAMED = 6  # dropped faults or drives a shrunk description names, before "N more"
 
 
 class ShrinkError(Exception):
@@ -423,6 +425,7 @@ def write_scenario(shrinker: Shrinker, source: Path, out_dir: Path, after: Size)
     document = tomllib.loads(original.read_text(encoding="utf-8"))
     name = shrinker.scenario.name + SHRUNK_SUFFIX
     document["name"] = name
+    document["description"] = shrunk_description(shrinker, document)
     for i, hit in shrinker.best.nth:
         document["fault"][i]["nth"] = hit
     for key, kept in (("fault", shrinker.best.faults), ("drive", shrinker.best.drives)):
@@ -451,6 +454,40 @@ def write_scenario(shrinker: Shrinker, source: Path, out_dir: Path, after: Size)
     path = out_dir / f"{name}.toml"
     path.write_text("".join(f"# {line}\n" for line in header) + "\n" + toml_text(document), encoding="utf-8")
     return path
+
+
+def shrunk_description(shrinker: Shrinker, document: dict[str, Any]) -> str:
+    """The original's description, then what the shrink dropped (each fault by kind, each drive by its action)
+    and lowered: what a reader of the shrunk file no longer sees, and would otherwise have to diff to learn."""
+    original = shrinker.scenario.description or shrinker.scenario.reported or ""
+    dropped = [_dropped(document.get("fault", []), shrinker.best.faults, "fault", _fault_label),
+               _dropped(document.get("drive", []), shrinker.best.drives, "drive", _drive_label)]
+    lowered = [f"{field} lowered from {shrinker.scenario.world.config[field]} to {value}"
+               for field, value in shrinker.best.config if value != shrinker.scenario.world.config[field]]
+    said = "; ".join(filter(None, dropped)) or "nothing dropped"
+    return " ".join(filter(None, [original.rstrip(".") + "." if original else "",
+                                  f"Shrunk from {shrinker.scenario.name}: {'; '.join([said, *lowered])}."]))
+
+
+def _dropped(entries: list[dict[str, Any]], kept: Sequence[int], noun: str, label: Callable[[dict[str, Any]], str]) -> str:
+    """`dropped 2 of 5 drives (turn "a question", compress)`, or "" when every one was kept; a long list ends in
+    `N more`."""
+    gone = [label(entry) for index, entry in enumerate(entries) if index not in kept]
+    if not gone:
+        return ""
+    named = gone[:DROPPED_NAMED] + ([f"{len(gone) - DROPPED_NAMED} more"] if len(gone) > DROPPED_NAMED else [])
+    return f"dropped {len(gone)} of {counted(len(entries), noun)} ({', '.join(named)})"
+
+
+def _fault_label(fault: dict[str, Any]) -> str:
+    return f"{fault['kind']} at {fault['point']}" if "point" in fault else str(fault["kind"])
+
+
+def _drive_label(drive: dict[str, Any]) -> str:
+    for action in ("turn", "message", "title"):
+        if action in drive:
+            return f"{action} {json.dumps(drive[action], ensure_ascii=False)}"
+    return str(drive.get("command", "drive"))
 
 
 # ---- writing TOML -------------------------------------------------------------------------------
