@@ -4,7 +4,9 @@ First a forced-fail sanity pass: one scenario is run with every run made to fail
 report it, which proves that a failure travels from a subprocess to the verdict (a harness that cannot
 fail would make every mutant look killed). Then each curated mutant, in a subprocess over an overlay copy
 of the reference (the working tree is never touched), runs the scenarios that name it in `must_fail_under`
-first, then the rest of the catalogue. Mutants run in parallel, one process each.
+first, then the rest of the catalogue. Mutants run in parallel, one process each. A stop request (Ctrl+C:
+`sim.stopping`) starts no further mutant, and leaves unjudged those in progress: their children stopped
+part-way, and a verdict needs every run.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from sim import children
+from sim import children, stopping
 
 
 @dataclass
@@ -97,18 +99,22 @@ def run_mutant(name: str, killers: list[Any], others: list[Any], out: Path) -> M
 def kill_matrix(scenarios: Sequence[Any], mutants: Sequence[str], jobs: int, out: Path, *, claims_only: bool = False,
                 on_done: Callable[[MutantResult], None] | None = None) -> list[MutantResult]:
     """Each mutant against the scenarios that claim it, then (unless `claims_only`) the rest, `jobs` mutants at a
-    time; `on_done` hears of each finished mutant."""
+    time; `on_done` hears of each finished mutant. After a stop request, only the mutants judged before it."""
     killers = {name: [s for s in scenarios if name in s.expect.must_fail_under] for name in mutants}
 
-    def one(name: str) -> MutantResult:
+    def one(name: str) -> MutantResult | None:
+        if stopping.requested():
+            return None
         others = [] if claims_only else [s for s in scenarios if s not in killers[name]]
         result = run_mutant(name, killers[name], others, out)
+        if stopping.requested():
+            return None
         if on_done is not None:
             on_done(result)
         return result
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(one, mutants))
+        return [result for result in pool.map(one, mutants) if result is not None]
 
 
 def render_matrix(results: Sequence[MutantResult], scenario_names: Sequence[str]) -> str:

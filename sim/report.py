@@ -30,12 +30,19 @@ def verdict_table(verdicts: Iterable[Verdict], more_problems: Mapping[str, Seque
         passed = verdict.passed and not (more_problems or {}).get(verdict.scenario.name)
         rows.append((
             verdict.scenario.name, str(verdict.runs), str(verdict.steps), str(verdict.invariants_checked),
-            str(verdict.violating_runs), f"{verdict.cpu_s:.2f}s", "pass" if passed else "FAIL",
+            str(verdict.violating_runs), f"{verdict.cpu_s:.2f}s", verdict_state(verdict, passed),
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width) in enumerate(zip(row, widths))) for row in rows]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
+
+
+def verdict_state(verdict: Verdict, passed: bool) -> str:
+    """pass, FAIL, or stopped: a stop request ended its runs before any failed."""
+    if passed:
+        return "pass"
+    return "stopped" if verdict.interrupted and not verdict.violating_runs else "FAIL"
 
 
 def timeline_around(history: Sequence[HistoryEvent], witnesses: Sequence[int]) -> str:
@@ -121,6 +128,7 @@ def verdict_json(verdict: Verdict, repro: Path | None, *, mutant: str | None = N
         "scenario": verdict.scenario.name,
         "path": str(verdict.scenario.path),
         "passed": not problems,
+        "interrupted": verdict.interrupted,
         "problems": problems,
         "runs": verdict.runs,
         "steps": verdict.steps,

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from sim import stopping
 from sim.invariants.overflow import message_tokens
 from sim.registry import registry
 from sim.report import replay_command, write_repro
@@ -55,8 +56,8 @@ class ShrinkError(Exception):
     """The run to shrink does not fail with its invariant, so there is nothing to shrink."""
 
 
-class _OutOfTime(Exception):
-    """The time limit ran out; the smallest run found so far is the result."""
+class _Stop(Exception):
+    """The time limit ran out, or the user asked to stop; the smallest run found so far is the result."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class ShrinkResult:
     seconds: float
     timed_out: bool
     mutant: str | None = None  # the curated mutant the run was shrunk under, which its replay needs
+    interrupted: bool = False  # a stop request ended the search (sim.stopping)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -109,6 +111,7 @@ class ShrinkResult:
             "runs": self.runs,
             "seconds": round(self.seconds, 3),
             "timed_out": self.timed_out,
+            "interrupted": self.interrupted,
             "scenario": str(self.scenario_path),
             "repro": str(self.repro_path),
             "replay": replay_command(self.repro_path, self.mutant),
@@ -116,7 +119,7 @@ class ShrinkResult:
 
     def summary(self) -> str:
         """Before/after sizes as a small table, then where the shrunk run is and how to replay it."""
-        limit = ", stopped at the time limit" if self.timed_out else ""
+        limit = ", stopped by the user" if self.interrupted else ", stopped at the time limit" if self.timed_out else ""
         lines = [f"shrunk {self.name} ({self.invariant}) in {self.seconds:.1f}s, {self.runs} runs{limit}:",
                  f"  {'':<20}{'before':>8}{'after':>8}"]
         for field in dataclasses.fields(Size):
@@ -162,7 +165,7 @@ class Shrinker:
         self.before = Size.of(self.best, report)
 
     def shrink(self, on_pass: Callable[[str, Size], None] | None = None) -> bool:
-        """Run every pass until none makes progress; False if the time limit stopped it first.
+        """Run every pass until none makes progress; False if the time limit or a stop request came first.
 
         `on_pass` hears of each finished pass, with the smallest run so far (progress lines).
         """
@@ -177,7 +180,7 @@ class Shrinker:
                     progress = run_pass() or progress
                     if on_pass is not None:
                         on_pass(run_pass.__name__.strip("_").replace("_", " "), Size.of(self.best, self.best_report))
-        except _OutOfTime:
+        except _Stop:
             return False
         return True
 
@@ -217,8 +220,8 @@ class Shrinker:
         """
         if (candidate == self.best and schedule is None) or (candidate, schedule) in self._tried:
             return False
-        if _clock() > self._deadline:
-            raise _OutOfTime
+        if _clock() > self._deadline or stopping.requested():
+            raise _Stop
         self._tried.add((candidate, schedule))
         report, recorded = self._run(candidate, schedule)
         canonical = self._canonical(candidate, report)
@@ -403,7 +406,7 @@ def shrink(scenario: Scenario, seed: int, decisions: Sequence[Recorded], invaria
     """Shrink the run of `scenario` at `seed` under `decisions`, which violates `invariant`, and write it out.
 
     `source` is the repro the run came from, named in the shrunk scenario's header; after `time_limit` CPU
-    seconds the smallest run found so far is the result. `mutant` names the curated mutant this process runs
+    seconds, or once a stop is requested (sim.stopping), the smallest run found so far is the result. `mutant` names the curated mutant this process runs
     under, so the shrunk repro records it.
     """
     started = _clock()
@@ -416,7 +419,8 @@ def shrink(scenario: Scenario, seed: int, decisions: Sequence[Recorded], invaria
     if not report.violations or report.violations[0].invariant != invariant:
         raise ShrinkError(f"{scenario_path}: the strict replay of the shrunk run does not violate {invariant}")
     return ShrinkResult(scenario.name, invariant, shrinker.before, after, report, scenario_path,
-                        write_repro(report, out_dir, mutant=mutant), shrinker.runs, _clock() - started, not finished, mutant)
+                        write_repro(report, out_dir, mutant=mutant), shrinker.runs, _clock() - started,
+                        not finished and not stopping.requested(), mutant, not finished and stopping.requested())
 
 
 def write_scenario(shrinker: Shrinker, source: Path, out_dir: Path, after: Size) -> Path:

@@ -8,17 +8,20 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
+from sim import stopping
 from sim.cli.common import (
-    CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, load_scenarios, positive_int, progress,
+    CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, load_scenarios, positive_int, progress, exit_interrupted, speaker,
 )
+from sim.words import counted
 
 OPERATOR_OPTIONS = ("seed", "budget", "max", "timeout", "min_score", "killers", "swarm", "swarm_runs", "only")
 KILLERS = ("catalogue", "swarm", "both")
 DEFAULT_SWARM_RUNS = 500
 DEFAULT_MUTANT_TIMEOUT_S = 120.0
 DEFAULT_MIN_SCORE = 85.0
+_STOP_NOTE = "stopping: no further mutant, those in progress left unjudged (press Ctrl+C again to stop at once)"
 
 
 def _mutate(args: argparse.Namespace) -> int:
@@ -42,7 +45,7 @@ def _mutate_curated(args: argparse.Namespace) -> int:
     """Every curated mutant (or the named ones) against the catalogue; exit 1 if one survives or is missed."""
     import time
 
-    from sim.mutate import kill_matrix, render_matrix, result_json, sanity_pass
+    from sim.mutate import kill_matrix, result_json, sanity_pass
     from sim.mutants import load_mutants, require
 
     scenarios = load_scenarios(args.scenarios)
@@ -50,21 +53,36 @@ def _mutate_curated(args: argparse.Namespace) -> int:
     names = args.mutant_names or sorted(known)
     require(names, known)
     lines = progress(args, len(names))
-    lines.say("sanity pass: one scenario with every run forced to fail must be reported as failing")
-    problem = sanity_pass(scenarios[0].path)
-    if problem is not None:
-        print(f"python -m sim mutate: sanity pass failed: {problem}", file=sys.stderr)
-        return EXIT_VIOLATION
-    lines.say(f"sanity pass: ok; {len(names)} mutants x {len(scenarios)} scenarios, {args.jobs} at once")
-    started = time.monotonic()
-    results = kill_matrix(scenarios, names, args.jobs, args.out,
-                          on_done=lambda result: lines.done(f"{result.name}: {result.verdict}, {result.seconds:.1f}s"))
+    with stopping.graceful(_STOP_NOTE):
+        lines.say("sanity pass: one scenario with every run forced to fail must be reported as failing")
+        problem = sanity_pass(scenarios[0].path)
+        if stopping.requested():
+            return exit_interrupted(args, 0, "mutant", len(names))
+        if problem is not None:
+            print(f"{speaker(args)}: sanity pass failed: {problem}", file=sys.stderr)
+            return EXIT_VIOLATION
+        lines.say(f"sanity pass: ok; {counted(len(names), 'mutant')} x {counted(len(scenarios), 'scenario')}, {args.jobs} at once")
+        started = time.monotonic()
+        results = kill_matrix(scenarios, names, args.jobs, args.out,
+                              on_done=lambda result: lines.done(f"{result.name}: {result.verdict}, {result.seconds:.1f}s"))
     elapsed = time.monotonic() - started
+    interrupted = stopping.requested()
     failed = [r for r in results if r.stale or not r.killed or r.missed_expected()]
     figures = {"mutants": len(results), "seconds": round(elapsed, 1), "mutants_per_minute": round(len(results) / elapsed * 60, 1), "jobs": args.jobs}
     if args.json:
-        print(json.dumps({"sanity": "ok", **figures, "passed": not failed, "mutants": [result_json(r) for r in results]}, sort_keys=True))
-        return EXIT_VIOLATION if failed else EXIT_OK
+        print(json.dumps({"sanity": "ok", **figures, "passed": not failed and not interrupted, "interrupted": interrupted,
+                          "mutants": [result_json(r) for r in results]}, sort_keys=True))
+    else:
+        _print_matrix(results, failed, scenarios, figures, elapsed)
+    if interrupted:
+        return exit_interrupted(args, len(results), "mutant", len(names))
+    return EXIT_VIOLATION if failed else EXIT_OK
+
+
+def _print_matrix(results: Sequence[Any], failed: Sequence[Any], scenarios: Sequence[Any], figures: dict[str, Any],
+                  elapsed: float) -> None:
+    from sim.mutate import render_matrix
+
     print("sanity pass: a forced failure is reported as a failure\n")
     print(render_matrix(results, [s.name for s in scenarios]))
     for result in results:
@@ -74,9 +92,8 @@ def _mutate_curated(args: argparse.Namespace) -> int:
     for result in failed:
         reason = result.stale or (f"expected killers did not kill: {', '.join(result.missed_expected())}" if result.killed else "survived every scenario")
         print(f"{result.name}: {reason}")
-    print(f"\n{len(results)} mutants in {elapsed:.1f}s ({figures['mutants_per_minute']} per minute, {args.jobs} jobs): "
+    print(f"\n{counted(len(results), 'mutant')} in {elapsed:.1f}s ({figures['mutants_per_minute']} per minute, {figures['jobs']} jobs): "
           f"{len(results) - len(failed)} killed as expected, {len(failed)} not")
-    return EXIT_VIOLATION if failed else EXIT_OK
 
 
 def _mutate_operators(args: argparse.Namespace) -> int:
@@ -106,14 +123,23 @@ def _mutate_operators(args: argparse.Namespace) -> int:
     )
     timeout = args.timeout or DEFAULT_MUTANT_TIMEOUT_S
     lines = progress(args, None)
-    lines.say(f"sanity pass and baseline: a forced failure must be reported, the unmutated reference must pass ({judged_by})")
-    problem = sanity_pass(scenarios[0].path) or operators.baseline_problem(killers, timeout)
-    if problem is not None:
-        print(f"python -m sim mutate --operators: {problem}", file=sys.stderr)
-        return EXIT_VIOLATION
-    report = operators.mutate_operators(killers, seed=args.seed or 0, limit=args.max, budget=args.budget,
-                                        timeout=timeout, jobs=args.jobs, only=args.only,
-                                        on_done=lambda run: lines.done(f"{run.candidate.id}: {run.how or 'SURVIVED'}, {run.seconds:.1f}s"))
+    with stopping.graceful(_STOP_NOTE):
+        lines.say(f"sanity pass and baseline: a forced failure must be reported, the unmutated reference must pass ({judged_by})")
+        problem = sanity_pass(scenarios[0].path) or operators.baseline_problem(killers, timeout)
+        if stopping.requested():
+            return exit_interrupted(args, 0, "mutant")
+        if problem is not None:
+            print(f"{speaker(args)} --operators: {problem}", file=sys.stderr)
+            return EXIT_VIOLATION
+        report = operators.mutate_operators(killers, seed=args.seed or 0, limit=args.max, budget=args.budget,
+                                            timeout=timeout, jobs=args.jobs, only=args.only,
+                                            on_done=lambda run: lines.done(f"{run.candidate.id}: {run.how or 'SURVIVED'}, {run.seconds:.1f}s"))
+    if stopping.requested():
+        if args.json:
+            print(json.dumps({**operators.report_json(report), "passed": False, "interrupted": True}, sort_keys=True))
+        else:
+            print(operators.render(report))
+        return exit_interrupted(args, len(report.runs), "mutant", len(report.launch))
     min_score = DEFAULT_MIN_SCORE if args.min_score is None else args.min_score
     passed = report.score() >= min_score
     if args.json:

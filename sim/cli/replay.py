@@ -135,7 +135,7 @@ def _replay(args: argparse.Namespace) -> int:
         expected_digest = document.get("digest")
     print(result.result.trace_text())
     if args.report is not None:
-        write_html(args.report, result, _replay_text(args))
+        write_html(args.report, result, _replay_text(args), args.under_mutant)
     if expected_digest is not None and expected_digest != result.result.digest():
         raise UsageError(f"{args.target}: the recording no longer fits the code: the replayed trace differs from the "
                          f"recorded one (digest {result.result.digest()[:16]}, recorded {expected_digest[:16]})")
