@@ -1,12 +1,14 @@
 """The HTML report: one self-contained page with a lane per task, the witnesses, the replay command.
 
-The page is checked structurally on every run, and rendered in headless Chromium where one is installed.
+The page is checked structurally on every run, and rendered in headless Chromium: where one is installed, and
+always in CI (`.ci/run` installs it; without it the test fails there rather than skip).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -159,6 +161,8 @@ def test_run_replay_and_shrink_write_reports(tmp_path):
 
 def test_chromium_renders_the_page(page, tmp_path):
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None and os.environ.get("CI"):
+        pytest.fail("chromium is not installed, and CI must render the page (.ci/run installs Debian's chromium)")
     if browser is None:
         pytest.skip("chromium is not installed")
     html_path, png = tmp_path / "report.html", tmp_path / "report.png"
