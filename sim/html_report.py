@@ -308,7 +308,8 @@ def _heading(report: RunReport, violation: Violation | None, mutant: str | None)
         verdict = f'<span class="verdict fail">FAIL</span> {_e(violation.invariant)}'
         explanation = f'<p class="explanation">{_e(violation.explanation)}</p>\n{_invariant_text(violation.invariant)}'
     code = "the unmodified reference" if mutant is None else f"mutant {mutant} (the reference with that fix reverted)"
-    facts = [("code", code), ("seed", report.seed), ("run ended", RUN_ENDINGS.get(result.outcome, result.outcome)), ("steps", result.steps),
+    facts = [("code", code), ("seed", report.seed), ("run ended", RUN_ENDINGS.get(result.outcome, result.outcome)),
+             ("steps", result.steps),
              ("decisions", f"{non_default(result.decisions)} (of {len(result.decisions)} choice points)"),
              ("virtual time", _time_label(result.virtual_s)), ("events", len(result.history)),
              ("faults fired", ", ".join(f"{spec.kind} ×{count}" for spec, count in zip(report.scenario.faults, report.fired)) or "none")]

@@ -406,7 +406,8 @@ def shrink(scenario: Scenario, seed: int, decisions: Sequence[Recorded], invaria
     """Shrink the run of `scenario` at `seed` under `decisions`, which violates `invariant`, and write it out.
 
     `source` is the repro the run came from, named in the shrunk scenario's header; after `time_limit` CPU
-    seconds, or once a stop is requested (sim.stopping), the smallest run found so far is the result. `mutant` names the curated mutant this process runs
+    seconds, or once a stop is requested (sim.stopping), the smallest run found so far is the result. `mutant`
+    names the curated mutant this process runs
     under, so the shrunk repro records it.
     """
     started = _clock()

@@ -1,4 +1,5 @@
-"""Kernel behaviour: clock, deadlock and budget reports (the memory bound too), interrupts, owned locks, wall-clock pinning, trace formats."""
+"""Kernel behaviour: clock, deadlock and budget reports (the memory bound too), interrupts, owned locks,
+wall-clock pinning, trace formats."""
 
 from __future__ import annotations
 

@@ -80,7 +80,8 @@ def bench_detection(
     def measure(mutant: str) -> dict[str, Any]:
         document = _detect_under(mutant, killers[mutant], root_seeds, max_runs)
         if on_done is not None:
-            on_done(f"{mutant}: " + (f"ERROR {document['error']}" if "error" in document else f"{counted(len(document), 'killer scenario')} measured"))
+            measured = f"ERROR {document['error']}" if "error" in document else f"{counted(len(document), 'killer scenario')} measured"
+            on_done(f"{mutant}: {measured}")
         return document
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:

@@ -15,7 +15,8 @@ from typing import Any
 
 from sim import stopping
 from sim.cli.common import (
-    CATALOGUE, EXIT_OK, EXIT_VIOLATION, add_json_options, exit_interrupted, load_scenarios, positive_int, progress, speaker,
+    CATALOGUE, EXIT_OK, EXIT_VIOLATION, add_json_options, exit_interrupted, load_scenarios, positive_int, progress,
+    speaker,
 )
 from sim.cli.progress import Progress, Throttled
 from sim.words import counted
@@ -72,9 +73,9 @@ def _check_determinism(args: argparse.Namespace) -> int:
     interrupted = stopping.requested()
     summary = _summary(first, args.seeds, compared, len(differences), interrupted)
     if args.json:
-        print(json.dumps({"scenarios": len(first), "seeds": args.seeds, "runs": compared, "passed": not differences and not interrupted,
-                          "interrupted": interrupted, "differences": [{"scenario": name, "seed": seed} for name, seed in differences]},
-                         sort_keys=True))
+        print(json.dumps({"scenarios": len(first), "seeds": args.seeds, "runs": compared,
+                          "passed": not differences and not interrupted, "interrupted": interrupted,
+                          "differences": [{"scenario": name, "seed": seed} for name, seed in differences]}, sort_keys=True))
     else:
         for name, seed in differences:
             print(f"DIFFERS {name} seed {seed}: {first[name][seed][:16]} (PYTHONHASHSEED=1) vs {second[name][seed][:16]} (PYTHONHASHSEED=2)")

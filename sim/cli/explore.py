@@ -10,8 +10,8 @@ from typing import Any
 
 from sim import stopping
 from sim.cli.common import (
-    DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, STRATEGY_CHOICES, UsageError, add_json_options, add_mutant_option, load_scenarios,
-    positive_int, seed_int, exit_interrupted, speaker,
+    DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, STRATEGY_CHOICES, UsageError, add_json_options, add_mutant_option,
+    exit_interrupted, load_scenarios, positive_int, seed_int, speaker,
 )
 from sim.cli.progress import Throttled
 

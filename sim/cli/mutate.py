@@ -12,7 +12,8 @@ from typing import Any, Sequence
 
 from sim import stopping
 from sim.cli.common import (
-    CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, load_scenarios, positive_int, progress, exit_interrupted, speaker,
+    CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, exit_interrupted, load_scenarios,
+    positive_int, progress, speaker,
 )
 from sim.words import counted
 

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from sim import stopping
 from sim.cli.common import (
     CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, STRATEGY_CHOICES, UsageError, add_json_options, add_mutant_option,
-    add_report_option, load_scenarios, positive_int, progress, seed_int, write_html, exit_interrupted, speaker,
+    add_report_option, exit_interrupted, load_scenarios, positive_int, progress, seed_int, speaker, write_html,
 )
 from sim.cli.progress import Throttled
 from sim.words import counted
@@ -42,7 +42,8 @@ def _run(args: argparse.Namespace) -> int:
                 repro = report.write_repro(verdict.failing, args.out, mutant=args.under_mutant)
                 blocks.append(report.failure_block(verdict.failing, repro, mutant=args.under_mutant))
                 failures.append((verdict.failing, repro))
-                shrunk = None if args.no_shrink or stopping.requested() else _auto_shrink(verdict.failing, repro, args.out, args.under_mutant)
+                if not args.no_shrink and not stopping.requested():  # a user who asked to stop waits for no search
+                    shrunk = _auto_shrink(verdict.failing, repro, args.out, args.under_mutant)
                 blocks += [] if shrunk is None else [shrunk.summary()]
             if args.trace_out is not None and verdict.failing is not None:
                 _write_trace(verdict.failing, args.trace_out)

@@ -11,7 +11,8 @@ from typing import Any, Sequence
 
 from sim import stopping
 from sim.cli.common import (
-    DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, add_mutant_option, positive_int, seed_int, exit_interrupted, speaker,
+    DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, add_mutant_option, exit_interrupted,
+    positive_int, seed_int, speaker,
 )
 from sim.cli.explore import parse_shard
 from sim.cli.progress import Progress, Throttled

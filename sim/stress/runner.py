@@ -107,7 +107,8 @@ class StressRun:
                 try:
                     for slot in self.slots:
                         self._start(slot)
-                    self.progress(f"started {len(self.slots)} workers: " + ", ".join(f"{slot.name} pid {_pid(slot)}" for slot in self.slots))
+                    pids = ", ".join(f"{slot.name} pid {_pid(slot)}" for slot in self.slots)
+                    self.progress(f"started {len(self.slots)} workers: {pids}")
                     self._strike_until(started + self.options.duration_s, parent_log, started)
                     self._stop_all(parent_log)
                 finally:

@@ -72,7 +72,8 @@ class Workers:
     def __enter__(self) -> "Workers":
         with ExitStack() as stack:
             for job in range(self._jobs):
-                process = stack.enter_context(children.dialogue(self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+                started = children.dialogue(self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                process = stack.enter_context(started)
                 self._processes.append(process)
                 threading.Thread(target=self._read, args=(job, process.stdout), daemon=True).start()
             self._stack = stack.pop_all()
