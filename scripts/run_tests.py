@@ -433,15 +433,31 @@ class Totals:
         return text + (f", {self.skipped} skipped" if self.skipped else "")
 
 
+def failed_files(results: list[Result], reruns: dict[str, str]) -> list[str]:
+    """The files that did not pass, each with the command that reruns it."""
+    bad = [r for r in results if not r.ok]
+    if not bad:
+        return []
+    lines = [f"failed files ({len(bad)}):"]
+    for r in bad:
+        lines.append(f"  {r.status:<7} {r.arg}")
+        lines.append(f"          {reruns[r.arg]}")
+    return lines
+
+
+def interrupted_report(results: dict[str, Result], args: list[str], reruns: dict[str, str], totals: Totals) -> list[str]:
+    """What an interrupted run had finished: which files, which of them failed, and the counts so far (last)."""
+    unfinished = [a for a in args if a not in results]
+    lines = [f"interrupted: {len(results)} of {len(args)} file(s) finished; not finished: {' '.join(unfinished)}"]
+    lines += failed_files([results[a] for a in args if a in results], reruns)
+    lines.append(f"{totals.line()} (so far)")
+    return lines
+
+
 def final_report(results: list[Result], reruns: dict[str, str], totals: Totals) -> tuple[list[str], int]:
     """Failed-file block, zero-tests check, and the summary line (last)."""
-    lines: list[str] = []
+    lines = failed_files(results, reruns)
     bad = [r for r in results if not r.ok]
-    if bad:
-        lines.append(f"failed files ({len(bad)}):")
-        for r in bad:
-            lines.append(f"  {r.status:<7} {r.arg}")
-            lines.append(f"          {reruns[r.arg]}")
     nothing_ran = not bad and totals.ran == 0
     if nothing_ran:
         lines.append(f"error: no tests ran in any of the {len(results)} file(s); treating the run as failed")
@@ -477,6 +493,7 @@ def run_all(opts: Options, args: list[str], cwd: Path) -> int:
                 print("\n".join(failure_block(result, reruns[result.arg])), flush=True)
     except (KeyboardInterrupt, Interrupted):
         runner.kill_all()
+        print("\n".join(interrupted_report(results, args, reruns, totals)), flush=True)
         print("interrupted: killed running test files", file=sys.stderr, flush=True)
         return 130
     except BrokenPipeError:  # e.g. piped into `head`: stop, leave nothing running

@@ -1,51 +1,37 @@
-"""Child processes that end with their parent, so nothing they made is left behind.
+"""Child processes that stop with their parent, so nothing they made is left behind.
 
-`mutate`, `bench detection` and `check-determinism` do their work in child `python -m sim` processes, and
-each curated mutant lives in an overlay folder under the temporary directory for as long as its child
-runs. A SIGTERM that killed the parent outright would leave its children running, or, sent to the whole
-process group, would kill each without the cleanup that removes its overlay. So every command process
-(`install_sigterm_handler`, at the CLI's entry) turns SIGTERM into a clean exit: it first terminates the
-children it started through `run` (which do the same in turn), starts no new one, and then unwinds,
-running every `finally` and `with` on the way. A SIGTERM that arrives while one is already being handled
-(a whole process group signalled, then each parent terminating its children) is not raised again, and one
-that arrives inside `held()` waits for the block to end, so a cleanup or a folder's creation is never cut
-half-way.
+`mutate`, `bench`, `check-determinism`, `swarm -j` and any command under `--mutant` do their work in child
+`python -m sim` processes, and each curated mutant lives in an overlay folder under the temporary directory
+for as long as its child runs. Every child started here hears each stop request of its parent (Ctrl+C,
+SIGTERM; `sim.stopping`) as a SIGTERM of its own, so a first request stops the children after their run in
+progress too (they print what they found, which the parent reads), and a second one stops them at once,
+running every `finally` and `with` on the way, so no overlay folder is left behind. A child asked to start
+after a first request starts already stopping; after a stop at once, none starts.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
+
+from sim import stopping
 
 TERMINATE_GRACE_S = 10.0  # how long a terminated child may take to clean up before it is killed
-EXIT_TERMINATED = 128 + signal.SIGTERM
 
 _lock = threading.Lock()
 _live: set[subprocess.Popen[Any]] = set()
-_stopping = False
-_held = 0  # how many `held()` blocks are open
-_pending = False  # a SIGTERM arrived inside one
-
-
-class Terminated(SystemExit):
-    """This process was asked to end (SIGTERM); raised where it waits, and in place of a new child."""
-
-    def __init__(self) -> None:
-        super().__init__(EXIT_TERMINATED)
+_stopping = False  # a stop at once was requested: no new child
 
 
 def run(command: Sequence[str], *, timeout: float | None = None, **popen: Any) -> subprocess.CompletedProcess[Any]:
     """`subprocess.run` whose child is terminated with this process, and on a timeout given time to clean up."""
     process: subprocess.Popen[Any] | None = None
     try:
-        with held(), _lock:  # held: the handler must not run while this thread holds the lock it takes
-            if _stopping:
-                raise Terminated()
-            process = subprocess.Popen(command, **popen)
-            _live.add(process)
+        process = _start(command, popen)
         stdout, stderr = process.communicate(timeout=timeout)
     except BaseException:
         if process is not None:
@@ -53,8 +39,7 @@ def run(command: Sequence[str], *, timeout: float | None = None, **popen: Any) -
         raise
     finally:
         if process is not None:
-            with held(), _lock:
-                _live.discard(process)
+            _forget(process)
     return subprocess.CompletedProcess(list(command), process.returncode, stdout, stderr)
 
 
@@ -62,11 +47,7 @@ def run(command: Sequence[str], *, timeout: float | None = None, **popen: Any) -
 def dialogue(command: Sequence[str], **popen: Any) -> Iterator[subprocess.Popen[Any]]:
     """A child to talk with while it runs (its pipes as `popen` asks), terminated with this process like `run`'s
     children; on leaving the block its stdin is closed and it is waited for (ended, if the block raised)."""
-    with held(), _lock:
-        if _stopping:
-            raise Terminated()
-        process = subprocess.Popen(command, **popen)
-        _live.add(process)
+    process = _start(command, popen)
     try:
         yield process
         if process.stdin is not None:
@@ -76,8 +57,27 @@ def dialogue(command: Sequence[str], **popen: Any) -> Iterator[subprocess.Popen[
         _end(process)
         raise
     finally:
-        with held(), _lock:
-            _live.discard(process)
+        _forget(process)
+
+
+def _start(command: Sequence[str], popen: dict[str, Any]) -> subprocess.Popen[Any]:
+    """Start a child that hears this process's stop requests (already stopping if one came)."""
+    env: Mapping[str, str] = popen.pop("env", None) or os.environ
+    stopping.before_start()
+    with stopping.held(), _lock:  # held: the handler must not run while this thread holds the lock it takes
+        if _stopping:
+            raise stopping.Interrupted()
+        listening = "stopping" if stopping.requested() else "listening"
+        process = subprocess.Popen(command, env={**env, stopping.BY_PARENT_ENV: listening}, **popen)
+        _live.add(process)
+    if listening == "listening" and stopping.requested():
+        process.send_signal(signal.SIGTERM)  # the request came while it started, before it was live to hear it
+    return process
+
+
+def _forget(process: subprocess.Popen[Any]) -> None:
+    with stopping.held(), _lock:
+        _live.discard(process)
 
 
 def _end(process: subprocess.Popen[Any]) -> None:
@@ -90,48 +90,16 @@ def _end(process: subprocess.Popen[Any]) -> None:
         process.communicate()
 
 
-def terminate_all() -> None:
-    """Start no new child and ask every live one to end."""
+def _on_stop(at_once: bool) -> None:
+    """Pass a stop request on to every live child (from the signal handler: it must not wait for the lock);
+    after a stop at once, start no new child."""
     global _stopping
-    with _lock:
-        _stopping = True
-        live = list(_live)
-    for process in live:
-        process.terminate()
+    _stopping = _stopping or at_once
+    for process in list(_live):
+        try:
+            process.send_signal(signal.SIGTERM)
+        except OSError:
+            pass
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
-    global _pending
-    if _stopping or _pending:
-        return  # already ending: let the cleanup under way finish
-    if _held:
-        _pending = True
-        return
-    terminate_all()
-    raise Terminated()
-
-
-@contextmanager
-def held() -> Iterator[None]:
-    """Run the block whole: a SIGTERM that arrives inside it is acted on only once it ends.
-
-    Python runs signal handlers in the main thread only, so only the main thread's blocks need holding.
-    """
-    global _held, _pending
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    _held += 1
-    try:
-        yield
-    finally:
-        _held -= 1
-    if _pending and not _held:
-        _pending = False
-        terminate_all()
-        raise Terminated()
-
-
-def install_sigterm_handler() -> None:
-    """Make SIGTERM a clean exit for this process and its children (call once, from the main thread)."""
-    signal.signal(signal.SIGTERM, _on_sigterm)
+stopping.listen(_on_stop)

@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from sim.catalogue import ROOT, content_hash
 from sim.reach import Reach
+from sim.words import counted
 
 CODE_PACKAGES = ("contract", "faults", "reference", "sim")
 TRACED = "reference"  # the package whose lines are mapped
@@ -77,8 +78,8 @@ class Obtained:
 
     def summary(self) -> str:
         if not self.traced:
-            return f"coverage map: reused {self.path} ({len(self.map.scenarios)} scenarios traced before)"
-        return f"coverage map: built {self.path}: traced {self.traced} scenarios in {self.seconds:.1f}s"
+            return f"coverage map: reused {self.path} ({counted(len(self.map.scenarios), 'scenario')} traced before)"
+        return f"coverage map: built {self.path}: traced {counted(self.traced, 'scenario')} in {self.seconds:.1f}s"
 
 
 def code_digest(root: Path = ROOT) -> str:

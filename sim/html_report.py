@@ -229,6 +229,7 @@ h2 { font-size: 16px; margin: 26px 0 8px; }
 .verdict.pass { background: #2e7d32; }
 .explanation { font-size: 15px; margin: 4px 0 10px; padding: 8px 12px; background: #fff4e5; border-left: 4px solid #ef6c00; }
 .facts { color: #4a5263; margin: 0 0 6px; }
+.invariant { color: #4a5263; margin: 0 0 10px; }
 .facts b { color: #1d2330; font-weight: 600; }
 pre, code { font: 12.5px/1.4 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
 pre.command { background: #1d2330; color: #f3f5f9; padding: 10px 14px; border-radius: 6px; overflow-x: auto; }
@@ -271,14 +272,15 @@ LEGEND = (
 )
 
 
-def render(report: RunReport, replay: str) -> str:
-    """The whole page for one run; `replay` is the command that reproduces it."""
+def render(report: RunReport, replay: str, mutant: str | None = None) -> str:
+    """The whole page for one run; `replay` is the command that reproduces it, `mutant` the curated mutant the run
+    was made under (None: the unmodified reference)."""
     violation = report.violations[0] if report.violations else None
     history = report.result.history
-    witnesses = list(violation.witnesses) if violation is not None else []
+    witnesses = sorted(set(violation.witnesses)) if violation is not None else []  # W1 first in time
     title = f"{report.scenario.name}: {violation.invariant if violation else 'all invariants hold'}"
     body = [
-        _heading(report, violation),
+        _heading(report, violation, mutant),
         "<h2>Replay</h2>", f'<pre class="command">{_e(replay)}</pre>',
         "<h2>Timeline</h2>", _legend(),
         f'<div class="scroll">{swimlane_svg(history, witnesses)}</div>',
@@ -291,27 +293,40 @@ def render(report: RunReport, replay: str) -> str:
             f"<style>{CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
 
 
-def write_report(report: RunReport, replay: str, path: Path) -> Path:
+def write_report(report: RunReport, replay: str, path: Path, mutant: str | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(report, replay), encoding="utf-8")
+    path.write_text(render(report, replay, mutant), encoding="utf-8")
     return path
 
 
-def _heading(report: RunReport, violation: Violation | None) -> str:
+def _heading(report: RunReport, violation: Violation | None, mutant: str | None) -> str:
     result = report.result
     if violation is None:
         verdict = '<span class="verdict pass">PASS</span> all invariants hold'
         explanation = ""
     else:
         verdict = f'<span class="verdict fail">FAIL</span> {_e(violation.invariant)}'
-        explanation = f'<p class="explanation">{_e(violation.explanation)}</p>'
-    facts = [("seed", report.seed), ("run ended", RUN_ENDINGS.get(result.outcome, result.outcome)), ("steps", result.steps),
+        explanation = f'<p class="explanation">{_e(violation.explanation)}</p>\n{_invariant_text(violation.invariant)}'
+    code = "the unmodified reference" if mutant is None else f"mutant {mutant} (the reference with that fix reverted)"
+    facts = [("code", code), ("seed", report.seed), ("run ended", RUN_ENDINGS.get(result.outcome, result.outcome)),
+             ("steps", result.steps),
              ("decisions", f"{non_default(result.decisions)} (of {len(result.decisions)} choice points)"),
              ("virtual time", _time_label(result.virtual_s)), ("events", len(result.history)),
              ("faults fired", ", ".join(f"{spec.kind} ×{count}" for spec, count in zip(report.scenario.faults, report.fired)) or "none")]
     facts_html = " · ".join(f"{_e(name)} <b>{_e(value)}</b>" for name, value in facts)
     return (f"<h1>{_e(report.scenario.name)} {verdict}</h1>\n{explanation}\n"
             f'<p class="facts">{facts_html}</p>')
+
+
+def _invariant_text(name: str) -> str:
+    """What the violated invariant requires, and the races it guards (a harness failure names none)."""
+    from sim.invariants import INVARIANTS
+
+    invariant = INVARIANTS.get(name)
+    if invariant is None:
+        return ""
+    races = f" (races {', '.join(invariant.races)})" if invariant.races else ""
+    return f'<p class="invariant">The invariant {_e(name)}{_e(races)}: {_e(invariant.description)}</p>'
 
 
 def _legend() -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Collection, Iterator, Sequence
 
-from sim import children
+from sim import stopping
 from sim.catalogue import MUTANTS_DIR, ROOT
 from sim.reach import Reach, edit_reach
 
@@ -107,7 +107,7 @@ def overlay(mutant: Mutant) -> Iterator[Path]:
 @contextmanager
 def overlay_with(file: str, source: str, *, label: str = "edit") -> Iterator[Path]:
     """A temporary copy of `reference/` whose `file` (a path like "reference/lease.py") reads `source`."""
-    with children.held():  # a SIGTERM between making the folder and owning it would leave it behind
+    with stopping.held():  # a SIGTERM between making the folder and owning it would leave it behind
         folder = tempfile.TemporaryDirectory(prefix=f"mutant-{label}-")
     try:
         target = Path(folder.name)
@@ -117,7 +117,7 @@ def overlay_with(file: str, source: str, *, label: str = "edit") -> Iterator[Pat
         (target / file).write_text(source, encoding="utf-8")
         yield target
     finally:
-        with children.held():
+        with stopping.held():
             folder.cleanup()
 
 

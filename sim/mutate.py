@@ -4,7 +4,9 @@ First a forced-fail sanity pass: one scenario is run with every run made to fail
 report it, which proves that a failure travels from a subprocess to the verdict (a harness that cannot
 fail would make every mutant look killed). Then each curated mutant, in a subprocess over an overlay copy
 of the reference (the working tree is never touched), runs the scenarios that name it in `must_fail_under`
-first, then the rest of the catalogue. Mutants run in parallel, one process each.
+first, then the rest of the catalogue. Mutants run in parallel, one process each. A stop request (Ctrl+C:
+`sim.stopping`) starts no further mutant, and leaves unjudged those in progress: their children stopped
+part-way, and a verdict needs every run.
 
 With a coverage map (`sim/coverage_map.py`) a mutant runs only where it can be killed: against the scenarios
 whose runs execute the lines it edits (`sim/reach.py`; any other runs as on the unmutated reference, and
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from sim import children
+from sim import children, stopping
 from sim.mutants import Mutant, StaleMutant, load_mutants, mutant_process, overlay
 
 if TYPE_CHECKING:
@@ -192,20 +194,25 @@ def _run_groups(result: MutantResult, groups: Sequence[tuple[Sequence[Any], bool
 def kill_matrix(scenarios: Sequence[Any], mutants: Sequence[str], jobs: int, out: Path, *, claims_only: bool = False,
                 coverage: CoverageMap | None = None, on_done: Callable[[MutantResult], None] | None = None) -> list[MutantResult]:
     """Each mutant against the scenarios that claim it, then (unless `claims_only`) the rest, `jobs` mutants at a
-    time; with a coverage map, only the scenarios that reach it (`selected_plan`). `on_done` hears of each."""
+    time; with a coverage map, only the scenarios that reach it (`selected_plan`). `on_done` hears of each finished
+    mutant. After a stop request, only the mutants judged before it."""
     catalogue = load_mutants()
 
-    def one(name: str) -> MutantResult:
+    def one(name: str) -> MutantResult | None:
+        if stopping.requested():
+            return None
         plan = (full_plan(name, scenarios, claims_only=claims_only) if coverage is None
                 else selected_plan(catalogue[name], scenarios, coverage, claims_only=claims_only))
         result = run_mutant(catalogue[name], plan, out)
+        if stopping.requested():
+            return None
         if on_done is not None:
             on_done(result)
         return result
 
     pool = ThreadPoolExecutor(max_workers=jobs)
     try:
-        return list(pool.map(one, mutants))
+        return [result for result in pool.map(one, mutants) if result is not None]
     finally:  # on a SIGTERM, no mutant not yet started makes its overlay only to remove it
         pool.shutdown(cancel_futures=True)
 

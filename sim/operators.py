@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from sim import children
+from sim import children, stopping
 from sim.mutate import STOP_AT_VIOLATION
 from sim.mutants import EQUIVALENTS_FILE, MUTANTS_DIR, ROOT, overlay_process, overlay_with
 from sim.reach import edit_reach
@@ -495,7 +495,8 @@ def run_sample(
     launch: Sequence[Candidate], sources: dict[str, str], killers: Killers, *, jobs: int, timeout: float,
     budget: float | None, on_done: Callable[[MutantRun], None] | None = None, selection: Selection | None = None,
 ) -> list[MutantRun]:
-    """Run mutants `jobs` at a time in launch order; none is launched once the budget has run out.
+    """Run mutants `jobs` at a time in launch order; none is launched once the budget has run out or a stop
+    is requested (sim.stopping), and those in progress then are left unjudged.
 
     `on_done` hears of each finished mutant (progress lines).
     """
@@ -507,10 +508,12 @@ def run_sample(
     def worker() -> None:
         while True:
             with lock:
-                candidate = next(pending, None) if time.monotonic() < deadline else None
+                candidate = next(pending, None) if time.monotonic() < deadline and not stopping.requested() else None
             if candidate is None:
                 return
             run = run_candidate(candidate, sources[candidate.file], killers, timeout, selection)
+            if stopping.requested():
+                return  # its killers were stopped part-way: not judged
             with lock:
                 runs.append(run)
             if on_done is not None:

@@ -6,6 +6,7 @@ its witnesses (witnesses marked `>`), and the one command that replays the run e
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 from pathlib import Path
@@ -19,6 +20,7 @@ from sim.trace import render_text
 
 CONTEXT_EVENTS = 6
 REPRO_FORMAT = 2  # 2: the scenario relative to its repository root, its hash and text, and the mutant
+SEAL_HEX = 16
 
 
 def verdict_table(verdicts: Iterable[Verdict], more_problems: Mapping[str, Sequence[str]] | None = None) -> str:
@@ -28,12 +30,19 @@ def verdict_table(verdicts: Iterable[Verdict], more_problems: Mapping[str, Seque
         passed = verdict.passed and not (more_problems or {}).get(verdict.scenario.name)
         rows.append((
             verdict.scenario.name, str(verdict.runs), str(verdict.steps), str(verdict.invariants_checked),
-            str(verdict.violating_runs), f"{verdict.cpu_s:.2f}s", "pass" if passed else "FAIL",
+            str(verdict.violating_runs), f"{verdict.cpu_s:.2f}s", verdict_state(verdict, passed),
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width) in enumerate(zip(row, widths))) for row in rows]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
+
+
+def verdict_state(verdict: Verdict, passed: bool) -> str:
+    """pass, FAIL, or stopped: a stop request ended its runs before any failed."""
+    if passed:
+        return "pass"
+    return "stopped" if verdict.interrupted and not verdict.violating_runs else "FAIL"
 
 
 def timeline_around(history: Sequence[HistoryEvent], witnesses: Sequence[int]) -> str:
@@ -74,7 +83,15 @@ def repro_document(report: RunReport, mutant: str | None) -> dict[str, Any]:
         "digest": report.result.digest(),
         "decision_points": len(report.result.decisions),
         "decisions": sparse(report.result.decisions),
+        "seal": seal({"seed": report.seed, "invariant": violation.invariant, "decisions": sparse(report.result.decisions)}),
     }
+
+
+def seal(values: Mapping[str, Any]) -> dict[str, str]:
+    """A digest of each value a hand may edit and a replay cannot tell edited: a run replays from its decisions
+    whatever seed the file names, its trace does not say which invariant the file claims, and an edited decision
+    would read as code that changed since. A hand edit breaks the seal, and is named as such."""
+    return {key: hashlib.sha256(f"{key}={value!r}".encode()).hexdigest()[:SEAL_HEX] for key, value in values.items()}
 
 
 def write_repro(report: RunReport, out_dir: Path, *, mutant: str | None = None) -> Path:
@@ -111,6 +128,7 @@ def verdict_json(verdict: Verdict, repro: Path | None, *, mutant: str | None = N
         "scenario": verdict.scenario.name,
         "path": str(verdict.scenario.path),
         "passed": not problems,
+        "interrupted": verdict.interrupted,
         "problems": problems,
         "runs": verdict.runs,
         "steps": verdict.steps,

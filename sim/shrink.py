@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from sim import stopping
 from sim.invariants.overflow import message_tokens
 from sim.registry import registry
 from sim.report import replay_command, write_repro
@@ -40,6 +41,7 @@ from sim.strategies.decisions import Recorded, non_default
 from sim.strategies.follow import FollowSchedule, Recording, Schedule
 from sim.strategies.prefix import PrefixReplay
 from sim.timefreeze import frozen_time
+from sim.words import counted
 
 SHRUNK_SUFFIX = "_shrunk"
 DRIVE_TASK = re.compile(r"drive\.(\d+)\.(.*)")  # a drive's task name, as `sim.scenario.drives` starts it
@@ -48,14 +50,15 @@ DRIVE_TASK = re.compile(r"drive\.(\d+)\.(.*)")  # a drive's task name, as `sim.s
 THRESHOLD = "threshold_tokens"
 LOWERED_CONFIG = (THRESHOLD,)
 CLAIMS_DROPPED = ("must_fail_under", "coverage")  # what the original proved; the shrunk run proves only its failure
+DROPPED_NAMED = 6  # dropped faults or drives a shrunk description names, before "N more"
 
 
 class ShrinkError(Exception):
     """The run to shrink does not fail with its invariant, so there is nothing to shrink."""
 
 
-class _OutOfTime(Exception):
-    """The time limit ran out; the smallest run found so far is the result."""
+class _Stop(Exception):
+    """The time limit ran out, or the user asked to stop; the smallest run found so far is the result."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ class ShrinkResult:
     seconds: float
     timed_out: bool
     mutant: str | None = None  # the curated mutant the run was shrunk under, which its replay needs
+    interrupted: bool = False  # a stop request ended the search (sim.stopping)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -108,6 +112,7 @@ class ShrinkResult:
             "runs": self.runs,
             "seconds": round(self.seconds, 3),
             "timed_out": self.timed_out,
+            "interrupted": self.interrupted,
             "scenario": str(self.scenario_path),
             "repro": str(self.repro_path),
             "replay": replay_command(self.repro_path, self.mutant),
@@ -115,7 +120,7 @@ class ShrinkResult:
 
     def summary(self) -> str:
         """Before/after sizes as a small table, then where the shrunk run is and how to replay it."""
-        limit = ", stopped at the time limit" if self.timed_out else ""
+        limit = ", stopped by the user" if self.interrupted else ", stopped at the time limit" if self.timed_out else ""
         lines = [f"shrunk {self.name} ({self.invariant}) in {self.seconds:.1f}s, {self.runs} runs{limit}:",
                  f"  {'':<20}{'before':>8}{'after':>8}"]
         for field in dataclasses.fields(Size):
@@ -161,7 +166,7 @@ class Shrinker(DecisionPasses):
         self.before = Size.of(self.best, report)
 
     def shrink(self, on_pass: Callable[[str, Size], None] | None = None) -> bool:
-        """Run every pass until none makes progress; False if the time limit stopped it first.
+        """Run every pass until none makes progress; False if the time limit or a stop request came first.
 
         `on_pass` hears of each finished pass, with the smallest run so far (progress lines).
         """
@@ -174,7 +179,7 @@ class Shrinker(DecisionPasses):
                     progress = run_pass() or progress
                     if on_pass is not None:
                         on_pass(run_pass.__name__.strip("_").replace("_", " "), Size.of(self.best, self.best_report))
-        except _OutOfTime:
+        except _Stop:
             return False
         return True
 
@@ -214,8 +219,8 @@ class Shrinker(DecisionPasses):
         """
         if (candidate == self.best and schedule is None) or (candidate, schedule) in self._tried:
             return False
-        if _clock() > self._deadline:
-            raise _OutOfTime
+        if _clock() > self._deadline or stopping.requested():
+            raise _Stop
         self._tried.add((candidate, schedule))
         report, recorded = self._run(candidate, schedule)
         canonical = self._canonical(candidate, report)
@@ -350,7 +355,8 @@ def shrink(scenario: Scenario, seed: int, decisions: Sequence[Recorded], invaria
     """Shrink the run of `scenario` at `seed` under `decisions`, which violates `invariant`, and write it out.
 
     `source` is the repro the run came from, named in the shrunk scenario's header; after `time_limit` CPU
-    seconds the smallest run found so far is the result. `mutant` names the curated mutant this process runs
+    seconds, or once a stop is requested (sim.stopping), the smallest run found so far is the result. `mutant`
+    names the curated mutant this process runs
     under, so the shrunk repro records it.
     """
     started = _clock()
@@ -363,7 +369,8 @@ def shrink(scenario: Scenario, seed: int, decisions: Sequence[Recorded], invaria
     if not report.violations or report.violations[0].invariant != invariant:
         raise ShrinkError(f"{scenario_path}: the strict replay of the shrunk run does not violate {invariant}")
     return ShrinkResult(scenario.name, invariant, shrinker.before, after, report, scenario_path,
-                        write_repro(report, out_dir, mutant=mutant), shrinker.runs, _clock() - started, not finished, mutant)
+                        write_repro(report, out_dir, mutant=mutant), shrinker.runs, _clock() - started,
+                        not finished and not stopping.requested(), mutant, not finished and stopping.requested())
 
 
 def write_scenario(shrinker: Shrinker, source: Path, out_dir: Path, after: Size) -> Path:
@@ -372,6 +379,7 @@ def write_scenario(shrinker: Shrinker, source: Path, out_dir: Path, after: Size)
     document = tomllib.loads(original.read_text(encoding="utf-8"))
     name = shrinker.scenario.name + SHRUNK_SUFFIX
     document["name"] = name
+    document["description"] = shrunk_description(shrinker, document)
     for i, hit in shrinker.best.nth:
         document["fault"][i]["nth"] = hit
     for key, kept in (("fault", shrinker.best.faults), ("drive", shrinker.best.drives)):
@@ -400,6 +408,40 @@ def write_scenario(shrinker: Shrinker, source: Path, out_dir: Path, after: Size)
     path = out_dir / f"{name}.toml"
     path.write_text("".join(f"# {line}\n" for line in header) + "\n" + toml_text(document), encoding="utf-8")
     return path
+
+
+def shrunk_description(shrinker: Shrinker, document: dict[str, Any]) -> str:
+    """The original's description, then what the shrink dropped (each fault by kind, each drive by its action)
+    and lowered: what a reader of the shrunk file no longer sees, and would otherwise have to diff to learn."""
+    original = shrinker.scenario.description or shrinker.scenario.reported or ""
+    dropped = [_dropped(document.get("fault", []), shrinker.best.faults, "fault", _fault_label),
+               _dropped(document.get("drive", []), shrinker.best.drives, "drive", _drive_label)]
+    lowered = [f"{field} lowered from {shrinker.scenario.world.config[field]} to {value}"
+               for field, value in shrinker.best.config if value != shrinker.scenario.world.config[field]]
+    said = "; ".join(filter(None, dropped)) or "nothing dropped"
+    return " ".join(filter(None, [original.rstrip(".") + "." if original else "",
+                                  f"Shrunk from {shrinker.scenario.name}: {'; '.join([said, *lowered])}."]))
+
+
+def _dropped(entries: list[dict[str, Any]], kept: Sequence[int], noun: str, label: Callable[[dict[str, Any]], str]) -> str:
+    """`dropped 2 of 5 drives (turn "a question", compress)`, or "" when every one was kept; a long list ends in
+    `N more`."""
+    gone = [label(entry) for index, entry in enumerate(entries) if index not in kept]
+    if not gone:
+        return ""
+    named = gone[:DROPPED_NAMED] + ([f"{len(gone) - DROPPED_NAMED} more"] if len(gone) > DROPPED_NAMED else [])
+    return f"dropped {len(gone)} of {counted(len(entries), noun)} ({', '.join(named)})"
+
+
+def _fault_label(fault: dict[str, Any]) -> str:
+    return f"{fault['kind']} at {fault['point']}" if "point" in fault else str(fault["kind"])
+
+
+def _drive_label(drive: dict[str, Any]) -> str:
+    for action in ("turn", "message", "title"):
+        if action in drive:
+            return f"{action} {json.dumps(drive[action], ensure_ascii=False)}"
+    return str(drive.get("command", "drive"))
 
 
 # ---- writing TOML -------------------------------------------------------------------------------

@@ -15,10 +15,10 @@ from typing import Any, Awaitable, Callable, Iterator
 
 from contract.events.base import Event
 from contract.events.runtime import RunStopped
-from sim import timefreeze, trace
+from sim import stopping, timefreeze, trace
 from sim.history import HistoryEvent
-from sim.kernel.errors import BudgetExceeded, Deadlock, DivergenceError, SimulationError
-from sim.kernel.scheduler import Kernel
+from sim.kernel.errors import BudgetExceeded, Deadlock, SimulationError
+from sim.kernel.scheduler import DEFAULT_MAX_EVENTS, Kernel
 from sim.runtime.simulated import SimRuntime
 from sim.strategies.base import Strategy
 from sim.strategies.decisions import Decision, Draw
@@ -69,11 +69,13 @@ class World:
         *,
         max_steps: int = 1_000_000,
         max_time_s: float = math.inf,
+        max_events: int = DEFAULT_MAX_EVENTS,
     ) -> None:
         self.seed = seed
         self._strategy = strategy if strategy is not None else RandomWalk()
         self._strategy.begin(seed)
-        self.kernel = Kernel(self._strategy, max_steps=max_steps, max_time_s=max_time_s, on_clock_advance=timefreeze.move_to)
+        self.kernel = Kernel(self._strategy, max_steps=max_steps, max_time_s=max_time_s, max_events=max_events,
+                             on_clock_advance=timefreeze.move_to)
         self.decisions: list[Decision] = self.kernel.decisions
         self.runtime = SimRuntime(self)
         self.checkpoint_hook: CheckpointHook | None = None
@@ -107,7 +109,7 @@ class World:
         def root_done(task: Any, value: Any, exc: BaseException | None) -> None:
             outcome["value"], outcome["error"] = value, exc
 
-        with timefreeze.frozen_time():
+        with timefreeze.frozen_time(), stopping.running(self.kernel):
             timefreeze.move_to(0.0)
             root = self.kernel.spawn(main(self.runtime, *args), name, [])
             root.on_done = root_done
@@ -130,7 +132,8 @@ class World:
         )
 
     def _drive(self) -> SimulationError | None:
-        """Run the kernel; a deadlock or budget overrun ends the run with its report, never a hang."""
+        """Run the kernel; a deadlock or budget overrun ends the run with its report, never a hang. A run that
+        cannot go on (its recording diverged, or it was interrupted) has its tasks closed before the error leaves."""
         try:
             with _driving():
                 self.kernel.run()
@@ -138,7 +141,7 @@ class World:
             self.kernel.record(RunStopped(reason=stop.summary), "kernel")
             self.kernel.close_unfinished()
             return stop
-        except DivergenceError:
+        except BaseException:
             self.kernel.close_unfinished()
             raise
         return None

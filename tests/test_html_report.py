@@ -1,12 +1,14 @@
 """The HTML report: one self-contained page with a lane per task, the witnesses, the replay command.
 
-The page is checked structurally on every run, and rendered in headless Chromium where one is installed.
+The page is checked structurally on every run, and rendered in headless Chromium: where one is installed, and
+always in CI (`.ci/run` installs it; without it the test fails there rather than skip).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -62,13 +64,40 @@ def failing(tmp_path_factory) -> RunReport:
     path.write_text(LATE_RELEASE.read_text().replace("a question that triggers compaction", json.dumps(AWKWARD)[1:-1]))
     report = run_once(load_scenario(path, registry()), 0)
     leases = [event.seq for event in report.result.history if event.kind in ("lease.acquired", "lease.released")][:2]
-    violation = Violation("lease_mutual_exclusion", f"explained with {AWKWARD}", tuple(leases), 0.0)
+    # Named latest first, as an invariant may name them: the page orders them by time.
+    violation = Violation("lease_mutual_exclusion", f"explained with {AWKWARD}", tuple(reversed(leases)), 0.0)
     return dataclasses.replace(report, violations=[violation])
 
 
 @pytest.fixture(scope="module")
 def page(failing) -> str:
-    return render(failing, REPLAY)
+    return render(failing, REPLAY, MUTANT)
+
+
+def test_the_page_names_the_mutant_the_run_was_made_under(failing, page):
+    assert f"code <b>mutant {MUTANT} (the reference with that fix reverted)</b>" in page
+    assert "code <b>the unmodified reference</b>" in render(failing, REPLAY)
+
+
+def test_the_page_says_what_the_violated_invariant_requires(page):
+    from sim.invariants import INVARIANTS
+
+    invariant = INVARIANTS["lease_mutual_exclusion"]
+    assert Page(page).by_class["invariant"] == [
+        f"The invariant lease_mutual_exclusion (races {', '.join(invariant.races)}): {invariant.description}"]
+
+
+def test_the_witnesses_are_numbered_in_the_order_they_happened(failing, page):
+    first, second = sorted(failing.violations[0].witnesses)
+    history = failing.result.history
+    table = page[page.index('<table class="witnesses">'):]
+    assert table.index(history[first].kind) < table.index(history[second].kind) or history[first].kind == history[second].kind
+    rows = table.split("<tr>")[2:4]
+    assert [row.split("<td>")[1].split("</td>")[0] for row in rows] == ["W1", "W2"]
+    assert [float(row.split("<td>")[2].split("s</td>")[0]) for row in rows] == [history[first].time, history[second].time]
+    timeline = page[page.index('<svg class="swimlane"'):]
+    w1, w2 = (float(timeline.split(f">W{n}</text>")[0].rsplit('x="', 1)[1].split('"')[0]) for n in (1, 2))
+    assert w1 < w2
 
 
 def test_the_facts_say_how_the_run_ended_not_an_outcome_beside_fail(page):
@@ -132,6 +161,8 @@ def test_run_replay_and_shrink_write_reports(tmp_path):
 
 def test_chromium_renders_the_page(page, tmp_path):
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None and os.environ.get("CI"):
+        pytest.fail("chromium is not installed, and CI must render the page (.ci/run installs Debian's chromium)")
     if browser is None:
         pytest.skip("chromium is not installed")
     html_path, png = tmp_path / "report.html", tmp_path / "report.png"

@@ -1,14 +1,17 @@
-"""Kernel behaviour: clock, deadlock and budget reports, owned locks, wall-clock pinning, trace formats."""
+"""Kernel behaviour: clock, deadlock and budget reports (the memory bound too), interrupts, owned locks,
+wall-clock pinning, trace formats."""
 
 from __future__ import annotations
 
 import datetime
 import json
 import time
+from pathlib import Path
 
 import pytest
 
 from sim import World
+from sim.kernel.errors import Interrupted
 from support import DemoEvent
 from sim.timefreeze import EPOCH
 
@@ -104,6 +107,86 @@ def test_virtual_time_budget_stops_a_run_that_never_ends():
     assert result.outcome == "budget"
     assert result.virtual_s == 3600
     assert "virtual-time budget of 3600s exhausted" in str(result.error)
+
+
+def test_event_budget_bounds_a_run_whose_events_outpace_its_steps():
+    """A program whose events double at every step: its memory, not its time, runs out."""
+    async def main(rt):
+        written = 1
+        while True:
+            for _ in range(written):
+                rt.emit(DemoEvent(count=written))
+            written *= 2
+            await rt.checkpoint()
+
+    result = World(3, max_events=1000).run(main)
+    assert result.outcome == "budget" and type(result.error).__name__ == "MemoryBudgetExceeded"
+    assert "event budget of 1000 events exhausted (the run's memory bound: it keeps its whole history)" in str(result.error)
+    # Step 10 passed the bound (2 ** 10 events): it finished, and the run ended before step 11.
+    assert result.steps == 10 and len(result.history) == 2 ** 10 + 1  # and the run.stopped event
+
+
+def test_a_scenario_whose_store_outgrows_its_bound_ends_as_a_memory_overrun(tmp_path):
+    from sim.registry import registry
+    from sim.scenario.loader import load_scenario
+    from sim.scenario.runner import run_once
+
+    path = tmp_path / "big_store.toml"
+    path.write_text('[world]\nsessions = [{ id = "s1", messages = 10000 }]\n[[drive]]\nat = "0s"\nturn = "hi"\n'
+                    "[explore]\nmax_store_mb = 1\n")
+    report = run_once(load_scenario(path, registry()), 0)
+    assert report.result.outcome == "budget" and type(report.result.error).__name__ == "MemoryBudgetExceeded"
+    assert report.violations[0].invariant == "run_completes"
+    assert "store budget of 1 MB exhausted (the run's memory bound): the store holds" in report.violations[0].explanation
+
+
+def test_a_run_stopped_mid_compaction_closes_without_complaint(tmp_path):
+    """Its tasks' `finally` blocks await, which cannot run once the kernel stops: nothing is printed for them."""
+    import gc
+    import sys
+
+    from sim.registry import registry
+    from sim.scenario.loader import load_scenario
+    from sim.scenario.runner import run_once
+
+    r1 = Path(__file__).resolve().parent.parent / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"
+    path = tmp_path / "stopped_mid_compaction.toml"
+    path.write_text(r1.read_text().replace("runs = 20", "runs = 1\nmax_steps = 100"))
+    unraisable: list = []
+    hook, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        assert run_once(load_scenario(path, registry()), 0).result.outcome == "budget"
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert [str(error.exc_value) for error in unraisable] == []
+
+
+def test_a_keyboard_interrupt_in_a_task_ends_the_run_instead_of_failing_it():
+    async def main(rt):
+        async with rt.open_nursery() as nursery:
+            nursery.start_soon(rt.sleep, 5)
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        World(0).run(main)
+
+
+def test_an_interrupted_kernel_stops_at_its_next_step_outside_every_task():
+    seen: list[BaseException] = []
+    world = World(0)
+
+    async def main(rt):
+        try:
+            world.kernel.interrupt()  # as the second Ctrl+C's handler does
+            await rt.sleep(1)
+        except BaseException as error:  # the task is closed, never thrown the interrupt
+            seen.append(error)
+            raise
+
+    with pytest.raises(Interrupted):
+        world.run(main)
+    assert [type(error) for error in seen] == [GeneratorExit]
 
 
 def test_lock_release_by_non_owner_raises_and_the_owner_keeps_it():

@@ -49,10 +49,31 @@ def test_the_older_subjects_list_too(subject):
     assert done.returncode == 0 and json.loads(done.stdout)["items"]
 
 
-def test_list_needs_no_path_and_only_scenarios_take_one():
+def test_list_alone_lists_what_can_be_listed():
     bare = sim("list")
-    assert bare.returncode == 2 and "required: what" in bare.stderr and "PATH" not in bare.stderr.splitlines()[-1]
+    assert bare.returncode == 0, bare.stderr
+    subjects = [line.split()[0] for line in bare.stdout.splitlines()]
+    assert subjects == ["scenarios", "events", "points", "config", "marks", "mutants", "faults", "invariants"]
+    assert all(sim("list", subject, "--json").returncode == 0 for subject in ("config", "faults"))
     assert sim("list", "events", "scenarios").returncode == 2
+
+
+def test_list_config_shows_each_default():
+    from reference.config import CompactionConfig
+
+    items = {item["name"]: item for item in json.loads(sim("list", "config", "--json").stdout)["items"]}
+    assert items["threshold_tokens"]["default"] == CompactionConfig().threshold_tokens
+    assert items["provider_error"]["default"] is None and items["ctrl_c_grace_s"]["default"] == 2.0
+    line = next(line for line in sim("list", "config").stdout.splitlines() if line.startswith("lease_ttl_s "))
+    assert line.split()[1:3] == ["float", str(CompactionConfig().lease_ttl_s)]
+
+
+def test_list_faults_shows_each_parameter():
+    items = {item["name"]: item for item in json.loads(sim("list", "faults", "--json").stdout)["items"]}
+    assert {p["name"]: p.get("default", "required") for p in items["stall"]["parameters"]} == {"duration": "required", "times": 1}
+    assert next(p for p in items["db_write_failure"]["parameters"] if p["name"] == "phase")["values"] == ["before_commit", "after_commit"]
+    text = sim("list", "faults").stdout
+    assert "    parameters: duration (duration, required), times (integer, default 1)" in text
 
 
 def test_the_config_table_describes_exactly_what_the_loader_accepts():

@@ -10,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 from sim.catalogue import MUTANTS_DIR, SCENARIOS_DIR
+from support import checkout_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,3 +29,22 @@ def test_the_wheel_ships_the_catalogue_the_mutants_and_the_console_script(tmp_pa
     assert {"reference/EVENTS.md", "reference/POINTS.md", "reference/CONFIG.md"} <= names
     (entry_points,) = [name for name in names if name.endswith(".dist-info/entry_points.txt")]
     assert "compaction-sim = sim.cli:entry" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+def test_the_console_script_says_its_own_name_and_its_version(tmp_path):
+    """`compaction-sim` is the same entry as `python -m sim`, run from a script of that name (as pip writes one)."""
+    from importlib.metadata import version
+
+    script = tmp_path / "compaction-sim"
+    script.write_text(f"#!{sys.executable}\nimport sys\nfrom sim.cli import entry\nsys.exit(entry())\n")
+    script.chmod(0o755)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(script), *args], capture_output=True, text=True, cwd=tmp_path, env=checkout_env())
+
+    assert run("--version").stdout == f"compaction-sim {version('compaction-sim')}\n"
+    missing = run("run", "missing.toml")
+    assert missing.returncode == 2 and missing.stderr.startswith("compaction-sim run: missing.toml: no such scenario file")
+    wrong = run("lst")
+    assert wrong.returncode == 2 and wrong.stderr.startswith("usage: compaction-sim ") and "compaction-sim: error:" in wrong.stderr
+    assert run("--help").stdout.startswith("usage: compaction-sim [-h] [--version]")

@@ -47,17 +47,18 @@ def test_mutate_says_what_it_does_and_reports_each_mutant(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     lines = lines_of(done.stderr, "mutate")
     assert lines[0].endswith("must be reported as failing") and "sanity pass: ok" in lines[1]
-    assert re.fullmatch(r"python -m sim mutate: coverage map: built out/coverage-map.json: traced 1 scenarios in [0-9.]+s", lines[3])
+    assert re.fullmatch(r"python -m sim mutate: coverage map: built out/coverage-map.json: traced 1 scenario in [0-9.]+s", lines[3])
     assert re.fullmatch(rf"python -m sim mutate: \[1/1\] {R1_MUTANT}: killed, [0-9.]+s, ran 1 of the 1 scenarios that reach it", lines[5])
     again = lines_of(sim("mutate", "--mutant", R1_MUTANT, "--scenarios", str(R1), "--jobs", "1", "--out", str(tmp_path), cwd=tmp_path).stderr, "mutate")
-    assert again[3] == "python -m sim mutate: coverage map: reused out/coverage-map.json (1 scenarios traced before)"
+    assert again[3] == "python -m sim mutate: coverage map: reused out/coverage-map.json (1 scenario traced before)"
+    assert re.search(r"^1 mutant in [0-9.]+s .*: 1 killed as expected, 0 not$", done.stdout, re.M), done.stdout
 
 
 def test_bench_detection_reports_each_mutant_and_each_coverage_pass(tmp_path):
     done = sim("bench", "detection", str(R1), "--seeds", "1", "--max-runs", "5", "--runs", "1", "--jobs", "1", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     lines = lines_of(done.stderr, "bench")
-    assert lines[0] == f"python -m sim bench: [1/4] {R1_MUTANT}: 1 killer scenarios measured"
+    assert lines[0] == f"python -m sim bench: [1/4] {R1_MUTANT}: 1 killer scenario measured"
     assert [line.split("]")[0][-3:] for line in lines[1:]] == ["2/4", "3/4", "4/4"]
 
 

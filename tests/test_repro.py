@@ -1,5 +1,6 @@
 """Repro files carry their mutant, a scenario path relative to the repository root and the scenario's hash:
-they replay from any directory, after the repository moved, and a changed scenario is named with a diff."""
+they replay from any directory, after the repository moved, and a changed scenario is named with a diff; a
+seed, invariant or decision list edited by hand is named as such."""
 
 from __future__ import annotations
 
@@ -86,3 +87,21 @@ def test_replaying_under_another_mutant_says_which_differs(repo):
     done = sim("replay", str(repro_of(repo)), "--mutant", "publish-atomic", cwd=repo)
     assert done.returncode == 2
     assert f"recorded under mutant {R1_MUTANT}, replayed under mutant publish-atomic" in done.stderr
+
+
+@pytest.mark.parametrize(("key", "edit", "said"), [
+    ("seed", lambda document: document["seed"] + 1, "seed: {} is not the seed this run was recorded with"),
+    ("invariant", lambda document: "single_live_head", "invariant: 'single_live_head' is not the invariant this run was recorded with"),
+    ("decisions", lambda document: document["decisions"][:-1], "decisions: this list is not the decision list this run was recorded with"),
+])
+def test_a_hand_edited_repro_is_named_as_edited(repo, key, edit, said):
+    repro = repro_of(repo)
+    document = json.loads(repro.read_text())
+    document[key] = edit(document)
+    repro.write_text(json.dumps(document))
+    for command in ("replay", "shrink"):
+        done = sim(command, str(repro), cwd=repo)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert said.format(document.get("seed")) in done.stderr and "the file was edited since it was written" in done.stderr
+        assert "no longer fits the code" not in done.stderr and "Exception ignored" not in done.stderr
+

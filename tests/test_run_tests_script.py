@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 from pathlib import Path
 
@@ -125,6 +126,25 @@ def test_hanging_file_is_killed_and_reported_as_timeout(tmp_path: Path) -> None:
     assert "test session starts" in block  # output captured before the kill
     assert f"TZ=UTC PYTHONHASHSEED=0 python -m pytest {tree / 'test_hang.py'}" in block
     assert last_line(proc) == "0 passed, 1 failed"
+
+
+def test_an_interrupted_run_says_what_passed_so_far(tmp_path: Path) -> None:
+    """Ctrl+C once the passing file is reported, while the hanging one still runs: its result is kept."""
+    tree = write_tree(tmp_path / "t", {"test_pass.py": PASSING, "test_hang.py": HANGING})
+    runner = subprocess.Popen([str(SCRIPT), "-j", "2", str(tree)], cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert runner.stdout is not None
+    seen = []
+    for line in runner.stdout:
+        seen.append(line)
+        if "test_pass.py" in line:
+            break
+    runner.send_signal(signal.SIGINT)
+    rest, errors = runner.communicate(timeout=60)
+    output = "".join(seen) + rest
+    assert runner.returncode == 130, output + errors
+    assert f"interrupted: 1 of 2 file(s) finished; not finished: {tree / 'test_hang.py'}" in output
+    assert output.splitlines()[-1] == "2 passed, 0 failed, 1 skipped (so far)"
 
 
 def test_all_passing_exits_zero(tmp_path: Path) -> None:

@@ -193,7 +193,7 @@ def test_a_full_example_loads_into_the_expected_values(tmp_path, registry):
         ),
         expect=ExpectSpec(("single_live_head", "no_commit_after_cancel"), "violation", ("hard-cancel-rollback",),
                           ("summary_interrupted",)),
-        explore=ExploreSpec(runs=200, seed=7, strategy="pct", max_steps=1000, max_time_s=7200.0),
+        explore=ExploreSpec(runs=200, seed=7, strategy="pct", max_steps=1000, max_time_s=7200.0, max_store_mb=64),
     )
 
 
@@ -206,7 +206,8 @@ def test_a_minimal_file_gets_every_default(tmp_path, registry):
     )
     assert scenario.faults == ()
     assert scenario.expect == ExpectSpec("all", "pass", (), ())
-    assert scenario.explore == ExploreSpec(runs=50, seed=0, strategy="portfolio", max_steps=200_000, max_time_s=21600.0)
+    assert scenario.explore == ExploreSpec(runs=50, seed=0, strategy="portfolio", max_steps=200_000, max_time_s=21600.0,
+                                         max_store_mb=64)
 
 
 @pytest.mark.parametrize("written, seconds", [

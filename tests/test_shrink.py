@@ -75,9 +75,10 @@ def test_the_fault_plan_shrink_drops_a_fault_that_plays_no_part(tmp_path):
     done = sim("shrink", str(repro), "--mutant", TIGHT_MUTANT, "--json", cwd=tmp_path)
     result = json.loads(done.stdout)
     assert (result["before"]["faults"], result["after"]["faults"]) == (4, 3)
-    kept = tomllib.loads(Path(result["scenario"]).read_text())["fault"]
-    assert [fault["kind"] for fault in kept] == ["stall", "db_busy", "second_process"]
+    shrunk = tomllib.loads(Path(result["scenario"]).read_text())
+    assert [fault["kind"] for fault in shrunk["fault"]] == ["stall", "db_busy", "second_process"]
     assert Path(result["repro"]).parent == repro.parent
+    assert "Shrunk from late_release_frees_new_holders_lease: dropped 1 of 4 faults (ctrl_c)" in shrunk["description"]
 
 
 def test_run_shrinks_each_failure_and_prints_sizes_and_the_replay(tmp_path):
@@ -105,6 +106,9 @@ def test_a_generated_failure_sheds_the_turns_that_only_filled_the_transcript(tmp
     before, after = (result[side]["faults"] + result[side]["drives"] for side in ("before", "after"))
     assert before >= 30 and after * 10 <= before * 3, (before, after)
     assert "threshold_tokens lowered" in Path(result["scenario"]).read_text()
+    description = tomllib.loads(Path(result["scenario"]).read_text())["description"]
+    assert description.startswith("Generated from the workload multi_process: root seed 0, run 2.")
+    assert f"dropped {result['before']['drives'] - result['after']['drives']} of {result['before']['drives']} drives (turn \"" in description
     replay = sim("replay", result["repro"], "--mutant", "clone-concurrent-tail", cwd=tmp_path)
     assert replay.returncode == 1 and "identical to the recording" in replay.stdout
 

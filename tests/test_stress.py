@@ -34,7 +34,8 @@ def test_a_short_real_run_strikes_restarts_and_holds_every_invariant(tmp_path):
     assert report["acknowledged_messages"] > 0 and report["commits"] > 0
     assert report["planted_reclaims"] >= 1, "a session's first lease is taken from the planted recycled-pid holder"
     assert sorted(report["invariants_checked"]) == sorted(REAL_INVARIANTS)
-    assert "kills" in done.stderr.splitlines()[0], "a progress line per ten seconds on stderr"
+    started, first = done.stderr.splitlines()[:2]
+    assert started.startswith("started 3 workers: w1 pid ") and "kills" in first, "a progress line per ten seconds on stderr"
     logs = {path.name for path in (tmp_path / "run").glob("*.jsonl")}
     assert logs == {"parent.jsonl", "w1.jsonl", "w2.jsonl", "w3.jsonl"}
 

@@ -192,6 +192,18 @@ def test_a_campaign_gives_the_same_runs_whatever_the_number_of_jobs():
     assert [dataclasses.astuple(run) for run in one.runs] == [dataclasses.astuple(run) for run in two.runs]
 
 
+def test_a_run_past_its_memory_bound_ends_as_an_overrun_and_the_campaign_goes_on(tmp_path):
+    """Each run's store outgrows the bound as its world is built (300 messages of 160 characters): named as the
+    memory bound it passed, one failure class, and every run of the campaign still made."""
+    workloads = [workload(tmp_path, MINIMAL.replace("[swarm]\n", "[swarm]\nmax_store_mb = 0.05\n")
+                          .replace("[swarm.actions]", "[swarm.world]\nmessages = 300\n[swarm.actions]"))]
+    done = campaign(workloads, 0, runs=3)
+    assert [run.failure for run in done.runs] == [("run_completes", "MemoryBudgetExceeded")] * 3
+    report = run_generated(workloads, 0, 1)
+    assert report.result.outcome == "budget"
+    assert "store budget of 0.05 MB exhausted (the run's memory bound): the store holds" in report.violations[0].explanation
+
+
 def test_merging_a_shard_twice_is_refused():
     workloads = load_workloads([SINGLE], registry())
     shard = document(campaign(workloads, 0, shard=Shard(0, 2), runs=2), ["w"], {}, mutant=None)

@@ -272,6 +272,13 @@ class SessionStore:
         with self._read() as db:
             return schema.dump(db)
 
+    @property
+    def size_bytes(self) -> int:
+        """What the database holds, in bytes (pages times the page size): freed pages stay, so it only grows, and
+        the same writes give the same size."""
+        pages = self._db.execute("PRAGMA page_count").fetchone()[0]
+        return pages * self._db.execute("PRAGMA page_size").fetchone()[0]
+
 
 class Transaction:
     """One BEGIN IMMEDIATE..COMMIT, rolled back on any error; reads run in one too, so each sees one state.

@@ -20,6 +20,7 @@ from sim.mutate import sim_document
 from sim.scenario.model import Scenario
 from sim.scenario.runner import explore_seeds
 from sim.strategies.registry import strategy_for
+from sim.words import counted
 
 DETECTION_STRATEGIES = ("random", "pct", "portfolio")
 ROOT_STRIDE = 100_000
@@ -79,7 +80,8 @@ def bench_detection(
     def measure(mutant: str) -> dict[str, Any]:
         document = _detect_under(mutant, killers[mutant], root_seeds, max_runs)
         if on_done is not None:
-            on_done(f"{mutant}: " + (f"ERROR {document['error']}" if "error" in document else f"{len(document)} killer scenarios measured"))
+            measured = f"ERROR {document['error']}" if "error" in document else f"{counted(len(document), 'killer scenario')} measured"
+            on_done(f"{mutant}: {measured}")
         return document
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:

@@ -1,12 +1,14 @@
 """The command line: a thin layer over the Python API, one module per command.
 
-Exit 0 all hold, 1 a violation, 2 bad input or usage. `--json` prints one JSON document on stdout and nothing
-else there; every failure prints the command that replays it. `python -m sim` and the `compaction-sim`
-console script are the same entry (`entry`).
+Exit 0 all hold, 1 a violation, 2 bad input or usage, 130 interrupted. `--json` prints one JSON document on
+stdout and nothing else there; every failure prints the command that replays it. `python -m sim` and the
+`compaction-sim` console script are the same entry (`entry`), which makes Ctrl+C and SIGTERM stop requests
+(`sim.stopping`).
 
 Under `--mutant NAME` a command re-runs itself in a child process whose `reference` package is a mutated
-copy; the parent tells the child which overlay and which mutant through two environment variables, which
-`_from_parent` reads here and nowhere else. Below this module everything is an argument.
+copy; the parent tells the child which overlay and which mutant through two environment variables, and any
+child whether its parent passes its stop requests on, through a third; `_from_parent` reads them here and
+nowhere else. Below this module everything is an argument.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Sequence
 
 from sim import targets
 from sim.cli.bench import add_bench, add_swarm_detect, add_swarm_race
-from sim.cli.common import EXIT_USAGE, STRATEGY_CHOICES, UsageError
+from sim.cli.common import EXIT_USAGE, PROG, STRATEGY_CHOICES, UsageError, speaker
 from sim.cli.determinism import add_determinism, add_digests
 from sim.cli.explore import add_detect, add_explore
 from sim.cli.listing import add_list
@@ -30,18 +32,18 @@ from sim.cli.replay import add_replay, recorded_mutant
 from sim.cli.run import add_run
 from sim.cli.shrink import add_shrink
 from sim.cli.stress import add_stress
-from sim.cli.swarm import add_merge, add_swarm
+from sim.cli.swarm import add_merge, add_swarm, add_swarm_worker
 
 __all__ = ["STRATEGY_CHOICES", "build_parser", "entry", "main"]
 
-PROG = "python -m sim"
 # Commands one `python -m sim` runs in another (under each mutant, under each PYTHONHASHSEED); not for users.
 INTERNAL = {"digests": add_digests, "detect": add_detect, "swarm-detect": add_swarm_detect, "swarm-race": add_swarm_race,
-            "trace-lines": add_trace_lines}
+            "swarm-worker": add_swarm_worker, "trace-lines": add_trace_lines}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Deterministic simulation of context-compaction races.")
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Deterministic simulation of context-compaction races.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     for add in (add_run, add_replay, add_shrink, add_explore, add_mutate, add_list, add_determinism, add_bench, add_stress, add_swarm,
                 add_merge, add_releases):
@@ -49,8 +51,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _internal_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG)
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("compaction-sim")
+    except PackageNotFoundError:
+        return "(not installed: run from a checkout)"
+
+
+def _internal_parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog)
     commands = parser.add_subparsers(dest="command", required=True)
     for add in INTERNAL.values():
         add(commands)
@@ -63,30 +74,39 @@ class FromParent:
 
     overlay: Path | None
     mutant: str | None
+    stops: str | None  # "listening" or "stopping": the parent passes its stop requests on (sim.stopping)
 
 
 def _from_parent() -> FromParent:
-    """The one place that reads the environment variables a parent process sets (see sim.mutants)."""
+    """The one place that reads the environment variables a parent process sets (see sim.mutants, sim.stopping).
+
+    The stop variable is taken out of the environment: a process this one starts otherwise than through
+    `sim.children` (a stress worker, a test run) has no parent passing stop requests on.
+    """
     from sim.mutants import NAME_ENV, OVERLAY_ENV
+    from sim.stopping import BY_PARENT_ENV
 
     overlay = os.environ.get(OVERLAY_ENV)
-    return FromParent(Path(overlay) if overlay else None, os.environ.get(NAME_ENV) or None)
+    return FromParent(Path(overlay) if overlay else None, os.environ.get(NAME_ENV) or None, os.environ.pop(BY_PARENT_ENV, None))
 
 
 def under_mutant(mutant: str, argv: Sequence[str]) -> int:
-    """Re-run this command in a child process whose `reference` package has the mutant applied."""
-    from sim import children
+    """Re-run this command in a child process whose `reference` package has the mutant applied; the child
+    stops as the command does, so this process only waits for it."""
+    from sim import children, stopping
     from sim.mutants import StaleMutant, load_mutants, mutant_process, overlay, require
 
     mutants = load_mutants()
     require([mutant], mutants)
     rest = [a for a in argv if a not in ("--mutant", mutant)]
     try:
-        with overlay(mutants[mutant]) as folder:
+        with overlay(mutants[mutant]) as folder, stopping.graceful():
             command, env = mutant_process(folder, mutant, rest)
-            return children.run(command, env=env).returncode
+            code = children.run(command, env=env).returncode
     except StaleMutant as stale:
         raise UsageError(str(stale)) from None
+    # A child that a stop request reached before it could handle one ended by the signal: interrupted all the same.
+    return stopping.EXIT_INTERRUPTED if code < 0 and stopping.requested() else code
 
 
 def check_overlay(parent: FromParent) -> None:
@@ -105,18 +125,20 @@ def _mutant_to_apply(args: argparse.Namespace, parent: FromParent) -> str | None
         return None
     wanted = getattr(args, "mutant", None)
     if wanted is None and (wanted := recorded_mutant(args)) is not None:
-        print(f"{PROG} {args.command}: under mutant {wanted}, as the repro records", file=sys.stderr)
+        print(f"{speaker(args)}: under mutant {wanted}, as the repro records", file=sys.stderr)
     return wanted
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
+    from sim import stopping
     from sim.mutants import CatalogueError
     from sim.scenario.errors import ScenarioError
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = _internal_parser() if argv and argv[0] in INTERNAL else build_parser()
+    parser = _internal_parser(prog) if argv and argv[0] in INTERNAL else build_parser(prog)
     args = parser.parse_args(argv)
     args.argv = argv
+    args.prog = prog
     parent = _from_parent()
     args.under_mutant = parent.mutant
     try:
@@ -125,18 +147,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         mutant = _mutant_to_apply(args, parent)
         return under_mutant(mutant, argv) if mutant is not None else args.handler(args)
     except (ScenarioError, UsageError, CatalogueError, targets.TargetUnavailable) as error:
-        print(f"{PROG} {args.command}: {error}", file=sys.stderr)
+        print(f"{speaker(args)}: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except stopping.Stopped:
+        print(f"{speaker(args)}: {stopping.interrupted_after(stopping.runs_finished())}", file=sys.stderr)
+        return stopping.EXIT_INTERRUPTED
+
+
+def _invoked_as(program: str) -> str:
+    """The name the user typed: the console script's own (`compaction-sim`), or `python -m sim`."""
+    name = Path(program).name
+    return PROG if name in ("__main__.py", "") else name
 
 
 def entry() -> int:
-    """The process entry (`python -m sim`, `compaction-sim`): SIGTERM ends child processes and cleans up."""
-    from sim import children
+    """The process entry (`python -m sim`, `compaction-sim`): Ctrl+C and SIGTERM stop the command (sim.stopping)."""
+    from sim import stopping
 
-    children.install_sigterm_handler()
+    prog = _invoked_as(sys.argv[0])
+    by_parent = _from_parent().stops
+    stopping.install(by_parent, prog)
     try:
-        return main()
+        return main(prog=prog)
+    except KeyboardInterrupt:
+        if by_parent is None:  # a child's parent says it for both
+            print(f"{prog}: interrupted at once", file=sys.stderr)
+        return stopping.EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`| head`): nothing left to say, and no traceback for it at exit either.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    finally:
+        stopping.settled()

@@ -9,12 +9,20 @@ import os
 from pathlib import Path
 from typing import Any
 
+from sim import stopping
 from sim.cli.common import (
     CATALOGUE, DEFAULT_OUT, EXIT_OK, UsageError, add_json_options, add_mutant_option, load_scenarios, positive_int, progress,
 )
 
 
 def _bench(args: argparse.Namespace) -> int:
+    """A benchmark's figures need every measurement: a first Ctrl+C stops it at its next run, and it prints none."""
+    with stopping.graceful("stopping at the next run; a benchmark prints no figure it did not finish "
+                           "(press Ctrl+C again to stop at once)", at_next_run=True):
+        return _measure(args)
+
+
+def _measure(args: argparse.Namespace) -> int:
     if args.target == "detection":
         return _bench_detection(args)
     if args.target == "classic":

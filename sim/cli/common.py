@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from sim import stopping
 from sim.catalogue import SCENARIOS_DIR
 from sim.cli.progress import Progress
 from sim.strategies.registry import STRATEGIES
@@ -14,6 +15,7 @@ from sim.strategies.registry import STRATEGIES
 if TYPE_CHECKING:
     from sim.coverage_map import Obtained
 
+PROG = "python -m sim"  # how the commands name themselves, unless run as the `compaction-sim` console script
 EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_USAGE = 2
@@ -91,13 +93,25 @@ def add_json_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--progress", action="store_true", help="with --json: still print progress lines on stderr")
 
 
+def speaker(args: argparse.Namespace) -> str:
+    """How a command names itself on stderr: `python -m sim run`, or `compaction-sim run` as the console script."""
+    return f"{getattr(args, 'prog', PROG)} {args.command}"
+
+
 def progress(args: argparse.Namespace, total: int | None) -> Progress:
     """One line on stderr per finished unit: on by default, off under --json unless --progress."""
-    return Progress(f"python -m sim {args.command}", total, enabled=not args.json or args.progress)
+    return Progress(speaker(args), total, enabled=not args.json or args.progress)
 
 
-def write_html(path: Path, run: Any, replay: str) -> None:
+def exit_interrupted(args: argparse.Namespace, count: int, unit: str = "run", of: int | None = None) -> int:
+    """An interrupted command's last line (on stderr, under --json too: it is no progress line), and its exit status."""
+    total = "" if of is None else f" of {of}"
+    print(f"{speaker(args)}: {stopping.interrupted_after(count, unit)}{total}", file=sys.stderr)
+    return stopping.EXIT_INTERRUPTED
+
+
+def write_html(path: Path, run: Any, replay: str, mutant: str | None) -> None:
     from sim.html_report import write_report
 
-    write_report(run, replay, path)
+    write_report(run, replay, path, mutant)
     print(f"report: {path}", file=sys.stderr)

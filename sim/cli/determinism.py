@@ -15,12 +15,13 @@ import subprocess
 import sys
 from typing import Any
 
-from sim import targets
+from sim import stopping, targets
 from sim.cli.common import (
-    CATALOGUE, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, add_target_option, load_scenarios, positive_int,
-    progress,
+    CATALOGUE, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, add_target_option, exit_interrupted, load_scenarios,
+    positive_int, progress, speaker,
 )
-from sim.cli.progress import Progress
+from sim.cli.progress import Progress, Throttled
+from sim.words import counted
 
 HASH_SEEDS = ("1", "2")
 
@@ -31,18 +32,27 @@ def _digests(args: argparse.Namespace) -> int:
 
     scenarios = load_scenarios(args.paths, args.target) if args.paths else []
     programs = _programs(args.programs)
-    lines = Progress(f"python -m sim check-determinism ({args.progress})", len(scenarios) + len(programs),
-                     enabled=args.progress is not None)
+    command = f"{args.prog} check-determinism ({args.progress})"  # it speaks for the command that started it
+    lines = Progress(command, len(scenarios) + len(programs), enabled=args.progress is not None)
+    alive = Throttled(command, enabled=args.progress is not None)
     result: dict[str, list[str]] = {}
-    with frozen_time():
+    with frozen_time(), stopping.graceful():
         for scenario in scenarios:
-            result[scenario.name] = [run_once(scenario, seed).result.digest() for seed in range(args.seeds)]
+            seeds = stopping.Until(range(args.seeds))
+            result[scenario.name] = digests = []
+            for seed in seeds:
+                digests.append(run_once(scenario, seed).result.digest())
+                alive.done(f"{scenario.name}: {seed + 1} seeds so far")
+            if seeds.cut:
+                break
             lines.done(f"{scenario.name}: {args.seeds} seeds")
         for name, program in programs.items():
+            if stopping.requested():
+                break
             result[f"program {name}"] = _program_digests(program, args.seeds)
             lines.done(f"program {name}: {args.seeds} seeds")
     print(json.dumps(result, sort_keys=True))
-    return EXIT_OK
+    return stopping.EXIT_INTERRUPTED if stopping.requested() else EXIT_OK
 
 
 def _one_target(scenarios: list[Any]) -> str:
@@ -85,29 +95,44 @@ def _check_determinism(args: argparse.Namespace) -> int:
     target = _one_target(scenarios)
     lines = progress(args, None)
     runs = []
-    for hash_seed in HASH_SEEDS:
-        programs = [option for reference in args.programs for option in ("--programs", reference)]
-        retarget = ["--target", args.target] if args.target else []
-        command = [sys.executable, "-m", "sim", "digests", *paths, *programs, *retarget, "--seeds", str(args.seeds)]
-        label = ["--progress", f"PYTHONHASHSEED={hash_seed}"] if lines.enabled else []
-        done = children.run(command + label, stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONHASHSEED": hash_seed, targets.TARGET_ENV: target})
-        if done.returncode != 0:
-            print(f"python -m sim check-determinism: the run with PYTHONHASHSEED={hash_seed} failed (exit {done.returncode})", file=sys.stderr)
-            return EXIT_VIOLATION
-        runs.append(json.loads(done.stdout))
-    first, second = runs
-    differences = [(name, seed) for name in first for seed, (a, b) in enumerate(zip(first[name], second[name])) if a != b]
-    total = sum(len(digests) for digests in first.values())
-    summary = f"{len(first)} scenarios and programs x {args.seeds} seeds = {total} runs in two processes: {len(differences)} differences"
+    with stopping.graceful():
+        for hash_seed in HASH_SEEDS:
+            programs = [option for reference in args.programs for option in ("--programs", reference)]
+            retarget = ["--target", args.target] if args.target else []
+            command = [sys.executable, "-m", "sim", "digests", *paths, *programs, *retarget, "--seeds", str(args.seeds)]
+            label = ["--progress", f"PYTHONHASHSEED={hash_seed}"] if lines.enabled else []
+            done = children.run(command + label, stdout=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONHASHSEED": hash_seed, targets.TARGET_ENV: target})
+            if stopping.requested():
+                runs.append(json.loads(done.stdout or "{}"))
+                break
+            if done.returncode != 0:
+                print(f"{speaker(args)}: the run with PYTHONHASHSEED={hash_seed} failed (exit {done.returncode})", file=sys.stderr)
+                return EXIT_VIOLATION
+            runs.append(json.loads(done.stdout))
+    first, second = (runs + [{}])[:2]
+    differences = [(name, seed) for name in first for seed, (a, b) in enumerate(zip(first[name], second.get(name, []))) if a != b]
+    compared = sum(min(len(digests), len(second.get(name, []))) for name, digests in first.items())
+    interrupted = stopping.requested()
+    summary = _summary(first, args.seeds, compared, len(differences), interrupted)
     if args.json:
-        print(json.dumps({"scenarios": len(first), "seeds": args.seeds, "runs": total, "passed": not differences,
+        print(json.dumps({"scenarios": len(first), "seeds": args.seeds, "runs": compared,
+                          "passed": not differences and not interrupted, "interrupted": interrupted,
                           "differences": [{"scenario": name, "seed": seed} for name, seed in differences]}, sort_keys=True))
-        return EXIT_VIOLATION if differences else EXIT_OK
-    for name, seed in differences:
-        print(f"DIFFERS {name} seed {seed}: {first[name][seed][:16]} (PYTHONHASHSEED=1) vs {second[name][seed][:16]} (PYTHONHASHSEED=2)")
-    print(summary)
+    else:
+        for name, seed in differences:
+            print(f"DIFFERS {name} seed {seed}: {first[name][seed][:16]} (PYTHONHASHSEED=1) vs {second[name][seed][:16]} (PYTHONHASHSEED=2)")
+        print(summary)
+    if interrupted:
+        return exit_interrupted(args, sum(map(len, first.values())) + sum(map(len, second.values())))
     return EXIT_VIOLATION if differences else EXIT_OK
+
+
+def _summary(first: dict[str, list[str]], seeds: int, compared: int, differences: int, interrupted: bool) -> str:
+    if interrupted:
+        return f"{counted(compared, 'run')} compared in two processes before the interrupt: {counted(differences, 'difference')}"
+    return (f"{counted(len(first), 'scenario or program', 'scenarios and programs')} x {counted(seeds, 'seed')} = {counted(compared, 'run')} in two processes: "
+            f"{counted(differences, 'difference')}")
 
 
 def add_determinism(commands: Any) -> None:

@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sim import stopping
 from sim.cli.common import (
-    DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, STRATEGY_CHOICES, UsageError, add_json_options, add_mutant_option, load_scenarios,
-    positive_int, seed_int,
+    DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, STRATEGY_CHOICES, UsageError, add_json_options, add_mutant_option,
+    exit_interrupted, load_scenarios, positive_int, seed_int, speaker,
 )
 from sim.cli.progress import Throttled
 
@@ -32,16 +33,19 @@ def _explore(args: argparse.Namespace) -> int:
     if args.time_budget is not None and args.time_budget <= 0:
         raise UsageError(f"--time-budget: expected a positive number, got {args.time_budget:g}")
     runs = args.runs if args.runs is not None or args.time_budget is not None else scenario.explore.runs
-    lines = Throttled(f"python -m sim {args.command}", enabled=not args.json or args.progress)
-    found = explore(scenario, strategy, first_seed=scenario.explore.seed if args.seed is None else args.seed,
-                    shard=shard, runs=runs, time_budget_s=args.time_budget,
-                    on_run=lambda run: lines.done(f"{lines.count} runs, latest seed {run.seed}"))
+    lines = Throttled(speaker(args), enabled=not args.json or args.progress)
+    with stopping.graceful():
+        found = explore(scenario, strategy, first_seed=scenario.explore.seed if args.seed is None else args.seed,
+                        shard=shard, runs=runs, time_budget_s=args.time_budget,
+                        on_run=lambda run: lines.done(f"{lines.count + 1} runs, latest seed {run.seed}"))
     mutant = args.under_mutant
     repro = None if found.verdict.failing is None else report.write_repro(found.verdict.failing, args.out, mutant=mutant)
     if args.json:
         print(json.dumps(_exploration_json(found, strategy, repro, mutant), sort_keys=True))
     else:
         print(_exploration_text(found, strategy, repro, mutant))
+    if found.verdict.interrupted:
+        return exit_interrupted(args, found.verdict.runs)
     return EXIT_OK if found.verdict.failing is None else EXIT_VIOLATION
 
 
@@ -81,7 +85,7 @@ def _exploration_text(found: Any, strategy: str, repro: Path | None, mutant: str
     lines += filter(None, [_exhaustion_line(found)])
     if found.verdict.failing is None:
         lines += [f"  note: {problem}" for problem in found.verdict.problems()]
-        lines.append("no violation")
+        lines.append("no violation so far" if found.verdict.interrupted else "no violation")
     else:
         lines += ["", report.failure_block(found.verdict.failing, repro, mutant=mutant)]
     return "\n".join(lines)

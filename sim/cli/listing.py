@@ -71,10 +71,13 @@ def _points() -> list[dict[str, Any]]:
 
 def _config() -> list[dict[str, Any]]:
     from sim.registry import registry
+    from sim.scenario.builder import config_defaults
 
     items = _named("config", registry().config_fields)
+    defaults = config_defaults()
     for item in items:
         item["type"] = registry().config_fields[item["name"]].__name__
+        item["default"] = defaults[item["name"]]
     return items
 
 
@@ -92,8 +95,33 @@ def _faults() -> list[dict[str, Any]]:
     from faults import FAULT_KINDS
 
     return [{"name": kind, "where": fault.where,
-             "description": (sys.modules[fault.__module__].__doc__ or "").splitlines()[0].removeprefix(f"{kind}: ")}
+             "description": (sys.modules[fault.__module__].__doc__ or "").splitlines()[0].removeprefix(f"{kind}: "),
+             "parameters": [_parameter(name, param) for name, param in fault.params.items()]}
             for kind, fault in FAULT_KINDS.items()]
+
+
+def _parameter(name: str, param: Any) -> dict[str, Any]:
+    """A fault parameter as a scenario writes it: its type, its default (absent: required), its values."""
+    from contract.params import REQUIRED
+
+    described: dict[str, Any] = {"name": name, "type": str(param.type), "description": param.description}
+    if param.default is not REQUIRED:
+        described["default"] = param.default
+    if param.values:
+        described["values"] = list(param.values)
+    return described
+
+
+def _parameter_text(parameter: dict[str, Any]) -> str:
+    """`times (integer, default 1)`, `duration (duration, required)`, `phase (before_commit|after_commit, default ...)`."""
+    kind = "|".join(parameter["values"]) if "values" in parameter else parameter["type"]
+    if "default" not in parameter:
+        return f"{parameter['name']} ({kind}, required)"
+    return f"{parameter['name']} ({kind}, default {_default_text(parameter['default'])})"
+
+
+def _default_text(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, str) else _cell(value)
 
 
 def _invariants(target: str | None = None) -> list[dict[str, Any]]:
@@ -126,20 +154,44 @@ def _scenarios(paths: list[str]) -> list[dict[str, Any]]:
 
 
 def render(items: list[dict[str, Any]]) -> str:
-    """Aligned columns: the name, any short facts (race, where, type), then the description."""
+    """Aligned columns: the name, any short facts (race, where, type, default), then the description; a fault
+    kind's parameters on an indented line below it."""
     if not items:
         return ""
-    keys = [key for key in items[0] if key not in ("name", "description", "path")]
-    columns = [[item["name"] for item in items]] + [[str(item[key]) for item in items] for key in keys]
+    keys = [key for key in items[0] if key not in ("name", "description", "path", "parameters")]
+    columns = [[item["name"] for item in items]] + [[_cell(item[key]) for item in items] for key in keys]
     widths = [max(map(len, column)) for column in columns]
     lines = []
     for index, item in enumerate(items):
         cells = [column[index].ljust(width) for column, width in zip(columns, widths)]
         lines.append("  ".join([*cells, item["description"]]).rstrip())
+        if item.get("parameters"):
+            lines.append("    parameters: " + ", ".join(map(_parameter_text, item["parameters"])))
     return "\n".join(lines)
 
 
+def _cell(value: Any) -> str:
+    return "none" if value is None else str(value)
+
+
+# What `list` with no subject shows: each subject, and what in a scenario file names it.
+KINDS = {
+    "scenarios": "scenario files: the catalogue's, or those under PATH",
+    "events": "event kinds: after_event, and coverage marks",
+    "points": "named points: a fault's point",
+    "config": "[world] config keys, with their types and defaults",
+    "marks": "coverage marks: [expect] coverage",
+    "mutants": "curated mutants: [expect] must_fail_under, --mutant",
+    "faults": "fault kinds: a fault's kind, with its parameters",
+    "invariants": "invariants: [expect] invariants",
+}
+
+
 def _list(args: argparse.Namespace) -> int:
+    if args.what is None:
+        items = [{"name": name, "description": text} for name, text in KINDS.items()]
+        print(json.dumps({"subject": None, "items": items}, sort_keys=True) if args.json else render(items))
+        return EXIT_OK
     if args.paths and args.what != "scenarios":
         raise UsageError(f"list {args.what} takes no PATH (only `list scenarios` reads scenario files)")
     if args.target is not None and args.what != "invariants":
@@ -156,10 +208,11 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def add_list(commands: Any) -> None:
-    subjects = ["scenarios", *SUBJECTS]
+    subjects = list(KINDS)
     listing = commands.add_parser("list", help="list the names a scenario may use, each with a one-line description",
-                                  description="List what a scenario file may name: " + ", ".join(subjects) + ".")
-    listing.add_argument("what", choices=subjects, help="what to list")
+                                  description="List what a scenario file may name: " + ", ".join(subjects) + " "
+                                              "(with no subject: the subjects).")
+    listing.add_argument("what", nargs="?", choices=subjects, help="what to list (default: the subjects)")
     listing.add_argument("paths", nargs="*", default=[], metavar="PATH", help="scenarios only: files or folders (default: the catalogue)")
     listing.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     listing.add_argument("--target", metavar="TARGET", help='invariants only: which apply to this target, like "hermes==0.19.0"')

@@ -8,18 +8,21 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
+from sim import stopping
 from sim.cli.common import (
-    CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, coverage_map, load_scenarios, positive_int,
-    progress,
+    CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, coverage_map, exit_interrupted,
+    load_scenarios, positive_int, progress, speaker,
 )
+from sim.words import counted
 
 OPERATOR_OPTIONS = ("seed", "budget", "max", "timeout", "min_score", "killers", "swarm", "swarm_runs", "only")
 KILLERS = ("catalogue", "swarm", "both")
 DEFAULT_SWARM_RUNS = 500
 DEFAULT_MUTANT_TIMEOUT_S = 120.0
 DEFAULT_MIN_SCORE = 85.0
+_STOP_NOTE = "stopping: no further mutant, those in progress left unjudged (press Ctrl+C again to stop at once)"
 
 
 def _mutate(args: argparse.Namespace) -> int:
@@ -46,7 +49,7 @@ def _mutate_curated(args: argparse.Namespace) -> int:
     whole catalogue; exit 1 if one survives, is missed or is reached by no scenario."""
     import time
 
-    from sim.mutate import kill_matrix, render_matrix, result_json, sanity_pass
+    from sim.mutate import kill_matrix, result_json, sanity_pass
     from sim.mutants import load_mutants, require
 
     scenarios = load_scenarios(args.scenarios)
@@ -54,19 +57,26 @@ def _mutate_curated(args: argparse.Namespace) -> int:
     names = args.mutant_names or sorted(known)
     require(names, known)
     lines = progress(args, len(names))
-    lines.say("sanity pass: one scenario with every run forced to fail must be reported as failing")
-    problem = sanity_pass(scenarios[0].path)
-    if problem is not None:
-        print(f"python -m sim mutate: sanity pass failed: {problem}", file=sys.stderr)
-        return EXIT_VIOLATION
-    lines.say("sanity pass: ok")
-    started = time.monotonic()
-    obtained = None if args.full else coverage_map(scenarios, args.jobs, lines)
-    selection = "all of them (--full)" if args.full else "those that execute the lines it edits, until its first kill"
-    lines.say(f"{len(names)} mutants against {len(scenarios)} scenarios, each running {selection}; {args.jobs} at once")
-    results = kill_matrix(scenarios, names, args.jobs, args.out, coverage=None if obtained is None else obtained.map,
-                          on_done=lambda result: lines.done(_curated_line(result)))
+    with stopping.graceful(_STOP_NOTE):
+        lines.say("sanity pass: one scenario with every run forced to fail must be reported as failing")
+        problem = sanity_pass(scenarios[0].path)
+        if stopping.requested():
+            return exit_interrupted(args, 0, "mutant", len(names))
+        if problem is not None:
+            print(f"{speaker(args)}: sanity pass failed: {problem}", file=sys.stderr)
+            return EXIT_VIOLATION
+        lines.say("sanity pass: ok")
+        started = time.monotonic()
+        obtained = None if args.full else coverage_map(scenarios, args.jobs, lines)
+        if stopping.requested():
+            return exit_interrupted(args, 0, "mutant", len(names))
+        selection = "all of them (--full)" if args.full else "those that execute the lines it edits, until its first kill"
+        lines.say(f"{counted(len(names), 'mutant')} against {counted(len(scenarios), 'scenario')}, each running {selection}; "
+                  f"{args.jobs} at once")
+        results = kill_matrix(scenarios, names, args.jobs, args.out, coverage=None if obtained is None else obtained.map,
+                              on_done=lambda result: lines.done(_curated_line(result)))
     elapsed = time.monotonic() - started
+    interrupted = stopping.requested()
     failed = [r for r in results if r.problem()]
     pairs = sum(len(r.killed_by) + len(r.survived) for r in results)
     figures = {"mutants": len(results), "seconds": round(elapsed, 1), "mutants_per_minute": round(len(results) / elapsed * 60, 1),
@@ -74,8 +84,19 @@ def _mutate_curated(args: argparse.Namespace) -> int:
                "coverage_map": None if obtained is None else {"path": str(obtained.path), "traced": obtained.traced,
                                                                "seconds": round(obtained.seconds, 1)}}
     if args.json:
-        print(json.dumps({"sanity": "ok", **figures, "passed": not failed, "mutants": [result_json(r) for r in results]}, sort_keys=True))
-        return EXIT_VIOLATION if failed else EXIT_OK
+        print(json.dumps({"sanity": "ok", **figures, "passed": not failed and not interrupted, "interrupted": interrupted,
+                          "mutants": [result_json(r) for r in results]}, sort_keys=True))
+    else:
+        _print_matrix(results, failed, scenarios, figures, elapsed)
+    if interrupted:
+        return exit_interrupted(args, len(results), "mutant", len(names))
+    return EXIT_VIOLATION if failed else EXIT_OK
+
+
+def _print_matrix(results: Sequence[Any], failed: Sequence[Any], scenarios: Sequence[Any], figures: dict[str, Any],
+                  elapsed: float) -> None:
+    from sim.mutate import render_matrix
+
     print("sanity pass: a forced failure is reported as a failure\n")
     print(render_matrix(results, [s.name for s in scenarios]))
     for result in results:
@@ -84,10 +105,9 @@ def _mutate_curated(args: argparse.Namespace) -> int:
             print(f"{result.name}: killed by {scenario} ({result.invariants[scenario]}): {command}")
     for result in failed:
         print(f"{result.name}: {result.problem()}")
-    print(f"\n{len(results)} mutants in {elapsed:.1f}s ({figures['mutants_per_minute']} per minute, {args.jobs} jobs, "
-          f"{pairs} of {len(results) * len(scenarios)} mutant-scenario pairs run): "
+    print(f"\n{counted(len(results), 'mutant')} in {elapsed:.1f}s ({figures['mutants_per_minute']} per minute, {figures['jobs']} jobs, "
+          f"{figures['scenario_runs']} of {len(results) * len(scenarios)} mutant-scenario pairs run): "
           f"{len(results) - len(failed)} killed as expected, {len(failed)} not")
-    return EXIT_VIOLATION if failed else EXIT_OK
 
 
 def _curated_line(result: Any) -> str:
@@ -124,18 +144,27 @@ def _mutate_operators(args: argparse.Namespace) -> int:
     )
     timeout = args.timeout or DEFAULT_MUTANT_TIMEOUT_S
     lines = progress(args, None)
-    lines.say(f"sanity pass and baseline: a forced failure must be reported, the unmutated reference must pass ({judged_by})")
-    problem = sanity_pass(scenarios[0].path) or operators.baseline_problem(killers, timeout)
-    if problem is not None:
-        print(f"python -m sim mutate --operators: {problem}", file=sys.stderr)
-        return EXIT_VIOLATION
-    selection = None
-    if killers.scenarios and not args.full:
-        selection = operators.Selection(coverage_map(scenarios, args.jobs, lines).map, tuple(scenarios))
-    report = operators.mutate_operators(killers, seed=args.seed or 0, limit=args.max, budget=args.budget,
-                                        timeout=timeout, jobs=args.jobs, only=args.only,
-                                        on_done=lambda run: lines.done(f"{run.candidate.id}: {run.verdict}, {run.seconds:.1f}s"),
-                                        selection=selection)
+    with stopping.graceful(_STOP_NOTE):
+        lines.say(f"sanity pass and baseline: a forced failure must be reported, the unmutated reference must pass ({judged_by})")
+        problem = sanity_pass(scenarios[0].path) or operators.baseline_problem(killers, timeout)
+        if stopping.requested():
+            return exit_interrupted(args, 0, "mutant")
+        if problem is not None:
+            print(f"{speaker(args)} --operators: {problem}", file=sys.stderr)
+            return EXIT_VIOLATION
+        selection = None
+        if killers.scenarios and not args.full:
+            selection = operators.Selection(coverage_map(scenarios, args.jobs, lines).map, tuple(scenarios))
+        report = operators.mutate_operators(killers, seed=args.seed or 0, limit=args.max, budget=args.budget,
+                                            timeout=timeout, jobs=args.jobs, only=args.only,
+                                            on_done=lambda run: lines.done(f"{run.candidate.id}: {run.verdict}, {run.seconds:.1f}s"),
+                                            selection=selection)
+    if stopping.requested():
+        if args.json:
+            print(json.dumps({**operators.report_json(report), "passed": False, "interrupted": True}, sort_keys=True))
+        else:
+            print(operators.render(report))
+        return exit_interrupted(args, len(report.runs), "mutant", len(report.launch))
     min_score = DEFAULT_MIN_SCORE if args.min_score is None else args.min_score
     passed = report.score() >= min_score
     if args.json:

@@ -19,6 +19,12 @@ from sim.cli.common import EXIT_OK, EXIT_VIOLATION, UsageError, add_mutant_optio
 
 DIFF_LINES_MAX = 20
 UNMODIFIED = "no mutant (the unmodified reference)"
+EDITED_HINTS = {
+    "seed": "a repro replays its recorded decisions, whatever the seed: to run the scenario at another seed, give "
+            "python -m sim replay the scenario file and --seed",
+    "invariant": "a repro names the invariant its run violated, and the replay shows it",
+    "decisions": "a repro replays exactly the decisions it recorded: to steer a run otherwise, shrink it or explore",
+}
 
 
 def load_repro(path: Path) -> dict[str, Any]:
@@ -34,7 +40,23 @@ def load_repro(path: Path) -> dict[str, Any]:
     for key, kind in (("scenario", str), ("seed", int), ("decisions", list), ("decision_points", int)):
         if not isinstance(document, dict) or not isinstance(document.get(key), kind):
             raise UsageError(f"{path}: {key}: expected {kind.__name__} in a repro file")
+    _check_seal(path, document)
     return document
+
+
+def _check_seal(path: Path, document: dict[str, Any]) -> None:
+    """The seal notices a seed, invariant or decision list edited by hand, which a replay would not tell from a
+    change to the code (a file written before seals has none)."""
+    from sim.report import seal
+
+    sealed = document.get("seal")
+    if not isinstance(sealed, dict):
+        return
+    for key, hint in EDITED_HINTS.items():
+        if key in sealed and seal({key: document.get(key)})[key] != sealed[key]:
+            value, noun = ("this list", "decision list") if key == "decisions" else (repr(document.get(key)), key)
+            raise UsageError(f"{path}: {key}: {value} is not the {noun} this run was recorded with (the file was edited "
+                             f"since it was written); {hint}")
 
 
 def recorded_decisions(path: Path, document: dict[str, Any]) -> list[Any]:
@@ -121,7 +143,7 @@ def _replay(args: argparse.Namespace) -> int:
         expected_digest = document.get("digest")
     print(result.result.trace_text())
     if args.report is not None:
-        write_html(args.report, result, _replay_text(args))
+        write_html(args.report, result, _replay_text(args), args.under_mutant)
     if expected_digest is not None and expected_digest != result.result.digest():
         raise UsageError(f"{args.target}: the recording no longer fits the code: the replayed trace differs from the "
                          f"recorded one (digest {result.result.digest()[:16]}, recorded {expected_digest[:16]})")

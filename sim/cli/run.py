@@ -12,18 +12,20 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from sim import targets
+from sim import stopping, targets
 from sim.cli.common import (
     CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, STRATEGY_CHOICES, UsageError, add_json_options, add_mutant_option,
-    add_report_option, add_target_option, coverage_map, load_scenarios, positive_int, progress, seed_int, write_html,
+    add_report_option, add_target_option, coverage_map, exit_interrupted, load_scenarios, positive_int, progress, seed_int,
+    speaker, write_html,
 )
+from sim.cli.progress import Throttled
+from sim.words import counted
 
 AUTO_SHRINK_LIMIT_S = 10.0  # `run` shrinks each failure on the way; a longer search is `shrink --time-limit`
 
 
 def _run(args: argparse.Namespace) -> int:
     from sim import report
-    from sim.scenario.runner import check
 
     if args.must_fail_under and args.under_mutant:
         raise UsageError("--must-fail-under runs each scenario under the mutants it names, so it takes no --mutant")
@@ -33,39 +35,66 @@ def _run(args: argparse.Namespace) -> int:
         return elsewhere
     lines = progress(args, len(scenarios))
     verdicts, documents, blocks, failures = [], [], [], []
-    for scenario in scenarios:
-        scenario = _with_strategy(scenario, args.strategy or scenario.explore.strategy)
-        scenario = _with_all_invariants(scenario) if args.all_invariants else scenario
-        verdict = check(scenario, runs=args.runs, seed=args.seed, force_fail=args.force_fail)
-        verdicts.append(verdict)
-        lines.done(f"{scenario.name}: {'pass' if verdict.passed else 'FAIL'}, {verdict.runs} runs, {verdict.cpu_s:.2f}s")
-        repro = shrunk = None
-        if verdict.failing is not None:
-            repro = report.write_repro(verdict.failing, args.out, mutant=args.under_mutant)
-            blocks.append(report.failure_block(verdict.failing, repro, mutant=args.under_mutant))
-            failures.append((verdict.failing, repro))
-            shrunk = None if args.no_shrink else _auto_shrink(verdict.failing, repro, args.out, args.under_mutant)
-            blocks += [] if shrunk is None else [shrunk.summary()]
-        if args.trace_out is not None and verdict.failing is not None:
-            _write_trace(verdict.failing, args.trace_out)
-        documents.append((verdict, repro, shrunk))
-        if args.stop_at_violation and verdict.failing is not None:
-            break
-    claims = _check_claims(scenarios, args) if args.must_fail_under else {}
+    with stopping.graceful():
+        for scenario in scenarios:
+            if stopping.requested():
+                break
+            scenario = _with_strategy(scenario, args.strategy or scenario.explore.strategy)
+            scenario = _with_all_invariants(scenario) if args.all_invariants else scenario
+            verdict = _check(args, scenario)
+            verdicts.append(verdict)
+            lines.done(f"{scenario.name}: {report.verdict_state(verdict, verdict.passed)}, {verdict.runs} runs, {verdict.cpu_s:.2f}s")
+            repro = shrunk = None
+            if verdict.failing is not None:
+                repro = report.write_repro(verdict.failing, args.out, mutant=args.under_mutant)
+                blocks.append(report.failure_block(verdict.failing, repro, mutant=args.under_mutant))
+                failures.append((verdict.failing, repro))
+                if not args.no_shrink and not stopping.requested():  # a user who asked to stop waits for no search
+                    shrunk = _auto_shrink(verdict.failing, repro, args.out, args.under_mutant)
+                blocks += [] if shrunk is None else [shrunk.summary()]
+            if args.trace_out is not None and verdict.failing is not None:
+                _write_trace(verdict.failing, args.trace_out)
+            documents.append((verdict, repro, shrunk))
+            if args.stop_at_violation and verdict.failing is not None:
+                break
+        stopped_early = args.stop_at_violation and failures
+        interrupted = (len(verdicts) < len(scenarios) and not stopped_early) or any(verdict.interrupted for verdict in verdicts)
+        claims = _check_claims(scenarios, args) if args.must_fail_under and not interrupted else {}
+        interrupted = interrupted or stopping.requested()  # the claims' mutants were stopped part-way
     if args.report is not None:
         _report_first_failure(args.report, failures, args.under_mutant)
     failed = [v for v in verdicts if not v.passed or claims.get(v.scenario.name)]
     if args.json:
         print(json.dumps({"scenarios": [_verdict_document(args, claims, *entry) for entry in documents],
-                          "passed": not failed}, sort_keys=True))
+                          "passed": not failed and not interrupted, "interrupted": interrupted}, sort_keys=True))
     else:
         print(report.verdict_table(verdicts, claims))
         for verdict in failed:
             print(f"\n{verdict.scenario.name}: " + "; ".join(verdict.problems() + claims.get(verdict.scenario.name, [])))
         for block in blocks:
             print("\n" + block)
-        print(f"\n{len(verdicts) - len(failed)} passed, {len(failed)} failed")
+        print("\n" + _counts(verdicts, failed, len(scenarios) if interrupted else None))
+    if interrupted:
+        return exit_interrupted(args, sum(verdict.runs for verdict in verdicts))
     return EXIT_VIOLATION if failed else EXIT_OK
+
+
+def _counts(verdicts: Sequence[Any], failed: Sequence[Any], scenarios: int | None) -> str:
+    """`2 passed, 1 failed`; after an interrupt (`scenarios` given), also those stopped part-way and not run."""
+    if scenarios is None:
+        return f"{len(verdicts) - len(failed)} passed, {len(failed)} failed"
+    stopped = [v for v in failed if v.interrupted and not v.violating_runs]
+    return (f"{len(verdicts) - len(failed)} passed, {len(failed) - len(stopped)} failed, {len(stopped)} stopped part-way, "
+            f"{scenarios - len(verdicts)} not run")
+
+
+def _check(args: argparse.Namespace, scenario: Any) -> Any:
+    """One scenario's exploration, with a line now and then while it lasts (a long one says it is alive)."""
+    from sim.scenario.runner import check
+
+    alive = Throttled(speaker(args), enabled=not args.json or args.progress)
+    return check(scenario, runs=args.runs, seed=args.seed, force_fail=args.force_fail,
+                 on_run=lambda run: alive.done(f"{scenario.name}: {alive.count + 1} runs so far, latest seed {run.seed}"))
 
 
 def _verdict_document(args: argparse.Namespace, claims: dict[str, list[str]], verdict: Any, repro: Path | None, shrunk: Any) -> dict[str, Any]:
@@ -84,8 +113,8 @@ def _check_claims(scenarios: Sequence[Any], args: argparse.Namespace) -> dict[st
     require(names, load_mutants())
     lines = progress(args, len(names))
     coverage = coverage_map(scenarios, args.jobs, lines).map
-    lines.say(f"checking must_fail_under: {len(names)} mutants, each in its own process, against its claimers that "
-              f"execute the lines it edits")
+    lines.say(f"checking must_fail_under: {counted(len(names), 'mutant')}, each in its own process, against its claimers "
+              f"that execute the lines it edits")
     results = kill_matrix(scenarios, names, args.jobs, args.out / "mutants", claims_only=True, coverage=coverage,
                           on_done=lambda result: lines.done(f"mutant {result.name}: killed {len(result.killed_by)} of "
                                                             f"{len(result.expected)} claiming scenarios"))
@@ -123,7 +152,7 @@ def _report_first_failure(path: Path, failures: Sequence[tuple[Any, Path]], muta
         print(f"--report: every run held, so {path} was not written", file=sys.stderr)
         return
     failing, repro = failures[0]
-    write_html(path, failing, report.replay_command(repro, mutant))
+    write_html(path, failing, report.replay_command(repro, mutant), mutant)
 
 
 def add_run(commands: Any) -> None:

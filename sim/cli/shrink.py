@@ -7,8 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sim import targets
-from sim.cli.common import EXIT_VIOLATION, UsageError, add_json_options, add_mutant_option, add_report_option, progress, write_html
+from sim import stopping, targets
+from sim.cli.common import (
+    EXIT_VIOLATION, UsageError, add_json_options, add_mutant_option, add_report_option, exit_interrupted, progress,
+    write_html,
+)
 from sim.cli.replay import check_mutant, load_repro, recorded_decisions, repro_scenario
 
 SHRINK_LIMIT_S = 30.0
@@ -31,16 +34,20 @@ def _shrink(args: argparse.Namespace) -> int:
         return elsewhere
     lines = progress(args, None)
     try:
-        result = shrink(scenario, document["seed"], recorded_decisions(repro_path, document), document["invariant"],
-                        source=repro_path, out_dir=args.out or repro_path.parent, time_limit=args.time_limit,
-                        mutant=args.under_mutant,
-                        on_pass=lambda name, size: lines.done(f"{name}: {size.faults} faults, {size.drives} drives, "
-                                                              f"{size.decisions} decisions, {size.steps} steps"))
+        with stopping.graceful("stopping after the run in progress; the smallest run so far is written "
+                               "(press Ctrl+C again to stop at once)"):
+            result = shrink(scenario, document["seed"], recorded_decisions(repro_path, document), document["invariant"],
+                            source=repro_path, out_dir=args.out or repro_path.parent, time_limit=args.time_limit,
+                            mutant=args.under_mutant,
+                            on_pass=lambda name, size: lines.done(f"{name}: {size.faults} faults, {size.drives} drives, "
+                                                                  f"{size.decisions} decisions, {size.steps} steps"))
     except ShrinkError as error:
         raise UsageError(f"{repro_path}: {error}") from None
     if args.report is not None:
-        write_html(args.report, result.report, report.replay_command(result.repro_path, args.under_mutant))
+        write_html(args.report, result.report, report.replay_command(result.repro_path, args.under_mutant), args.under_mutant)
     print(json.dumps(result.as_dict(), sort_keys=True) if args.json else result.summary())
+    if result.interrupted:
+        return exit_interrupted(args, result.runs)
     return EXIT_VIOLATION
 
 

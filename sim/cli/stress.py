@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from contract.events import CommitArchived, CommitPublished, FenceCancelWon, LeaseAcquired, RealStoreBusyFired, TurnPersisted
-from sim.cli.common import EXIT_OK, EXIT_VIOLATION, UsageError
+from sim import stopping
+from sim.cli.common import EXIT_OK, EXIT_VIOLATION, UsageError, speaker
 
 
 def _stress(args: argparse.Namespace) -> int:
@@ -30,7 +31,8 @@ def _stress(args: argparse.Namespace) -> int:
     if any(workdir.iterdir()):
         raise UsageError(f"--workdir {workdir}: must be empty (the run writes its database and logs there)")
     options = StressOptions(args.duration, args.processes, args.seed, workdir, args.stress_mutant)
-    report = StressRun(options, lambda line: print(line, file=sys.stderr, flush=True)).run()
+    with stopping.graceful("stopping: the workers stop cleanly, then the run is checked (press Ctrl+C again to stop at once)"):
+        report = StressRun(options, lambda line: print(line, file=sys.stderr, flush=True)).run()
     document = _document(report)
     failed = bool(report.result.violations) or report.result.integrity != ["ok"]
     if args.json:
@@ -41,6 +43,9 @@ def _stress(args: argparse.Namespace) -> int:
         print(f"database and logs: {workdir}", file=sys.stderr)
     else:
         shutil.rmtree(workdir)
+    if report.interrupted:
+        print(f"{speaker(args)}: interrupted after {report.elapsed_s:.1f}s of striking", file=sys.stderr)
+        return stopping.EXIT_INTERRUPTED
     return EXIT_VIOLATION if failed else EXIT_OK
 
 
@@ -48,7 +53,7 @@ def _document(report: Any) -> dict[str, Any]:
     counts, events = report.counts, report.events
     return {
         "processes": report.options.processes, "duration_s": report.options.duration_s, "seed": report.options.seed,
-        "mutant": report.options.mutant, "elapsed_s": round(report.elapsed_s, 1),
+        "mutant": report.options.mutant, "elapsed_s": round(report.elapsed_s, 1), "interrupted": report.interrupted,
         "kills": counts.kills, "sigint": counts.sigint, "sigkill": counts.sigkill, "pauses": counts.pauses,
         "restarts": counts.restarts,
         "exit_codes": counts.exits,
@@ -67,7 +72,7 @@ def _document(report: Any) -> dict[str, Any]:
 
 
 def _print(document: dict[str, Any]) -> None:
-    for key in ("processes", "duration_s", "seed", "mutant", "kills", "sigint", "sigkill", "pauses", "restarts", "events",
+    for key in ("processes", "duration_s", "seed", "mutant", "interrupted", "kills", "sigint", "sigkill", "pauses", "restarts", "events",
                 "acknowledged_messages", "commits", "rotations", "leases_acquired", "hard_cancels", "database_locked",
                 "planted_reclaims", "integrity"):
         print(f"{key:>22}: {document[key]}")

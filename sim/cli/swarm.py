@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from sim import stopping
 from sim.cli.common import (
-    DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, add_mutant_option, positive_int, seed_int,
+    DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, add_mutant_option, exit_interrupted,
+    positive_int, seed_int, speaker,
 )
 from sim.cli.explore import parse_shard
 from sim.cli.progress import Progress, Throttled
@@ -44,21 +46,24 @@ def _swarm(args: argparse.Namespace) -> int:
     workloads = load_workloads([Path(path) for path in paths], registry())
     runs = args.runs if args.runs is not None or args.time_budget is not None else workloads[0].swarm.runs
     lines = _progress(args, runs)
-    done = campaign(workloads, args.seed, shard=shard, runs=runs, time_budget_s=args.time_budget,
-                    jobs=args.jobs, feedback=args.feedback, on_run=lambda run: lines.done(_run_line(run)),
-                    exitfirst=args.exitfirst)
-    result = _results(done, workloads, args, lines)
-    _write_results(result, args)
+    with stopping.graceful():
+        done = campaign(workloads, args.seed, shard=shard, runs=runs, time_budget_s=args.time_budget,
+                        jobs=args.jobs, feedback=args.feedback, on_run=lambda run: lines.done(_run_line(run)),
+                        exitfirst=args.exitfirst)
+        result = _results(done, workloads, args, lines)
+        _write_results(result, args)
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
         print(_text(result))
+    if done.interrupted:
+        return exit_interrupted(args, len(done.runs))
     return EXIT_OK if result["passed"] else EXIT_VIOLATION
 
 
 def _progress(args: argparse.Namespace, runs: int | None) -> Progress:
     enabled = not args.json or args.progress
-    command = f"python -m sim {args.command}"
+    command = speaker(args)
     return Progress(command, runs, enabled=enabled) if runs is not None else Throttled(command, enabled=enabled)
 
 
@@ -90,7 +95,7 @@ def _export(workload: Any, args: argparse.Namespace, index: int, invariant: str,
     exported = export_run(workload, args.seed, index, invariant, out, mutant=args.under_mutant, bias=bias)
     found = {"scenario": str(exported.scenario), "repro": str(exported.repro), "replay": exported.replay(args.under_mutant),
              "explanation": exported.report.violations[0].explanation}
-    if args.shrink:
+    if args.shrink and not stopping.requested():  # a user who asked to stop waits for no search
         found["shrunk"] = _shrunk(exported, invariant, out, args.under_mutant)
     return found
 
@@ -133,8 +138,15 @@ def _text(result: dict[str, Any]) -> str:
             shrunk = failure["shrunk"]
             lines.append(f"  shrunk: {shrunk['after']['faults']} faults, {shrunk['after']['drives']} drives: {shrunk['scenario']}")
     lines += [f"  note: coverage mark {mark} never reached" for mark in result["coverage_missing"]]
-    lines.append("\npass" if result["passed"] else "\nFAIL")
+    lines += [f"  note: shard {shard} was interrupted before the end of its runs" for shard in result["interrupted"]]
+    lines.append("\n" + _verdict(result))
     return "\n".join(lines)
+
+
+def _verdict(result: dict[str, Any]) -> str:
+    if result["passed"]:
+        return "pass"
+    return "FAIL" if result["new_failures"] or result["coverage_missing"] else "incomplete: interrupted"
 
 
 def _merge(args: argparse.Namespace) -> int:
@@ -187,6 +199,23 @@ def add_swarm(commands: Any) -> None:
                        help="where the results file and the failures' scenario and repro files go (default: out/)")
     add_mutant_option(swarm)
     swarm.set_defaults(handler=_swarm)
+
+
+def _swarm_worker(args: argparse.Namespace) -> int:
+    """One of a campaign's `-j` workers: the orders come on stdin, the runs' summaries go out on stdout."""
+    from sim.registry import registry
+    from sim.swarm.loader import load_workloads
+    from sim.swarm.workers import serve
+
+    return serve(load_workloads([Path(path) for path in args.paths], registry()), args.root, sys.stdin, sys.stdout)
+
+
+def add_swarm_worker(commands: Any) -> None:
+    """The internal command each `swarm -j N` worker process runs (sim.swarm.workers)."""
+    worker = commands.add_parser("swarm-worker")
+    worker.add_argument("paths", nargs="+")
+    worker.add_argument("--root", type=int, required=True)
+    worker.set_defaults(handler=_swarm_worker)
 
 
 def add_merge(commands: Any) -> None:

@@ -51,5 +51,16 @@ class BudgetExceeded(SimulationError):
     """The step or virtual-time budget ran out before the run finished."""
 
 
+class MemoryBudgetExceeded(BudgetExceeded):
+    """The run passed a memory bound: more events than its history may keep, or (a scenario's) a store grown
+    past its size; a run whose memory outpaces its steps (a summary that doubles at every compaction) would
+    otherwise grow without end long before its step budget ran out."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped from outside at once (a second Ctrl+C): it has no outcome and is no verdict on the code
+    under test. A KeyboardInterrupt, so that code which cleans up after a Ctrl+C does so for it too."""
+
+
 class DivergenceError(Exception):
     """A replayed decision list no longer fits what the code does at that step."""

@@ -18,7 +18,7 @@ from contract.events.base import Event
 from contract.events.runtime import TaskExit, TaskSpawn
 from sim.history import HistoryEvent
 from sim.kernel.deadlock import blocked_task, wait_for
-from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock, DivergenceError
+from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock, DivergenceError, Interrupted, MemoryBudgetExceeded
 from sim.strategies.decisions import TaskChoice
 
 if TYPE_CHECKING:
@@ -40,6 +40,8 @@ AbortFn = Callable[[], bool]
 _KERNEL_DIR = os.path.dirname(os.path.abspath(__file__))
 
 SLEEPING = "sleep"
+DEFAULT_MAX_EVENTS = 1_000_000  # events a run may record: its memory bound, as max_steps bounds its time
+CLOSE_TRIES = 1000  # closes per unfinished task: each finishes one coroutine of its chain or unwinds one await
 
 # Task choices among fewer than _INTERNED tasks, built once: recording a choice allocates nothing.
 _INTERNED = 64
@@ -136,11 +138,13 @@ class Kernel:
         *,
         max_steps: int = 1_000_000,
         max_time_s: float = math.inf,
+        max_events: int = DEFAULT_MAX_EVENTS,
         on_clock_advance: Callable[[float], None] | None = None,
     ) -> None:
         self.strategy = strategy
         self.max_steps = max_steps
         self.max_time_s = max_time_s
+        self.max_events = max_events
         self.on_clock_advance = on_clock_advance
         self.now_s = 0.0
         self.steps = 0
@@ -155,6 +159,9 @@ class Kernel:
         self.history: list[HistoryEvent] = []
         self.listeners: list[Callable[[HistoryEvent], None]] = []
         self.on_idle: Callable[[], bool] | None = None
+        self.interrupted = False
+        self._steps_allowed = max_steps  # max_steps until `interrupt` or `exceed` lowers it
+        self._exceeded: str | None = None  # the memory bound the run passed
         self._timers: list[tuple[float, int, Any]] = []
         self._timer_seq = 0
         self._next_tid = 0
@@ -230,6 +237,8 @@ class Kernel:
         self.history.append(recorded)
         for listener in self.listeners:
             listener(recorded)
+        if recorded.seq + 1 == self.max_events:
+            self.exceed(f"event budget of {self.max_events} events exhausted (the run's memory bound: it keeps its whole history)")
 
     def current_name(self) -> str:
         return "kernel" if self.current is None else self.current.name
@@ -301,7 +310,6 @@ class Kernel:
         runnable = self.runnable
         choose = self.strategy.choose_task
         decisions = self.decisions
-        max_steps = self.max_steps
         steps = self.steps
         task: Task | None = None
         try:
@@ -313,8 +321,8 @@ class Kernel:
                         raise Deadlock("deadlock: no task can run and no timer is pending", *wait_for(self.alive.values()))
                     task = None
                     continue
-                if steps >= max_steps:
-                    raise BudgetExceeded(f"step budget of {max_steps} steps exhausted", self.blocked_report())
+                if steps >= self.max_steps:  # read each step: `interrupt` and `exceed` lower it
+                    raise self._out_of_budget()
                 steps += 1
                 options = len(runnable)
                 if options > 1:
@@ -335,6 +343,8 @@ class Kernel:
                     self._finish(task, stop.value, None)
                     continue
                 except BaseException as error:
+                    if (interrupt := _interrupt_in(error)) is not None:
+                        raise interrupt from None
                     self._finish(task, None, error)
                     continue
                 if op == 0:  # CHECKPOINT
@@ -350,6 +360,26 @@ class Kernel:
         finally:
             self.steps = steps
             self.current = None
+
+    def _out_of_budget(self) -> BaseException:
+        """Why the step loop stops: an interrupt, a memory bound passed, or the step budget."""
+        if self.interrupted:
+            return Interrupted()
+        if self._exceeded is not None:
+            return MemoryBudgetExceeded(self._exceeded, self.blocked_report())
+        return BudgetExceeded(f"step budget of {self._steps_allowed} steps exhausted", self.blocked_report())
+
+    def exceed(self, bound: str) -> None:
+        """End the run at its next step as a budget overrun: it passed a memory bound (`bound` says which). Called
+        as the bound is passed, maybe inside a task, which must not be the place the run is stopped."""
+        if self._exceeded is None:
+            self._exceeded = bound
+            self.max_steps = -1
+
+    def interrupt(self) -> None:
+        """End the run at its next step with Interrupted, from outside (a signal handler): never inside a task."""
+        self.interrupted = True
+        self.max_steps = -1
 
     def _idle(self) -> bool:
         """Nothing can run and no timer is pending: ask the owner whether it can end some waits."""
@@ -391,16 +421,47 @@ class Kernel:
         return lines
 
     def close_unfinished(self) -> None:
-        """Close the coroutines of tasks a failed run left behind, so they do not leak warnings."""
+        """Close the coroutines of tasks a failed run left behind, so they do not leak warnings.
+
+        The innermost awaited coroutine is closed first, then the next one out: a `finally` that awaits cannot
+        run once the kernel has stopped, and its await suspends the coroutine again ("coroutine ignored
+        GeneratorExit"). Closed from the outside, that error would arise inside CPython's close of the chain,
+        which prints it ("Exception ignored in"); closed from the inside, each one reaches this loop, and the
+        next close unwinds past that await, until the task's coroutine is done.
+        """
         for task in list(self.alive.values()):
             self.current = task  # cleanup that releases the task's own locks must run as that task
-            try:
-                task.coro.close()
-            except BaseException:  # a finally that awaits during close cannot be run; nothing to do
-                pass
+            for _ in range(CLOSE_TRIES):
+                if _finished(task.coro):
+                    break
+                try:
+                    _innermost(task.coro).close()
+                except BaseException:  # an await in a finally suspended it again, or the finally raised
+                    pass
         self.current = None
         self.alive.clear()
         self.runnable.clear()
+
+
+def _finished(awaitable: Any) -> bool:
+    """A coroutine or generator that has returned or was closed (anything else awaited counts as done)."""
+    return getattr(awaitable, "cr_frame", getattr(awaitable, "gi_frame", None)) is None
+
+
+def _innermost(coro: Any) -> Any:
+    """The deepest unfinished coroutine or generator in the chain `coro` awaits."""
+    while (inner := getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)) is not None and not _finished(inner):
+        coro = inner
+    return coro
+
+
+def _interrupt_in(error: BaseException) -> KeyboardInterrupt | None:
+    """A KeyboardInterrupt that ended a task (alone or in exception groups): the user's, not the task's error."""
+    if isinstance(error, KeyboardInterrupt):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        return next(filter(None, map(_interrupt_in, error.exceptions)), None)
+    return None
 
 
 def _always_abortable() -> bool:

@@ -61,6 +61,14 @@ def config_fields() -> dict[str, type]:
     return {name: _SIMPLE_TYPES[kind] for name, kind in annotated.items() if kind in _SIMPLE_TYPES}
 
 
+def config_defaults() -> dict[str, Any]:
+    """The value each settable world.config key has when a scenario does not set it."""
+    defaults: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(CompactionConfig)}
+    defaults.update({PROVIDER_PREFIX + f.name: f.default for f in dataclasses.fields(ProviderScript)})
+    defaults.update(FRONTEND_KEYS)
+    return {name: defaults[name] for name in config_fields()}
+
+
 class SystemBuilder:
     """Builds the system inside one World run, and holds what it built: the store, processes and agents (and
     the gateways, which serve a gateway agent as soon as it is open)."""

@@ -21,6 +21,7 @@ from sim.scenario.schema import (
     Declared,
     Derived,
     Duration,
+    Float,
     Either,
     ExactlyOne,
     Int,
@@ -291,6 +292,10 @@ class ExpectSpec:
 EXPECT = table_of(ExpectSpec, "What every run must show.", default={})
 
 
+MAX_STORE_TEXT = ("Megabytes the store may grow to: a run's memory bound (its history, its agents' transcripts and "
+                  "the invariants' reads grow with what the store holds); past it the run ends as a budget overrun.")
+
+
 @dataclass(frozen=True)
 class ExploreSpec:
     """How much to explore: runs from `seed` on, with one strategy, each within step and virtual-time budgets."""
@@ -302,6 +307,7 @@ class ExploreSpec:
     ))
     max_steps: int = key(Int("Scheduler steps allowed per run.", min=1, default=200_000, example="1000000"))
     max_time_s: float = key(Duration("Virtual time allowed per run.", default="6h", example='"30m"'), name="max_time")
+    max_store_mb: float = key(Float(MAX_STORE_TEXT, min=0.01, default=64, example="256"))
 
 
 EXPLORE = table_of(ExploreSpec, "How much to explore.", default={})

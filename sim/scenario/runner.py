@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
+from sim import stopping, targets
 from sim.invariants import Violation
 from sim.scenario.model import Scenario
-from sim import targets
 from sim.search import until_exhausted
 from sim.strategies.base import Strategy
 from sim.strategies.decisions import Recorded
@@ -52,6 +52,7 @@ class Verdict:
     violating_runs: int = 0
     fired: list[int] = field(default_factory=list)
     coverage: set[str] = field(default_factory=set)
+    interrupted: bool = False  # a stop request ended the runs early: what they did not reach is not judged
 
     @property
     def invariants_checked(self) -> int:
@@ -60,11 +61,16 @@ class Verdict:
     def problems(self) -> list[str]:
         """Why the scenario's expectation does not hold; empty when it passed."""
         expect = self.scenario.expect
+        cut_short = f"{stopping.interrupted_after(self.runs)}: not judged"
         if expect.outcome == "violation":
-            return [] if self.violating_runs else [f"expected a violation, but all {self.runs} runs held"]
+            if self.violating_runs:
+                return []
+            return [cut_short] if self.interrupted else [f"expected a violation, but all {self.runs} runs held"]
         problems = []
         if self.failing is not None:
             problems.append(f"{self.failing.violations[0].invariant} violated (seed {self.failing.seed})")
+        if self.interrupted:
+            return problems + [cut_short]
         for index, (spec, count) in enumerate(zip(self.scenario.faults, self.fired)):
             if count == 0:
                 problems.append(f"fault[{index}] ({spec.kind}) never fired in {self.runs} runs")
@@ -119,18 +125,21 @@ def explore_seeds(scenario: Scenario, seeds: Iterable[int], strategy: Strategy, 
 
     One object for every run, so a strategy that learns across runs keeps what it learnt: PCT's horizon,
     the portfolio's rotation, the exhaustive search's tree. A search that has covered its whole space
-    (`exhausted`) ends the exploration early. `on_run` hears of each finished run (progress lines).
+    (`exhausted`) ends the exploration early, and a stop request (`sim.stopping`) before the next run.
+    `on_run` hears of each finished run (progress lines).
     """
     verdict = Verdict(scenario, fired=[0] * len(scenario.faults))
     started = time.process_time()
+    runs = stopping.Until(until_exhausted(seeds, strategy))
     with frozen_time(), targets.batch(scenario):
-        for seed in until_exhausted(seeds, strategy):
+        for seed in runs:
             report = run_once(scenario, seed, strategy=strategy, force_fail=force_fail)
             _tally(verdict, report)
             if on_run is not None:
                 on_run(report)
             if report.failed and stop_at_first:
                 break
+    verdict.interrupted = runs.cut
     verdict.cpu_s = time.process_time() - started
     return verdict
 

@@ -5,7 +5,7 @@ agents, and serves the gateway agents (`gateways.py`); faults act through the `F
 (`fault_context.py`) and drives through their dispatcher (`drives.py`); crashes follow the crash model
 (`crash.py`); invariants read the system through its view (`view.py`). What is left here is the wiring, and
 the fan-out of every recorded event: to fault triggers, to the moments drives wait for, to coverage, and to
-the invariants that read its class.
+the invariants that read its class; and the run's memory bound, the size of the store (`explore.max_store_mb`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from sim.scenario.model import Scenario
 from sim.scenario.view import ScenarioView
 from sim.world import World
 
+MB = 1_000_000
 
 class ScenarioSystem:
     def __init__(self, world: World, scenario: Scenario) -> None:
@@ -38,6 +39,7 @@ class ScenarioSystem:
         self.violations: list[Violation] = []
         self.coverage: set[str] = set()
         self.drives: Drives | None = None
+        self._sized_at = -1  # the store's `changes` when its size was last read
 
     def install(self) -> None:
         """Hook the run: points and store calls to the fault plan, every event to the fan-out, idleness to the
@@ -50,11 +52,24 @@ class ScenarioSystem:
         self.drives.track(self.moments)
 
     def _on_event(self, record: HistoryEvent) -> None:
+        self._bound_memory()
         kind = record.event.kind
         self.plan.observe(kind, record.time)
         self.moments.observe(kind, record.time)
         self.coverage.add(kind)
         self.violations.extend(self.invariants.on_event(record))
+
+    def _bound_memory(self) -> None:
+        """The run's memory bound: what the store holds, read again only once a write has moved it. A summary that
+        grows at every compaction writes megabytes in a few events, and everything reading the store grows with it."""
+        changes = self.store.changes
+        if changes == self._sized_at:
+            return
+        self._sized_at = changes
+        size, bound_mb = self.store.size_bytes, self.scenario.explore.max_store_mb
+        if size > bound_mb * MB:
+            self.world.kernel.exceed(f"store budget of {bound_mb:g} MB exhausted (the run's memory bound): the store "
+                                     f"holds {size / MB:.2f} MB")
 
     def _on_idle(self) -> bool:
         """Nothing can run: end waits for events that cannot come, then let the gateways drain and stop."""

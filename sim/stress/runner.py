@@ -5,6 +5,10 @@ or a pause (SIGSTOP, then SIGCONT after longer than the lease TTL: a laptop that
 lease, R25). A killed worker's death is recorded at the moment it is certainly dead and not yet reaped (so
 no other process's probe can have seen it dead earlier); then it is reaped and started again as a new
 process life. At the end every worker gets SIGTERM (a clean stop), and the logs and the database are checked.
+
+The workers run in a process group of their own, so a Ctrl+C at the terminal reaches the parent alone: it is
+the user's (`sim.stopping`), not a strike, and ends the striking early; the clean stop and the check follow
+as at the end. A second Ctrl+C kills the workers and ends at once.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from contract.events import ProcessCrashed, ProcessExited, StressLeasePlanted, StressSignal
+from sim import stopping
 from reference.eventlog import write_event
 from reference.identity import HostProcesses, process_start_ticks
 from reference.store import SessionStore
@@ -69,6 +74,7 @@ class StressReport:
     result: CheckResult
     events: dict[str, int]
     elapsed_s: float
+    interrupted: bool = False  # a stop request ended the striking early
 
 
 class Slot:
@@ -100,16 +106,21 @@ class StressRun:
             self.env["PYTHONPATH"] = os.pathsep.join(path + [p for p in [os.environ.get("PYTHONPATH")] if p])
             with open(self.options.workdir / "parent.jsonl", "a", encoding="utf-8") as parent_log:
                 self._prepare(parent_log)
-                for slot in self.slots:
-                    self._start(slot)
-                self._strike_until(started + self.options.duration_s, parent_log, started)
-                self._stop_all(parent_log)
+                try:
+                    for slot in self.slots:
+                        self._start(slot)
+                    pids = ", ".join(f"{slot.name} pid {_pid(slot)}" for slot in self.slots)
+                    self.progress(f"started {len(self.slots)} workers: {pids}")
+                    self._strike_until(started + self.options.duration_s, parent_log, started)
+                    self._stop_all(parent_log)
+                finally:
+                    self._kill_left()
         merged = merged_history(self.options.workdir.glob("*.jsonl"))
         result = check(self.db, merged, STRESS_CONFIG)
         events: dict[str, int] = {}
         for record in merged.events:
             events[record.kind] = events.get(record.kind, 0) + 1
-        return StressReport(self.options, self.counts, result, events, time.monotonic() - started)
+        return StressReport(self.options, self.counts, result, events, time.monotonic() - started, stopping.requested())
 
     def _prepare(self, log: TextIO) -> None:
         """The sessions, each leased by a holder whose pid the kernel recycled (R24): the workers' real probe
@@ -130,12 +141,12 @@ class StressRun:
                    "--name", slot.name, "--seed", str(self.rng.randrange(2**32)), "--sessions", ",".join(SESSIONS)]
         with open(self.options.workdir / f"{slot.name}.stderr", "ab") as stderr:
             slot.popen = subprocess.Popen(command, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                          stderr=stderr, cwd=self.options.workdir)
+                                          stderr=stderr, cwd=self.options.workdir, process_group=0)
 
     def _strike_until(self, deadline: float, log: TextIO, started: float) -> None:
         next_strike = time.monotonic() + self.rng.uniform(*STRIKE_GAP_S)
         next_progress = time.monotonic() + PROGRESS_EVERY_S
-        while (now := time.monotonic()) < deadline:
+        while (now := time.monotonic()) < deadline and not stopping.requested():
             for slot in self.slots:
                 self._resume_if_due(slot, log, now)
                 self._restart_if_dead(slot, log)
@@ -216,12 +227,25 @@ class StressRun:
                 self._bury(slot, log, ProcessExited)
 
 
+    def _kill_left(self) -> None:
+        """Workers still running when the run ends early (a second Ctrl+C, an error): killed and reaped, never left."""
+        for slot in self.slots:
+            if slot.popen is not None and slot.popen.poll() is None:
+                slot.popen.kill()
+                slot.popen.wait()
+
+
 def recycled_pid_holder() -> str:
     """A holder id whose pid is this (living) process's but whose start is not: what a dead holder's id looks like
     once the kernel has handed its pid to another process."""
     process = HostProcesses().spawn("recycled")
     process.start_ticks = (process_start_ticks(process.pid) or 0) + 1
     return process.holder(1)
+
+
+def _pid(slot: Slot) -> int:
+    assert slot.popen is not None
+    return slot.popen.pid
 
 
 def _record(log: TextIO, kind: str, fields: dict[str, object]) -> None:

@@ -11,6 +11,9 @@ exception that ended it), so a thousand runs that hit the same bug read as one f
 With feedback (`sim.swarm.feedback`) run `i` also depends on the signatures of the runs before its batch,
 so the campaign runs batch after batch, in index order (the runs of a batch split among `-j` workers), and
 is not sharded: a shard could not see the others' coverage.
+
+A stop request (Ctrl+C, SIGTERM: `sim.stopping`) ends a campaign after the runs in progress: it keeps every
+run that finished, and says it was interrupted.
 """
 
 from __future__ import annotations
@@ -18,19 +21,16 @@ from __future__ import annotations
 import itertools
 import time
 from contextlib import nullcontext
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from sim import stopping
 from sim.failure import unwrap
 from sim.heap import freeze_long_lived
-from sim.registry import registry
 from sim.scenario.runner import RunReport, run_once
 from sim.search import Shard, within_budget
 from sim.swarm.feedback import BATCH, NO_BIAS, Bias, Feedback
 from sim.swarm.generate import enabled_kinds, generate
-from sim.swarm.loader import load_workloads
 from sim.swarm.model import Workload
 from sim.swarm.signature import signature
 from sim.timefreeze import frozen_time
@@ -68,6 +68,7 @@ class Campaign:
     cpu_s: float = 0.0
     feedback: bool = False
     biases: dict[int, Bias] = field(default_factory=dict)  # a feedback campaign's bias per run, for its exports
+    interrupted: bool = False  # a stop request ended it before its budget
 
     def bias_of(self, index: int) -> Bias:
         return self.biases.get(index, NO_BIAS)
@@ -141,85 +142,81 @@ def campaign(workloads: Sequence[Workload], root_seed: int, *, shard: Shard = Sh
             raise ValueError(f"a feedback campaign cannot be sharded (shard {shard}): each run depends on the runs before it")
         done.cpu_s = _with_feedback(done, workloads, runs, time_budget_s, jobs, on_run)
     elif jobs == 1:
-        done.runs = run_indices(workloads, root_seed, within_budget(shard.seeds(0), runs, time_budget_s), on_run,
-                                exitfirst=exitfirst)
+        indices = stopping.Until(within_budget(shard.seeds(0), runs, time_budget_s))
+        done.runs = run_indices(workloads, root_seed, indices, on_run, exitfirst=exitfirst)
+        done.interrupted = indices.cut
     else:
-        done.runs, done.cpu_s = _in_workers(workloads, root_seed, shard, runs, time_budget_s, jobs, on_run)
+        done.runs, done.cpu_s, done.interrupted = _in_workers(workloads, root_seed, shard, runs, time_budget_s, jobs, on_run)
     done.cpu_s += time.process_time() - started
     return done
 
 
 def _in_workers(workloads: Sequence[Workload], root_seed: int, shard: Shard, runs: int | None, time_budget_s: float | None,
-                jobs: int, on_run: Callable[[RunSummary], None] | None) -> tuple[list[RunSummary], float]:
-    paths = [workload.path for workload in workloads]
-    parts = [(paths, root_seed, Shard(shard.index + shard.count * job, shard.count * jobs),
-              None if runs is None else len(range(job, runs, jobs)), time_budget_s) for job in range(jobs)]
+                jobs: int, on_run: Callable[[RunSummary], None] | None) -> tuple[list[RunSummary], float, bool]:
+    """Worker `job` runs every jobs-th run of the shard; each summary is heard as it comes, all are kept in index
+    order; and the workers' CPU seconds, and whether a stop request cut them short."""
+    from sim.swarm.workers import Workers, share_order
+
     summaries: list[RunSummary] = []
-    cpu_s = 0.0
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for part, part_cpu_s in pool.map(_worker, parts):
-            cpu_s += part_cpu_s
-            for summary in part:
-                summaries.append(summary)
-                if on_run is not None:
-                    on_run(summary)
-    return sorted(summaries, key=lambda summary: summary.index), cpu_s
-
-
-def _worker(part: tuple[list[str], int, Shard, int | None, float | None]) -> tuple[list[RunSummary], float]:
-    """One worker process's runs: the workloads loaded again from their files, the runs of its sub-shard."""
-    paths, root_seed, shard, runs, time_budget_s = part
-    started = time.process_time()
-    workloads = load_workloads([Path(path) for path in paths], registry())
-    return run_indices(workloads, root_seed, within_budget(shard.seeds(0), runs, time_budget_s)), time.process_time() - started
+    with Workers(workloads, root_seed, jobs) as workers:
+        for job in range(jobs):
+            workers.order(job, share_order(Shard(shard.index + shard.count * job, shard.count * jobs),
+                                           None if runs is None else len(range(job, runs, jobs)), time_budget_s))
+        for summary in workers.answers(range(jobs)):
+            summaries.append(summary)
+            if on_run is not None:
+                on_run(summary)
+    return sorted(summaries, key=lambda summary: summary.index), workers.cpu_s, workers.interrupted
 
 
 def _with_feedback(done: Campaign, workloads: Sequence[Workload], runs: int | None, time_budget_s: float | None,
                    jobs: int, on_run: Callable[[RunSummary], None] | None) -> float:
-    """Run batch after batch, each biased by the signatures of all runs before it, until `runs` runs or until
-    the CPU seconds spent (this process's and the workers') reach the budget, checked between batches; the
-    workers' CPU seconds. A batch's bias is fixed before it starts, so `jobs` changes nothing drawn."""
+    """Run batch after batch, each biased by the signatures of all runs before it, until `runs` runs, until
+    the CPU seconds spent (this process's and the workers') reach the budget, checked between batches, or
+    until a stop request; the workers' CPU seconds. A batch's bias is fixed before it starts, so `jobs`
+    changes nothing drawn."""
+    from sim.swarm.workers import Workers
+
     feedback = Feedback()
     started = time.process_time()
-    cpu_s = 0.0
     indices = itertools.count() if runs is None else iter(range(runs))
-    with ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else nullcontext() as pool:
-        while time_budget_s is None or time.process_time() - started + cpu_s < time_budget_s:
+    with Workers(workloads, done.root_seed, jobs) if jobs > 1 else nullcontext() as workers:
+        while time_budget_s is None or time.process_time() - started + _cpu_s(workers) < time_budget_s:
             batch = list(itertools.islice(indices, BATCH))
             if not batch:
+                break
+            if stopping.requested():
+                done.interrupted = True
                 break
             by_workload = {workload.name: feedback.bias(workload) for workload in workloads}
             biases = {index: by_workload[workload_of(workloads, index).name] for index in batch}
             done.biases.update(biases)
-            if pool is None:
-                summaries = run_indices(workloads, done.root_seed, batch, biases=biases)
+            if workers is None:
+                order = stopping.Until(batch)
+                summaries = run_indices(workloads, done.root_seed, order, biases=biases)
+                done.interrupted = order.cut
             else:
-                summaries, part_cpu_s = _batch_in_workers(pool, workloads, done.root_seed, batch, biases, jobs)
-                cpu_s += part_cpu_s
+                summaries = _batch_in_workers(workers, batch, biases, jobs)
+                done.interrupted = workers.interrupted
             for summary in summaries:
                 feedback.add(summary.signature)
                 done.runs.append(summary)
                 if on_run is not None:
                     on_run(summary)
-    return cpu_s
+            if done.interrupted:
+                break
+    return _cpu_s(workers)
 
 
-def _batch_in_workers(pool: ProcessPoolExecutor, workloads: Sequence[Workload], root_seed: int, batch: list[int],
-                      biases: dict[int, Bias], jobs: int) -> tuple[list[RunSummary], float]:
+def _cpu_s(workers: Any) -> float:
+    return 0.0 if workers is None else workers.cpu_s
+
+
+def _batch_in_workers(workers: Any, batch: list[int], biases: dict[int, Bias], jobs: int) -> list[RunSummary]:
     """One batch split among the workers (every jobs-th run each), the summaries back in index order."""
-    paths = [workload.path for workload in workloads]
-    parts = [(paths, root_seed, batch[job::jobs], {index: biases[index] for index in batch[job::jobs]})
-             for job in range(jobs) if batch[job::jobs]]
-    summaries: list[RunSummary] = []
-    cpu_s = 0.0
-    for part, part_cpu_s in pool.map(_biased_worker, parts):
-        summaries += part
-        cpu_s += part_cpu_s
-    return sorted(summaries, key=lambda summary: summary.index), cpu_s
+    from sim.swarm.workers import batch_order
 
-
-def _biased_worker(part: tuple[list[str], int, list[int], dict[int, Bias]]) -> tuple[list[RunSummary], float]:
-    paths, root_seed, indices, biases = part
-    started = time.process_time()
-    workloads = load_workloads([Path(path) for path in paths], registry())
-    return run_indices(workloads, root_seed, indices, biases=biases), time.process_time() - started
+    parts = {job: batch[job::jobs] for job in range(jobs) if batch[job::jobs]}
+    for job, part in parts.items():
+        workers.order(job, batch_order(part, biases))
+    return sorted(workers.answers(list(parts)), key=lambda summary: summary.index)

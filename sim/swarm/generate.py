@@ -84,6 +84,7 @@ def scenario_document(workload: Workload, root_seed: int, run_index: int, bias: 
             "seed": derive_seed(root_seed, f"swarm.{run_index}.schedule") & SEED_MASK,
             "strategy": streams("strategy").pick(swarm.strategies),
             "max_steps": swarm.max_steps,
+            "max_store_mb": swarm.max_store_mb,
             "max_time": probe_at + 6 * 3600.0,
         },
     }

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Any, Mapping
 
 from sim.scenario.declare import key, table_of
-from sim.scenario.model import EXPECT, NAME_PATTERN, NAME_TEXT, ExpectSpec
+from sim.scenario.model import EXPECT, MAX_STORE_TEXT, NAME_PATTERN, NAME_TEXT, ExpectSpec
 from contract.params import REQUIRED
 from sim.scenario.schema import (
     Choice, Context, Derived, Duration, Float, Int, ListOf, Location, Probability, Reference, Registered, Spec, Str,
@@ -219,6 +219,7 @@ class SwarmSpec:
         plural="strategy names", non_empty=True, default=["random", "pct", "pct-d10"], example='["random", "pct"]'))
     runs: int = key(Int("Runs of a campaign when no --runs or --time-budget is given.", min=1, default=50, example="200"))
     max_steps: int = key(Int("Scheduler steps allowed per run.", min=1, default=400_000, example="1000000"))
+    max_store_mb: float = key(Float(MAX_STORE_TEXT, min=0.01, default=64, example="256"))
     world: WorldRanges = key(WORLD_RANGES)
     actions: ActionRates = key(ACTIONS)
     faults: dict[str, FaultDraw] = key(FaultKinds("Fault kinds that may happen, each with its settings.", default={},

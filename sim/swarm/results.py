@@ -6,7 +6,8 @@ fault kind at point, invariant checks with something to judge, kinds enabled; wi
 each, and how many of each family), whether the campaign used coverage feedback, and the failures deduplicated by class, each with
 the exported scenario, its repro and the command that replays it. `merge` folds shard documents into the
 document one unsharded campaign would have written (CPU seconds summed; each failure class keeps the
-example from its lowest run index).
+example from its lowest run index). A campaign stopped by the user (Ctrl+C) writes its document too, with
+the runs it finished; `interrupted` names its shard, and a merge that holds one does not pass.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def document(done: Campaign, workloads: Sequence[str], exported: Mapping[tuple[s
         "workloads": list(workloads),
         "mutant": mutant,
         "feedback": done.feedback,
+        "interrupted": [f"{done.shard.index + 1}/{done.shard.count}"] if done.interrupted else [],
         "cpu_s": round(done.cpu_s, 3),
         "per_run": [run.as_dict() for run in done.runs],
         "coverage": dict(sorted(Counter(mark for run in done.runs for mark in run.coverage).items())),
@@ -75,7 +77,7 @@ def _finish(document: dict[str, Any]) -> dict[str, Any]:
         signature_reached=family_counts(document["signature"]),
         new_failures=sum(not failure["known"] for failure in document["failures"]),
     )
-    document["passed"] = not document["new_failures"] and not missing
+    document["passed"] = not document["new_failures"] and not missing and not document["interrupted"]
     return document
 
 
@@ -114,6 +116,7 @@ def merge(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "workloads": first["workloads"],
         "mutant": first["mutant"],
         "feedback": first["feedback"],
+        "interrupted": sorted(shard for doc in documents for shard in doc.get("interrupted", [])),
         "cpu_s": round(sum(doc["cpu_s"] for doc in documents), 3),
         "per_run": runs,
         "coverage": dict(sorted(coverage.items())),
