@@ -8,7 +8,7 @@ The Python API that the CLI, the tests and the pytest plugin share:
   for a call the thread runtime does not model (a subprocess, a socket).
 - `World(seed, strategy).run(main)` is one run, read from its `RunResult` (outcome, history, decisions).
 - `unwrap(error)` digs a task's exception out of the exception groups it reached the root task in.
-- The strategies, by class or by name (`STRATEGIES`): random walk, PCT, preemption-bounded DFS, the portfolio,
+- The strategies, by class or by name (`STRATEGIES`): random walk, PCT, task-relative PCT, preemption-bounded DFS, the portfolio,
   and the unsteered FIFO schedule; a run's decisions are `TaskChoice`s and `Draw`s (`Default` where a sparse
   recording left a choice at its default).
 """
@@ -25,6 +25,7 @@ from sim.strategies.portfolio import Portfolio
 from sim.strategies.random_walk import RandomWalk
 from sim.strategies.registry import STRATEGIES
 from sim.strategies.replay import ReplayStrategy
+from sim.strategies.task_pct import TaskPCT
 from sim.threads.unmodelled import NotSimulated
 from sim.timefreeze import frozen_time
 from sim.world import RunOutcome, RunResult, World
@@ -33,5 +34,5 @@ __all__ = [
     "BudgetExceeded", "Cancelled", "Deadlock", "Default", "DivergenceError", "Draw", "Exploration", "Failure", "Fifo",
     "NotSimulated", "PCT", "Portfolio",
     "PreemptionBoundedDFS", "RandomWalk", "ReplayStrategy", "RunOutcome", "RunResult", "STRATEGIES", "Strategy", "TaskChoice",
-    "TooSlowError", "World", "explore", "frozen_time", "replay", "unwrap",
+    "TaskPCT", "TooSlowError", "World", "explore", "frozen_time", "replay", "unwrap",
 ]

@@ -38,7 +38,6 @@ NARROWED = {
     "python -m sim bench classic --json": "python -m sim bench classic --json --seeds 1 --cap 20",
     "python -m sim bench mutate --json": f"python -m sim bench mutate {R1} --json --mutants hard-cancel-through-fence --jobs 1",
     "pytest scenarios/": "pytest scenarios/ -q --sim-runs 3 -k ctrl_c_during_summary",
-    "python -m sim run scenarios/": "python -m sim run scenarios/ --runs 3",
     "scripts/run_tests.sh": "scripts/run_tests.sh tests/test_restart.py",
     "python -m sim stress --processes 4 --duration 600 --json": "python -m sim stress --processes 4 --duration 600 --json --processes 2 --duration 8",
 }

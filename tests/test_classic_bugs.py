@@ -20,6 +20,7 @@ from support import run_cli
 MINIMAL_PREEMPTIONS = {
     "lost_update": 1, "check_then_act": 1, "order_violation": 1, "atomicity_depth3": 2, "aba_free_list": 1,
     "three_lock_deadlock": 1, "lost_wakeup": 1, "bounded_buffer": 0, "must_run_last": 0, "rare_among_ten": 0,
+    "stale_copy_depth3": 2,
 }
 DEADLOCKS = {"three_lock_deadlock": True, "lost_wakeup": False, "must_run_last": False}  # bug -> has a wait-for cycle
 
@@ -49,7 +50,7 @@ def test_bench_classic_measures_every_bug_under_every_strategy():
     result = bench_classic(root_seeds=1, cap=40)
     assert [bug["bug"] for bug in result["bugs"]] == list(BUGS)
     for bug in result["bugs"]:
-        assert set(bug["strategies"]) == {"random", "pct-d1", "pct", "pct-d10", "dfs", "portfolio"}
+        assert set(bug["strategies"]) == {"random", "pct-d1", "pct", "pct-d10", "task-pct-d10", "dfs", "portfolio"}
         assert bug["failures_not_replayed"] == 0 and bug["deadlocks_without_report"] == 0
     assert result["targets"]["every_failure_replays_exactly"]
 

@@ -23,6 +23,7 @@ from sim.scenario.explore import explore
 from sim.scenario.loader import load_paths
 from sim.scenario.runner import run_once
 from sim.search import Shard
+from sim.bench.classic_bugs import BUGS
 from sim.strategies.base import Strategy
 from sim.strategies.decisions import TaskChoice, non_default
 from sim.strategies.dfs import PreemptionBoundedDFS, SearchExhausted
@@ -30,6 +31,7 @@ from sim.strategies.pct import PCT
 from sim.strategies.portfolio import Portfolio
 from sim.strategies.random_walk import RandomWalk
 from sim.strategies.registry import STRATEGIES
+from sim.strategies.task_pct import TaskPCT
 from sim.timefreeze import frozen_time
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,6 +195,76 @@ def test_pct_without_a_horizon_learns_it_from_the_longest_run_so_far():
     assert pct.horizon == 37 and all(1 <= point <= 37 for point in pct.change_points)
 
 
+# ---- task-relative PCT -------------------------------------------------------------------------
+
+
+def _task_steps(strategy: TaskPCT, seed: int, tasks: list[FakeTask], count: int) -> list[int]:
+    """The tids chosen over `count` choices among `tasks`."""
+    strategy.begin(seed)
+    chosen = [tasks[strategy.choose_task(tasks, None)].tid for _ in range(count)]
+    strategy.end()
+    return chosen
+
+
+def test_task_pct_draws_no_change_point_before_it_has_seen_a_task():
+    strategy = TaskPCT(depth=10)
+    strategy.begin(0)
+    assert strategy.change_points == {}
+
+
+def test_task_pct_change_points_fall_within_each_task_s_own_length_so_far():
+    strategy = TaskPCT(depth=4)
+    tasks = [FakeTask(0), FakeTask(1), FakeTask(2)]
+    runs = [_task_steps(strategy, seed, tasks, 30) for seed in range(20)]
+    longest = {task.tid: max(run.count(task.tid) for run in runs) for task in tasks}
+    for seed in range(20, 40):
+        strategy.begin(seed)
+        points = strategy.change_points
+        assert len(points) == 3 and sorted(points.values()) == [1, 2, 3]
+        assert all(1 <= step <= longest[tid] for tid, step in points)
+
+
+def test_task_pct_preempts_a_task_just_before_the_step_of_its_own_that_a_change_point_names():
+    tasks = [FakeTask(0), FakeTask(1), FakeTask(2)]
+    strategy = TaskPCT(depth=3)
+    _task_steps(strategy, 0, tasks, 30)
+    for seed in range(1, 40):
+        strategy.begin(seed)
+        points, steps = strategy.change_points, {task.tid: 0 for task in tasks}
+        for _ in range(30):
+            priorities = strategy.priorities
+            chosen = tasks[strategy.choose_task(tasks, None)].tid
+            top = max(priorities, key=priorities.__getitem__) if len(priorities) == len(tasks) else None
+            if top is not None and (top, steps[top] + 1) in points:
+                assert chosen != top, f"seed {seed}: the change point at {(top, steps[top] + 1)} did not preempt"
+                assert strategy.priorities[top] == points[(top, steps[top] + 1)] < 3
+            steps[chosen] += 1
+        strategy.end()
+
+
+def test_task_pct_is_a_function_of_its_seed_and_what_it_has_seen():
+    tasks = [FakeTask(0), FakeTask(1), FakeTask(2)]
+
+    def history() -> list[list[int]]:
+        strategy = TaskPCT(depth=3)
+        return [_task_steps(strategy, seed, tasks, 20) for seed in range(10)]
+
+    assert history() == history()
+    assert len({tuple(run) for run in history()}) > 1
+
+
+def test_task_pct_hits_a_stale_copy_in_a_long_run_far_more_often_than_pct():
+    """The bug of `bench classic` whose saver must be held for tens of other steps: task-relative change
+    points land in its three steps; PCT's, spread over the run's 125 choices, seldom do."""
+    def hits(strategy: Strategy) -> int:
+        with frozen_time():
+            return sum(World(seed, strategy).run(BUGS["stale_copy_depth3"]).outcome != sim.RunOutcome.OK
+                       for seed in range(600))
+
+    task_pct, pct = hits(TaskPCT(depth=10)), hits(PCT(depth=10))
+    assert task_pct >= 3 and task_pct >= 3 * max(pct, 1), (task_pct, pct)
+
+
 # ---- preemption-bounded exhaustive search ------------------------------------------------------
 
 
@@ -300,17 +372,20 @@ def test_the_portfolio_rotates_its_members_run_by_run_whatever_the_seeds():
     for seed in (5, 9, 13, 17, 21):
         portfolio.begin(seed)
         names.append(portfolio.run_name)
-    assert names == ["portfolio/random", "portfolio/pct-d1", "portfolio/pct-d10", "portfolio/pct-d1", "portfolio/random"]
+    assert names == [
+        "portfolio/random", "portfolio/pct-d1", "portfolio/task-pct-d10", "portfolio/random", "portfolio/pct-d1"]
     assert portfolio.name == "portfolio"  # what a search ran under, whichever member ran last
 
 
-def test_the_portfolio_s_pct_members_draw_change_points_over_the_run_length_any_of_them_saw():
+def test_the_portfolio_s_task_pct_member_draws_its_first_change_points_from_the_runs_before_it():
     portfolio = Portfolio()
     with frozen_time():
         walk, pct_d1 = (World(seed, portfolio).run(interleaved(3, 10)) for seed in range(2))
-    pct_d10 = portfolio.members[2]
-    assert (walk.strategy, pct_d1.strategy, pct_d10.name) == ("portfolio/random", "portfolio/pct-d1", "pct-d10")
-    assert pct_d10.horizon == sum(isinstance(d, TaskChoice) for d in pct_d1.decisions) > 20
+    task_pct = portfolio.members[2]
+    assert (walk.strategy, pct_d1.strategy, task_pct.name) == ("portfolio/random", "portfolio/pct-d1", "task-pct-d10")
+    task_pct.begin(2)
+    assert len(task_pct.change_points) == 9
+    assert portfolio.lengths.longest.keys() >= {tid for tid, _ in task_pct.change_points}
 
 
 # ---- sharding and the explore command ----------------------------------------------------------

@@ -1,6 +1,6 @@
-"""`python -m sim bench classic`: runs each strategy needs to find each of ten classic concurrency bugs.
+"""`python -m sim bench classic`: runs each strategy needs to find each of eleven classic concurrency bugs.
 
-With `--threads`, the bugs are the same ten written with plain threading, and three with SQLite
+With `--threads`, the bugs are the first ten written with plain threading, and three with SQLite
 (`classic_threads.py`), run by the thread runtime; the other tools that control Python threads (frontrun,
 interleave-test) search the very same code in the same run (`peers.py`), so runs to the first failure and
 runs per CPU second stand side by side.
@@ -31,7 +31,7 @@ from sim.strategies.registry import strategy_for
 from sim.threads.patching import threads_patched
 from sim.timefreeze import frozen_time
 
-SINGLE_STRATEGIES = ("random", "pct-d1", "pct", "pct-d10", "dfs")
+SINGLE_STRATEGIES = ("random", "pct-d1", "pct", "pct-d10", "task-pct-d10", "dfs")
 STRATEGIES = (*SINGLE_STRATEGIES, "portfolio")
 ROOT_STRIDE = 100_000
 PORTFOLIO_FACTOR = 3  # the portfolio's median may be at most this many times the best single strategy's

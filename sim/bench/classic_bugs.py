@@ -258,6 +258,35 @@ async def rare_among_ten(rt: Any) -> None:
             nursery.start_soon(replica, index, name=f"replica-{index}")
 
 
+async def stale_copy_depth3(rt: Any) -> None:
+    """A saver copies a record, works on its copy, and writes the copy back, undoing an update made in
+    between; an auditor that read the updated version sees it go back. Three orderings (copy before the
+    update, the auditor's read after it, the write-back between the auditor's read and its check) inside a
+    long run: the saver must be held for the tens of steps the other two take."""
+    record = {"version": 0}
+
+    async def saver() -> None:
+        copy = dict(record)
+        await _awaits(rt, 3, "work on the copy")
+        record.update(copy)
+
+    async def updater() -> None:
+        await _awaits(rt, 40, "compute")
+        record["version"] = 1
+        await _awaits(rt, 5, "publish")
+
+    async def auditor() -> None:
+        await _awaits(rt, 50, "wait for the update")
+        seen = record["version"]
+        await _awaits(rt, 25, "audit")
+        assert record["version"] >= seen, f"the version went back from {seen} to {record['version']}"
+
+    async with rt.open_nursery() as nursery:
+        nursery.start_soon(saver, name="saver")
+        nursery.start_soon(updater, name="updater")
+        nursery.start_soon(auditor, name="auditor")
+
+
 BUGS: dict[str, Program] = {
     "lost_update": lost_update,
     "check_then_act": check_then_act,
@@ -269,4 +298,5 @@ BUGS: dict[str, Program] = {
     "bounded_buffer": bounded_buffer,
     "must_run_last": must_run_last,
     "rare_among_ten": rare_among_ten,
+    "stale_copy_depth3": stale_copy_depth3,
 }

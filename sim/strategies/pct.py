@@ -15,8 +15,7 @@ How it maps onto this kernel:
   is lowered, and the choice is made with the new priorities: each change point is a preemption.
 - Runs of one program have similar lengths, so without an explicit horizon k becomes the longest run seen
   so far (the first run guesses INITIAL_HORIZON): change points then fall inside the run instead of past
-  its end. The PCT members of a portfolio share one estimate, so each learns from the others' runs too
-  and no member wastes its first run on a guess. A fixed `horizon` makes every run a function of its seed.
+  its end. A fixed `horizon` makes every run a function of its seed.
 - Random draws come from per-stream generators seeded like the random walk's.
 """
 
@@ -49,7 +48,7 @@ class HorizonEstimate:
 class PCT(Strategy):
     """Highest priority runs; d-1 priority change points spread uniformly over the expected run length."""
 
-    def __init__(self, depth: int = DEFAULT_DEPTH, horizon: int | None = None, estimate: HorizonEstimate | None = None) -> None:
+    def __init__(self, depth: int = DEFAULT_DEPTH, horizon: int | None = None) -> None:
         if depth < 1:
             raise ValueError(f"PCT depth must be at least 1, got {depth}")
         if horizon is not None and horizon < 1:
@@ -57,7 +56,7 @@ class PCT(Strategy):
         self.name = f"pct-d{depth}"
         self.depth = depth
         self._fixed_horizon = horizon
-        self._estimate = estimate if estimate is not None else HorizonEstimate()
+        self._estimate = HorizonEstimate()
         self._choices = 0
         self._rng = random.Random(0)
         self._priorities: dict[int, float] = {}

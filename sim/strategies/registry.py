@@ -15,12 +15,14 @@ from sim.strategies.fifo import Fifo
 from sim.strategies.pct import PCT
 from sim.strategies.portfolio import Portfolio
 from sim.strategies.random_walk import RandomWalk
+from sim.strategies.task_pct import TaskPCT
 
 STRATEGIES: dict[str, Callable[[], Strategy]] = {
     "random": RandomWalk,
     "pct": PCT,
     "pct-d1": functools.partial(PCT, depth=1),
     "pct-d10": functools.partial(PCT, depth=10),
+    "task-pct-d10": TaskPCT,
     "dfs": PreemptionBoundedDFS,
     "fifo": Fifo,
     "portfolio": Portfolio,
