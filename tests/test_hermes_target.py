@@ -19,6 +19,7 @@ from sim.registry import registry
 from sim.scenario.errors import ScenarioError
 from sim.scenario.loader import load_scenario
 from support import ROOT, checkout_env
+from targets.hermes.system import _status as system_status
 
 SEED_000 = ROOT / "scenarios" / "hermes" / "seed_000_ctrl_c_next_turn_second_writer.toml"
 RELEASE = "hermes==0.19.0"
@@ -67,7 +68,8 @@ def test_an_invariant_applies_to_hermes_only_when_hermes_shows_what_it_needs():
     assert applies["told_messages_kept_once_in_order"] is None
     assert applies["single_live_head"] is None
     assert "fence" in (applies["no_commit_after_cancel"] or "")  # hermes has no fence: nothing to judge there
-    assert "holder id" in (applies["summary_starts_under_lease"] or "")
+    assert applies["dead_holder_reclaimable"] is None  # the holder hook names the attempt and crashes their pid
+    assert applies["commit_holds_lease"] is None
     assert "setting pool_cap" in (applies["pool_admission_bounded"] or "")
     assert all(targets.applies(invariant, "reference") is None for invariant in INVARIANTS.values())
 
@@ -102,6 +104,26 @@ def test_seed_000_loses_the_users_messages_on_0_19_0_and_the_reference_keeps_the
     assert json.loads(on_reference.stdout)["scenarios"][0]["violation"] is None
     again = sim_cli("replay", verdict["replay"].split()[-1])
     assert again.returncode == 1 and "identical to the recording" in again.stdout, again.stderr
+
+
+def test_an_attempt_that_moved_without_making_its_child_failed():
+    assert system_status(True, False, True) == "rotated"
+    assert system_status(False, True, False) == "committed"
+    assert system_status(False, False, True) == "failed"  # 0.18.2 keeps the new id when create_session fails
+    assert system_status(False, False, False) == "unchanged"
+
+
+def test_lease_faults_reach_hermes_and_its_holders_name_their_attempt(tmp_path):
+    """db.refresh_lease faults hermes's refresh (R3's scenario needs its fault fired and its marks reached), and a
+    crashed holder is judged by its attempt and pid (R24's scenario fails by dead_holder_reclaimable)."""
+    installed()
+    folder = ROOT / "scenarios" / "hermes"
+    done = sim_cli("run", str(folder / "lapsed_holders_release_leaves_new_holders_lease.toml"),
+                   str(folder / "crashed_holder_blocks_compaction_for_ttl.toml"), "--runs", "1", "--json", "--no-shrink",
+                   "--out", str(tmp_path))
+    verdicts = {verdict["scenario"]: verdict for verdict in json.loads(done.stdout)["scenarios"]}
+    assert verdicts["lapsed_holders_release_leaves_new_holders_lease"]["passed"], done.stdout
+    assert verdicts["crashed_holder_blocks_compaction_for_ttl"]["violated"] == ["dead_holder_reclaimable"]
 
 
 def test_releases_prints_a_scenario_by_target_table(tmp_path):

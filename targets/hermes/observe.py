@@ -8,8 +8,8 @@ run's, it calls the original and nothing else. What each hook adds:
 |---|---|---|
 | `agent.context_compressor.call_llm` (the summary model; scripted) | `provider.summary` | `compaction.input`, `compaction.summary_started` |
 | `agent.conversation_compression.compress_context` (one attempt) | - | `attempt.claimed`, `compaction.finished` |
-| `agent.conversation_compression._compression_lock_holder` | - | none: its `agent=` (an address, which differs in every process) becomes the agent's name |
-| `SessionDB.<op>` for every public write | `db.<op>` | per op, below |
+| `agent.conversation_compression._compression_lock_holder` | - | none: its `agent=` (an address, which differs in every process) becomes the agent's name, and `:proc=<process>:attempt=<n>` names the attempt taking it |
+| `SessionDB.<op>` for every public write | `db.<op>` (the reference's name where it has one, `POINT_NAMES`) | per op, below |
 | `SessionDB._execute_write` (the transaction) | store faults of `db.<op>`: before COMMIT inside it, after COMMIT outside | - |
 | `append_message` | | `append.ok`, `turn.persisted` / `append.failed` |
 | `create_session` with the attempt's session as parent | | `commit.published` (the rotation's child exists) |
@@ -42,6 +42,11 @@ ACTIVE: "list[HermesSystem]" = []
 WRITE_OPS = ("append_message", "create_session", "end_session", "reopen_session", "archive_and_compact", "replace_messages",
              "try_acquire_compression_lock", "refresh_compression_lock", "release_compression_lock",
              "record_compression_failure_cooldown", "set_session_title")
+
+# The reference's name of a point where a hermes write of another name does the same thing (`db.refresh_lease` is
+# hermes's `refresh_compression_lock`), so that a scenario names one point on every target; other writes keep theirs.
+POINT_NAMES = {"try_acquire_compression_lock": "try_acquire_lease", "refresh_compression_lock": "refresh_lease",
+               "release_compression_lock": "release_lease", "record_compression_failure_cooldown": "record_cooldown"}
 
 _installed: list[str] = []
 
@@ -94,8 +99,9 @@ def _attempt(system: "HermesSystem", original: Callable[..., Any], agent: Any, *
 
 
 def _holder(system: "HermesSystem", original: Callable[..., Any], agent: Any) -> str:
-    """The lease holder id, its `agent=` part (the agent object's address) replaced by the agent's name."""
-    return re.sub(r"agent=[0-9a-fx]+", f"agent={system.name_of(agent)}", original(agent))
+    """The lease holder id, its `agent=` part (the agent object's address) replaced by the agent's name, the
+    attempt taking it added (hermes only compares holder ids whole)."""
+    return re.sub(r"agent=[0-9a-fx]+", f"agent={system.name_of(agent)}", original(agent)) + system.holder_suffix()
 
 
 def _write(op: str, system: "HermesSystem", original: Callable[..., Any], db: Any, *args: Any, **kwargs: Any) -> Any:

@@ -105,6 +105,7 @@ class HermesSystem:
         self._failed_inside: dict[SimThread, BaseException | None] = {}
         self._numbers: dict[str, int] = defaultdict(int)  # attempts per process
         self._archived: set[AttemptId] = set()
+        self._published: set[AttemptId] = set()  # attempts whose rotation made its child
         self._refresh_failures: dict[str, int] = defaultdict(int)
         self._holder_process: dict[str, str] = {}
         self.output = io.StringIO()  # what hermes printed (its emoji status lines), kept off the terminal
@@ -289,9 +290,19 @@ class HermesSystem:
             raise
         finally:
             self._attempts[sim].pop()
-        status = "rotated" if agent.session_id != session else "committed" if attempt in self._archived else "unchanged"
+        status = _status(attempt in self._published, attempt in self._archived, agent.session_id != session)
         self.rt.emit(CompactionFinished(session=session, attempt=attempt, status=status, reason=""))
         return result
+
+    def holder_suffix(self) -> str:
+        """What a lease holder id taken now adds to hermes's own (`pid:tid:agent:nonce`, opaque to every release,
+        which only compares it whole): the attempt taking it, `:proc=<process>:attempt=<n>`, so the oracle reads a
+        holder's attempt out of the id as it does the reference's (`contract.ids.HolderId.attempt`)."""
+        sim = current()
+        assert sim is not None
+        attempt, _ = self._attempt_of(sim)
+        process, _, number = attempt.rpartition(".")
+        return f":proc={process}:attempt={number}"
 
     def _attempt_of(self, sim: SimThread) -> tuple[AttemptId, SessionId]:
         stack = self._attempts.get(sim)
@@ -303,10 +314,11 @@ class HermesSystem:
         """A public SessionDB write: its point, then the call, then what it did, as events."""
         sim = current()
         assert sim is not None
-        self.wait(self.plan.at_point(f"db.{op}"))
+        point = observe.POINT_NAMES.get(op, op)
+        self.wait(self.plan.at_point(f"db.{point}"))
         session = args[0] if args else kwargs.get("session_id")
         held = self._held_before(op, session, args, kwargs)
-        self._ops[sim].append(op)
+        self._ops[sim].append(point)
         self._failed_inside[sim] = None
         try:
             result = call()
@@ -364,6 +376,7 @@ class HermesSystem:
             emit(TurnPersisted(session=session, caller_session=caller, turn=turn, role=role, row=result, writer=writer))
         elif op == "create_session" and stack and kwargs.get("parent_session_id") == stack[-1][1]:
             attempt, parent = stack[-1]
+            self._published.add(attempt)
             emit(CommitPublished(parent=parent, child=SessionId(session), attempt=attempt))
         elif op == "reopen_session":
             emit(SessionReopened(session=session))
@@ -420,6 +433,16 @@ class HermesSystem:
             self.rt.emit(LeaseReleaseFailed(session=session, holder=HolderId(_holder(args, kwargs)), error=repr(error)))
 
 
+def _status(published: bool, archived: bool, moved: bool) -> str:
+    """An attempt's outcome: a rotation that made its child, an in-place commit, or neither; an agent that moved to
+    a new id with no child made (0.18.2 keeps the new id when `create_session` fails) failed its commit."""
+    if published:
+        return "rotated"
+    if archived:
+        return "committed"
+    return "failed" if moved else "unchanged"
+
+
 def _holder(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     return args[1] if len(args) > 1 else kwargs.get("holder", "")
 
@@ -454,7 +477,7 @@ class HermesFaultContext:
         system = self._system
         system.dead.add(process)
         system.threads.abandon_process(process)
-        self.rt.emit(ProcessCrashed(process=process, pid=0))
+        self.rt.emit(ProcessCrashed(process=process, pid=system.threads.pid_of(process)))
 
     async def external_append(self, session: str | None, text: str) -> None:
         """Another process's SessionDB appends a user message (hermes's appends never look at the lease)."""

@@ -44,7 +44,7 @@ FAULTS = {
     "crash": (),
 }
 SETTINGS = ("threshold_tokens", "in_place", "lease_ttl_s", "ctrl_c_grace_s")
-HOLDERS_NAME_ATTEMPTS = False  # `pid:tid:agent:nonce`: the harness learns a holder's attempt from the events
+HOLDERS_NAME_ATTEMPTS = True  # `pid:tid:agent:nonce`, to which the holder hook adds `:proc=<process>:attempt=<n>`
 CTRL_C_GRACE_S = 10.0  # cli.py: 50 joins of 0.2 s
 
 EMITS = frozenset({
