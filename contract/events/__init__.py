@@ -122,6 +122,30 @@ from contract.events.turns import (
     TurnPersisted,
 )
 
+# The package is the one place emit sites and invariants import event classes from.
+__all__ = [
+    "EXTERNAL", "ActivityLabeled", "AppendFailed", "AppendOk", "AttemptClaimed", "AttemptRestoreSkippedStale",
+    "AttemptRestored", "AttemptRetired", "CommitArchived", "CommitPublished", "CompactionBlocked",
+    "CompactionCarriedUnread", "CompactionCommitFailed", "CompactionCommitted", "CompactionError", "CompactionFinished",
+    "CompactionInput", "CompactionInputReread", "CompactionRefused", "CompactionStaticFallback", "CompactionStrike",
+    "CompactionStrikeResetFailed", "CompactionSummaryDone", "CompactionSummaryProgress", "CompactionSummaryStarted",
+    "CompactionWatermark", "CompactionWatermarkFailed", "CooldownClearSkipped", "CooldownCleared",
+    "CooldownPersistFailed", "CooldownRestored", "CooldownSet", "CrashFired", "CtrlCFired", "Event", "ExternalRotated",
+    "ExternalRotationSkipped", "FaultFired", "FenceBeginOk", "FenceBeginRefused", "FenceCancelWon", "FenceFinish",
+    "FenceRevoked", "FenceSetupRefused", "FrontendCommandFailed", "FrontendCtrlC", "FrontendCtrlCGraceExpired",
+    "FrontendSessionEnded", "FrontendTitleFailed", "FrontendTurnAbandoned", "FrontendTurnFailed",
+    "FrontendTurnSubmitted", "GatewayDelivered", "GatewayTurnStarted", "HardCancelFinished", "HardCancelRequested",
+    "HostCommitOverrun", "HostLeaseRetained", "HostReturned", "HostStarted", "HostTimeout", "HostUnwind",
+    "IsolatedAbandoned", "IsolatedDiscarded", "LateWorkerFired", "LeaseAcquireFailed", "LeaseAcquired",
+    "LeaseContended", "LeaseExpiredGiveup", "LeaseExpiryFired", "LeaseRefreshFailed", "LeaseRefreshed",
+    "LeaseReleaseFailed", "LeaseReleased", "PointFaultFired", "PoolJobSkipped", "PoolSaturated", "ProcessCrashed",
+    "ProcessExited", "ProcessRestarted", "ProcessStarted", "ProcessStopping", "RealStoreBusyFired", "RunStopped",
+    "SecondProcessFired", "SessionAdopted", "SessionAutoReset", "SessionCloseCleared", "SessionReopened",
+    "SessionTitleIndeterminate", "SessionTitled", "StallFired", "StoreFaultFired", "StressLeasePlanted", "StressSignal",
+    "TaskExit", "TaskSpawn", "TurnContextOverflow", "TurnOverflowDeferred", "TurnPersisted",
+    "ALL", "BY_KIND", "MODULES", "classes_of", "from_trace",
+]
+
 # The event modules in the order the docs present them.
 MODULES: tuple[ModuleType, ...] = (
     turns, host, fence, lease, compaction, cooldown, frontends, harness, faults, real, runtime,

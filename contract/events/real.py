@@ -60,7 +60,7 @@ class RealStoreBusyFired(FaultFired):
     """SQLite itself answered "database is locked" to a real worker's store call: a stress run's own `db_busy`,
     with no scenario, so no fault index and no firing number."""
 
-    fault: int | None = trace(omit_if_none=True, note="absent: no scenario declared it")
-    firing: int | None = trace(omit_if_none=True, note="absent")
+    fault: int | None = trace(omit_if_none=True, default=None, note="absent: no scenario declared it")
+    firing: int | None = trace(omit_if_none=True, default=None, note="absent")
     op: str = trace(note="the store operation")
     phase: str = trace(note="`real`")
