@@ -255,7 +255,7 @@ class TrioRuntime:
 
     async def run_isolated(self, fn: Callable[..., Awaitable[T]], *args: Any, name: str | None = None) -> T:
         assert self._workers is not None, "run_isolated needs TrioRuntime.run"
-        label = name or getattr(fn, "__name__", "isolated")
+        label = name or str(getattr(fn, "__name__", "isolated"))
         outcome: dict[str, Any] = {}
         done = trio.Event()
 
@@ -278,7 +278,8 @@ class TrioRuntime:
             raise
         if "error" in outcome:
             raise outcome["error"]
-        return outcome["value"]
+        value: T = outcome["value"]
+        return value
 
     async def run_sync_in_worker(self, fn: Callable[..., T], *args: Any) -> T:
         return await trio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)

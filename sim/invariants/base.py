@@ -24,7 +24,6 @@ from contract.store import StoreView
 
 V = TypeVar("V")
 Method = TypeVar("Method", bound=Callable[..., Any])
-Handler = Callable[[Event, HistoryEvent], "Violation | None"]
 
 
 @dataclass(frozen=True)
@@ -138,6 +137,14 @@ class Invariant:
         present = [record for record in witnesses if record is not None]
         time = max((record.time for record in present), default=0.0)
         return Violation(self.name, explanation, tuple(record.seq for record in present), time)
+
+
+class Handler(Protocol):
+    """An invariant's bound `@handles` method, as the set routes events to it."""
+
+    __self__: Invariant
+
+    def __call__(self, event: Event, record: HistoryEvent, /) -> Violation | None: ...
 
 
 Plan = dict[type[Event], list[tuple[int, str]]]  # event class -> (invariant's position, its method) that read it

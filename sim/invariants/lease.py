@@ -29,7 +29,8 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
-from sim.invariants.base import Invariant, Violation, forget_process, handles
+from contract.store import StoreView
+from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
 from sim.invariants.host import job_attempt
 
 LEASE_REFUSALS = ("Lease", "Busy", "InProgress")
@@ -42,7 +43,7 @@ class LeaseMutualExclusion(Invariant):
     races = ("R3", "R19", "R25")
     description = "At most one live holder per session lease; a release only ever frees the releaser's own row."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._holders: dict[SessionId, dict[HolderId, tuple[float, HistoryEvent]]] = {}
         self._row_owner: dict[SessionId, HolderId] = {}
@@ -109,14 +110,14 @@ class LeaseMutualExclusion(Invariant):
         return None
 
 
-def acquire_took_effect(store, event: LeaseAcquireFailed) -> bool:
+def acquire_took_effect(store: StoreView, event: LeaseAcquireFailed) -> bool:
     """Whether an acquire that raised took the row anyway: holder ids are unique per attempt, so a row naming the
     holder can only be the one its own transaction wrote before the error."""
     row = store.lease_row(event.session)
     return row is not None and row.holder == event.holder
 
 
-def release_took_effect(store, event: LeaseReleaseFailed) -> bool:
+def release_took_effect(store: StoreView, event: LeaseReleaseFailed) -> bool:
     """Whether a release that raised freed the holder's row anyway: a failure after its COMMIT leaves the row
     gone (or another holder's), which the store shows though the releasing code could not know it."""
     row = store.lease_row(event.session)
@@ -142,7 +143,7 @@ class LeaseReleasedWithinTtl(Invariant):
     races = ("R1", "R25")
     description = "Once its attempt has ended, a lease is never refreshed again, and is released or lapses within one TTL."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._ended: dict[AttemptId, HistoryEvent] = {}
 
@@ -161,8 +162,9 @@ class LeaseReleasedWithinTtl(Invariant):
         store, ttl = self.system.store, self.system.config.lease_ttl_s
         for session in store.session_ids():
             row = store.lease_row(session)
-            ended = None if row is None else self._ended.get(HolderId(row.holder).attempt)  # type: ignore[arg-type]
-            if ended is not None and row.expires_at > ended.time + ttl + 1e-9:
+            attempt = None if row is None else HolderId(row.holder).attempt
+            ended = None if attempt is None else self._ended.get(attempt)
+            if row is not None and ended is not None and row.expires_at > ended.time + ttl + 1e-9:
                 return self.violation(
                     f"{row.holder} still holds {session}'s lease until {row.expires_at:g}s, more than one TTL after its attempt ended",
                     ended,
@@ -185,7 +187,7 @@ class FailedReleaseRetried(Invariant):
         "tried again by the time that worker exits: a failed release is excused, a forgotten one is not."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._failed: dict[AttemptId, HistoryEvent] = {}  # attempt -> its lease's failed release, not yet retried
 
@@ -220,7 +222,7 @@ class DeadHolderReclaimable(Invariant):
     races = ("R24",)
     description = "A lease whose holder's process is provably dead never makes another attempt sit out."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         # Dead processes come from the history (process.crashed), not from the reference's own process table:
         # a table that forgot a kill would otherwise blind this check to the very bug it is meant to catch. A
@@ -236,7 +238,7 @@ class DeadHolderReclaimable(Invariant):
     def contended(self, event: LeaseContended, record: HistoryEvent) -> Violation | None:
         row = self.system.store.lease_row(event.session)
         crash = None if row is None else self._crash_of(HolderId(row.holder))
-        if crash is not None:
+        if row is not None and crash is not None:
             return self.violation(f"{event.holder} sat out behind {row.holder}, whose process is dead", crash, record)
         return None
 
@@ -254,7 +256,7 @@ class CancelledAttemptNeverAcquires(Invariant):
     races = ("R3",)
     description = "An attempt whose fence a cancel has already won never takes the lease."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._cancelled: dict[AttemptId, HistoryEvent] = {}
 
@@ -280,7 +282,7 @@ class RefresherToleratesBlips(Invariant):
     races = ("R25",)
     description = "A lease refresher gives up only after its whole failure budget (ttl/interval) of consecutive missed refreshes, never on a blip."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         # holder -> the refreshes it missed since its last one that landed, counted here from the history (the
         # refresher's own count is what is on trial)
@@ -311,7 +313,7 @@ class RefreshExtendsOwnRow(Invariant):
     races = ("R3", "R25")
     description = "A lease refresh only ever extends the refresher's own row: it never re-creates a released row or takes over another holder's."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._owner: dict[SessionId, HistoryEvent] = {}  # session -> the lease.acquired that gave the row its current owner
 
@@ -378,7 +380,7 @@ class RetryNeverOverlapsLiveWorker(Invariant):
         "still waited on it (its lease is then the Ctrl+C's to free)."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
         self._live: dict[AttemptId, HistoryEvent] = {}  # attempt -> its ceiling timeout, until its worker has finished
@@ -449,7 +451,7 @@ class SummaryStartsUnderLease(Invariant):
     races = ("R3", "R19")
     description = "An attempt starts its summary only while it holds the session's lease (acquired and not yet released)."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._holding: set[AttemptId | None] = set()
 
@@ -499,7 +501,7 @@ class AbandonedAttemptFreesLease(Invariant):
         "frees it (the store may be slow to)."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._idle_timeouts: set[AttemptId] = set()
         self._host_timed_out: dict[AttemptId, HistoryEvent] = {}  # attempt -> its host's timeout, until the host returns
@@ -576,8 +578,10 @@ class AbandonedAttemptFreesLease(Invariant):
         return self._outlived(event.holder, revoke, sat_out, record)
 
     def _outlived(self, holder: HolderId, revoke: HistoryEvent, sat_out: HistoryEvent, *more: HistoryEvent) -> Violation:
+        contender = sat_out.event
+        assert isinstance(contender, LeaseContended), sat_out
         return self.violation(
-            f"{sat_out.event.holder} sat out behind the lease of {holder.attempt}, whose unwinding host had revoked "
+            f"{contender.holder} sat out behind the lease of {holder.attempt}, whose unwinding host had revoked "
             "it with the fence lock free and did not free it", revoke, sat_out, *more,
         )
 
@@ -602,10 +606,13 @@ class AbandonedAttemptFreesLease(Invariant):
     @handles(LeaseContended)
     def contended(self, event: LeaseContended, record: HistoryEvent) -> Violation | None:
         row = self.system.store.lease_row(event.session)
-        owner = None if row is None else HolderId(row.holder).attempt
-        if row is not None and HolderId(row.holder) in self._revoked:
-            self._sat_out.setdefault(HolderId(row.holder), record)
-        if owner in self._abandoned and row.holder not in self._release_failed and owner not in self._releasing:
+        if row is None:
+            return None
+        holder = HolderId(row.holder)
+        owner = holder.attempt
+        if holder in self._revoked:
+            self._sat_out.setdefault(holder, record)
+        if owner in self._abandoned and holder not in self._release_failed and owner not in self._releasing:
             return self.violation(
                 f"{event.holder} sat out behind the lease of {owner}, which its attempt had left behind "
                 f"({self._abandoned[owner].kind})", self._abandoned[owner], record,
