@@ -16,14 +16,31 @@ Draw = Callable[[str, int], int]
 
 
 class TriggerSpecLike(Protocol):
-    at: float | None
-    after_event: str | None
-    nth: int | None
-    point: str | None
-    probability: float | None
-    per_hit: float | None
-    delay: float
-    until: float | None
+    """What a trigger reads of its spec (read-only: a frozen spec satisfies it)."""
+
+    @property
+    def at(self) -> float | None: ...
+
+    @property
+    def after_event(self) -> str | None: ...
+
+    @property
+    def nth(self) -> int | None: ...
+
+    @property
+    def point(self) -> str | None: ...
+
+    @property
+    def probability(self) -> float | None: ...
+
+    @property
+    def per_hit(self) -> float | None: ...
+
+    @property
+    def delay(self) -> float: ...
+
+    @property
+    def until(self) -> float | None: ...
 
 
 class Trigger:

@@ -17,7 +17,7 @@ from contract.events.base import Event
 from contract.events.runtime import RunStopped
 from sim import stopping, timefreeze, trace
 from sim.history import HistoryEvent
-from sim.kernel.errors import BudgetExceeded, Deadlock, SimulationError
+from sim.kernel.errors import BudgetExceeded, Deadlock, DivergenceError, SimulationError
 from sim.kernel.scheduler import DEFAULT_MAX_EVENTS, Kernel
 from sim.runtime.simulated import SimRuntime
 from sim.strategies.base import Strategy

@@ -38,12 +38,20 @@ class Violation:
 
 
 class SystemView(Protocol):
-    """What invariants may read of the system under test besides the history."""
+    """What invariants may read of the system under test besides the history (read-only: a system may answer
+    with a subtype, or compute it)."""
 
-    store: StoreView
-    config: Any
-    ctrl_c_grace_s: float  # the terminal's Ctrl+C grace period (a frontend setting, not the compaction config's)
-    agents: Mapping[str, Any]  # by name; each has `.agent` (its live transcript) and `.spec.process`
+    @property
+    def store(self) -> StoreView: ...
+
+    @property
+    def config(self) -> Any: ...
+
+    @property
+    def ctrl_c_grace_s(self) -> float: ...  # the terminal's Ctrl+C grace period (a frontend setting, not the compaction config's)
+
+    @property
+    def agents(self) -> Mapping[str, Any]: ...  # by name; each has `.agent` (its live transcript) and `.spec.process`
 
     def process_of(self, incarnation: str) -> str: ...  # the process (as `.spec.process` names it) an incarnation is
 

@@ -11,7 +11,8 @@ from sim.kernel.errors import Cancelled, EndOfChannel, TooSlowError
 from sim.kernel.isolated import IsolatedCall
 from sim.kernel.nursery import Nursery
 from sim.kernel.scheduler import checkpoint_trap, sleep_until_trap
-from sim.kernel.sync import Barrier, Condition, Event, Lock, ReceiveChannel, Semaphore, SendChannel, open_channel
+from sim.kernel.sync import Barrier, Condition, Lock, ReceiveChannel, Semaphore, SendChannel, open_channel
+from sim.kernel.sync import Event as KernelEvent  # the contract's Event is what `emit` records
 
 if TYPE_CHECKING:
     from sim.world import World
@@ -81,11 +82,11 @@ class SimRuntime:
     def fail_after(self, seconds: float) -> FailAfter:
         return FailAfter(CancelScope(self._kernel, deadline=self._kernel.now_s + seconds))
 
-    def event(self, name: str | None = None) -> Event:
-        return Event(self._kernel, name)
+    def event(self, name: str | None = None) -> KernelEvent:
+        return KernelEvent(self._kernel, name)
 
-    def resettable_event(self, name: str | None = None) -> Event:
-        return Event(self._kernel, name)
+    def resettable_event(self, name: str | None = None) -> KernelEvent:
+        return KernelEvent(self._kernel, name)
 
     def lock(self, name: str | None = None) -> Lock:
         return Lock(self._kernel, name)
@@ -103,7 +104,7 @@ class SimRuntime:
         return open_channel(self._kernel, capacity)
 
     async def run_isolated(self, fn: Callable[..., Awaitable[T]], *args: Any, name: str | None = None) -> T:
-        label = name or getattr(fn, "__name__", "isolated")
+        label = name or str(getattr(fn, "__name__", "isolated"))
         return await IsolatedCall(self._kernel, label).run(fn, args)
 
     async def run_sync_in_worker(self, fn: Callable[..., T], *args: Any) -> T:

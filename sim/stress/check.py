@@ -17,6 +17,7 @@ from contract.history import HistoryEvent
 from contract.ids import HolderId
 from reference.config import CompactionConfig
 from reference.store import SessionStore
+from reference.stress_worker import GRACE_S
 from sim.invariants import INVARIANTS, Violation
 from sim.stress.log import DEATHS, MergedHistory
 
@@ -107,6 +108,7 @@ class RealSystem:
     deaths: dict[str, float]
     now: float = 0.0
     agents: dict[str, Any] = field(default_factory=dict)
+    ctrl_c_grace_s: float = GRACE_S  # the workers' terminals'
 
     def process_of(self, incarnation: str) -> str:
         """A real worker is never restarted under its name: each start is a process of its own."""
