@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from types import TracebackType
-from typing import Any, AsyncContextManager, Awaitable, Callable, ContextManager, Protocol, TypeVar
+from typing import Any, AsyncContextManager, Awaitable, Callable, Coroutine, ContextManager, Protocol, TypeVar
 
 from contract.events.base import Event
 
@@ -42,7 +42,7 @@ class NurseryLike(Protocol):
     @property
     def cancel_scope(self) -> CancelScopeLike: ...
 
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None: ...
+    def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any, name: str | None = None) -> None: ...
 
 
 class EventLike(Protocol):
@@ -167,7 +167,7 @@ class Runtime(Protocol):
 
     def open_channel(self, capacity: int) -> tuple[SendChannelLike, ReceiveChannelLike]: ...
 
-    def run_isolated(self, fn: Callable[..., Awaitable[T]], *args: Any, name: str | None = None) -> Awaitable[T]:
+    def run_isolated(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any, name: str | None = None) -> Awaitable[T]:
         """Run `fn` as a worker the caller can abandon.
 
         If the caller is cancelled it unwinds at once while the worker runs on (a late worker); whatever

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from typing import Any, Awaitable, Callable, ContextManager, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, ContextManager, TypeVar
 
 import trio
 import trio.testing
@@ -253,7 +253,7 @@ class TrioRuntime:
         send, receive = trio.open_memory_channel[Any](capacity)
         return _SendChannel(send), _ReceiveChannel(receive)
 
-    async def run_isolated(self, fn: Callable[..., Awaitable[T]], *args: Any, name: str | None = None) -> T:
+    async def run_isolated(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any, name: str | None = None) -> T:
         assert self._workers is not None, "run_isolated needs TrioRuntime.run"
         label = name or str(getattr(fn, "__name__", "isolated"))
         outcome: dict[str, Any] = {}

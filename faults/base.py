@@ -107,6 +107,10 @@ class Fault:
     async def at_point(self, ctx: FaultContext, label: str) -> None:
         """A `point` fault's effect at the hit (stall or raise)."""
 
+    def applies(self, op: str, phase: str) -> bool:
+        """Whether a `store` fault acts on the store operation `op` at `phase` of its transaction."""
+        raise NotImplementedError(f"{self.kind} is not a store fault")
+
     def at_store(self, ctx: FaultContext, op: str, phase: str) -> None:
         """A `store` fault's effect inside the transaction (raise)."""
 

@@ -156,7 +156,7 @@ class CompactionJob:
         finally:
             d.pool.release_worker()
             d.pool.release_admission()
-            outcome = self.outcome or Outcome("error", "interrupted")
+            outcome = Outcome("error", "interrupted") if self.outcome is None else self.outcome
             d.rt.emit(CompactionFinished(
                 session=self._session, attempt=self._fence.attempt, status=outcome.status, reason=outcome.reason,
             ))

@@ -98,7 +98,7 @@ class LeaseBar:
 
 
 def lease_bars(history: Sequence[HistoryEvent]) -> list[LeaseBar]:
-    open_since: dict[tuple[str, str], int] = {}
+    open_since: dict[tuple[str, HolderId], int] = {}
     bars: list[LeaseBar] = []
     for record in history:
         event = record.event

@@ -15,7 +15,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
+from types import FrameType, ModuleType
 from typing import Any, Callable, Iterator
 
 Lines = dict[str, set[int]]  # repository-relative file -> executed line numbers
@@ -37,7 +37,7 @@ class LineTrace:
 
     def stop(self) -> None:
         sys.settrace(None)
-        threading.settrace(None)  # type: ignore[arg-type]
+        threading.settrace(None)
 
     @contextmanager
     def into(self, lines: Lines) -> Iterator[Lines]:
@@ -72,7 +72,8 @@ class LineTrace:
 
 def forget_caches(packages: tuple[str, ...]) -> None:
     """Empty every `functools.cache` of the loaded modules of `packages` (and of their classes)."""
-    for name, module in list(sys.modules.items()):
+    modules: list[tuple[str, ModuleType | None]] = list(sys.modules.items())  # None: an import blocked
+    for name, module in modules:
         if module is None or name.split(".")[0] not in packages:
             continue
         for value in list(vars(module).values()):

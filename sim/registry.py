@@ -48,7 +48,7 @@ def events() -> dict[str, str]:
 
 def points() -> dict[str, str]:
     """Every named point, with where it is: the reference's own, then one per store operation."""
-    documented = {point: point.where for point in (*REFERENCE_POINTS, *STORE_POINTS)}
+    documented: dict[str, str] = {point: point.where for point in (*REFERENCE_POINTS, *STORE_POINTS)}
     for op in store_operations():
         documented.setdefault(store_point(op), f"before the store operation `{op}` (not called by the reference)")
     return {str(name): where for name, where in documented.items()}

@@ -89,9 +89,9 @@ def applies(invariant: type, target: str) -> str | None:
     found = plugin(target)
     if found is None:
         return None
-    target = found[0]
-    return invariant.applicability(target.EMITS, target.ABSENT, frozenset(target.SETTINGS),  # type: ignore[attr-defined]
-                                   target.HOLDERS_NAME_ATTEMPTS)
+    module = found[0]
+    return invariant.applicability(module.EMITS, module.ABSENT, frozenset(module.SETTINGS),  # type: ignore[attr-defined]  # an Invariant class, typed `type` so this module imports nothing of sim.invariants
+                                   module.HOLDERS_NAME_ATTEMPTS)
 
 
 def invariants_for(scenario: Any) -> list[type]:

@@ -31,7 +31,9 @@ def frozen_time() -> Iterator[None]:
         yield
         return
     freezer = freezegun.freeze_time(EPOCH, tick=False)
-    _active = freezer.start()
+    started = freezer.start()
+    assert isinstance(started, freezegun.api.FrozenDateTimeFactory), started  # tick=False: a frozen clock, no ticks
+    _active = started
     inspection_limit, freezegun.api.call_stack_inspection_limit = freezegun.api.call_stack_inspection_limit, 0
     try:
         yield

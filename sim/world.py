@@ -11,7 +11,7 @@ import math
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterator
+from typing import Any, Awaitable, Callable, Coroutine, Iterator
 
 from contract.events.base import Event
 from contract.events.runtime import RunStopped
@@ -95,7 +95,7 @@ class World:
     def emit(self, event: Event) -> None:
         self.runtime.emit(event)
 
-    def run(self, main: Callable[..., Awaitable[Any]], *args: Any, name: str = "main") -> RunResult:
+    def run(self, main: Callable[..., Coroutine[Any, Any, Any]], *args: Any, name: str = "main") -> RunResult:
         """Run `main(runtime, *args)` and every task it starts to completion, deadlock or budget.
 
         Outside a `frozen_time()` batch each run starts its own wall-clock freeze, which costs more than a

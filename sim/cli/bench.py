@@ -109,8 +109,8 @@ def _bench_swarm(args: argparse.Namespace) -> int:
 
     workloads = _swarm_workloads(args.paths)
     if args.speed_only:
-        result = {"benchmark": "swarm", "speed": speed(workloads, args.runs or 200)}
-        print(json.dumps(result, sort_keys=True) if args.json else render_speed(result["speed"]))
+        figures = speed(workloads, args.runs or 200)
+        print(json.dumps({"benchmark": "swarm", "speed": figures}, sort_keys=True) if args.json else render_speed(figures))
         return EXIT_OK
     mutants = _chosen_mutants(args.mutants)
     if args.feedback:

@@ -93,7 +93,7 @@ def _export(workload: Any, args: argparse.Namespace, index: int, invariant: str,
 
     out = args.out / "swarm"
     exported = export_run(workload, args.seed, index, invariant, out, mutant=args.under_mutant, bias=bias)
-    found = {"scenario": str(exported.scenario), "repro": str(exported.repro), "replay": exported.replay(args.under_mutant),
+    found: dict[str, Any] = {"scenario": str(exported.scenario), "repro": str(exported.repro), "replay": exported.replay(args.under_mutant),
              "explanation": exported.report.violations[0].explanation}
     if args.shrink and not stopping.requested():  # a user who asked to stop waits for no search
         found["shrunk"] = _shrunk(exported, invariant, out, args.under_mutant)

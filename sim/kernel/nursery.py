@@ -6,7 +6,7 @@ and the children's exceptions; Cancelled instances in it are stripped by the sco
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine
 
 from sim.kernel.cancel import CancelScope
 from sim.kernel.errors import Cancelled
@@ -34,10 +34,10 @@ class Nursery:
         self._child_scopes = list(self._owner.scopes)
         return self
 
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
+    def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any, name: str | None = None) -> None:
         if self._closed:
             raise RuntimeError("this nursery is closed to new arrivals")
-        label = name or getattr(fn, "__qualname__", "task")
+        label = name or str(getattr(fn, "__qualname__", "task"))
         child = self._kernel.spawn(fn(*args), label, list(self._child_scopes))
         child.on_done = self._child_done
         self._children[child.tid] = child

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, TypeVar
 
 from contract.events.base import Event
 from sim.kernel.cancel import CancelScope, FailAfter
@@ -103,7 +103,7 @@ class SimRuntime:
     def open_channel(self, capacity: int) -> tuple[SendChannel, ReceiveChannel]:
         return open_channel(self._kernel, capacity)
 
-    async def run_isolated(self, fn: Callable[..., Awaitable[T]], *args: Any, name: str | None = None) -> T:
+    async def run_isolated(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any, name: str | None = None) -> T:
         label = name or str(getattr(fn, "__name__", "isolated"))
         return await IsolatedCall(self._kernel, label).run(fn, args)
 

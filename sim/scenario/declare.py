@@ -55,7 +55,7 @@ def tagged_table_of(model: type, description: str, *, tag: str, variants_text: s
 def build(model: type[T], checked: dict[str, Any], **computed: Any) -> T:
     """A checked table as its dataclass; fields that are not keys (or need more than their key) are `computed`."""
     values = {}
-    for name, source, inlined in _sources(model):
+    for name, source, inlined in _sources(model):  # type: ignore[arg-type]  # a class is hashable: the checker reads type(x).__hash__ as the instance's
         if name in computed:
             values[name] = computed[name]
         elif source is not None:

@@ -212,16 +212,16 @@ class StressRun:
 
     def _stop_all(self, log: TextIO) -> None:
         """SIGTERM is a clean stop; a worker that has not stopped in time is killed."""
-        live = [slot for slot in self.slots if slot.popen is not None and slot.popen.returncode is None]
-        for slot in live:
+        live = [(slot, slot.popen) for slot in self.slots if slot.popen is not None and slot.popen.returncode is None]
+        for slot, popen in live:
             self._resume_if_due(slot, log, math.inf)
-            slot.popen.send_signal(signal.SIGTERM)
+            popen.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + STOP_WAIT_S
-        for slot in live:
-            while not _exited_unreaped(slot.popen.pid, block=False) and time.monotonic() < deadline:
+        for slot, popen in live:
+            while not _exited_unreaped(popen.pid, block=False) and time.monotonic() < deadline:
                 time.sleep(POLL_S)
-            if not _exited_unreaped(slot.popen.pid, block=False):
-                slot.popen.kill()
+            if not _exited_unreaped(popen.pid, block=False):
+                popen.kill()
                 self._bury(slot, log, ProcessCrashed)
             else:
                 self._bury(slot, log, ProcessExited)

@@ -18,6 +18,7 @@ import _thread
 import os
 import sys
 from collections import deque
+from types import FrameType
 from typing import Any
 
 from sim.threads.baton import SimThread, current, is_program_file
@@ -41,9 +42,9 @@ def _check_timeout(blocking: bool, timeout: float) -> None:
 
 def _made_at() -> str:
     """The program line that made a lock (skipping threading's and queue's frames), for deadlock reports."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None and not is_program_file(frame.f_code.co_filename):
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return "" if frame is None else f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
 

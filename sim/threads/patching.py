@@ -15,6 +15,7 @@ lock or RLock becomes a simulated one over that same lock (so it stays one lock)
 from __future__ import annotations
 
 import _thread
+import functools
 import gc
 import itertools
 import os
@@ -88,7 +89,7 @@ def _install(patches: _Patches) -> None:
     patches.set(queue, "SimpleQueue", queue._PySimpleQueue)  # type: ignore[attr-defined]
     for numbered in _numbered_classes():
         patches.wrap(numbered, "__init__", lifecycle.numbered_init)
-        numbered.__hash__ = lifecycle.run_order_hash  # type: ignore[method-assign]  # kept: see _numbered_classes
+        numbered.__hash__ = lifecycle.run_order_hash  # type: ignore[method-assign, assignment]  # kept: see _numbered_classes
     patches.wrap(threading.Thread, "start", lifecycle.start)
     patches.wrap(threading.Thread, "join", lifecycle.join)
     patches.wrap(threading.Thread, "is_alive", lifecycle.is_alive)
@@ -102,12 +103,12 @@ def _install(patches: _Patches) -> None:
 
     patches.wrap(sqlite3, "connect", sqlite.simulated_connect)
     patches.wrap(os, "urandom", entropy.recorded_urandom)
-    recorded = entropy.RecordedRandom(random._inst)  # type: ignore[attr-defined]
+    recorded = entropy.RecordedRandom(random._inst)
     for name in entropy.RANDOM_FUNCTIONS:
         patches.set(random, name, getattr(recorded, name))
     patches.wrap(random.Random, "seed", entropy.recorded_seed)
     for owner, attribute, name, why in unmodelled.REFUSED:
-        patches.wrap(owner, attribute, lambda previous, name=name, why=why: unmodelled.refused(name, previous, why))
+        patches.wrap(owner, attribute, functools.partial(unmodelled.refused, name, why=why))
 
 
 def _numbered_classes() -> tuple[type, ...]:

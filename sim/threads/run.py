@@ -61,6 +61,7 @@ class Timeout:
         self.active = True
         self._kernel = kernel
         self._thread = thread
+        assert thread.task is not None, "a thread waits only once its task is spawned"
         self._task = thread.task
         self._waiters = waiters
 
@@ -180,7 +181,7 @@ class ThreadRun:
     def _thread_done(self, task: Task, value: Any, error: BaseException | None) -> None:
         sim: SimThread = task.coro  # type: ignore[assignment]
         thread = sim.thread
-        thread._is_stopped = True  # type: ignore[attr-defined]
+        thread._is_stopped = True
         threading._active.pop(thread.ident, None)  # type: ignore[attr-defined]
         for waiter in list(sim.joiners):
             self.wake(waiter, sim.joiners)
@@ -259,7 +260,11 @@ class ThreadRun:
             except StopIteration as stop:
                 return stop.value
             try:
-                value, error = (self.checkpoint(sim, arg) if op == CHECKPOINT else sim.trap(op, arg)), None
+                if op == CHECKPOINT:
+                    self.checkpoint(sim, arg)
+                    value, error = None, None
+                else:
+                    value, error = sim.trap(op, arg), None
             except BaseException as raised:  # ThreadAbandoned included: the coroutine unwinds with the thread
                 value, error = None, raised
 

@@ -20,7 +20,7 @@ import os
 import re
 import sqlite3
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
 
 from sim.threads.baton import SimThread, current
 
@@ -123,12 +123,12 @@ class SimulatedCursor:
     connection: Any
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
-        result = run_statement(self.connection, lambda: super(SimulatedCursor, self).execute(sql, parameters))
+        result = run_statement(self.connection, lambda: super(SimulatedCursor, self).execute(sql, parameters))  # type: ignore[misc]  # a mixin: the program's cursor class follows it
         _apply_busy_timeout(self.connection, sql)
         return result
 
     def executemany(self, sql: str, parameters: Any, /) -> Any:
-        return run_statement(self.connection, lambda: super(SimulatedCursor, self).executemany(sql, parameters))
+        return run_statement(self.connection, lambda: super(SimulatedCursor, self).executemany(sql, parameters))  # type: ignore[misc]  # a mixin: as execute
 
     def executescript(self, script: str, /) -> Any:
         """The real executescript commits first, then runs each statement as written (no implicit BEGIN)."""
@@ -172,6 +172,7 @@ class SimulatedConnection:
 
     _sim_path: str | None
     _sim_timeout_s: float
+    _sim_user: SimThread | None  # the thread whose transaction is open on it
 
     def cursor(self, factory: type = sqlite3.Cursor) -> Any:
         return super().cursor(_subclass(SimulatedCursor, factory))  # type: ignore[misc]
@@ -200,7 +201,7 @@ class SimulatedConnection:
                 while database.waiters:
                     sim.run.wake_first(database.waiters)
 
-    def __exit__(self, kind: Any, error: Any, traceback: Any) -> bool:
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> Literal[False]:
         if kind is None:
             self.commit()
         else:
@@ -238,7 +239,7 @@ def simulated_connect(previous: Callable[..., Any]) -> Callable[..., Any]:
         if current() is None:
             return previous(database, timeout, detect_types, isolation_level, check_same_thread, factory,
                             cached_statements, uri)
-        connection = _real_connect(database, 0, detect_types, isolation_level, check_same_thread,
+        connection: SimulatedConnection = _real_connect(database, 0, detect_types, isolation_level, check_same_thread,
                                    _subclass(SimulatedConnection, factory), cached_statements, uri)
         connection._sim_path = database_key(database, uri)
         connection._sim_timeout_s = float(timeout)

@@ -53,10 +53,10 @@ def install() -> None:
     context_compressor = sys.modules["agent.context_compressor"]
     compression = sys.modules["agent.conversation_compression"]
     session_db = sys.modules["hermes_state"].SessionDB
-    context_compressor.call_llm = _summary_model
-    compression.compress_context = _hooked(compression.compress_context, _attempt)
+    context_compressor.call_llm = _summary_model  # type: ignore[attr-defined]  # hermes-agent's module, untyped here
+    compression.compress_context = _hooked(compression.compress_context, _attempt)  # type: ignore[attr-defined]  # as above
     if hasattr(compression, "_compression_lock_holder"):
-        compression._compression_lock_holder = _hooked(compression._compression_lock_holder, _holder)
+        compression._compression_lock_holder = _hooked(compression._compression_lock_holder, _holder)  # type: ignore[attr-defined]  # as above
     for op in WRITE_OPS:
         if hasattr(session_db, op):
             setattr(session_db, op, _hooked(getattr(session_db, op), functools.partial(_write, op)))

@@ -153,7 +153,7 @@ class HermesSystem:
                     nursery.start_soon(self._drive, drive, trigger, name=f"drive.{index}.{drive.action}")
             for spec in self.scenario.world.agents:
                 if spec.process not in self.dead:
-                    await self.threads.call(lambda cli=self.clis[spec.name]: cli.type(EXIT), name=f"quit.{spec.name}", process=spec.process)
+                    await self.threads.call(lambda cli=self.clis[spec.name]: cli.type(EXIT), name=f"quit.{spec.name}", process=spec.process)  # type: ignore[misc]  # the default binds this agent's terminal
             self._closing = True
             await self._quiet.wait()
         finally:
