@@ -92,6 +92,6 @@ class DemoEvent(Event):
     """A demonstration event for the trace format tests."""
 
     kind = "demo.event"
-    session: str | None = trace(omit_if_none=True)
-    count: int | None = trace(omit_if_none=True)
-    note: str | None = trace(omit_if_none=True)
+    session: str | None = trace(omit_if_none=True, default=None)
+    count: int | None = trace(omit_if_none=True, default=None)
+    note: str | None = trace(omit_if_none=True, default=None)

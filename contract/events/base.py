@@ -21,6 +21,8 @@ NOTE = "note"
 def trace(*, key: str | None = None, note: str = "", omit_if_none: bool = False, default: Any = dataclasses.MISSING) -> Any:
     """A field with trace metadata: its key in the trace, a note for the docs, whether None leaves it out (such a
     field says `default=None` too, where a type checker sees that the field may be left out)."""
+    if omit_if_none and default is not None:
+        raise TypeError("a field left out of the trace while None says default=None (so a type checker sees it may be left out)")
     metadata = {KEY: key, NOTE: note, OMIT_IF_NONE: omit_if_none}
     return dataclasses.field(default=default, metadata=metadata)
 
