@@ -9,8 +9,10 @@ cancel scopes delivered at await points, shielded cleanup, owned locks.
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from types import TracebackType
-from typing import Any, AsyncContextManager, Awaitable, Callable, Coroutine, ContextManager, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from contract.events.base import Event
 
@@ -31,7 +33,7 @@ class CancelScopeLike(Protocol):
     @property
     def cancelled_caught(self) -> bool: ...
 
-    def __enter__(self) -> "CancelScopeLike": ...
+    def __enter__(self) -> CancelScopeLike: ...
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None, /) -> bool | None: ...
 
@@ -141,13 +143,13 @@ class Runtime(Protocol):
     def checkpoint(self, label: str = "") -> Awaitable[None]:
         """A scheduling and cancellation point; the simulator may switch tasks here and records the label."""
 
-    def open_nursery(self) -> AsyncContextManager[NurseryLike]: ...
+    def open_nursery(self) -> AbstractAsyncContextManager[NurseryLike]: ...
 
     def cancel_scope(self, *, deadline: float = math.inf, shield: bool = False) -> CancelScopeLike: ...
 
     def move_on_after(self, seconds: float) -> CancelScopeLike: ...
 
-    def fail_after(self, seconds: float) -> ContextManager[CancelScopeLike]: ...
+    def fail_after(self, seconds: float) -> AbstractContextManager[CancelScopeLike]: ...
 
     # Names are optional; the simulator's deadlock reports show them.
 
@@ -182,7 +184,7 @@ class Runtime(Protocol):
 
     def current_task_name(self) -> str: ...
 
-    def rng(self, stream: str) -> "RandomLike":
+    def rng(self, stream: str) -> RandomLike:
         """A named random stream, derived from the run's seed (recorded under the simulator)."""
 
 

@@ -9,8 +9,9 @@ reader can hold a cursor across a transaction or change what the next reader is 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from contract.vocabulary import COMPRESSION_END
 

@@ -12,8 +12,9 @@ faults actually happened. Parameters are declared with `contract.params`; the sc
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Mapping
 from enum import StrEnum
-from typing import Any, Awaitable, ClassVar, Mapping, Protocol
+from typing import Any, ClassVar, Protocol
 
 from contract.events import Event
 from contract.params import Param, integer

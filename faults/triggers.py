@@ -8,7 +8,8 @@ each hit fires with probability per_hit. Every draw goes through the World, so i
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 _RESOLUTION = 1_000_000
 

@@ -7,9 +7,10 @@ only with the fence's admission. Every exit releases the lease; a hard cancel fi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Protocol
+from typing import Protocol
 
 from contract.events import (
     CommitArchived,
@@ -23,9 +24,9 @@ from contract.events import (
     CompactionInput,
     CompactionInputReread,
     CompactionRefused,
+    CompactionStaticFallback,
     CompactionStrike,
     CompactionStrikeResetFailed,
-    CompactionStaticFallback,
     CompactionSummaryDone,
     CompactionSummaryProgress,
     CompactionSummaryStarted,

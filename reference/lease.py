@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from reference.config import CompactionConfig
-from reference.db import Database
 from contract.events import (
     LeaseAcquired,
     LeaseContended,
@@ -23,6 +21,8 @@ from contract.events import (
 from contract.ids import HolderId, SessionId
 from contract.points import LEASE_REFRESH
 from contract.runtime import CancelScopeLike, Runtime
+from reference.config import CompactionConfig
+from reference.db import Database
 
 
 @dataclass(eq=False)

@@ -18,8 +18,9 @@ import random
 import signal
 import sqlite3
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any
 
 import trio
 

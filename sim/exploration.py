@@ -16,9 +16,10 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from sim.failure import Failure
 from sim.kernel.errors import DivergenceError

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from contract.events import LeaseAcquired, LeaseReleased
 from contract.ids import HolderId

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import Any, Callable, Iterator
+from typing import Any
 
 Lines = dict[str, set[int]]  # repository-relative file -> executed line numbers
 Tracer = Callable[[FrameType, str, Any], Any]

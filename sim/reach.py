@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)

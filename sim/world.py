@@ -9,9 +9,10 @@ from __future__ import annotations
 import enum
 import math
 import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Coroutine, Iterator
+from typing import Any
 
 from contract.events.base import Event
 from contract.events.runtime import RunStopped

@@ -7,8 +7,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from contract.events.base import Event, event, trace
 from contract.history import HistoryEvent

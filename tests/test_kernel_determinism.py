@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-
 from random_programs import digests, programs, run_program
+from support import checkout_env
+
 from sim import DivergenceError, World, replay
 from sim.strategies.decisions import Draw, TaskChoice
-from support import checkout_env
 
 HERE = Path(__file__).parent
 

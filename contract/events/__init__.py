@@ -7,8 +7,9 @@ kind string to its class; `fault.fired` has one class per shape of firing, all s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import ModuleType
-from typing import Any, Mapping
+from typing import Any
 
 from contract.events import compaction, cooldown, faults, fence, frontends, harness, host, lease, real, runtime, turns
 from contract.events.base import Event
@@ -20,6 +21,7 @@ from contract.events.compaction import (
     CommitArchived,
     CommitPublished,
     CompactionBlocked,
+    CompactionCarriedUnread,
     CompactionCommitFailed,
     CompactionCommitted,
     CompactionError,
@@ -27,19 +29,18 @@ from contract.events.compaction import (
     CompactionInput,
     CompactionInputReread,
     CompactionRefused,
+    CompactionStaticFallback,
     CompactionStrike,
-    CompactionCarriedUnread,
     CompactionStrikeResetFailed,
     CompactionSummaryDone,
-    CompactionStaticFallback,
     CompactionSummaryProgress,
     CompactionSummaryStarted,
     CompactionWatermark,
     CompactionWatermarkFailed,
 )
 from contract.events.cooldown import (
-    CooldownClearSkipped,
     CooldownCleared,
+    CooldownClearSkipped,
     CooldownPersistFailed,
     CooldownRestored,
     CooldownSet,
@@ -72,8 +73,8 @@ from contract.events.frontends import (
     FrontendTurnSubmitted,
     GatewayDelivered,
     GatewayTurnStarted,
-    SessionTitleIndeterminate,
     SessionTitled,
+    SessionTitleIndeterminate,
 )
 from contract.events.harness import (
     ExternalRotated,

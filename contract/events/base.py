@@ -9,7 +9,8 @@ optional field that is absent rather than empty is left out of the trace while i
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Mapping, TypeVar, dataclass_transform
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 from contract.ids import AttemptId, HolderId, SessionId
 

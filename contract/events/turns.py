@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from contract.events.base import Event, event, trace
 from contract.ids import AttemptId, SessionId

@@ -18,7 +18,8 @@ search that covered its whole bound without a failure proves the count is above 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from sim.bench import classic_threads
 from sim.bench.classic_bugs import BUGS, Program

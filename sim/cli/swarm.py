@@ -6,13 +6,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from sim import stopping
 from sim.cli.common import (
-    DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, add_mutant_option, exit_interrupted,
-    positive_int, seed_int, speaker,
+    DEFAULT_OUT,
+    EXIT_OK,
+    EXIT_VIOLATION,
+    UsageError,
+    add_json_options,
+    add_mutant_option,
+    exit_interrupted,
+    positive_int,
+    seed_int,
+    speaker,
 )
 from sim.cli.explore import parse_shard
 from sim.cli.progress import Progress, Throttled

@@ -13,9 +13,10 @@ explains itself in one line, and lists the events that witness it.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol, Sequence, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from contract.events import Event
 from contract.history import HistoryEvent

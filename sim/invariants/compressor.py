@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from contract.events import (
     AttemptClaimed,
@@ -16,8 +17,8 @@ from contract.events import (
     CompactionStrike,
     CompactionStrikeResetFailed,
     CompactionSummaryStarted,
-    CooldownClearSkipped,
     CooldownCleared,
+    CooldownClearSkipped,
     CooldownPersistFailed,
     CooldownRestored,
     CooldownSet,

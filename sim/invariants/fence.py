@@ -25,8 +25,8 @@ from contract.events import (
     HostTimeout,
     HostUnwind,
     IsolatedAbandoned,
-    LeaseReleaseFailed,
     LeaseReleased,
+    LeaseReleaseFailed,
     ProcessCrashed,
     TaskExit,
 )
@@ -39,7 +39,10 @@ from sim.invariants.host import SUMMARY_TASK, job_attempt
 class NoCommitAfterCancel(Invariant):
     name = "no_commit_after_cancel"
     races = ("R1", "R2", "R5", "R8")
-    description = "An attempt whose fence was cancelled or revoked, or whose host unwound, is never admitted to commit; nothing commits outside an admitted fence."
+    description = (
+        "An attempt whose fence was cancelled or revoked, or whose host unwound, is never admitted to commit; "
+        "nothing commits outside an admitted fence."
+    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)

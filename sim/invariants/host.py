@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Sequence
+from collections.abc import Sequence
+from typing import ClassVar
 
 from contract.events import (
     ActivityLabeled,
@@ -53,9 +54,8 @@ from contract.events import (
     TurnPersisted,
 )
 from contract.history import HistoryEvent
-from contract.points import STORE_PREFIX
 from contract.ids import AttemptId, HolderId, SessionId
-from contract.points import HOST_WAIT
+from contract.points import HOST_WAIT, STORE_PREFIX
 from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
 from sim.invariants.lineage import JudgesRefusedTurns
 
@@ -1008,7 +1008,10 @@ class FailedCommitBacksOff(_BacksOffAfterFailure):
 class NoProgressAfterGiveUp(Invariant):
     name = "no_progress_after_give_up"
     races = ("R26",)
-    description = "Once its host has timed it out or cancelled it, an attempt reports no further summary progress (nothing re-arms \"compression in progress\")."
+    description = (
+        "Once its host has timed it out or cancelled it, an attempt reports no further summary progress (nothing "
+        "re-arms \"compression in progress\")."
+    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
 
 from contract.events import (
     AppendFailed,
@@ -343,7 +343,10 @@ class LateContenderAdopts(Invariant):
     name = "late_contender_adopts"
     holder_names_attempt = True
     races = ("R19",)
-    description = "An attempt that wins the lease of a session already closed by compression adopts its live tip and sits out; it never summarizes the closed session."
+    description = (
+        "An attempt that wins the lease of a session already closed by compression adopts its live tip and sits "
+        "out; it never summarizes the closed session."
+    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)

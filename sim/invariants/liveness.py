@@ -19,15 +19,25 @@ same rule.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from contract.events import (
-    FrontendCtrlC, FrontendTurnAbandoned, FrontendTurnFailed, FrontendTurnSubmitted, GatewayDelivered, GatewayTurnStarted,
-    PointFaultFired, ProcessCrashed, ProcessRestarted, StoreFaultFired, TurnOverflowDeferred, TurnPersisted,
+    FrontendCtrlC,
+    FrontendTurnAbandoned,
+    FrontendTurnFailed,
+    FrontendTurnSubmitted,
+    GatewayDelivered,
+    GatewayTurnStarted,
+    PointFaultFired,
+    ProcessCrashed,
+    ProcessRestarted,
+    StoreFaultFired,
+    TurnOverflowDeferred,
+    TurnPersisted,
 )
 from contract.events.base import Event
 from contract.history import HistoryEvent
-from sim.invariants.base import Invariant, Violation
+from sim.invariants.base import Violation
 from sim.invariants.lineage import JudgesRefusedTurns
 
 _TURN_STARTS = (FrontendTurnSubmitted, GatewayTurnStarted)

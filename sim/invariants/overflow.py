@@ -38,7 +38,10 @@ class NoFalseAutoReset(Invariant):
 
     name = "no_false_auto_reset"
     races = ("R23",)
-    description = "A session is auto-reset for an overflow only when the last compression attempt on it proved compression exhausted, never after a transient block."
+    description = (
+        "A session is auto-reset for an overflow only when the last compression attempt on it proved compression "
+        "exhausted, never after a transient block."
+    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)

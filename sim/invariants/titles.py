@@ -3,7 +3,7 @@ names one conversation (R17)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from contract.events import (
     CommitPublished,

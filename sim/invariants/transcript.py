@@ -5,8 +5,9 @@ from __future__ import annotations
 import bisect
 import sys
 from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from contract.events import (
     AppendFailed,
@@ -16,10 +17,10 @@ from contract.events import (
     CommitPublished,
     CompactionCarriedUnread,
     CompactionCommitFailed,
+    CompactionCommitted,
     CompactionFinished,
     CompactionInput,
     CompactionWatermark,
-    CompactionCommitted,
     CompactionWatermarkFailed,
     Event,
     ExternalRotated,
@@ -39,8 +40,8 @@ from contract.events.turns import transcript_fingerprint
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import MessageRow, StoreView
-from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
 from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
+from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
 from sim.invariants.lineage import lineage_roots, session_row
 
 NOT_COMMITTED = ("failed", "error", "unchanged")
@@ -503,7 +504,10 @@ class RewindSlotsStayUnderWatermark(Invariant):
     name = "rewind_slots_stay_under_watermark"
     settings = frozenset({'tail_count'})
     races = ("R14",)
-    description = "An in-place commit keeps the verbatim rows among its tail_count rewind slots (the newest at or below its watermark) as hidden copies, never summarized; an append made meanwhile never takes their slot."
+    description = (
+        "An in-place commit keeps the verbatim rows among its tail_count rewind slots (the newest at or below its "
+        "watermark) as hidden copies, never summarized; an append made meanwhile never takes their slot."
+    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -944,7 +948,8 @@ class Told:
 
 class ToldMessagesKeptOnceInOrder(_CommitEffects):
     name = "told_messages_kept_once_in_order"
-    needs = frozenset({'turn.persisted', 'frontend.turn_submitted', 'compaction.input', 'commit.archived', 'commit.published', 'compaction.commit_failed'})  # the rest only refines
+    needs = frozenset({'turn.persisted', 'frontend.turn_submitted', 'compaction.input', 'commit.archived', 'commit.published',
+                       'compaction.commit_failed'})  # the rest only refines
     races = ("R10", "R12", "R14")
     description = (
         "The user's model of the conversation holds: every message the user was told was saved (a completed turn's "

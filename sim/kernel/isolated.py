@@ -7,7 +7,8 @@ discarded, and both moments are recorded so invariants can see the late worker.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from contract.events.runtime import IsolatedAbandoned, IsolatedDiscarded
 from sim.kernel.scheduler import Task, park_trap
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class IsolatedCall:
-    def __init__(self, kernel: "Kernel", label: str) -> None:
+    def __init__(self, kernel: Kernel, label: str) -> None:
         self._kernel = kernel
         self._label = label
         self._caller: Task | None = None

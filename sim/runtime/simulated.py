@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from contract.events.base import Event
 from sim.kernel.cancel import CancelScope, FailAfter
@@ -25,7 +26,7 @@ _DRAW_BITS = 53
 class RecordedRandom:
     """A named random stream whose every draw goes through the strategy and into the decision list."""
 
-    def __init__(self, world: "World", stream: str) -> None:
+    def __init__(self, world: World, stream: str) -> None:
         self._world = world
         self._stream = stream
 
@@ -41,7 +42,7 @@ class SimRuntime:
     TooSlowError = TooSlowError
     EndOfChannel = EndOfChannel
 
-    def __init__(self, world: "World") -> None:
+    def __init__(self, world: World) -> None:
         self._world = world
         self._kernel = world.kernel
         self._streams: dict[str, RecordedRandom] = {}

@@ -9,9 +9,9 @@ process died dies with it.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from contract.ids import SessionId
 from contract.events import (
     FrontendCommandFailed,
     FrontendSessionEnded,
@@ -19,6 +19,7 @@ from contract.events import (
     SessionTitled,
     SessionTitleIndeterminate,
 )
+from contract.ids import SessionId
 from faults.plan import Moments
 from faults.triggers import Trigger
 from reference.store import TitleInUseError

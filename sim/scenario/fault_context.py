@@ -25,7 +25,6 @@ from reference.transcript import new_message
 from sim.scenario.builder import SystemBuilder
 from sim.scenario.model import AgentSpec
 
-
 STOP_GRACE_S = 15.0  # a stopping process's unwind, as the real stress run waits before its SIGKILL
 
 

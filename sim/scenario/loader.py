@@ -11,13 +11,14 @@ other keys, and the rules that tie keys across tables.
 from __future__ import annotations
 
 import dataclasses
-
 import errno
 import re
 import tomllib
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Iterator, Mapping, Protocol
+from typing import Any, Protocol
 
+from sim import targets
 from sim.scenario.declare import build
 from sim.scenario.errors import ScenarioError
 from sim.scenario.model import (
@@ -37,7 +38,6 @@ from sim.scenario.model import (
     WorldSpec,
 )
 from sim.scenario.schema import Context, Location, Spec, describe, quote
-from sim import targets
 
 
 class ScenarioRegistry(Protocol):

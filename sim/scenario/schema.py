@@ -19,9 +19,10 @@ import json
 import math
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from contract.params import REQUIRED, Param, ParamType
 from sim.scenario.errors import ScenarioError

@@ -8,7 +8,8 @@ sequence with `DEFAULT` at the other points.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from sim.strategies.decisions import DEFAULT, Decision, Draw, Recorded, TaskChoice, is_default
 

@@ -20,17 +20,18 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
 from contract.events import ProcessCrashed, ProcessExited, StressLeasePlanted, StressSignal
-from sim import stopping
 from reference.eventlog import write_event
 from reference.identity import HostProcesses, process_start_ticks
 from reference.store import SessionStore
 from reference.stress_worker import STRESS_CONFIG
+from sim import stopping
 from sim.mutants import ROOT, load_mutants, overlay
 from sim.stress.check import CheckResult, check
 from sim.stress.log import merged_history

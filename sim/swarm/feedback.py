@@ -18,8 +18,8 @@ campaign's draws do not depend on `-j`.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 from sim.swarm.model import ActionKind, Workload
 from sim.swarm.signature import FAULT, ON

@@ -13,7 +13,8 @@ the runs it finished; `interrupted` names its shard, and a merge that holds one 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from sim.swarm.campaign import Campaign, RunSummary
 from sim.swarm.signature import family_counts

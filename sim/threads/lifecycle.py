@@ -12,7 +12,8 @@ thread, each is the real one.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from sim.threads.baton import SimThread, current
 from sim.threads.unmodelled import NotSimulated

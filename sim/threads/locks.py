@@ -69,7 +69,7 @@ def _made_at_of(construct: Any) -> str:
 class _Wait:
     """One thread's wait on a lock, as a deadlock report shows it: the lock, or what threading built on it."""
 
-    def __init__(self, lock: "_SimLockBase", waiter: SimThread) -> None:
+    def __init__(self, lock: _SimLockBase, waiter: SimThread) -> None:
         self._lock = lock
         self._waiter = waiter
 
@@ -123,7 +123,7 @@ class _SimLockBase:
         return False
 
     @classmethod
-    def adopt(cls, real: Any, name: str) -> "_SimLockBase":
+    def adopt(cls, real: Any, name: str) -> _SimLockBase:
         """A simulated lock over an existing real one (a module-level lock made before the batch): one lock still."""
         lock = cls.__new__(cls)
         _SimLockBase.__init__(lock, real)

@@ -25,9 +25,10 @@ import sqlite3
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from sim.threads import clock, entropy, lifecycle, locks, sqlite, unmodelled
 from sim.timefreeze import frozen_time

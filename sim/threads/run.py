@@ -23,7 +23,8 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from contract.events.runtime import TaskExit
 from sim.kernel.errors import DivergenceError
@@ -55,7 +56,7 @@ class Timeout:
 
     __slots__ = ("deadline", "cancel_called", "active", "_kernel", "_task", "_waiters", "_thread")
 
-    def __init__(self, kernel: "Kernel", thread: SimThread, waiters: deque[SimThread], deadline: float) -> None:
+    def __init__(self, kernel: Kernel, thread: SimThread, waiters: deque[SimThread], deadline: float) -> None:
         self.deadline = deadline
         self.cancel_called = False
         self.active = True
@@ -74,7 +75,7 @@ class Timeout:
 class ThreadRun:
     """The threads of one run of a program, and the operations they perform on the kernel."""
 
-    def __init__(self, world: "World", *, preemption: Preemption, stall_s: float, strict: bool = True) -> None:
+    def __init__(self, world: World, *, preemption: Preemption, stall_s: float, strict: bool = True) -> None:
         self.world = world
         self.kernel = world.kernel
         self.preemption = preemption
@@ -274,7 +275,7 @@ class ThreadRun:
         else:
             sim.trap(SLEEP_UNTIL, self.kernel.now_s + seconds)
 
-    def park(self, sim: SimThread, target: "WaitTarget", waiters: deque[SimThread], deadline: float | None = None) -> bool:
+    def park(self, sim: SimThread, target: WaitTarget, waiters: deque[SimThread], deadline: float | None = None) -> bool:
         """Block `sim` in `waiters` until `wake` picks it (True) or the virtual `deadline` passes (False)."""
         waiters.append(sim)
         timeout = None

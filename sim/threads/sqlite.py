@@ -20,7 +20,8 @@ import os
 import re
 import sqlite3
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Literal
 
 from sim.threads.baton import SimThread, current
 
@@ -41,7 +42,7 @@ class Database:
         self.waiters: deque[SimThread] = deque()
         self.connections: list[Any] = []
 
-    def settled(self, run: "ThreadRun", connection: Any) -> None:
+    def settled(self, run: ThreadRun, connection: Any) -> None:
         """A statement of `connection` is over: if it holds no transaction now, the waiters may try again."""
         if self.waiters and not connection.in_transaction:
             while self.waiters:
@@ -50,7 +51,7 @@ class Database:
     def describe(self) -> str:
         return f"the SQLite lock of {os.path.basename(self.path)!r}"
 
-    def holders(self) -> tuple["Task", ...]:
+    def holders(self) -> tuple[Task, ...]:
         users = (getattr(connection, "_sim_user", None) for connection in self.connections if connection.in_transaction)
         return tuple(dict.fromkeys(user.task for user in users if user is not None and user.task is not None))
 
@@ -93,7 +94,7 @@ def run_statement(connection: Any, call: Callable[[], Any], label: str = "sql") 
         return result
 
 
-def _database(run: "ThreadRun", connection: Any) -> Database | None:
+def _database(run: ThreadRun, connection: Any) -> Database | None:
     path = connection._sim_path
     if path is None:
         return None

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from contract.events import (
     FrontendCtrlC,
@@ -40,7 +41,7 @@ class Cli:
     """One terminal of one agent: an input queue the drives type into, served by a chat-loop thread."""
 
     def __init__(self, name: str, agent: Any, history: list[dict[str, Any]], emit: Callable[[Any], None],
-                 turn_started: Callable[["Cli", str], None]) -> None:
+                 turn_started: Callable[[Cli, str], None]) -> None:
         self.name = name
         self.agent = agent
         self.history = history

@@ -30,13 +30,14 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from targets.hermes.system import HermesSystem
 
 # The run in progress, set by HermesSystem around each run (a process runs one at a time).
-ACTIVE: "list[HermesSystem]" = []
+ACTIVE: list[HermesSystem] = []
 
 # The SessionDB writes a scenario may name as points (`db.<op>`) and fault.
 WRITE_OPS = ("append_message", "create_session", "end_session", "reopen_session", "archive_and_compact", "replace_messages",
@@ -64,7 +65,7 @@ def install() -> None:
     _installed.append("installed")
 
 
-def _system() -> "HermesSystem | None":
+def _system() -> HermesSystem | None:
     system = ACTIVE[-1] if ACTIVE else None
     return system if system is not None and system.owns_caller() else None
 
@@ -89,19 +90,19 @@ def _summary_model(**kwargs: Any) -> Any:
     return system.summarize(kwargs)
 
 
-def _attempt(system: "HermesSystem", original: Callable[..., Any], agent: Any, *args: Any, **kwargs: Any) -> Any:
+def _attempt(system: HermesSystem, original: Callable[..., Any], agent: Any, *args: Any, **kwargs: Any) -> Any:
     return system.attempt(agent, lambda: original(agent, *args, **kwargs))
 
 
-def _holder(system: "HermesSystem", original: Callable[..., Any], agent: Any) -> str:
+def _holder(system: HermesSystem, original: Callable[..., Any], agent: Any) -> str:
     """The lease holder id, its `agent=` part (the agent object's address) replaced by the agent's name."""
     return re.sub(r"agent=[0-9a-fx]+", f"agent={system.name_of(agent)}", original(agent))
 
 
-def _write(op: str, system: "HermesSystem", original: Callable[..., Any], db: Any, *args: Any, **kwargs: Any) -> Any:
+def _write(op: str, system: HermesSystem, original: Callable[..., Any], db: Any, *args: Any, **kwargs: Any) -> Any:
     return system.write(op, db, lambda: original(db, *args, **kwargs), args, kwargs)
 
 
-def _transaction(system: "HermesSystem", original: Callable[..., Any], db: Any, fn: Callable[..., Any], *args: Any,
+def _transaction(system: HermesSystem, original: Callable[..., Any], db: Any, fn: Callable[..., Any], *args: Any,
                  **kwargs: Any) -> Any:
     return system.transaction(db, lambda inner: original(db, inner, *args, **kwargs), fn)

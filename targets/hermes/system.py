@@ -25,8 +25,9 @@ import io
 import shutil
 import threading
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from contract.events import (
     AppendFailed,
