@@ -117,8 +117,8 @@ class _Text:
         return self._starts[line - 1] + len(self._lines[line - 1].encode()[:col].decode())
 
     def span(self, node: ast.AST) -> tuple[int, int]:
-        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        return start, self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]  # the nodes spanned are expressions and statements, which have positions
+        return start, self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]  # as above
 
     def between(self, before: ast.AST, after: ast.AST, pattern: str) -> tuple[int, int]:
         """Where the operator token `pattern` sits between two operands (parentheses and comments aside)."""

@@ -54,9 +54,9 @@ def test_the_trace_shows_keys_in_declaration_order_and_leaves_absent_optional_fi
     assert adopted.trace_fields() == {"from": "s", "to": "s/p1.1"}
     assert list(SessionAdopted(from_session="s", to_session="t", attempt=AttemptId("p1.1")).trace_fields()) == ["from", "to", "attempt"]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        adopted.to_session = "x"  # type: ignore[misc]
+        adopted.to_session = "x"  # type: ignore[misc]  # the point of the test: frozen
     with pytest.raises(TypeError):
-        SessionAdopted(from_session="s")  # type: ignore[call-arg]  a forgotten field is an error where it is made
+        SessionAdopted(from_session="s")  # type: ignore[call-arg]  # a forgotten field is an error where it is made
 
 
 def test_trace_keys_are_unique_within_each_class():

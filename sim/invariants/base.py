@@ -65,7 +65,7 @@ def handles(*classes: type[Event]) -> Callable[[Method], Method]:
     """Make the decorated method the invariant's reaction to events of these classes (subclasses included)."""
 
     def mark(method: Method) -> Method:
-        method.handled_events = classes  # type: ignore[attr-defined]
+        method.handled_events = classes  # type: ignore[attr-defined]  # a mark read back by __init_subclass__
         return method
 
     return mark
@@ -236,6 +236,16 @@ class InvariantSet:
             f"{frame.name}): a bug in the check, or a state it was not written for; it is off for the rest of the run",
             record,
         )
+
+
+E = TypeVar("E", bound=Event)
+
+
+def event_of(record: HistoryEvent, kind: type[E]) -> E:
+    """The event of a record an invariant kept, as the class it kept it for (a record is not typed by its event)."""
+    event = record.event
+    assert isinstance(event, kind), f"{record} was kept as a {kind.__name__}"
+    return event
 
 
 def forget_process(by_attempt: Mapping[AttemptId, V], process: str, process_of: Callable[[str], str]) -> dict[AttemptId, V]:

@@ -36,7 +36,7 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
-from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
+from sim.invariants.base import Invariant, SystemView, Violation, event_of, forget_process, handles
 
 
 class CompressorClaims:
@@ -402,8 +402,11 @@ class NoSummaryInsideCooldown(Invariant):
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
-        self._session_of[event.holder.attempt] = event.session  # type: ignore[index]
-        self._seen[event.holder.attempt] = self.system.store.cooldown_row(event.session).until  # type: ignore[index]
+        attempt = event.holder.attempt
+        if attempt is None:
+            return  # a holder id that names no attempt: nothing of it is judged here
+        self._session_of[attempt] = event.session
+        self._seen[attempt] = self.system.store.cooldown_row(event.session).until
 
     @handles(CooldownSet)
     def recorded(self, event: CooldownSet, record: HistoryEvent) -> None:
@@ -623,7 +626,7 @@ class CurrentAttemptOwnsCompressor(Invariant):
     def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> Violation | None:
         newer = self._newer_working(event.attempt)
         if newer is not None:
-            started: CompactionSummaryStarted = newer.event  # type: ignore[assignment]
+            started = event_of(newer, CompactionSummaryStarted)
             return self.violation(
                 f"attempt {event.attempt} (generation {self._generation[event.attempt]}) was admitted to commit its candidate after "
                 f"generation {started.generation} ({started.attempt}) had started its summary", newer, record,

@@ -56,7 +56,7 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from contract.points import HOST_WAIT, STORE_PREFIX
-from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
+from sim.invariants.base import Invariant, SystemView, Violation, event_of, forget_process, handles
 from sim.invariants.lineage import JudgesRefusedTurns
 
 
@@ -507,7 +507,7 @@ class NextTurnPersistsAfterCtrlC(JudgesRefusedTurns):
             if failed is None or _raised_by_fault(history, submitted, failed) \
                     or self.refused_in_ended_conversation(history, submitted, failed):
                 continue
-            return self.violation(f"the turn after Ctrl+C was not persisted: {failed.event.error}", expired, submitted, failed)  # type: ignore[attr-defined]
+            return self.violation(f"the turn after Ctrl+C was not persisted: {event_of(failed, FrontendTurnFailed).error}", expired, submitted, failed)
         return None
 
 
@@ -525,7 +525,7 @@ def _failure_of_turn(history: Sequence[HistoryEvent], submitted: HistoryEvent) -
     A frontend runs its turns one at a time, so that turn's failure, if any, comes before the agent's next
     submission; a failure after that belongs to a later turn, which Ctrl+C did not precede.
     """
-    agent = submitted.event.agent  # type: ignore[attr-defined]
+    agent = event_of(submitted, FrontendTurnSubmitted).agent
     for record in history[submitted.seq + 1:]:
         if isinstance(record.event, FrontendTurnSubmitted) and record.event.agent == agent:
             return None
@@ -1049,7 +1049,8 @@ class NoRelabelAfterTerminal(Invariant):
     def labeled(self, event: ActivityLabeled, record: HistoryEvent) -> Violation | None:
         ended = self._terminal.get(event.attempt)
         if ended is not None:
-            return self.violation(f"attempt {event.attempt} relabelled the agent {event.label} after it was labelled {ended.event.label}", ended, record)  # type: ignore[attr-defined]
+            return self.violation(f"attempt {event.attempt} relabelled the agent {event.label} after it was labelled "
+                                  f"{event_of(ended, ActivityLabeled).label}", ended, record)
         if event.terminal:
             self._terminal[event.attempt] = record
         return None

@@ -30,7 +30,7 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from contract.store import StoreView
-from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
+from sim.invariants.base import Invariant, SystemView, Violation, event_of, forget_process, handles
 from sim.invariants.host import job_attempt
 
 LEASE_REFUSALS = ("Lease", "Busy", "InProgress")
@@ -66,8 +66,8 @@ class LeaseMutualExclusion(Invariant):
         self._holders.setdefault(session, {})[holder] = (record.time, record)
         self._row_owner[session] = holder
         if clash is not None:
-            other = clash[1].event.holder  # type: ignore[attr-defined]
-            return self.violation(f"{holder} acquired {session}'s lease while {other} still held it", clash[1], record)
+            other, taken = clash
+            return self.violation(f"{holder} acquired {session}'s lease while {other} still held it", taken, record)
         return None
 
     @handles(LeaseRefreshed)
@@ -102,11 +102,12 @@ class LeaseMutualExclusion(Invariant):
             for holder in [h for h in holders if h.attempt == event.attempt]:
                 del holders[holder]
 
-    def _live_other(self, session: SessionId, holder: HolderId, now: float) -> tuple[float, HistoryEvent] | None:
+    def _live_other(self, session: SessionId, holder: HolderId, now: float) -> tuple[HolderId, HistoryEvent] | None:
+        """Another live holder of the session's lease, and the record by which it took it, if any."""
         ttl = self.system.config.lease_ttl_s
         for other, (renewed, acquired) in self._holders.get(session, {}).items():
             if other != holder and renewed + ttl > now and not self.system.holder_is_dead(other):
-                return renewed, acquired
+                return other, acquired
         return None
 
 
@@ -153,7 +154,7 @@ class LeaseReleasedWithinTtl(Invariant):
 
     @handles(LeaseRefreshed)
     def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> Violation | None:
-        ended = self._ended.get(event.holder.attempt)  # type: ignore[arg-type]
+        ended = None if event.holder.attempt is None else self._ended.get(event.holder.attempt)
         if ended is not None:
             return self.violation(f"{event.holder} was refreshed after its attempt ended", ended, record)
         return None
@@ -208,7 +209,7 @@ class FailedReleaseRetried(Invariant):
         failed = self._failed.pop(event.attempt, None)
         if failed is None:
             return None
-        return self.violation(f"the failed release of {failed.event.holder} was never tried again, though its "  # type: ignore[attr-defined]
+        return self.violation(f"the failed release of {event_of(failed, LeaseReleaseFailed).holder} was never tried again, though its "
                               f"attempt's worker exited after it", failed, record)
 
     @handles(ProcessCrashed)
@@ -266,7 +267,7 @@ class CancelledAttemptNeverAcquires(Invariant):
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> Violation | None:
-        cancelled = self._cancelled.get(event.holder.attempt)  # type: ignore[arg-type]
+        cancelled = None if event.holder.attempt is None else self._cancelled.get(event.holder.attempt)
         if cancelled is not None:
             return self.violation(f"{event.holder} took {event.session}'s lease after a cancel had won its fence", cancelled, record)
         return None
@@ -329,7 +330,7 @@ class RefreshExtendsOwnRow(Invariant):
     @handles(LeaseRefreshed)
     def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> Violation | None:
         owner = self._owner.get(event.session)
-        owner_holder = None if owner is None else owner.event.holder  # type: ignore[attr-defined]
+        owner_holder = None if owner is None else event_of(owner, LeaseAcquired).holder
         if owner_holder != event.holder:
             whose = "a row released before" if owner is None else f"the row of {owner_holder}"
             return self.violation(f"{event.holder}'s refresh of {event.session}'s lease took over {whose}", owner, record)
@@ -422,8 +423,9 @@ class RetryNeverOverlapsLiveWorker(Invariant):
     @handles(LeaseReleased)
     def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
         """Only the worker's own release ends its hold: it runs as the worker leaves its work under the lease."""
-        if job_attempt(record.task) == event.holder.attempt:
-            self._live.pop(event.holder.attempt, None)  # type: ignore[arg-type]
+        attempt = event.holder.attempt
+        if attempt is not None and job_attempt(record.task) == attempt:
+            self._live.pop(attempt, None)
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
@@ -438,7 +440,8 @@ class RetryNeverOverlapsLiveWorker(Invariant):
 
     @handles(LeaseExpiredGiveup)
     def gave_up(self, event: LeaseExpiredGiveup, record: HistoryEvent) -> None:
-        self._live.pop(event.holder.attempt, None)  # type: ignore[arg-type]
+        if event.holder.attempt is not None:
+            self._live.pop(event.holder.attempt, None)
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
@@ -565,8 +568,9 @@ class AbandonedAttemptFreesLease(Invariant):
     def released(self, event: LeaseReleased | LeaseReleaseFailed, record: HistoryEvent) -> Violation | None:
         if isinstance(event, LeaseReleaseFailed):
             self._release_failed.add(event.holder)
-        if job_attempt(record.task) == event.holder.attempt:
-            self._releasing.pop(event.holder.attempt, None)  # type: ignore[arg-type]
+        attempt = event.holder.attempt
+        if attempt is not None and job_attempt(record.task) == attempt:
+            self._releasing.pop(attempt, None)
         if event.holder.attempt is not None and self._set_up.get(event.holder.attempt) == event.holder:
             del self._set_up[event.holder.attempt]
         revoke = self._revoked.pop(event.holder, None)
@@ -599,7 +603,8 @@ class AbandonedAttemptFreesLease(Invariant):
         self._set_up = forget_process(self._set_up, event.process, self.system.process_of)
         self._acquired = forget_process(self._acquired, event.process, self.system.process_of)
         self._releasing = forget_process(self._releasing, event.process, self.system.process_of)
-        gone = {holder for holder in self._revoked if self.system.process_of(holder.attempt.process) == event.process}  # type: ignore[union-attr]
+        gone = {holder for holder in self._revoked
+                if holder.attempt is not None and self.system.process_of(holder.attempt.process) == event.process}
         self._revoked = {holder: record for holder, record in self._revoked.items() if holder not in gone}
         self._sat_out = {holder: record for holder, record in self._sat_out.items() if holder not in gone}
 

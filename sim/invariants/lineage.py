@@ -32,7 +32,7 @@ from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import SessionRow, StoreView
 from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
-from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
+from sim.invariants.base import Invariant, SystemView, Violation, event_of, forget_process, handles
 
 # Closes a terminal or a hook makes explicitly (#106459), named here rather than read from the store's taxonomy.
 EXPLICIT_CLOSES = frozenset({"tui_close", "cli_close", "webhook_complete"})
@@ -309,7 +309,7 @@ class ClosedWriteAdoptsLiveTip(Invariant):
             return None
         closed, head = self._closed.pop(record.task)
         return self.violation(
-            f"the turn failed writing to {closed.event.session}, closed by compression, although its lineage "  # type: ignore[attr-defined]
+            f"the turn failed writing to {event_of(closed, AppendFailed).session}, closed by compression, although its lineage "
             f"continues live in {head}", closed, record,
         )
 
@@ -365,7 +365,7 @@ class LateContenderAdopts(Invariant):
         if acquired is None:
             return None
         return self.violation(
-            f"attempt {event.attempt} took the lease of {acquired.event.session}, already closed by compression, "  # type: ignore[attr-defined]
+            f"attempt {event.attempt} took the lease of {event_of(acquired, LeaseAcquired).session}, already closed by compression, "
             "and went on to summarize it instead of adopting its tip", acquired, record,
         )
 

@@ -48,7 +48,7 @@ def tagged_table_of(model: type, description: str, *, tag: str, variants_text: s
     """Like `table_of`, for a table whose `tag` key picks further keys from the registry (a fault's kind)."""
     keys = _keys(model)
     tag_spec = keys.pop(tag)
-    return TaggedTable(description, tag=tag, tag_spec=tag_spec, variants_text=variants_text, fields=keys,  # type: ignore[arg-type]
+    return TaggedTable(description, tag=tag, tag_spec=tag_spec, variants_text=variants_text, fields=keys,  # type: ignore[arg-type]  # the tag's spec is a Registered, as tagged tables declare theirs
                        include=_inlined(model), model=model, **options)
 
 

@@ -124,11 +124,11 @@ class Baton:
     def _detach(self) -> Any:
         """The thread holding the baton kept it too long: leave it to itself, parked forever as far as the run knows."""
         task = self.kernel.current
-        sim: SimThread = task.coro  # type: ignore[union-attr,assignment]
+        sim: SimThread = task.coro  # type: ignore[union-attr,assignment]  # a thread's task runs its SimThread, not a coroutine
         sim.detached = True
         frame = sim.cr_frame
         where = "an unknown line" if frame is None else f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
-        self.kernel.trapped(task, PARK, (RealBlocking(self.stall_s, where), _never_abort))  # type: ignore[arg-type]
+        self.kernel.trapped(task, PARK, (RealBlocking(self.stall_s, where), _never_abort))  # type: ignore[arg-type]  # a blocking call parks the task like a kernel trap
         return SETTLED, task
 
 

@@ -87,7 +87,7 @@ def _install(patches: _Patches) -> None:
     patches.set(threading, "Lock", locks.Lock)
     patches.set(threading, "RLock", locks.RLock)
     patches.set(threading, "_allocate_lock", locks.WaiterLock)
-    patches.set(queue, "SimpleQueue", queue._PySimpleQueue)  # type: ignore[attr-defined]
+    patches.set(queue, "SimpleQueue", queue._PySimpleQueue)  # type: ignore[attr-defined]  # queue's pure-Python SimpleQueue, private and untyped
     for numbered in _numbered_classes():
         patches.wrap(numbered, "__init__", lifecycle.numbered_init)
         numbered.__hash__ = lifecycle.run_order_hash  # type: ignore[method-assign, assignment]  # kept: see _numbered_classes
@@ -201,4 +201,4 @@ def end_run() -> None:
         gc.enable()
     futures = sys.modules.get("concurrent.futures.thread")
     if futures is not None:
-        futures._shutdown = False  # type: ignore[attr-defined]
+        futures._shutdown = False  # type: ignore[attr-defined]  # concurrent.futures' private interpreter-exit flag

@@ -146,16 +146,16 @@ class SimulatedCursor:
         return self
 
     def fetchone(self) -> Any:
-        return self._settle(super().fetchone())  # type: ignore[misc]
+        return self._settle(super().fetchone())  # type: ignore[misc]  # a mixin: the program's class follows it
 
     def fetchmany(self, *args: Any, **kwargs: Any) -> Any:
-        return self._settle(super().fetchmany(*args, **kwargs))  # type: ignore[misc]
+        return self._settle(super().fetchmany(*args, **kwargs))  # type: ignore[misc]  # a mixin: the program's class follows it
 
     def fetchall(self) -> Any:
-        return self._settle(super().fetchall())  # type: ignore[misc]
+        return self._settle(super().fetchall())  # type: ignore[misc]  # a mixin: the program's class follows it
 
     def close(self) -> None:
-        super().close()  # type: ignore[misc]
+        super().close()  # type: ignore[misc]  # a mixin: the program's class follows it
         self._settle(None)
 
     def _settle(self, value: Any) -> Any:
@@ -176,7 +176,7 @@ class SimulatedConnection:
     _sim_user: SimThread | None  # the thread whose transaction is open on it
 
     def cursor(self, factory: type = sqlite3.Cursor) -> Any:
-        return super().cursor(_subclass(SimulatedCursor, factory))  # type: ignore[misc]
+        return super().cursor(_subclass(SimulatedCursor, factory))  # type: ignore[misc]  # a mixin: the program's class follows it
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
         return self.cursor().execute(sql, parameters)
@@ -188,13 +188,13 @@ class SimulatedConnection:
         return self.cursor().executescript(script)
 
     def commit(self) -> None:
-        run_statement(self, super().commit, "commit")  # type: ignore[misc]
+        run_statement(self, super().commit, "commit")  # type: ignore[misc]  # a mixin: the program's class follows it
 
     def rollback(self) -> None:
-        run_statement(self, super().rollback, "rollback")  # type: ignore[misc]
+        run_statement(self, super().rollback, "rollback")  # type: ignore[misc]  # a mixin: the program's class follows it
 
     def close(self) -> None:
-        super().close()  # type: ignore[misc]
+        super().close()  # type: ignore[misc]  # a mixin: the program's class follows it
         sim = current()
         if sim is not None and self._sim_path is not None:
             database = sim.run.databases.get(self._sim_path)
