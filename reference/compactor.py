@@ -38,12 +38,7 @@ from contract.events import (
     SessionAdopted,
 )
 from contract.ids import SessionId
-from contract.points import (
-    COMPACTOR_AFTER_SUMMARY,
-    COMPACTOR_BEFORE_BEGIN_COMMIT,
-    COMPACTOR_BEFORE_PARENT_FLUSH,
-    COMPACTOR_STATIC_FALLBACK,
-)
+from contract.points import COMPACTOR_AFTER_SUMMARY, COMPACTOR_BEFORE_BEGIN_COMMIT, COMPACTOR_BEFORE_PARENT_FLUSH, COMPACTOR_STATIC_FALLBACK
 from contract.runtime import EventLike, Runtime
 from reference.activity import Heartbeat
 from reference.attempt import Compressor, CompressorState

@@ -9,15 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from contract.events import (
-    LeaseAcquired,
-    LeaseContended,
-    LeaseExpiredGiveup,
-    LeaseRefreshed,
-    LeaseRefreshFailed,
-    LeaseReleased,
-    LeaseReleaseFailed,
-)
+from contract.events import LeaseAcquired, LeaseContended, LeaseExpiredGiveup, LeaseRefreshed, LeaseRefreshFailed, LeaseReleased, LeaseReleaseFailed
 from contract.ids import HolderId, SessionId
 from contract.points import LEASE_REFRESH
 from contract.runtime import CancelScopeLike, Runtime

@@ -38,13 +38,7 @@ from contract.events.compaction import (
     CompactionWatermark,
     CompactionWatermarkFailed,
 )
-from contract.events.cooldown import (
-    CooldownCleared,
-    CooldownClearSkipped,
-    CooldownPersistFailed,
-    CooldownRestored,
-    CooldownSet,
-)
+from contract.events.cooldown import CooldownCleared, CooldownClearSkipped, CooldownPersistFailed, CooldownRestored, CooldownSet
 from contract.events.faults import (
     CrashFired,
     CtrlCFired,
@@ -56,14 +50,7 @@ from contract.events.faults import (
     StallFired,
     StoreFaultFired,
 )
-from contract.events.fence import (
-    FenceBeginOk,
-    FenceBeginRefused,
-    FenceCancelWon,
-    FenceFinish,
-    FenceRevoked,
-    FenceSetupRefused,
-)
+from contract.events.fence import FenceBeginOk, FenceBeginRefused, FenceCancelWon, FenceFinish, FenceRevoked, FenceSetupRefused
 from contract.events.frontends import (
     FrontendCtrlC,
     FrontendCtrlCGraceExpired,
@@ -85,15 +72,7 @@ from contract.events.harness import (
     ProcessRestarted,
     ProcessStarted,
 )
-from contract.events.host import (
-    ActivityLabeled,
-    HostCommitOverrun,
-    HostLeaseRetained,
-    HostTimeout,
-    HostUnwind,
-    PoolJobSkipped,
-    PoolSaturated,
-)
+from contract.events.host import ActivityLabeled, HostCommitOverrun, HostLeaseRetained, HostTimeout, HostUnwind, PoolJobSkipped, PoolSaturated
 from contract.events.lease import (
     LeaseAcquired,
     LeaseAcquireFailed,

@@ -10,17 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sim import stopping
-from sim.cli.common import (
-    CATALOGUE,
-    DEFAULT_OUT,
-    EXIT_OK,
-    UsageError,
-    add_json_options,
-    add_mutant_option,
-    load_scenarios,
-    positive_int,
-    progress,
-)
+from sim.cli.common import CATALOGUE, DEFAULT_OUT, EXIT_OK, UsageError, add_json_options, add_mutant_option, load_scenarios, positive_int, progress
 
 
 def _bench(args: argparse.Namespace) -> int:

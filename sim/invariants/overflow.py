@@ -7,15 +7,7 @@ would grow (`would_grow`) prove compression cannot shrink the context; anything 
 
 from __future__ import annotations
 
-from contract.events import (
-    CompactionBlocked,
-    CompactionFinished,
-    CompactionRefused,
-    HostReturned,
-    SessionAutoReset,
-    TurnContextOverflow,
-    TurnPersisted,
-)
+from contract.events import CompactionBlocked, CompactionFinished, CompactionRefused, HostReturned, SessionAutoReset, TurnContextOverflow, TurnPersisted
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from sim.invariants.base import Invariant, SystemView, Violation, handles

@@ -5,13 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from contract.events import (
-    CommitPublished,
-    ExternalRotated,
-    FrontendTitleFailed,
-    SessionTitled,
-    SessionTitleIndeterminate,
-)
+from contract.events import CommitPublished, ExternalRotated, FrontendTitleFailed, SessionTitled, SessionTitleIndeterminate
 from contract.history import HistoryEvent
 from sim.invariants.base import Invariant, SystemView, Violation, handles
 from sim.invariants.lineage import lineage_roots, session_row

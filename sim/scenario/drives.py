@@ -12,13 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from contract.events import (
-    FrontendCommandFailed,
-    FrontendSessionEnded,
-    FrontendTitleFailed,
-    SessionTitled,
-    SessionTitleIndeterminate,
-)
+from contract.events import FrontendCommandFailed, FrontendSessionEnded, FrontendTitleFailed, SessionTitled, SessionTitleIndeterminate
 from contract.ids import SessionId
 from faults.plan import Moments
 from faults.triggers import Trigger

@@ -18,22 +18,7 @@ from typing import Any
 from contract.params import REQUIRED
 from sim.scenario.declare import key, table_of
 from sim.scenario.model import EXPECT, MAX_STORE_TEXT, NAME_PATTERN, NAME_TEXT, ExpectSpec
-from sim.scenario.schema import (
-    Choice,
-    Context,
-    Derived,
-    Duration,
-    Float,
-    Int,
-    ListOf,
-    Location,
-    Probability,
-    Reference,
-    Registered,
-    Spec,
-    Str,
-    Table,
-)
+from sim.scenario.schema import Choice, Context, Derived, Duration, Float, Int, ListOf, Location, Probability, Reference, Registered, Spec, Str, Table
 from sim.swarm.ranges import ConfigRanges, Pick, PickOf, RangeOf, Span
 
 

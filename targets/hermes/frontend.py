@@ -22,13 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from contract.events import (
-    FrontendCtrlC,
-    FrontendCtrlCGraceExpired,
-    FrontendTurnAbandoned,
-    FrontendTurnFailed,
-    FrontendTurnSubmitted,
-)
+from contract.events import FrontendCtrlC, FrontendCtrlCGraceExpired, FrontendTurnAbandoned, FrontendTurnFailed, FrontendTurnSubmitted
 
 POLL_S = 0.1  # the chat loop's wait on its interrupt queue while a turn runs (cli.py :12160)
 JOIN_SLICE_S = 0.2  # the abandon path's joins (cli.py :12215)
