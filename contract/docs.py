@@ -7,9 +7,9 @@ from its rendering (a test runs the same comparison).
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Sequence
 
 from contract import events, ids, points
 from contract.events.base import Event, TraceField, layout

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 _FIELD = re.compile(r"(?:^|:)([a-z]+)=([^:]*)")
 MINTED_HEX = 6  # like production's `YYYYMMDD_HHMMSS_<6hex>`
@@ -87,6 +87,6 @@ class SessionId(str):
         two rotations never mint one id; it depends only on the minter and the clock reading, so a simulated
         run replays to the same ids.
         """
-        stamp = datetime.fromtimestamp(now_s, timezone.utc).strftime("%Y%m%d_%H%M%S")
+        stamp = datetime.fromtimestamp(now_s, UTC).strftime("%Y%m%d_%H%M%S")
         digest = hashlib.sha256(minter.encode("utf-8")).hexdigest()[:MINTED_HEX]
         return SessionId(f"{self.family}/{stamp}_{digest}")

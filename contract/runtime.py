@@ -9,7 +9,10 @@ cancel scopes delivered at await points, shielded cleanup, owned locks.
 from __future__ import annotations
 
 import math
-from typing import Any, AsyncContextManager, Awaitable, Callable, ContextManager, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from types import TracebackType
+from typing import Any, Protocol, TypeVar
 
 from contract.events.base import Event
 
@@ -30,17 +33,18 @@ class CancelScopeLike(Protocol):
     @property
     def cancelled_caught(self) -> bool: ...
 
-    def __enter__(self) -> "CancelScopeLike": ...
+    def __enter__(self) -> CancelScopeLike: ...
 
-    def __exit__(self, *exc: object) -> bool | None: ...
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None, /) -> bool | None: ...
 
 
 class NurseryLike(Protocol):
     """A task group: children inherit its cancel scope; an error in one cancels the others."""
 
-    cancel_scope: CancelScopeLike
+    @property
+    def cancel_scope(self) -> CancelScopeLike: ...
 
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None: ...
+    def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any, name: str | None = None) -> None: ...
 
 
 class EventLike(Protocol):
@@ -48,7 +52,7 @@ class EventLike(Protocol):
 
     def is_set(self) -> bool: ...
 
-    async def wait(self) -> None: ...
+    def wait(self) -> Awaitable[None]: ...
 
 
 class ResettableEventLike(EventLike, Protocol):
@@ -58,7 +62,7 @@ class ResettableEventLike(EventLike, Protocol):
 class LockLike(Protocol):
     """An owned lock: releasing it from a task that does not hold it raises RuntimeError."""
 
-    async def acquire(self) -> None: ...
+    def acquire(self) -> Awaitable[None]: ...
 
     def try_acquire(self) -> bool: ...
 
@@ -66,19 +70,19 @@ class LockLike(Protocol):
 
     def locked(self) -> bool: ...
 
-    async def __aenter__(self) -> None: ...
+    def __aenter__(self) -> Awaitable[None]: ...
 
-    async def __aexit__(self, *exc: object) -> None: ...
+    def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None, /) -> Awaitable[None]: ...
 
 
 class ConditionLike(Protocol):
     """trio's Condition: `wait` (lock held) releases the lock until notified and returns holding it again."""
 
-    async def __aenter__(self) -> None: ...
+    def __aenter__(self) -> Awaitable[None]: ...
 
-    async def __aexit__(self, *exc: object) -> None: ...
+    def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None, /) -> Awaitable[None]: ...
 
-    async def wait(self) -> None: ...
+    def wait(self) -> Awaitable[None]: ...
 
     def notify(self, n: int = 1) -> None: ...
 
@@ -90,13 +94,13 @@ class ConditionLike(Protocol):
 class BarrierLike(Protocol):
     """`parties` tasks wait until all have arrived, then all go on; it resets for the next round."""
 
-    async def wait(self) -> None: ...
+    def wait(self) -> Awaitable[None]: ...
 
 
 class SemaphoreLike(Protocol):
     """A counting limiter (capacity N); tokens are not owned."""
 
-    async def acquire(self) -> None: ...
+    def acquire(self) -> Awaitable[None]: ...
 
     def try_acquire(self) -> bool: ...
 
@@ -107,39 +111,45 @@ class SemaphoreLike(Protocol):
 
 
 class SendChannelLike(Protocol):
-    async def send(self, value: Any) -> None: ...
+    def send(self, value: Any) -> Awaitable[None]: ...
 
     def close(self) -> None: ...
 
 
 class ReceiveChannelLike(Protocol):
-    async def receive(self) -> Any: ...
+    def receive(self) -> Awaitable[Any]: ...
 
 
 class Runtime(Protocol):
     """Clock, tasks, cancellation, synchronisation and observation for code under test."""
 
-    Cancelled: type[BaseException]
-    TooSlowError: type[Exception]
-    EndOfChannel: type[Exception]
+    # Read-only: each runtime names its own exception classes, which code under test catches through these.
+    @property
+    def Cancelled(self) -> type[BaseException]: ...
+
+    @property
+    def TooSlowError(self) -> type[Exception]: ...
+
+    @property
+    def EndOfChannel(self) -> type[Exception]: ...
 
     def now(self) -> float:
         """Seconds on this runtime's clock (virtual under the simulator)."""
 
-    async def sleep(self, seconds: float) -> None: ...
+    def sleep(self, seconds: float) -> Awaitable[None]: ...
 
-    async def sleep_until(self, deadline: float) -> None: ...
+    def sleep_until(self, deadline: float) -> Awaitable[None]: ...
 
-    async def checkpoint(self, label: str = "") -> None:
+    def checkpoint(self, label: str = "") -> Awaitable[None]:
         """A scheduling and cancellation point; the simulator may switch tasks here and records the label."""
 
-    def open_nursery(self) -> AsyncContextManager[NurseryLike]: ...
+    def open_nursery(self) -> AbstractAsyncContextManager[NurseryLike]: ...
 
     def cancel_scope(self, *, deadline: float = math.inf, shield: bool = False) -> CancelScopeLike: ...
 
     def move_on_after(self, seconds: float) -> CancelScopeLike: ...
 
-    def fail_after(self, seconds: float) -> ContextManager[CancelScopeLike]: ...
+    def fail_after(self, seconds: float) -> AbstractContextManager[CancelScopeLike]: ...
 
     # Names are optional; the simulator's deadlock reports show them.
 
@@ -159,14 +169,14 @@ class Runtime(Protocol):
 
     def open_channel(self, capacity: int) -> tuple[SendChannelLike, ReceiveChannelLike]: ...
 
-    async def run_isolated(self, fn: Callable[..., Awaitable[T]], *args: Any, name: str | None = None) -> T:
+    def run_isolated(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any, name: str | None = None) -> Awaitable[T]:
         """Run `fn` as a worker the caller can abandon.
 
         If the caller is cancelled it unwinds at once while the worker runs on (a late worker); whatever
         the worker later returns or raises is discarded (and recorded as `isolated.discarded`).
         """
 
-    async def run_sync_in_worker(self, fn: Callable[..., T], *args: Any) -> T:
+    def run_sync_in_worker(self, fn: Callable[..., T], *args: Any) -> Awaitable[T]:
         """Run a blocking function off the scheduler (a thread on trio, inline under the simulator)."""
 
     def emit(self, event: Event) -> None:
@@ -174,7 +184,7 @@ class Runtime(Protocol):
 
     def current_task_name(self) -> str: ...
 
-    def rng(self, stream: str) -> "RandomLike":
+    def rng(self, stream: str) -> RandomLike:
         """A named random stream, derived from the run's seed (recorded under the simulator)."""
 
 

@@ -9,8 +9,9 @@ reader can hold a cursor across a transaction or change what the next reader is 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from contract.vocabulary import COMPRESSION_END
 
@@ -93,7 +94,7 @@ def built(cls: type[Row], values: Iterable[Any]) -> Row:
     """A frozen row filled in field order straight into its `__dict__`: reads hand out rows by the thousand
     per run, and a frozen dataclass's `__init__` (one `object.__setattr__` per field) was most of their cost."""
     row = object.__new__(cls)
-    row.__dict__.update(zip(cls.__dataclass_fields__, values))  # type: ignore[attr-defined]
+    row.__dict__.update(zip(cls.__dataclass_fields__, values))  # type: ignore[attr-defined]  # Row is a dataclass type, which a TypeVar cannot say
     return row
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 import random
 import time
-from typing import Any, Awaitable, Callable, ContextManager, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar
 
 import trio
 import trio.testing
@@ -185,7 +187,7 @@ class TrioRuntime:
         on_event: Callable[[HistoryEvent], None] | None = None,
         wait_for_workers: bool = True,
         wall_clock: bool = False,
-    ) -> tuple[T, "TrioRuntime"]:
+    ) -> tuple[T, TrioRuntime]:
         """Run `main(rt, *args)`; return its result and the runtime.
 
         Late workers are waited for, as the simulator does, unless `wait_for_workers` is False: a real
@@ -226,7 +228,7 @@ class TrioRuntime:
     def move_on_after(self, seconds: float) -> trio.CancelScope:
         return trio.move_on_after(seconds)
 
-    def fail_after(self, seconds: float) -> ContextManager[trio.CancelScope]:
+    def fail_after(self, seconds: float) -> AbstractContextManager[trio.CancelScope]:
         return trio.fail_after(seconds)
 
     # Names are for the simulator's deadlock reports; trio has no use for them.
@@ -253,9 +255,9 @@ class TrioRuntime:
         send, receive = trio.open_memory_channel[Any](capacity)
         return _SendChannel(send), _ReceiveChannel(receive)
 
-    async def run_isolated(self, fn: Callable[..., Awaitable[T]], *args: Any, name: str | None = None) -> T:
+    async def run_isolated(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any, name: str | None = None) -> T:
         assert self._workers is not None, "run_isolated needs TrioRuntime.run"
-        label = name or getattr(fn, "__name__", "isolated")
+        label = name or str(getattr(fn, "__name__", "isolated"))
         outcome: dict[str, Any] = {}
         done = trio.Event()
 
@@ -278,7 +280,8 @@ class TrioRuntime:
             raise
         if "error" in outcome:
             raise outcome["error"]
-        return outcome["value"]
+        value: T = outcome["value"]
+        return value
 
     async def run_sync_in_worker(self, fn: Callable[..., T], *args: Any) -> T:
         return await trio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)

@@ -12,8 +12,9 @@ faults actually happened. Parameters are declared with `contract.params`; the sc
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Mapping
 from enum import StrEnum
-from typing import Any, Awaitable, ClassVar, Mapping, Protocol
+from typing import Any, ClassVar, Protocol
 
 from contract.events import Event
 from contract.params import Param, integer
@@ -106,6 +107,10 @@ class Fault:
 
     async def at_point(self, ctx: FaultContext, label: str) -> None:
         """A `point` fault's effect at the hit (stall or raise)."""
+
+    def applies(self, op: str, phase: str) -> bool:
+        """Whether a `store` fault acts on the store operation `op` at `phase` of its transaction."""
+        raise NotImplementedError(f"{self.kind} is not a store fault")
 
     def at_store(self, ctx: FaultContext, op: str, phase: str) -> None:
         """A `store` fault's effect inside the transaction (raise)."""

@@ -14,7 +14,7 @@ Trace: `fault.fired fault_kind=crash_in_transaction op=<op> phase=<phase>`, then
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from contract.events import StoreFaultFired
 from contract.params import choice, reference

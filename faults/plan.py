@@ -7,7 +7,8 @@ fault that waits for its moment. Faults fire in the order they are declared.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from faults import FAULT_KINDS
 from faults.base import Fault, FaultContext, Placement
@@ -51,18 +52,18 @@ class FaultPlan:
 
     # ---- actions -------------------------------------------------------------------------------
 
-    def track_actions(self, moments: "Moments") -> None:
+    def track_actions(self, moments: Moments) -> None:
         """Have `moments` watch the action faults' triggers from the start of the run."""
         for fault in self._actions:
             moments.track(fault.trigger)
 
-    async def run_actions(self, nursery: Any, moments: "Moments") -> None:
+    async def run_actions(self, nursery: Any, moments: Moments) -> None:
         """Start each time- or event-triggered action fault; point-triggered ones start at their hit."""
         self._nursery = nursery
         for fault in self._actions:
             nursery.start_soon(self._act_at_moment, fault, moments, name=fault.task_name)
 
-    async def _act_at_moment(self, fault: Fault, moments: "Moments") -> None:
+    async def _act_at_moment(self, fault: Fault, moments: Moments) -> None:
         if await moments.wait(fault.trigger) and fault.try_fire(self._ctx.rt.now()):
             await fault.act(self._ctx)
 

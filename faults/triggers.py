@@ -8,7 +8,8 @@ each hit fires with probability per_hit. Every draw goes through the World, so i
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 _RESOLUTION = 1_000_000
 
@@ -16,14 +17,31 @@ Draw = Callable[[str, int], int]
 
 
 class TriggerSpecLike(Protocol):
-    at: float | None
-    after_event: str | None
-    nth: int | None
-    point: str | None
-    probability: float | None
-    per_hit: float | None
-    delay: float
-    until: float | None
+    """What a trigger reads of its spec (read-only: a frozen spec satisfies it)."""
+
+    @property
+    def at(self) -> float | None: ...
+
+    @property
+    def after_event(self) -> str | None: ...
+
+    @property
+    def nth(self) -> int | None: ...
+
+    @property
+    def point(self) -> str | None: ...
+
+    @property
+    def probability(self) -> float | None: ...
+
+    @property
+    def per_hit(self) -> float | None: ...
+
+    @property
+    def delay(self) -> float: ...
+
+    @property
+    def until(self) -> float | None: ...
 
 
 class Trigger:

@@ -7,8 +7,8 @@ pooled job the host waits on with a budget; a hard interrupt (Ctrl+C) goes throu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from contract.events import (
     HardCancelFinished,

@@ -10,8 +10,8 @@ consults is stamped with its installer.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Awaitable, Callable
 
 from contract.events import AttemptClaimed, AttemptRestored, AttemptRestoreSkippedStale, AttemptRetired
 from contract.ids import AttemptId

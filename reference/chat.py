@@ -14,8 +14,8 @@ import argparse
 import math
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import trio
 

@@ -7,9 +7,10 @@ only with the fence's admission. Every exit releases the lease; a hard cancel fi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Protocol
+from typing import Protocol
 
 from contract.events import (
     CommitArchived,
@@ -23,9 +24,9 @@ from contract.events import (
     CompactionInput,
     CompactionInputReread,
     CompactionRefused,
+    CompactionStaticFallback,
     CompactionStrike,
     CompactionStrikeResetFailed,
-    CompactionStaticFallback,
     CompactionSummaryDone,
     CompactionSummaryProgress,
     CompactionSummaryStarted,
@@ -37,12 +38,7 @@ from contract.events import (
     SessionAdopted,
 )
 from contract.ids import SessionId
-from contract.points import (
-    COMPACTOR_AFTER_SUMMARY,
-    COMPACTOR_BEFORE_BEGIN_COMMIT,
-    COMPACTOR_BEFORE_PARENT_FLUSH,
-    COMPACTOR_STATIC_FALLBACK,
-)
+from contract.points import COMPACTOR_AFTER_SUMMARY, COMPACTOR_BEFORE_BEGIN_COMMIT, COMPACTOR_BEFORE_PARENT_FLUSH, COMPACTOR_STATIC_FALLBACK
 from contract.runtime import EventLike, Runtime
 from reference.activity import Heartbeat
 from reference.attempt import Compressor, CompressorState
@@ -156,7 +152,7 @@ class CompactionJob:
         finally:
             d.pool.release_worker()
             d.pool.release_admission()
-            outcome = self.outcome or Outcome("error", "interrupted")
+            outcome = Outcome("error", "interrupted") if self.outcome is None else self.outcome
             d.rt.emit(CompactionFinished(
                 session=self._session, attempt=self._fence.attempt, status=outcome.status, reason=outcome.reason,
             ))

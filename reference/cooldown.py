@@ -6,16 +6,16 @@ The cooldown lives twice: a local deadline on the compressor and the durable mer
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
+from contract.events import CooldownCleared, CooldownClearSkipped, CooldownPersistFailed, CooldownSet
+from contract.ids import AttemptId, SessionId
+from contract.runtime import Runtime
 from reference.attempt import Compressor
 from reference.config import CompactionConfig
 from reference.db import Database
 from reference.store.cooldown import TIMEOUT_ERROR
-from contract.events import CooldownClearSkipped, CooldownCleared, CooldownPersistFailed, CooldownSet
-from contract.ids import AttemptId, SessionId
-from contract.runtime import Runtime
 
 
 class Cooldowns:

@@ -8,7 +8,7 @@ released through a holder-scoped hook the worker publishes while it holds the lo
 
 from __future__ import annotations
 
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from contract.events import FenceBeginOk, FenceBeginRefused, FenceCancelWon, FenceFinish, FenceRevoked, FenceSetupRefused
 from contract.ids import AttemptId

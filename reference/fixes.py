@@ -164,7 +164,8 @@ FIXES: tuple[Fix, ...] = (
         ),
         (
             "adopted-tip-skips-own-indeterminate-rows", "R10",
-            "an adopted tip's loaded rows leave out the row an unsaved message may own (by platform id, or a maybe-written one's payload); the message stands for it",
+            "an adopted tip's loaded rows leave out the row an unsaved message may own (by platform id, or a maybe-written "
+            "one's payload); the message stands for it",
         ),
     ),
     *_fixes(

@@ -7,15 +7,15 @@ commit, the host waits for that commit (loudly) instead of abandoning it. Any ot
 
 from __future__ import annotations
 
+from contract.events import HostCommitOverrun, HostLeaseRetained, HostTimeout, HostUnwind
+from contract.ids import SessionId
+from contract.points import HOST_WAIT
+from contract.runtime import Runtime
 from reference.activity import TIMED_OUT, write_label
 from reference.compactor import CompactionJob, Outcome
 from reference.config import CompactionConfig
 from reference.cooldown import Cooldowns
 from reference.fence import CommitFence
-from contract.events import HostCommitOverrun, HostLeaseRetained, HostTimeout, HostUnwind
-from contract.ids import SessionId
-from contract.points import HOST_WAIT
-from contract.runtime import Runtime
 
 IDLE = "idle"
 CEILING = "ceiling"

@@ -9,20 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from reference.config import CompactionConfig
-from reference.db import Database
-from contract.events import (
-    LeaseAcquired,
-    LeaseContended,
-    LeaseExpiredGiveup,
-    LeaseRefreshed,
-    LeaseRefreshFailed,
-    LeaseReleased,
-    LeaseReleaseFailed,
-)
+from contract.events import LeaseAcquired, LeaseContended, LeaseExpiredGiveup, LeaseRefreshed, LeaseRefreshFailed, LeaseReleased, LeaseReleaseFailed
 from contract.ids import HolderId, SessionId
 from contract.points import LEASE_REFRESH
 from contract.runtime import CancelScopeLike, Runtime
+from reference.config import CompactionConfig
+from reference.db import Database
 
 
 @dataclass(eq=False)

@@ -6,8 +6,8 @@ Each call follows a `ProviderScript` (call k uses `scripts[k]`, the last one rep
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from contract.points import PROVIDER_PROGRESS, PROVIDER_SUMMARY
 from contract.runtime import Runtime

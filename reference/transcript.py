@@ -10,7 +10,8 @@ committer has to re-stamp what it actually wrote.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Any
 
 from contract.events import AppendFailed, AppendOk
 from contract.events.turns import transcript_fingerprint

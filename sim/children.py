@@ -15,8 +15,9 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from sim import stopping
 

@@ -16,9 +16,10 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from sim.failure import Failure
 from sim.kernel.errors import DivergenceError
@@ -155,6 +156,7 @@ def replay(
     """
     expected = None
     settings = Settings()
+    decisions: Sequence[Recorded]
     if isinstance(recording, Failure):
         decisions, seed, expected = recording.decisions, recording.seed, recording.run.digest()
         settings = recording.settings or settings
@@ -164,8 +166,9 @@ def replay(
         settings = Settings(document["max_steps"], _from_json_time(document["max_time_s"]), document.get("preemption", "lines"))
     else:
         decisions = list(recording)
-    given = {"max_steps": max_steps, "max_time_s": max_time_s, "preemption": preemption}
-    settings = replace(settings, **{key: value for key, value in given.items() if value is not None})
+    settings = Settings(settings.max_steps if max_steps is None else max_steps,
+                        settings.max_time_s if max_time_s is None else max_time_s,
+                        settings.preemption if preemption is None else preemption)
     target = Program(program, args, settings)
     with frozen_time(), target.batch():
         result = target.run(World(seed, ReplayStrategy(decisions), max_steps=settings.max_steps, max_time_s=settings.max_time_s))

@@ -7,9 +7,10 @@ it is the first task (in the order tasks ended) whose exception is or contains i
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from sim.kernel.errors import Cancelled, Deadlock, SimulationError
 from sim.strategies.decisions import Decision, non_default
@@ -50,10 +51,10 @@ class Failure:
     task: str | None
     run: RunResult
     repro: Path | None = None
-    settings: "Settings | None" = None  # how the run was made (budgets, preemption), for a replay to do the same
+    settings: Settings | None = None  # how the run was made (budgets, preemption), for a replay to do the same
 
     @classmethod
-    def of(cls, run: RunResult) -> "Failure | None":
+    def of(cls, run: RunResult) -> Failure | None:
         """The failure of a run, or None if it ended well."""
         if run.outcome is RunOutcome.OK or run.error is None:
             return None

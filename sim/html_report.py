@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from contract.events import LeaseAcquired, LeaseReleased
 from contract.ids import HolderId
@@ -98,7 +98,7 @@ class LeaseBar:
 
 
 def lease_bars(history: Sequence[HistoryEvent]) -> list[LeaseBar]:
-    open_since: dict[tuple[str, str], int] = {}
+    open_since: dict[tuple[str, HolderId], int] = {}
     bars: list[LeaseBar] = []
     for record in history:
         event = record.event

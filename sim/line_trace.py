@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
-from typing import Any, Callable, Iterator
+from types import FrameType, ModuleType
+from typing import Any
 
 Lines = dict[str, set[int]]  # repository-relative file -> executed line numbers
 Tracer = Callable[[FrameType, str, Any], Any]
@@ -37,7 +38,7 @@ class LineTrace:
 
     def stop(self) -> None:
         sys.settrace(None)
-        threading.settrace(None)  # type: ignore[arg-type]
+        threading.settrace(None)
 
     @contextmanager
     def into(self, lines: Lines) -> Iterator[Lines]:
@@ -72,7 +73,8 @@ class LineTrace:
 
 def forget_caches(packages: tuple[str, ...]) -> None:
     """Empty every `functools.cache` of the loaded modules of `packages` (and of their classes)."""
-    for name, module in list(sys.modules.items()):
+    modules: list[tuple[str, ModuleType | None]] = list(sys.modules.items())  # None: an import blocked
+    for name, module in modules:
         if module is None or name.split(".")[0] not in packages:
             continue
         for value in list(vars(module).values()):

@@ -20,10 +20,10 @@ import shutil
 import sys
 import tempfile
 import tomllib
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Collection, Iterator, Sequence
 
 from sim import stopping
 from sim.catalogue import MUTANTS_DIR, ROOT

@@ -35,14 +35,15 @@ import subprocess
 import threading
 import time
 import tomllib
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from sim import children, stopping
-from sim.mutate import STOP_AT_VIOLATION
 from sim.mutants import EQUIVALENTS_FILE, MUTANTS_DIR, ROOT, overlay_process, overlay_with
+from sim.mutate import STOP_AT_VIOLATION
 from sim.reach import edit_reach
 
 if TYPE_CHECKING:
@@ -116,8 +117,8 @@ class _Text:
         return self._starts[line - 1] + len(self._lines[line - 1].encode()[:col].decode())
 
     def span(self, node: ast.AST) -> tuple[int, int]:
-        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        return start, self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]  # the nodes spanned are expressions and statements, which have positions
+        return start, self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]  # as above
 
     def between(self, before: ast.AST, after: ast.AST, pattern: str) -> tuple[int, int]:
         """Where the operator token `pattern` sits between two operands (parentheses and comments aside)."""
@@ -613,7 +614,8 @@ def render(report: OperatorReport) -> str:
         f"  by an invariant {report.killed('invariant')}, by a vacuity check {report.killed('vacuity')}, "
         f"crashed {report.killed('crash')}, timeouts {report.killed('timeout')}; survived {len(report.survivors())} "
         f"({len(report.unreached())} unreached: no scenario executes their lines); equivalent {len(report.equivalent_runs())} (excluded)",
-        f"  {len(report.runs)} of {len(report.launch)} {_selection(report)} from {len(report.candidates)} candidates in {report.seconds:.1f}s: {report.per_minute():.1f} mutants per minute, {report.jobs} jobs",
+        f"  {len(report.runs)} of {len(report.launch)} {_selection(report)} from {len(report.candidates)} candidates in {report.seconds:.1f}s: "
+        f"{report.per_minute():.1f} mutants per minute, {report.jobs} jobs",
     ]
     for run in report.contradicted():
         lines.append(f"marked equivalent but killed ({run.how}: {run.detail}): {run.candidate.id}")

@@ -15,9 +15,10 @@ from __future__ import annotations
 import importlib
 import inspect
 import math
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from sim.threads.patching import threads_patched
 from sim.threads.program import run_threads
@@ -68,7 +69,7 @@ class Program:
         then refuses to start a real thread, which would run outside the schedule)."""
         return threads_patched()
 
-    def run(self, world: "World") -> "RunResult":
+    def run(self, world: World) -> RunResult:
         if self.threaded:
             return run_threads(world, self.main, *self.args, preemption=self._preemption)
         return world.run(self.main, *self.args)
@@ -87,7 +88,7 @@ def _own_file(main: Callable[..., Any]) -> tuple[str, ...]:
 
 
 def _is_async(main: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(main) or inspect.iscoroutinefunction(getattr(main, "__call__", None))
+    return inspect.iscoroutinefunction(main) or inspect.iscoroutinefunction(getattr(main, "__call__", None))  # noqa: B004  # the call method itself, not whether main is callable
 
 
 def _check_arguments(main: Callable[..., Any], args: tuple[Any, ...], threaded: bool) -> None:

@@ -34,12 +34,16 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from sim import targets
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr  # what Item.repr_failure returns; pytest exports no public name
 
 SCENARIO_FOLDER = "scenarios"
 SWARM_FOLDER = "swarm"  # scenarios/swarm/: generated workloads
@@ -116,7 +120,7 @@ def _claim_problems(scenario: Any, out: Path) -> list[str]:
 class _SimItem(pytest.Item):
     """An item whose failure is a verdict: shown as the harness writes it, not as a Python traceback."""
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, ScenarioFailed):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)

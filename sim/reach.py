@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -51,7 +51,7 @@ class _Statement:
 
     def header_last(self) -> int:
         """The last line of a definition's header (decorators, signature), before its body."""
-        return self.node.body[0].lineno - 1  # type: ignore[attr-defined]
+        return self.node.body[0].lineno - 1  # type: ignore[attr-defined]  # a definition node: it has a body
 
 
 def edit_reach(file: str, before: str, after: str) -> Reach:

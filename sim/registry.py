@@ -9,9 +9,9 @@ description each (an event's docstring's first line, a point's place), for `pyth
 from __future__ import annotations
 
 import inspect
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Collection, Mapping
 
 from contract.events import BY_KIND
 from contract.points import REFERENCE_POINTS, STORE_POINTS, store_point
@@ -20,9 +20,9 @@ from faults.base import Placement
 from reference.fixes import FIXES
 from reference.store import SessionStore
 from sim.invariants import INVARIANTS
-from sim.strategies.registry import STRATEGIES as RUNNER_STRATEGIES
-from sim.scenario.schema import Registered, Spec, spec_for
 from sim.scenario.builder import config_fields
+from sim.scenario.schema import Registered, Spec, spec_for
+from sim.strategies.registry import STRATEGIES as RUNNER_STRATEGIES
 
 STRATEGIES = tuple(RUNNER_STRATEGIES)
 
@@ -48,7 +48,7 @@ def events() -> dict[str, str]:
 
 def points() -> dict[str, str]:
     """Every named point, with where it is: the reference's own, then one per store operation."""
-    documented = {point: point.where for point in (*REFERENCE_POINTS, *STORE_POINTS)}
+    documented: dict[str, str] = {point: point.where for point in (*REFERENCE_POINTS, *STORE_POINTS)}
     for op in store_operations():
         documented.setdefault(store_point(op), f"before the store operation `{op}` (not called by the reference)")
     return {str(name): where for name, where in documented.items()}

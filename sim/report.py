@@ -9,13 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from sim.catalogue import content_hash, scenario_reference
 from sim.history import HistoryEvent
-from sim.strategies.serialization import sparse
 from sim.scenario.runner import RunReport, Verdict
+from sim.strategies.serialization import sparse
 from sim.trace import render_text
 
 CONTEXT_EVENTS = 6

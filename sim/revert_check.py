@@ -25,9 +25,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 EXIT_OK = 0
 EXIT_NOT_CAUGHT = 1

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 from sim.strategies.base import Strategy
 
@@ -24,7 +24,7 @@ class Shard:
     count: int = 1
 
     @classmethod
-    def parse(cls, text: str) -> "Shard":
+    def parse(cls, text: str) -> Shard:
         """`I/N` with 0 <= I < N; ValueError naming the expected form otherwise."""
         index, slash, count = text.partition("/")
         if not (slash and index.isdigit() and count.isdigit() and int(index) < int(count)):

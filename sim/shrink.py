@@ -25,9 +25,10 @@ import math
 import re
 import time
 import tomllib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from sim import stopping
 from sim.invariants.overflow import message_tokens
@@ -83,7 +84,7 @@ class Size:
     steps: int
 
     @classmethod
-    def of(cls, candidate: Candidate, report: RunReport) -> "Size":
+    def of(cls, candidate: Candidate, report: RunReport) -> Size:
         return cls(non_default(candidate.decisions), len(candidate.decisions), len(candidate.faults),
                    len(candidate.drives), report.result.steps)
 

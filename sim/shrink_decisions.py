@@ -10,7 +10,7 @@ each remaining choice lowered toward 0.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from sim.strategies.decisions import Recorded, non_default
 

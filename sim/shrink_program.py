@@ -39,7 +39,7 @@ def _size(failure: Failure) -> tuple[Any, ...]:
 class ProgramShrinker(DecisionPasses):
     """Greedy decision passes over one program failure, within `time_limit_s` CPU seconds."""
 
-    def __init__(self, program: "Program", failure: Failure, time_limit_s: float) -> None:
+    def __init__(self, program: Program, failure: Failure, time_limit_s: float) -> None:
         self.program = program
         self.original = failure
         self.best = failure

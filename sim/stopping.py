@@ -21,8 +21,9 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Generic, Iterable, Iterator, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from sim.kernel.errors import Interrupted
 from sim.words import counted
@@ -100,7 +101,7 @@ class Until(Generic[T]):
         self._items = iter(items)
         self.cut = False
 
-    def __iter__(self) -> "Until[T]":
+    def __iter__(self) -> Until[T]:
         return self
 
     def __next__(self) -> T:

@@ -16,9 +16,10 @@ import dataclasses
 import importlib
 import os
 import sys
-from contextlib import nullcontext
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from types import ModuleType
-from typing import Any, ContextManager, Sequence
+from typing import Any
 
 REFERENCE = "reference"
 
@@ -89,9 +90,9 @@ def applies(invariant: type, target: str) -> str | None:
     found = plugin(target)
     if found is None:
         return None
-    target = found[0]
-    return invariant.applicability(target.EMITS, target.ABSENT, frozenset(target.SETTINGS),  # type: ignore[attr-defined]
-                                   target.HOLDERS_NAME_ATTEMPTS)
+    module = found[0]
+    return invariant.applicability(module.EMITS, module.ABSENT, frozenset(module.SETTINGS),  # type: ignore[attr-defined]  # an Invariant class, typed `type` so this module imports nothing of sim.invariants
+                                   module.HOLDERS_NAME_ATTEMPTS)
 
 
 def invariants_for(scenario: Any) -> list[type]:
@@ -123,7 +124,7 @@ def make_system(world: Any, scenario: Any, invariants: Sequence[type]) -> Any:
     return found[0].make_system(world, scenario, invariants)
 
 
-def batch(scenario: Any) -> ContextManager[Any]:
+def batch(scenario: Any) -> AbstractContextManager[Any]:
     """What a batch of the scenario's runs shares on its target (a released one patches threading for them)."""
     found = plugin(scenario.target)
     return nullcontext() if found is None else found[0].batch()

@@ -9,18 +9,18 @@ sees the frozen clock: freezegun would give the real one to calls made from modu
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import freezegun
 import freezegun.api
 
 # Virtual time 0 maps to this wall-clock instant for code that reads the wall clock.
-EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 # The same instant as the freezer holds it: a naive UTC datetime (its `time_to_freeze`).
 _NAIVE_EPOCH = EPOCH.replace(tzinfo=None)
 
-_active: "freezegun.api.FrozenDateTimeFactory | None" = None
+_active: freezegun.api.FrozenDateTimeFactory | None = None
 
 
 @contextmanager
@@ -31,7 +31,9 @@ def frozen_time() -> Iterator[None]:
         yield
         return
     freezer = freezegun.freeze_time(EPOCH, tick=False)
-    _active = freezer.start()
+    started = freezer.start()
+    assert isinstance(started, freezegun.api.FrozenDateTimeFactory), started  # tick=False: a frozen clock, no ticks
+    _active = started
     inspection_limit, freezegun.api.call_stack_inspection_limit = freezegun.api.call_stack_inspection_limit, 0
     try:
         yield

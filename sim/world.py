@@ -9,15 +9,16 @@ from __future__ import annotations
 import enum
 import math
 import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterator
+from typing import Any
 
 from contract.events.base import Event
 from contract.events.runtime import RunStopped
 from sim import stopping, timefreeze, trace
 from sim.history import HistoryEvent
-from sim.kernel.errors import BudgetExceeded, Deadlock, SimulationError
+from sim.kernel.errors import BudgetExceeded, Deadlock, DivergenceError, SimulationError
 from sim.kernel.scheduler import DEFAULT_MAX_EVENTS, Kernel
 from sim.runtime.simulated import SimRuntime
 from sim.strategies.base import Strategy
@@ -95,7 +96,7 @@ class World:
     def emit(self, event: Event) -> None:
         self.runtime.emit(event)
 
-    def run(self, main: Callable[..., Awaitable[Any]], *args: Any, name: str = "main") -> RunResult:
+    def run(self, main: Callable[..., Coroutine[Any, Any, Any]], *args: Any, name: str = "main") -> RunResult:
         """Run `main(runtime, *args)` and every task it starts to completion, deadlock or budget.
 
         Outside a `frozen_time()` batch each run starts its own wall-clock freeze, which costs more than a

@@ -7,7 +7,8 @@ under MockClock must produce the same log.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 Log = list[tuple[float, str]]
 Program = Callable[[Any], Awaitable[Log]]

@@ -16,8 +16,8 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -30,7 +30,8 @@ ENTRY_POINT = 'compaction-sim = "sim.cli:entry"'
 NARROWED = {
     "python -m sim mutate": f"python -m sim mutate --mutant hard-cancel-through-fence --scenarios {R1} --jobs 1",
     # One sampled mutant against one scenario may survive, so the score threshold is off: the run is what is checked.
-    "python -m sim mutate --operators --seed 1 --budget 600": f"python -m sim mutate --operators --seed 1 --budget 600 --max 1 --scenarios {R1} --jobs 1 --min-score 0",
+    "python -m sim mutate --operators --seed 1 --budget 600":
+        f"python -m sim mutate --operators --seed 1 --budget 600 --max 1 --scenarios {R1} --jobs 1 --min-score 0",
     "python -m sim check-determinism scenarios/ --seeds 20": "python -m sim check-determinism scenarios/ --seeds 20 --seeds 2",
     "python -m sim bench kernel --json": "python -m sim bench kernel --json --repeats 1",
     "python -m sim bench scenarios --json": "python -m sim bench scenarios --json --runs 2",

@@ -12,7 +12,6 @@ import sys
 from typing import Any
 
 from hypothesis import strategies as st
-
 from support import ProgramDraw, ProgramMark
 
 LOCKS = 2

@@ -7,8 +7,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from contract.events.base import Event, event, trace
 from contract.history import HistoryEvent
@@ -92,6 +93,6 @@ class DemoEvent(Event):
     """A demonstration event for the trace format tests."""
 
     kind = "demo.event"
-    session: str | None = trace(omit_if_none=True)
-    count: int | None = trace(omit_if_none=True)
-    note: str | None = trace(omit_if_none=True)
+    session: str | None = trace(omit_if_none=True, default=None)
+    count: int | None = trace(omit_if_none=True, default=None)
+    note: str | None = trace(omit_if_none=True, default=None)

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from support import run_cli
+
 from sim.bench.swarm import SHRINK_TARGET, bench_swarm, first_detection
 from sim.cli.swarm import default_workloads
 from sim.registry import registry
 from sim.swarm.loader import load_workloads
-from support import run_cli
 
 
 def _workloads():

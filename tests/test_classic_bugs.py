@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from support import run_cli
 
 import sim
 from sim.bench import classic_threads
@@ -14,7 +15,6 @@ from sim.bench.classic import bench_classic
 from sim.bench.classic_bugs import BUGS
 from sim.strategies.dfs import PreemptionBoundedDFS
 from sim.strategies.prefix import PrefixReplay
-from support import run_cli
 
 # Minimal preemptions, by the search that runs every schedule of fewer preemptions first.
 MINIMAL_PREEMPTIONS = {

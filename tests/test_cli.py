@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from support import checkout_env, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

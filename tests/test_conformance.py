@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
 from conformance_programs import PROGRAMS
-from sim import World
+
 from contract.trio_runtime import TrioRuntime
+from sim import World
 
 SEEDS = range(8)
 

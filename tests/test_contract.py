@@ -16,7 +16,7 @@ import pytest
 
 from contract import docs, events, points
 from contract.events import BY_KIND, LeaseAcquired, RealStoreBusyFired, SessionAdopted, StallFired, from_trace
-from contract.events.base import layout
+from contract.events.base import layout, trace
 from contract.ids import AttemptId, HolderId, SessionId
 from reference.store import SessionStore
 from sim.registry import registry, store_operations
@@ -54,9 +54,9 @@ def test_the_trace_shows_keys_in_declaration_order_and_leaves_absent_optional_fi
     assert adopted.trace_fields() == {"from": "s", "to": "s/p1.1"}
     assert list(SessionAdopted(from_session="s", to_session="t", attempt=AttemptId("p1.1")).trace_fields()) == ["from", "to", "attempt"]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        adopted.to_session = "x"  # type: ignore[misc]
+        adopted.to_session = "x"  # type: ignore[misc]  # the point of the test: frozen
     with pytest.raises(TypeError):
-        SessionAdopted(from_session="s")  # type: ignore[call-arg]  a forgotten field is an error where it is made
+        SessionAdopted(from_session="s")  # type: ignore[call-arg]  # a forgotten field is an error where it is made
 
 
 def test_trace_keys_are_unique_within_each_class():
@@ -178,3 +178,10 @@ HARNESS = ("sim/scenario/", "sim/registry.py", "sim/cli/", "sim/stress/")
 def test_in_sim_only_the_harness_imports_the_reference_and_the_faults():
     found = {path for name, files in _imported_packages("sim").items() if name in ("reference", "faults") for path in files}
     assert found and all(path.startswith(HARNESS) for path in found), sorted(found)
+
+
+def test_a_field_left_out_while_none_must_say_its_default():
+    """`@event` is a dataclass to a type checker too, which sees a default only where `default=` is written."""
+    with pytest.raises(TypeError, match="default=None"):
+        trace(omit_if_none=True)
+    assert trace(omit_if_none=True, default=None).default is None

@@ -4,9 +4,10 @@ hash of its file, traced again exactly when what it records can have changed."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 

@@ -6,12 +6,12 @@ and the key reference's examples are real names. (README.md's examples: tests/te
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
-
 from docs_examples import GUIDE, blocks, run_examples, shell_commands
+
 from sim.registry import registry
 from sim.scenario.errors import ScenarioError
 from sim.scenario.loader import SCENARIO, load_scenario

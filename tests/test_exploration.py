@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import ROOT, checkout_env
 
 import sim
 from sim.kernel.errors import DivergenceError
-from support import ROOT, checkout_env
 
 README_SECTION = "## Any program under the simulator"
 

@@ -15,13 +15,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from support import run_cli
 
 from sim.html_report import render, task_lanes
 from sim.invariants.base import Violation
 from sim.registry import registry
 from sim.scenario.loader import load_scenario
 from sim.scenario.runner import RunReport, run_once
-from support import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 LATE_RELEASE = ROOT / "scenarios" / "late_release_frees_new_holders_lease.toml"

@@ -17,11 +17,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
-
 from support import checkout_env, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

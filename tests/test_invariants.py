@@ -7,12 +7,14 @@ that read the store get a real SessionStore arranged into the state the history 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+from support import ROOT
 
 from contract.events import (
     ActivityLabeled,
@@ -32,8 +34,8 @@ from contract.events import (
     CompactionInput,
     CompactionRefused,
     CompactionStrike,
-    CompactionSummaryProgress,
     CompactionSummaryDone,
+    CompactionSummaryProgress,
     CompactionSummaryStarted,
     CompactionWatermark,
     CooldownCleared,
@@ -97,7 +99,6 @@ from sim.invariants.transcript import NoDuplicatePersistedTurn
 from sim.registry import registry
 from sim.scenario.loader import load_scenario
 from sim.scenario.runner import run_once
-from support import ROOT
 
 H1 = HolderId.of("p1", 100, 1)
 H2 = HolderId.of("p1", 100, 2)
@@ -113,7 +114,9 @@ OTHER_FAILED = CooldownSet(session=S, until_s=60.0, attempt=AttemptId.of("p2", 1
 @dataclass
 class FakeSystem:
     store: SessionStore = field(default_factory=SessionStore)
-    config: CompactionConfig = field(default_factory=lambda: CompactionConfig(lease_ttl_s=60, idle_timeout_s=10, ceiling_timeout_s=100, commit_overrun_slice_s=5, tail_count=1, gateway_writes_on_receipt=True, context_limit_tokens=100))
+    config: CompactionConfig = field(default_factory=lambda: CompactionConfig(
+        lease_ttl_s=60, idle_timeout_s=10, ceiling_timeout_s=100, commit_overrun_slice_s=5, tail_count=1, gateway_writes_on_receipt=True,
+        context_limit_tokens=100))
     ctrl_c_grace_s: float = 2.0
     dead: set[str] = field(default_factory=lambda: {DEAD})
     agents: dict[str, Any] = field(default_factory=dict)
@@ -664,7 +667,8 @@ def test_a_clear_that_raised_after_its_commit_lifts_the_failures_record_for_anot
 
 def test_a_strike_that_latched_the_breaker_after_the_start_explains_the_refusal_though_a_commit_reset_it():
     assert check("breaker_blocks_only_when_latched", [
-        AUTOMATIC_START, lambda store: [store.bump_ineffective("s") for _ in range(2)], E(CompactionStrike(session=S, attempt=A2, strikes=2), 1), lambda store: store.reset_ineffective("s"),
+        AUTOMATIC_START, lambda store: [store.bump_ineffective("s") for _ in range(2)], E(CompactionStrike(session=S, attempt=A2, strikes=2), 1),
+        lambda store: store.reset_ineffective("s"),
         E(CompactionRefused(session=S, attempt=A1, reason="ineffective"), 2),
     ], one_head) == []
 

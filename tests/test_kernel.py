@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
+from support import DemoEvent
 
 from sim import World
 from sim.kernel.errors import Interrupted
-from support import DemoEvent
 from sim.timefreeze import EPOCH
 
 
@@ -236,7 +236,7 @@ def test_cancelled_waiter_leaves_the_lock_queue():
 def test_wall_clock_reads_virtual_time_during_a_run_and_is_restored_after():
     async def main(rt):
         await rt.sleep(90)
-        return time.time(), datetime.datetime.now(datetime.timezone.utc)
+        return time.time(), datetime.datetime.now(datetime.UTC)
 
     before = time.time()
     wall, now = World(5).run(main).value

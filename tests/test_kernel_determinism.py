@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-
 from random_programs import digests, programs, run_program
+from support import checkout_env
+
 from sim import DivergenceError, World, replay
 from sim.strategies.decisions import Draw, TaskChoice
-from support import checkout_env
 
 HERE = Path(__file__).parent
 
@@ -86,3 +86,14 @@ def test_random_draws_are_recorded_and_replayed():
     assert draws and draws[0].stream == "program"
     value = next(e.fields["value"] for e in original.history if e.kind == "program.draw")
     assert draws[0].choice == value
+
+
+def test_a_recording_that_does_not_fit_a_draw_is_a_divergence_error_naming_that_draw():
+    """The world remembers the draw's divergence (its code may swallow the exception), so the run's error names
+    the decision that did not fit, not a later symptom such as a recording left unused."""
+    original = World(5).run(run_program, CONTENDED)
+    tampered = list(original.decisions)
+    index = next(i for i, d in enumerate(tampered) if isinstance(d, Draw))
+    tampered[index] = TaskChoice(2, 0)
+    with pytest.raises(DivergenceError, match=f"decision {index}: the recording has"):
+        replay(tampered, run_program, CONTENDED, seed=5)

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import run_cli
 
 from sim.cli.listing import UNDESCRIBED, descriptions
 from sim.mutants import load_mutants
 from sim.registry import registry
 from sim.scenario.builder import SEED_MESSAGE_CHARS
-from support import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "scenarios" / "README.md"

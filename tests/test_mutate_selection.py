@@ -9,12 +9,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from support import run_cli
 
 from sim import mutate
 from sim.coverage_map import CoverageMap, ScenarioLines, scenario_hash
 from sim.mutants import Mutant, load_mutants
 from sim.mutate import MutantResult, claim_problems, full_plan, run_mutant, selected_plan
-from support import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTANT = load_mutants()["hard-cancel-through-fence"]

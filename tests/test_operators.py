@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from support import checkout_env
 
 from sim import operators
 from sim.mutants import ROOT, overlay_with
@@ -35,7 +35,6 @@ from sim.operators import (
     stale_equivalents,
     swarm_verdict,
 )
-from support import checkout_env
 
 FILE = "pkg/synthetic.py"
 # The "é" before the last line's `!=` proves columns are characters, not UTF-8 bytes.

@@ -9,8 +9,9 @@ import sys
 import zipfile
 from pathlib import Path
 
-from sim.catalogue import MUTANTS_DIR, SCENARIOS_DIR
 from support import checkout_env
+
+from sim.catalogue import MUTANTS_DIR, SCENARIOS_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 

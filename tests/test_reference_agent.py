@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from support import events, make_agent, records, run_sim
 
 from contract.events import (
     AppendFailed,
@@ -40,7 +41,6 @@ from reference.lease import ProcessTable
 from reference.pool import CompressionPool
 from reference.provider import ProviderScript
 from reference.store import SessionStore
-from support import events, make_agent, records, run_sim
 
 SEEDS = range(5)
 CONFIG = CompactionConfig(threshold_tokens=80, idle_timeout_s=20.0, ceiling_timeout_s=60.0, lease_ttl_s=30.0)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-
 import pytest
+from support import events, make_agent, records, run_sim
 
 from contract.events import (
     AttemptRestored,
@@ -25,7 +25,6 @@ from reference.provider import ProviderScript
 from reference.store import LeaseLostError, SessionStore
 from reference.transcript import PERSISTED, ROW_ID, without_markers
 from sim import World
-from support import events, make_agent, records, run_sim
 
 SEEDS = range(4)
 CONFIG = CompactionConfig(threshold_tokens=10**6, idle_timeout_s=30.0, ceiling_timeout_s=120.0)

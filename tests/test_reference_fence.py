@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from support import events, records, run_sim
 
 from contract.events import FenceBeginOk, FenceBeginRefused, FenceCancelWon, FenceFinish
 from reference.fence import CommitFence, FenceStack
-from support import events, records, run_sim
 
 SEEDS = range(6)
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from support import events, records, run_sim
 
+from contract.events import LeaseExpiredGiveup, LeaseRefreshed, LeaseRefreshFailed, LeaseReleased
 from reference.config import CompactionConfig
 from reference.db import Database
 from reference.lease import Lease, ProcessTable
-from contract.events import LeaseExpiredGiveup, LeaseRefreshed, LeaseRefreshFailed, LeaseReleased
 from reference.store import SessionStore
-from support import events, records, run_sim
 
 SEEDS = range(5)
 

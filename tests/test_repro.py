@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from support import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

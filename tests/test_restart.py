@@ -23,7 +23,8 @@ def test_a_turn_driven_on_process_restarted_keeps_its_user_message():
 def test_a_turn_racing_the_restart_either_dies_with_the_old_process_or_runs_on_the_new_one(tmp_path):
     path = tmp_path / "racing.toml"
     text = REGRESSION.read_text(encoding="utf-8")
-    path.write_text(text.replace('after_event = "process.restarted"', 'at = "0s"').replace('name = "turn_right_after_restart_keeps_user_message"', 'name = "racing"'))
+    path.write_text(text.replace('after_event = "process.restarted"', 'at = "0s"')
+                    .replace('name = "turn_right_after_restart_keeps_user_message"', 'name = "racing"'))
     verdict = check(load_scenario(path, registry()), runs=200, seed=0, stop_at_first=False)
     assert verdict.violating_runs == 0, verdict.problems()
     assert "turn.persisted" in verdict.coverage

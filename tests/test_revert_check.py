@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from support import run_cli
 
 BUGGY = "def add(a, b):\n    return a - b\n"

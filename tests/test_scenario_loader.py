@@ -13,9 +13,10 @@ import math
 import pickle
 import re
 import tomllib
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Collection, Mapping
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import run_sim
 
 from reference.db import Database
 from reference.store import (
@@ -26,7 +27,6 @@ from reference.store import (
     StoreError,
     UnknownSessionError,
 )
-from support import run_sim
 
 TTL = 300.0
 

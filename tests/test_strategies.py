@@ -8,24 +8,24 @@ import itertools
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 import sim
-
 from sim import World, replay
+from sim.bench.classic_bugs import BUGS
 from sim.cli import main as cli_main
 from sim.registry import registry
 from sim.scenario.explore import explore
 from sim.scenario.loader import load_paths
 from sim.scenario.runner import run_once
 from sim.search import Shard
-from sim.bench.classic_bugs import BUGS
 from sim.strategies.base import Strategy
-from sim.strategies.decisions import TaskChoice, non_default
+from sim.strategies.decisions import non_default
 from sim.strategies.dfs import PreemptionBoundedDFS, SearchExhausted
 from sim.strategies.pct import PCT
 from sim.strategies.portfolio import Portfolio
@@ -268,7 +268,7 @@ def test_task_pct_hits_a_stale_copy_in_a_long_run_far_more_often_than_pct():
 # ---- preemption-bounded exhaustive search ------------------------------------------------------
 
 
-def _search(bound: int, program: Callable[[Any], Any] = interleaved(2, 2)) -> tuple[PreemptionBoundedDFS, list[tuple], list[int]]:
+def _search(bound: int, program: Callable[[Any], Any] = interleaved(2, 2)) -> tuple[PreemptionBoundedDFS, list[tuple], list[int]]:  # noqa: B008  # a program, never mutated
     dfs = PreemptionBoundedDFS(bound)
     counting = Counting(dfs)
     schedules, preemptions = [], []

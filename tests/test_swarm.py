@@ -13,13 +13,13 @@ from sim.registry import registry
 from sim.scenario.errors import ScenarioError
 from sim.scenario.loader import load_scenario
 from sim.scenario.runner import run_once
+from sim.search import Shard
 from sim.shrink import shrink
 from sim.swarm import generate, load_workload, load_workloads
 from sim.swarm.campaign import campaign, failure_class, run_generated
 from sim.swarm.export import export_run
 from sim.swarm.generate import scenario_document
 from sim.swarm.results import document, merge
-from sim.search import Shard
 from sim.timefreeze import frozen_time
 
 ROOT = Path(__file__).resolve().parent.parent

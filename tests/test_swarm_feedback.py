@@ -15,6 +15,7 @@ from sim.bench.swarm_feedback import compare_feedback, first_find, render, unmut
 from sim.registry import registry
 from sim.scenario.loader import load_scenario
 from sim.scenario.runner import run_once
+from sim.search import Shard
 from sim.swarm import load_workload, load_workloads
 from sim.swarm.campaign import campaign, run_generated, summarise
 from sim.swarm.export import export_run
@@ -22,7 +23,6 @@ from sim.swarm.feedback import BATCH, NO_BIAS, Bias, Feedback, enable_key
 from sim.swarm.generate import enabled_kinds, scenario_document
 from sim.swarm.results import document
 from sim.swarm.signature import signature
-from sim.search import Shard
 from sim.timefreeze import frozen_time
 
 ROOT = Path(__file__).resolve().parent.parent

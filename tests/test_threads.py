@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import ROOT, checkout_env
 
 import sim
 from sim.kernel.errors import BudgetExceeded, Deadlock
 from sim.strategies.random_walk import RandomWalk
 from sim.threads.program import run_threads
 from sim.world import RunOutcome, World
-from support import ROOT, checkout_env
 
 
 def run(program: Any, *args: Any, seed: int = 0, **options: Any) -> Any:
@@ -172,7 +172,7 @@ def semaphores_barriers_timers() -> list[Any]:
 
 def test_semaphores_barriers_and_timers_work_on_the_virtual_clock():
     out = value_of(semaphores_barriers_timers)
-    epoch = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc).timestamp()
+    epoch = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC).timestamp()
     assert out == ["bounded", ("barrier", True), ("barrier", True), ("timer", epoch + 30)]
 
 
@@ -244,9 +244,9 @@ def test_randomness_is_a_recorded_draw_of_the_run():
 def test_datetime_now_reads_virtual_time():
     def later() -> datetime.datetime:
         time.sleep(3600)
-        return datetime.datetime.now(datetime.timezone.utc)
+        return datetime.datetime.now(datetime.UTC)
 
-    assert value_of(later) == datetime.datetime(2026, 1, 1, 1, tzinfo=datetime.timezone.utc)
+    assert value_of(later) == datetime.datetime(2026, 1, 1, 1, tzinfo=datetime.UTC)
 
 
 # ---- failures: exceptions, deadlocks, hangs ---------------------------------------------------------------
@@ -385,7 +385,7 @@ def notes_db(tmp_path: Path) -> str:
 
 def test_a_second_writer_waits_in_virtual_time_then_gets_database_is_locked(notes_db):
     outcome = value_of(two_writers, notes_db, 2.0)
-    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc).timestamp()
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC).timestamp()
     assert [(status, at - start) for _, status, at in outcome] == [("database is locked", 1.0), ("ok", 2.0)]
 
 

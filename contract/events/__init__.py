@@ -7,8 +7,9 @@ kind string to its class; `fault.fired` has one class per shape of firing, all s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import ModuleType
-from typing import Any, Mapping
+from typing import Any
 
 from contract.events import compaction, cooldown, faults, fence, frontends, harness, host, lease, real, runtime, turns
 from contract.events.base import Event
@@ -20,6 +21,7 @@ from contract.events.compaction import (
     CommitArchived,
     CommitPublished,
     CompactionBlocked,
+    CompactionCarriedUnread,
     CompactionCommitFailed,
     CompactionCommitted,
     CompactionError,
@@ -27,23 +29,16 @@ from contract.events.compaction import (
     CompactionInput,
     CompactionInputReread,
     CompactionRefused,
+    CompactionStaticFallback,
     CompactionStrike,
-    CompactionCarriedUnread,
     CompactionStrikeResetFailed,
     CompactionSummaryDone,
-    CompactionStaticFallback,
     CompactionSummaryProgress,
     CompactionSummaryStarted,
     CompactionWatermark,
     CompactionWatermarkFailed,
 )
-from contract.events.cooldown import (
-    CooldownClearSkipped,
-    CooldownCleared,
-    CooldownPersistFailed,
-    CooldownRestored,
-    CooldownSet,
-)
+from contract.events.cooldown import CooldownCleared, CooldownClearSkipped, CooldownPersistFailed, CooldownRestored, CooldownSet
 from contract.events.faults import (
     CrashFired,
     CtrlCFired,
@@ -55,14 +50,7 @@ from contract.events.faults import (
     StallFired,
     StoreFaultFired,
 )
-from contract.events.fence import (
-    FenceBeginOk,
-    FenceBeginRefused,
-    FenceCancelWon,
-    FenceFinish,
-    FenceRevoked,
-    FenceSetupRefused,
-)
+from contract.events.fence import FenceBeginOk, FenceBeginRefused, FenceCancelWon, FenceFinish, FenceRevoked, FenceSetupRefused
 from contract.events.frontends import (
     FrontendCtrlC,
     FrontendCtrlCGraceExpired,
@@ -72,8 +60,8 @@ from contract.events.frontends import (
     FrontendTurnSubmitted,
     GatewayDelivered,
     GatewayTurnStarted,
-    SessionTitleIndeterminate,
     SessionTitled,
+    SessionTitleIndeterminate,
 )
 from contract.events.harness import (
     ExternalRotated,
@@ -84,15 +72,7 @@ from contract.events.harness import (
     ProcessRestarted,
     ProcessStarted,
 )
-from contract.events.host import (
-    ActivityLabeled,
-    HostCommitOverrun,
-    HostLeaseRetained,
-    HostTimeout,
-    HostUnwind,
-    PoolJobSkipped,
-    PoolSaturated,
-)
+from contract.events.host import ActivityLabeled, HostCommitOverrun, HostLeaseRetained, HostTimeout, HostUnwind, PoolJobSkipped, PoolSaturated
 from contract.events.lease import (
     LeaseAcquired,
     LeaseAcquireFailed,
@@ -121,6 +101,30 @@ from contract.events.turns import (
     TurnOverflowDeferred,
     TurnPersisted,
 )
+
+# The package is the one place emit sites and invariants import event classes from.
+__all__ = [
+    "EXTERNAL", "ActivityLabeled", "AppendFailed", "AppendOk", "AttemptClaimed", "AttemptRestoreSkippedStale",
+    "AttemptRestored", "AttemptRetired", "CommitArchived", "CommitPublished", "CompactionBlocked",
+    "CompactionCarriedUnread", "CompactionCommitFailed", "CompactionCommitted", "CompactionError", "CompactionFinished",
+    "CompactionInput", "CompactionInputReread", "CompactionRefused", "CompactionStaticFallback", "CompactionStrike",
+    "CompactionStrikeResetFailed", "CompactionSummaryDone", "CompactionSummaryProgress", "CompactionSummaryStarted",
+    "CompactionWatermark", "CompactionWatermarkFailed", "CooldownClearSkipped", "CooldownCleared",
+    "CooldownPersistFailed", "CooldownRestored", "CooldownSet", "CrashFired", "CtrlCFired", "Event", "ExternalRotated",
+    "ExternalRotationSkipped", "FaultFired", "FenceBeginOk", "FenceBeginRefused", "FenceCancelWon", "FenceFinish",
+    "FenceRevoked", "FenceSetupRefused", "FrontendCommandFailed", "FrontendCtrlC", "FrontendCtrlCGraceExpired",
+    "FrontendSessionEnded", "FrontendTitleFailed", "FrontendTurnAbandoned", "FrontendTurnFailed",
+    "FrontendTurnSubmitted", "GatewayDelivered", "GatewayTurnStarted", "HardCancelFinished", "HardCancelRequested",
+    "HostCommitOverrun", "HostLeaseRetained", "HostReturned", "HostStarted", "HostTimeout", "HostUnwind",
+    "IsolatedAbandoned", "IsolatedDiscarded", "LateWorkerFired", "LeaseAcquireFailed", "LeaseAcquired",
+    "LeaseContended", "LeaseExpiredGiveup", "LeaseExpiryFired", "LeaseRefreshFailed", "LeaseRefreshed",
+    "LeaseReleaseFailed", "LeaseReleased", "PointFaultFired", "PoolJobSkipped", "PoolSaturated", "ProcessCrashed",
+    "ProcessExited", "ProcessRestarted", "ProcessStarted", "ProcessStopping", "RealStoreBusyFired", "RunStopped",
+    "SecondProcessFired", "SessionAdopted", "SessionAutoReset", "SessionCloseCleared", "SessionReopened",
+    "SessionTitleIndeterminate", "SessionTitled", "StallFired", "StoreFaultFired", "StressLeasePlanted", "StressSignal",
+    "TaskExit", "TaskSpawn", "TurnContextOverflow", "TurnOverflowDeferred", "TurnPersisted",
+    "ALL", "BY_KIND", "MODULES", "classes_of", "from_trace",
+]
 
 # The event modules in the order the docs present them.
 MODULES: tuple[ModuleType, ...] = (

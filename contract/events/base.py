@@ -9,7 +9,8 @@ optional field that is absent rather than empty is left out of the trace while i
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 from contract.ids import AttemptId, HolderId, SessionId
 
@@ -17,17 +18,25 @@ KEY = "trace_key"
 OMIT_IF_NONE = "omit_if_none"
 NOTE = "note"
 
-# Every event class is declared with this: immutable, slotted, and built with keywords only, so an emit site
-# reads as the record it writes and a forgotten field is an error where it is made.
-event = dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-
 
 def trace(*, key: str | None = None, note: str = "", omit_if_none: bool = False, default: Any = dataclasses.MISSING) -> Any:
-    """A field with trace metadata: its key in the trace, a note for the docs, whether None leaves it out."""
+    """A field with trace metadata: its key in the trace, a note for the docs, whether None leaves it out (such a
+    field says `default=None` too, where a type checker sees that the field may be left out)."""
+    if omit_if_none and default is not None:
+        raise TypeError("a field left out of the trace while None says default=None (so a type checker sees it may be left out)")
     metadata = {KEY: key, NOTE: note, OMIT_IF_NONE: omit_if_none}
-    if omit_if_none and default is dataclasses.MISSING:
-        default = None
     return dataclasses.field(default=default, metadata=metadata)
+
+
+_E = TypeVar("_E")
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(dataclasses.field, trace))
+def event(cls: type[_E]) -> type[_E]:
+    """Every event class is declared with this: immutable, slotted, and built with keywords only, so an emit site
+    reads as the record it writes and a forgotten field is an error where it is made (by a type checker too:
+    `dataclass_transform` tells it the class is a dataclass built so)."""
+    return dataclasses.dataclass(frozen=True, slots=True, kw_only=True)(cls)
 
 
 @dataclasses.dataclass(frozen=True)

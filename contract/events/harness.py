@@ -17,7 +17,7 @@ class ProcessStarted(Event):
     feeds = ("R3", "R19")
     process: str
     pid: int
-    slot: str | None = trace(omit_if_none=True, note="a stress worker's slot (`w1` ...); absent in a simulation")
+    slot: str | None = trace(omit_if_none=True, default=None, note="a stress worker's slot (`w1` ...); absent in a simulation")
 
 
 @event
@@ -30,10 +30,10 @@ class ProcessCrashed(Event):
     process: str = trace(note="a stress worker's is named by the log reader, from its own `process.started`")
     pid: int
     start: int | None = trace(
-        omit_if_none=True,
+        omit_if_none=True, default=None,
         note="a simulated process's start (its holder ids' `start=`): a later process on its recycled pid has another; absent for a stress worker",
     )
-    slot: str | None = trace(omit_if_none=True, note="a stress worker's slot; absent in a simulation")
+    slot: str | None = trace(omit_if_none=True, default=None, note="a stress worker's slot; absent in a simulation")
 
 
 @event

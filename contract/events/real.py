@@ -60,7 +60,8 @@ class RealStoreBusyFired(FaultFired):
     """SQLite itself answered "database is locked" to a real worker's store call: a stress run's own `db_busy`,
     with no scenario, so no fault index and no firing number."""
 
-    fault: int | None = trace(omit_if_none=True, note="absent: no scenario declared it")
-    firing: int | None = trace(omit_if_none=True, note="absent")
+    # A FaultFired whose fault and firing may be absent: no handler of FaultFired reads either field.
+    fault: int | None = trace(omit_if_none=True, default=None, note="absent: no scenario declared it")  # type: ignore[assignment]  # wider than FaultFired's int: see above
+    firing: int | None = trace(omit_if_none=True, default=None, note="absent")  # type: ignore[assignment]  # as `fault`
     op: str = trace(note="the store operation")
     phase: str = trace(note="`real`")

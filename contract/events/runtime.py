@@ -21,7 +21,7 @@ class TaskExit(Event):
     """A task finished."""
 
     kind = "task.exit"
-    error: str | None = trace(omit_if_none=True, note="the exception type it ended with; absent if it returned")
+    error: str | None = trace(omit_if_none=True, default=None, note="the exception type it ended with; absent if it returned")
 
 
 @event

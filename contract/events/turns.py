@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from contract.events.base import Event, event, trace
 from contract.ids import AttemptId, SessionId
@@ -20,7 +21,7 @@ class AppendOk(Event):
     feeds = ("R14", "R10")
     session: SessionId
     ids: list[int] = trace(note="the new row ids, in order")
-    writer: str | None = trace(omit_if_none=True, note="`external` for a writer outside the agents; absent for an agent")
+    writer: str | None = trace(omit_if_none=True, default=None, note="`external` for a writer outside the agents; absent for an agent")
 
 
 @event
@@ -31,7 +32,7 @@ class AppendFailed(Event):
     feeds = ("R1", "R14", "R15")
     session: SessionId | None
     error: str = trace(note="the exception type")
-    writer: str | None = trace(omit_if_none=True, note="`external` for a writer outside the agents; absent for an agent")
+    writer: str | None = trace(omit_if_none=True, default=None, note="`external` for a writer outside the agents; absent for an agent")
 
 
 @event
@@ -45,7 +46,7 @@ class TurnPersisted(Event):
     turn: int
     role: str
     row: int
-    writer: str | None = trace(omit_if_none=True, note="`external` for a writer outside the agents; absent for an agent")
+    writer: str | None = trace(omit_if_none=True, default=None, note="`external` for a writer outside the agents; absent for an agent")
 
 
 @event
@@ -56,7 +57,7 @@ class SessionAdopted(Event):
     feeds = ("R15", "R19")
     from_session: SessionId = trace(key="from")
     to_session: SessionId = trace(key="to")
-    attempt: AttemptId | None = trace(omit_if_none=True, note="the adopting attempt; absent when the agent adopted")
+    attempt: AttemptId | None = trace(omit_if_none=True, default=None, note="the adopting attempt; absent when the agent adopted")
 
 
 @event

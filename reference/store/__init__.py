@@ -16,13 +16,7 @@ from .errors import (
 )
 from .lineage import FORK_MARKERS
 from .messages import MAYBE_WRITTEN
-from .reasons import (
-    AUTOMATIC_END_REASONS,
-    COMPRESSION_END,
-    DELIBERATE_END_REASONS,
-    EXPLICIT_CLOSE_REASONS,
-    UNPUBLISHABLE_END_REASONS,
-)
+from .reasons import AUTOMATIC_END_REASONS, COMPRESSION_END, DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS, UNPUBLISHABLE_END_REASONS
 from .rows import CooldownRow, LeaseRow, MessageRow, SessionRow
 from .session_store import SessionStore
 

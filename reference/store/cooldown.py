@@ -36,7 +36,11 @@ def active(db: sqlite3.Connection, sid: str, *, now: float) -> tuple[float, str 
 def raw(db: sqlite3.Connection, sid: str) -> CooldownRow:
     """The row exactly as stored, expired or not, so a rollback can snapshot and later restore it."""
     found = db.execute(f"SELECT {COOLDOWN_COLUMNS} FROM sessions WHERE id = ?", (sid,)).fetchone()
-    return MISSING_COOLDOWN if found is None else CooldownRow(*found, exists=True)
+    if found is None:
+        return MISSING_COOLDOWN
+    until, error, ineffective_count, fallback_streak = found
+    return CooldownRow(until=until, error=error, ineffective_count=ineffective_count, fallback_streak=fallback_streak,
+                       exists=True)
 
 
 def restore(db: sqlite3.Connection, sid: str, row: CooldownRow) -> None:

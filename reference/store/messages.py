@@ -75,10 +75,17 @@ def _platform_row(db: sqlite3.Connection, sids: list[str], platform_id: str, onl
     return None if found is None else found[0]
 
 
+def inserted_id(cursor: sqlite3.Cursor) -> int:
+    """The id of the row an INSERT just wrote (sqlite3 leaves `lastrowid` None only before any INSERT)."""
+    row_id = cursor.lastrowid
+    assert row_id is not None, "an INSERT gave no row id"
+    return row_id
+
+
 def insert(db: sqlite3.Connection, sid: str, msgs: Iterable[Mapping[str, Any]], *, now: float) -> list[int]:
     """Insert active rows in order; a dict without a timestamp is stamped with the caller's `now`."""
     return [
-        db.execute(
+        inserted_id(db.execute(
             f"INSERT INTO messages (session_id, {PAYLOAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
             (
                 sid,
@@ -88,7 +95,7 @@ def insert(db: sqlite3.Connection, sid: str, msgs: Iterable[Mapping[str, Any]], 
                 msg.get("platform_message_id"),
                 int(bool(msg.get("is_summary", False))),
             ),
-        ).lastrowid
+        ))
         for msg in msgs
     ]
 
@@ -96,11 +103,11 @@ def insert(db: sqlite3.Connection, sid: str, msgs: Iterable[Mapping[str, Any]], 
 def clone(db: sqlite3.Connection, ids: Iterable[int], *, into: str) -> list[int]:
     """Copy rows as new active rows of `into`, in the given order, with fresh ids and the exact payload."""
     return [
-        db.execute(
+        inserted_id(db.execute(
             f"INSERT INTO messages (session_id, {PAYLOAD_COLUMNS})"
             f" SELECT ?, {PAYLOAD_COLUMNS} FROM messages WHERE id = ?",
             (into, row_id),
-        ).lastrowid
+        ))
         for row_id in ids
     ]
 

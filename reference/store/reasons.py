@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from contract.vocabulary import (  # noqa: F401  (re-exported: the store's taxonomy is the contract's)
-    AUTOMATIC_END_REASONS,
-    COMPRESSION_END,
-    DELIBERATE_END_REASONS,
-    EXPLICIT_CLOSE_REASONS,
-)
+from contract.vocabulary import AUTOMATIC_END_REASONS, COMPRESSION_END, DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS  # noqa: F401  (re-exported: the store's taxonomy is the contract's)
 
 # Every stamp a rotation must not publish over (its pre-flush guard and publication agree on this set).
 UNPUBLISHABLE_END_REASONS = DELIBERATE_END_REASONS | EXPLICIT_CLOSE_REASONS

@@ -18,7 +18,8 @@ search that covered its whole bound without a failure proves the count is above 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from sim.bench import classic_threads
 from sim.bench.classic_bugs import BUGS, Program
@@ -112,7 +113,7 @@ def bench_classic(root_seeds: int = 20, cap: int = 2000, on_done: Callable[[str]
         bugs.append(measure_bug(name, program, root_seeds, cap, docs.get(name, "")))
         if on_done is not None:
             on_done(_progress_line(bugs[-1]))
-    result = {"benchmark": "classic-threads" if threads else "classic", "root_seeds": root_seeds, "cap": cap, "bugs": bugs,
+    result: dict[str, Any] = {"benchmark": "classic-threads" if threads else "classic", "root_seeds": root_seeds, "cap": cap, "bugs": bugs,
               "targets": targets(bugs)}
     if threads:
         result["virtual_time"] = virtual_time()

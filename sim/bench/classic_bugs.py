@@ -10,7 +10,8 @@ finds it.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 Program = Callable[[Any], Awaitable[None]]
 

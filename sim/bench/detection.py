@@ -12,8 +12,9 @@ scenario reaches over `coverage_runs` runs, summed over the catalogue.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from sim.bench.figures import runs_table, summary
 from sim.mutate import sim_document

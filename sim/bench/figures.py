@@ -4,7 +4,8 @@ and the text table of runs to detection, one row per subject and one column per 
 from __future__ import annotations
 
 import statistics
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def summary(runs: Sequence[int | None], cap: int) -> dict[str, Any]:

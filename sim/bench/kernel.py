@@ -14,9 +14,9 @@ from __future__ import annotations
 import platform
 from typing import Any
 
+from contract.trio_runtime import TrioRuntime
 from sim.bench.workload import PAIRS, ROUNDS, workload
 from sim.bench.yardstick import interleaved_best, raw_probe, raw_probe_steps
-from contract.trio_runtime import TrioRuntime
 from sim.timefreeze import frozen_time
 from sim.world import World
 

@@ -14,12 +14,13 @@ import os
 import resource
 import shutil
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from sim.coverage_map import CoverageMap, obtain
-from sim.mutate import MutantResult, kill_matrix
 from sim.mutants import StaleMutant, load_mutants
+from sim.mutate import MutantResult, kill_matrix
 
 
 def bench_mutate(scenarios: Sequence[Any], mutants: Sequence[str], *, jobs: int, out: Path,

@@ -16,8 +16,9 @@ import importlib.util
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT_STRIDE = 100_000  # root r searches from seed r * ROOT_STRIDE, as the simulator's classic benchmark does

@@ -10,7 +10,8 @@ from __future__ import annotations
 import heapq
 import types
 from collections import deque
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 _RUN = 0
 _SLEEP = 1
@@ -23,7 +24,7 @@ def _trap(op: int, arg: Any = None) -> Any:
 
 
 class _Event:
-    def __init__(self, loop: "RawLoop") -> None:
+    def __init__(self, loop: RawLoop) -> None:
         self._loop = loop
         self._flag = False
         self._waiters: list[Any] = []
@@ -41,7 +42,7 @@ class _Event:
 
 
 class _Lock:
-    def __init__(self, loop: "RawLoop") -> None:
+    def __init__(self, loop: RawLoop) -> None:
         self._loop = loop
         self._held = False
         self._waiters: deque[Any] = deque()
@@ -61,10 +62,10 @@ class _Lock:
 
 
 class _Nursery:
-    def __init__(self, loop: "RawLoop") -> None:
+    def __init__(self, loop: RawLoop) -> None:
         self._loop = loop
 
-    async def __aenter__(self) -> "_Nursery":
+    async def __aenter__(self) -> _Nursery:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

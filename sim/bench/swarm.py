@@ -18,12 +18,14 @@ scenario replays to the same trace digest twice.
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from sim.bench.figures import summary
 from sim.bench.yardstick import interleaved_best, raw_probe, raw_probe_steps
@@ -145,7 +147,7 @@ def speed(workloads: Sequence[Workload], runs: int, repeats: int = SPEED_REPEATS
     with frozen_time():
         for index in range(runs):
             report = run_generated(workloads, 0, index)
-            run_s, raw_s = interleaved_best([lambda: run_generated(workloads, 0, index), raw_probe], repeats)
+            run_s, raw_s = interleaved_best([functools.partial(run_generated, workloads, 0, index), raw_probe], repeats)
             rates.append(raw_steps / raw_s)
             costs.append(run_s * rates[-1])
             seconds.append(run_s)

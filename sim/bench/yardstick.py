@@ -13,8 +13,9 @@ which only ever adds time.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from functools import cache
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from sim.bench.raw_loop import RawLoop
 from sim.bench.workload import PAIRS, ROUNDS, workload

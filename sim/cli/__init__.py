@@ -16,9 +16,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from sim import targets
 from sim.cli.bench import add_bench, add_swarm_detect, add_swarm_race

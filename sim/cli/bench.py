@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sim import stopping
-from sim.cli.common import (
-    CATALOGUE, DEFAULT_OUT, EXIT_OK, UsageError, add_json_options, add_mutant_option, load_scenarios, positive_int, progress,
-)
+from sim.cli.common import CATALOGUE, DEFAULT_OUT, EXIT_OK, UsageError, add_json_options, add_mutant_option, load_scenarios, positive_int, progress
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -109,8 +107,8 @@ def _bench_swarm(args: argparse.Namespace) -> int:
 
     workloads = _swarm_workloads(args.paths)
     if args.speed_only:
-        result = {"benchmark": "swarm", "speed": speed(workloads, args.runs or 200)}
-        print(json.dumps(result, sort_keys=True) if args.json else render_speed(result["speed"]))
+        figures = speed(workloads, args.runs or 200)
+        print(json.dumps({"benchmark": "swarm", "speed": figures}, sort_keys=True) if args.json else render_speed(figures))
         return EXIT_OK
     mutants = _chosen_mutants(args.mutants)
     if args.feedback:
@@ -207,8 +205,10 @@ def add_bench(commands: Any) -> None:
                        help="scenarios, detection, mutate: files or folders (default: the catalogue); swarm: workloads (default: scenarios/swarm/)")
     add_json_options(bench)
     bench.add_argument("--repeats", type=positive_int, default=5, help="kernel: measurements per runtime; the best is kept")
-    bench.add_argument("--runs", type=positive_int, help="scenarios, detection's coverage: runs per scenario (default 20); swarm: runs timed for speed (default 200)")
-    bench.add_argument("--seeds", type=positive_int, help="detection, classic: root seeds per mutant/bug, scenario and strategy (default 20); swarm: root seeds per mutant (default 10)")
+    bench.add_argument("--runs", type=positive_int,
+                       help="scenarios, detection's coverage: runs per scenario (default 20); swarm: runs timed for speed (default 200)")
+    bench.add_argument("--seeds", type=positive_int, help="detection, classic: root seeds per mutant/bug, scenario and strategy (default 20); "
+                                                          "swarm: root seeds per mutant (default 10)")
     bench.add_argument("--cap", type=positive_int, default=2000, help="classic: runs before a search counts as undetected")
     bench.add_argument("--threads", action="store_true",
                        help="classic: the bugs in plain threading (and three with SQLite), beside frontrun and interleave-test")

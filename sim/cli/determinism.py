@@ -17,8 +17,17 @@ from typing import Any
 
 from sim import stopping, targets
 from sim.cli.common import (
-    CATALOGUE, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, add_target_option, exit_interrupted, load_scenarios,
-    positive_int, progress, speaker,
+    CATALOGUE,
+    EXIT_OK,
+    EXIT_VIOLATION,
+    UsageError,
+    add_json_options,
+    add_target_option,
+    exit_interrupted,
+    load_scenarios,
+    positive_int,
+    progress,
+    speaker,
 )
 from sim.cli.progress import Progress, Throttled
 from sim.words import counted

@@ -10,8 +10,18 @@ from typing import Any
 
 from sim import stopping
 from sim.cli.common import (
-    DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, STRATEGY_CHOICES, UsageError, add_json_options, add_mutant_option,
-    exit_interrupted, load_scenarios, positive_int, seed_int, speaker,
+    DEFAULT_OUT,
+    EXIT_OK,
+    EXIT_VIOLATION,
+    STRATEGY_CHOICES,
+    UsageError,
+    add_json_options,
+    add_mutant_option,
+    exit_interrupted,
+    load_scenarios,
+    positive_int,
+    seed_int,
+    speaker,
 )
 from sim.cli.progress import Throttled
 
@@ -20,7 +30,6 @@ def _explore(args: argparse.Namespace) -> int:
     """Search one scenario until the budget runs out (exit 0) or the first violation (exit 1)."""
     from sim import report
     from sim.scenario.explore import explore
-    from sim.search import Shard
 
     scenarios = load_scenarios([args.path])
     if len(scenarios) != 1:

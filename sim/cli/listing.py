@@ -12,10 +12,11 @@ import argparse
 import json
 import re
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from sim.catalogue import ROOT, SCENARIOS_DIR
 from sim import targets
+from sim.catalogue import ROOT, SCENARIOS_DIR
 from sim.cli.common import EXIT_OK, UsageError, load_scenarios
 
 # The config fields are described in the reference's CONFIG.md table, in this column.

@@ -7,13 +7,24 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from sim import stopping
 from sim.cli.common import (
-    CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, coverage_map, exit_interrupted,
-    load_scenarios, positive_int, progress, speaker,
+    CATALOGUE,
+    DEFAULT_OUT,
+    EXIT_OK,
+    EXIT_VIOLATION,
+    UsageError,
+    add_json_options,
+    coverage_map,
+    exit_interrupted,
+    load_scenarios,
+    positive_int,
+    progress,
+    speaker,
 )
 from sim.words import counted
 
@@ -49,8 +60,8 @@ def _mutate_curated(args: argparse.Namespace) -> int:
     whole catalogue; exit 1 if one survives, is missed or is reached by no scenario."""
     import time
 
-    from sim.mutate import kill_matrix, result_json, sanity_pass
     from sim.mutants import load_mutants, require
+    from sim.mutate import kill_matrix, result_json, sanity_pass
 
     scenarios = load_scenarios(args.scenarios)
     known = load_mutants()
@@ -177,9 +188,11 @@ def _mutate_operators(args: argparse.Namespace) -> int:
 
 
 def add_mutate(commands: Any) -> None:
-    mutate = commands.add_parser("mutate", help="mutation checks: the curated kill matrix, --operators for generated mutants, or --revert REV to check a fix commit the way reviewers do")
+    mutate = commands.add_parser("mutate", help="mutation checks: the curated kill matrix, --operators for generated mutants, or --revert REV to "
+                                                "check a fix commit the way reviewers do")
     mutate.add_argument("--mutant", dest="mutant_names", nargs="+", metavar="NAME", help="curated: only these mutants (default: all)")
-    mutate.add_argument("--scenarios", nargs="+", default=[CATALOGUE], metavar="PATH", help="curated and operators: the catalogue (default: the scenarios/ shipped with this package)")
+    mutate.add_argument("--scenarios", nargs="+", default=[CATALOGUE], metavar="PATH",
+                        help="curated and operators: the catalogue (default: the scenarios/ shipped with this package)")
     mutate.add_argument("-j", "--jobs", type=positive_int, default=os.cpu_count() or 1, help="curated and operators: mutants run at once")
     mutate.add_argument("--full", action="store_true",
                         help="curated and operators: run each mutant against the whole catalogue, not only the scenarios "
@@ -199,7 +212,8 @@ def _add_operator_options(mutate: argparse.ArgumentParser) -> None:
     mutate.add_argument("--seed", type=int, help="operators: the sample's seed (default 0)")
     mutate.add_argument("--max", type=positive_int, metavar="N", help="operators: sample at most N mutants (default: every candidate)")
     mutate.add_argument("--budget", type=float, metavar="SECONDS", help="operators: launch no mutant after this much wall time (default: no limit)")
-    mutate.add_argument("--timeout", type=float, metavar="SECONDS", help=f"operators: a catalogue run longer than this is a kill by timeout (default {DEFAULT_MUTANT_TIMEOUT_S:g})")
+    mutate.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help=f"operators: a catalogue run longer than this is a kill by timeout (default {DEFAULT_MUTANT_TIMEOUT_S:g})")
     mutate.add_argument("--killers", choices=KILLERS,
                         help="operators: what judges each mutant: the catalogue, generated swarm runs, or both (default catalogue)")
     mutate.add_argument("--swarm", nargs="*", metavar="PATH",

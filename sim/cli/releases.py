@@ -22,6 +22,7 @@ from sim import targets
 from sim.cli.common import EXIT_OK, UsageError, add_json_options, load_scenarios, positive_int, progress
 from sim.scenario.errors import ScenarioError
 
+
 def _releases(args: argparse.Namespace) -> int:
     from sim import children
     from sim.scenario.loader import on_target

@@ -9,14 +9,30 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from sim import stopping, targets
 from sim.cli.common import (
-    CATALOGUE, DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, STRATEGY_CHOICES, UsageError, add_json_options, add_mutant_option,
-    add_report_option, add_target_option, coverage_map, exit_interrupted, load_scenarios, positive_int, progress, seed_int,
-    speaker, write_html,
+    CATALOGUE,
+    DEFAULT_OUT,
+    EXIT_OK,
+    EXIT_VIOLATION,
+    STRATEGY_CHOICES,
+    UsageError,
+    add_json_options,
+    add_mutant_option,
+    add_report_option,
+    add_target_option,
+    coverage_map,
+    exit_interrupted,
+    load_scenarios,
+    positive_int,
+    progress,
+    seed_int,
+    speaker,
+    write_html,
 )
 from sim.cli.progress import Throttled
 from sim.words import counted

@@ -8,10 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sim import stopping, targets
-from sim.cli.common import (
-    EXIT_VIOLATION, UsageError, add_json_options, add_mutant_option, add_report_option, exit_interrupted, progress,
-    write_html,
-)
+from sim.cli.common import EXIT_VIOLATION, UsageError, add_json_options, add_mutant_option, add_report_option, exit_interrupted, progress, write_html
 from sim.cli.replay import check_mutant, load_repro, recorded_decisions, repro_scenario
 
 SHRINK_LIMIT_S = 30.0

@@ -6,13 +6,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from sim import stopping
 from sim.cli.common import (
-    DEFAULT_OUT, EXIT_OK, EXIT_VIOLATION, UsageError, add_json_options, add_mutant_option, exit_interrupted,
-    positive_int, seed_int, speaker,
+    DEFAULT_OUT,
+    EXIT_OK,
+    EXIT_VIOLATION,
+    UsageError,
+    add_json_options,
+    add_mutant_option,
+    exit_interrupted,
+    positive_int,
+    seed_int,
+    speaker,
 )
 from sim.cli.explore import parse_shard
 from sim.cli.progress import Progress, Throttled
@@ -93,7 +102,7 @@ def _export(workload: Any, args: argparse.Namespace, index: int, invariant: str,
 
     out = args.out / "swarm"
     exported = export_run(workload, args.seed, index, invariant, out, mutant=args.under_mutant, bias=bias)
-    found = {"scenario": str(exported.scenario), "repro": str(exported.repro), "replay": exported.replay(args.under_mutant),
+    found: dict[str, Any] = {"scenario": str(exported.scenario), "repro": str(exported.repro), "replay": exported.replay(args.under_mutant),
              "explanation": exported.report.violations[0].explanation}
     if args.shrink and not stopping.requested():  # a user who asked to stop waits for no search
         found["shrunk"] = _shrunk(exported, invariant, out, args.under_mutant)

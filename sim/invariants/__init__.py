@@ -3,6 +3,7 @@
 from sim.invariants.base import Invariant, InvariantSet, SystemView, Violation
 from sim.invariants.compressor import (
     BreakerBlocksOnlyWhenLatched,
+    CommitBelowThresholdClearsStrikes,
     CooldownBlocksOnlyWhileInForce,
     CooldownNeverShortened,
     CurrentAttemptOwnsCompressor,
@@ -11,7 +12,6 @@ from sim.invariants.compressor import (
     OldMessagesGetSummarized,
     StaleAttemptWritesNoState,
     WouldGrowLatchesBreaker,
-    CommitBelowThresholdClearsStrikes,
 )
 from sim.invariants.fence import (
     CancelNeverBeatsAdmittedCommit,
@@ -29,7 +29,6 @@ from sim.invariants.host import (
     CtrlCAbandonsOnlyThePressedTurn,
     CtrlCGraceCountedFromPress,
     CtrlCSeesIdlePrompt,
-    NoRelabelAfterTerminal,
     FailedCommitBacksOff,
     FailedSummaryBacksOff,
     FailedSummaryNeverCommits,
@@ -40,6 +39,7 @@ from sim.invariants.host import (
     IdleTimeoutWithinBounds,
     NextTurnPersistsAfterCtrlC,
     NoProgressAfterGiveUp,
+    NoRelabelAfterTerminal,
     PoolAdmissionBounded,
     PoolRefusesOnlyWhenFull,
     RunningSummaryLabelled,
@@ -79,23 +79,23 @@ from sim.invariants.overflow import NoFalseAutoReset, OverflowRecoveryIgnoresCoo
 from sim.invariants.titles import TitleFollowsConversation, TitleNamesOneConversation
 from sim.invariants.transcript import (
     AbortedAttemptLeavesParentUnchanged,
-    AdoptedTipReachesAgent,
     AcknowledgedAppendsSurvive,
+    AdoptedTipReachesAgent,
     ArchivedRowsWereInInput,
     CallerTranscriptOnlyThroughCommit,
     CommitChangesTranscript,
     CommitKeepsAUserTurn,
     CommitReachesCaller,
+    CompletedTurnPersistsUserMessage,
     DurableMessagesMatchRows,
     HeldRowsAreLive,
+    MessageCountMatchesActiveRows,
     NoDuplicatePersistedTurn,
+    ReceivedMessageSurvivesGatewayCrash,
+    ReceivedMessageWrittenOnce,
     RewindSlotsStayUnderWatermark,
     ToldMessagesKeptOnceInOrder,
     TurnAppendAllOrNothing,
-    MessageCountMatchesActiveRows,
-    CompletedTurnPersistsUserMessage,
-    ReceivedMessageSurvivesGatewayCrash,
-    ReceivedMessageWrittenOnce,
 )
 
 INVARIANTS: dict[str, type[Invariant]] = {

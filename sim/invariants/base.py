@@ -13,9 +13,10 @@ explains itself in one line, and lists the events that witness it.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol, Sequence, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from contract.events import Event
 from contract.history import HistoryEvent
@@ -24,7 +25,6 @@ from contract.store import StoreView
 
 V = TypeVar("V")
 Method = TypeVar("Method", bound=Callable[..., Any])
-Handler = Callable[[Event, HistoryEvent], "Violation | None"]
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,20 @@ class Violation:
 
 
 class SystemView(Protocol):
-    """What invariants may read of the system under test besides the history."""
+    """What invariants may read of the system under test besides the history (read-only: a system may answer
+    with a subtype, or compute it)."""
 
-    store: StoreView
-    config: Any
-    ctrl_c_grace_s: float  # the terminal's Ctrl+C grace period (a frontend setting, not the compaction config's)
-    agents: Mapping[str, Any]  # by name; each has `.agent` (its live transcript) and `.spec.process`
+    @property
+    def store(self) -> StoreView: ...
+
+    @property
+    def config(self) -> Any: ...
+
+    @property
+    def ctrl_c_grace_s(self) -> float: ...  # the terminal's Ctrl+C grace period (a frontend setting, not the compaction config's)
+
+    @property
+    def agents(self) -> Mapping[str, Any]: ...  # by name; each has `.agent` (its live transcript) and `.spec.process`
 
     def process_of(self, incarnation: str) -> str: ...  # the process (as `.spec.process` names it) an incarnation is
 
@@ -57,7 +65,7 @@ def handles(*classes: type[Event]) -> Callable[[Method], Method]:
     """Make the decorated method the invariant's reaction to events of these classes (subclasses included)."""
 
     def mark(method: Method) -> Method:
-        method.handled_events = classes  # type: ignore[attr-defined]
+        method.handled_events = classes  # type: ignore[attr-defined]  # a mark read back by __init_subclass__
         return method
 
     return mark
@@ -140,6 +148,14 @@ class Invariant:
         return Violation(self.name, explanation, tuple(record.seq for record in present), time)
 
 
+class Handler(Protocol):
+    """An invariant's bound `@handles` method, as the set routes events to it."""
+
+    __self__: Invariant
+
+    def __call__(self, event: Event, record: HistoryEvent, /) -> Violation | None: ...
+
+
 Plan = dict[type[Event], list[tuple[int, str]]]  # event class -> (invariant's position, its method) that read it
 
 
@@ -220,6 +236,16 @@ class InvariantSet:
             f"{frame.name}): a bug in the check, or a state it was not written for; it is off for the rest of the run",
             record,
         )
+
+
+E = TypeVar("E", bound=Event)
+
+
+def event_of(record: HistoryEvent, kind: type[E]) -> E:
+    """The event of a record an invariant kept, as the class it kept it for (a record is not typed by its event)."""
+    event = record.event
+    assert isinstance(event, kind), f"{record} was kept as a {kind.__name__}"
+    return event
 
 
 def forget_process(by_attempt: Mapping[AttemptId, V], process: str, process_of: Callable[[str], str]) -> dict[AttemptId, V]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from contract.events import (
     AttemptClaimed,
@@ -16,8 +17,8 @@ from contract.events import (
     CompactionStrike,
     CompactionStrikeResetFailed,
     CompactionSummaryStarted,
-    CooldownClearSkipped,
     CooldownCleared,
+    CooldownClearSkipped,
     CooldownPersistFailed,
     CooldownRestored,
     CooldownSet,
@@ -35,7 +36,7 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
-from sim.invariants.base import Invariant, Violation, forget_process, handles
+from sim.invariants.base import Invariant, SystemView, Violation, event_of, forget_process, handles
 
 
 class CompressorClaims:
@@ -105,7 +106,7 @@ class StaleAttemptWritesNoState(Invariant):
         "agent's compressor has taken the lease) never restores compressor state."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._given_up: dict[AttemptId, HistoryEvent] = {}
         self._claims = CompressorClaims()
@@ -166,7 +167,7 @@ class WouldGrowLatchesBreaker(Invariant):
         "before the breaker blocks the next automatic attempt."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._streak: dict[SessionId, list[HistoryEvent]] = {}
         self._forced: set[AttemptId] = set()
@@ -229,7 +230,7 @@ class HardCancelRestoresCooldown(Invariant):
         "reported timed out leaves the row to the host's timeout record: its rollback writes no row."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._found: dict[AttemptId | None, tuple[SessionId, Any, HistoryEvent]] = {}
         self._hard: dict[AttemptId | None, HistoryEvent] = {}
@@ -344,7 +345,7 @@ class CooldownNeverShortened(Invariant):
     # Injected failures around these writes may change the row without their event: forget what was recorded.
     UNSEEN_WRITES = ("clear_cooldown", "restore_cooldown_row")
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._deadline: dict[SessionId, tuple[float, HistoryEvent]] = {}
 
@@ -387,7 +388,7 @@ class NoSummaryInsideCooldown(Invariant):
     # the deadline judged is the row as it stood when the attempt took its lease (none once it cleared it), and
     # only while the row still holds it.
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId, SessionId] = {}  # attempt -> the session whose lease it took
         self._seen: dict[AttemptId, float | None] = {}  # attempt -> the deadline live when it took the lease
@@ -401,8 +402,11 @@ class NoSummaryInsideCooldown(Invariant):
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
-        self._session_of[event.holder.attempt] = event.session  # type: ignore[index]
-        self._seen[event.holder.attempt] = self.system.store.cooldown_row(event.session).until  # type: ignore[index]
+        attempt = event.holder.attempt
+        if attempt is None:
+            return  # a holder id that names no attempt: nothing of it is judged here
+        self._session_of[attempt] = event.session
+        self._seen[attempt] = self.system.store.cooldown_row(event.session).until
 
     @handles(CooldownSet)
     def recorded(self, event: CooldownSet, record: HistoryEvent) -> None:
@@ -486,14 +490,15 @@ class CooldownBlocksOnlyWhileInForce(Invariant):
     # explain waits for a record by an attempt of the same compressor that was under way at the block (or for
     # that process's crash, which may swallow the record), and is reported only if none comes.
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._durable = _Deadlines()  # by session
         self._local = _Deadlines()  # by compressor
         self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
         self._claimed: dict[AttemptId, HistoryEvent] = {}  # attempt -> its attempt.claimed
         self._cleared: dict[SessionId, HistoryEvent] = {}  # session -> its latest reported clear
-        self._unexplained: list[tuple[HistoryEvent, HistoryEvent]] = []  # (claim, block) no reported cooldown explains
+        # (claim, block and its record) that no reported cooldown explains
+        self._unexplained: list[tuple[HistoryEvent, CompactionBlocked, HistoryEvent]] = []
 
     @handles(HostStarted)
     def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
@@ -539,8 +544,8 @@ class CooldownBlocksOnlyWhileInForce(Invariant):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
-        self._unexplained = [(claim, block) for claim, block in self._unexplained
-                             if self.system.process_of(self._compressor_of(block.event.attempt)[0]) != event.process]
+        self._unexplained = [(claim, block, blocked) for claim, block, blocked in self._unexplained
+                             if self.system.process_of(self._compressor_of(block.attempt)[0]) != event.process]
 
     @handles(CompactionBlocked)
     def blocked(self, event: CompactionBlocked, record: HistoryEvent) -> None:
@@ -552,26 +557,25 @@ class CooldownBlocksOnlyWhileInForce(Invariant):
         local = self._local.max_since(compressor, claim.seq)
         self._local.raise_to(compressor, record, durable)  # the gate keeps the row's deadline locally
         if max(durable, local) <= claim.time - 1e-9:
-            self._unexplained.append((claim, record))
+            self._unexplained.append((claim, event, record))
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         if not self._unexplained:
             return None
-        claim, block = self._unexplained[0]
-        session = block.event.session
+        claim, block, blocked = self._unexplained[0]
         return self.violation(
-            f"attempt {block.event.attempt} was blocked by a cooldown on {session} although every cooldown the "
+            f"attempt {block.attempt} was blocked by a cooldown on {block.session} although every cooldown the "
             f"system reported had been cleared or had run out by its claim at {claim.time:g}s",
-            self._cleared.get(session), claim, block,
+            self._cleared.get(block.session), claim, blocked,
         )
 
     def _explain(self, writer: AttemptId, until_s: float) -> None:
         """`writer`'s record explains its compressor's blocks that came while it was under way (claimed before)."""
         claimed, compressor = self._claimed.get(writer), self._compressor_of(writer)
         self._unexplained = [
-            (claim, block) for claim, block in self._unexplained
-            if not (self._compressor_of(block.event.attempt) == compressor and until_s > claim.time - 1e-9
-                    and (claimed is None or claimed.seq < block.seq))
+            (claim, block, blocked) for claim, block, blocked in self._unexplained
+            if not (self._compressor_of(block.attempt) == compressor and until_s > claim.time - 1e-9
+                    and (claimed is None or claimed.seq < blocked.seq))
         ]
 
     def _compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
@@ -591,7 +595,7 @@ class CurrentAttemptOwnsCompressor(Invariant):
         "while not stopped, is never refused its own success-path cooldown clear (no other attempt removed its cancelled-check)."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
         self._working: dict[str, tuple[int, HistoryEvent]] = {}  # process -> newest generation that started its summary
@@ -622,7 +626,7 @@ class CurrentAttemptOwnsCompressor(Invariant):
     def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> Violation | None:
         newer = self._newer_working(event.attempt)
         if newer is not None:
-            started: CompactionSummaryStarted = newer.event  # type: ignore[assignment]
+            started = event_of(newer, CompactionSummaryStarted)
             return self.violation(
                 f"attempt {event.attempt} (generation {self._generation[event.attempt]}) was admitted to commit its candidate after "
                 f"generation {started.generation} ({started.attempt}) had started its summary", newer, record,
@@ -676,14 +680,15 @@ class BreakerBlocksOnlyWhenLatched(Invariant):
 
     UNSEEN_WRITES = ("bump_ineffective", "restore_cooldown_row")
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._started: dict[AttemptId, tuple[SessionId, int, bool]] = {}  # attempt -> session, host start seq, latched then
         self._latched_at: dict[SessionId, int] = {}  # session -> seq of the latest event that may have latched it
         self._unseen_at = -1  # seq of the latest store fault that may have moved a count unseen
 
     def _latched(self, session: SessionId) -> bool:
-        return self.system.store.cooldown_row(session).ineffective_count >= self.system.config.breaker_threshold
+        threshold: int = self.system.config.breaker_threshold
+        return self.system.store.cooldown_row(session).ineffective_count >= threshold
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent) -> None:
@@ -725,7 +730,7 @@ class CommitBelowThresholdClearsStrikes(Invariant):
     races = ("R13",)
     description = "A commit that ends below the threshold, by an attempt whose lease came after the session's last strike, leaves the ineffective count at 0."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._acquired: dict[AttemptId | None, HistoryEvent] = {}  # attempt -> its lease.acquired
         self._last_strike: dict[SessionId, HistoryEvent] = {}  # session -> its latest strike
@@ -784,14 +789,15 @@ class OldMessagesGetSummarized(Invariant):
         "refuses, unless it was cancelled first (`hard_cancelled`, `fence_cancelled`)."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._unsummarized: dict[AttemptId, HistoryEvent] = {}  # attempt -> its input of old messages, no summary yet
+        # attempt -> its input of old messages (and its record), no summary yet
+        self._unsummarized: dict[AttemptId, tuple[CompactionInput, HistoryEvent]] = {}
 
     @handles(CompactionInput)
     def input(self, event: CompactionInput, record: HistoryEvent) -> None:
         if len(event.rows) > self.system.config.keep_recent:
-            self._unsummarized[event.attempt] = record
+            self._unsummarized[event.attempt] = (event, record)
 
     @handles(CompactionSummaryStarted)
     def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> None:
@@ -803,8 +809,9 @@ class OldMessagesGetSummarized(Invariant):
         if given is None or getattr(event, "reason", None) in ("hard_cancelled", "fence_cancelled"):
             return None
         keep = self.system.config.keep_recent
+        given_input, given_record = given
         what = f"refused as {event.reason}" if isinstance(event, CompactionRefused) else "committed"
         return self.violation(
             f"attempt {event.attempt} {what} without a summary though its input held "
-            f"{len(given.event.rows)} rows (keep_recent {keep})", given, record,
+            f"{len(given_input.rows)} rows (keep_recent {keep})", given_record, record,
         )

@@ -25,23 +25,26 @@ from contract.events import (
     HostTimeout,
     HostUnwind,
     IsolatedAbandoned,
-    LeaseReleaseFailed,
     LeaseReleased,
+    LeaseReleaseFailed,
     ProcessCrashed,
     TaskExit,
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId
-from sim.invariants.base import Invariant, Violation, forget_process, handles
+from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
 from sim.invariants.host import SUMMARY_TASK, job_attempt
 
 
 class NoCommitAfterCancel(Invariant):
     name = "no_commit_after_cancel"
     races = ("R1", "R2", "R5", "R8")
-    description = "An attempt whose fence was cancelled or revoked, or whose host unwound, is never admitted to commit; nothing commits outside an admitted fence."
+    description = (
+        "An attempt whose fence was cancelled or revoked, or whose host unwound, is never admitted to commit; "
+        "nothing commits outside an admitted fence."
+    )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._stopped: dict[AttemptId, HistoryEvent] = {}
         self._admitted: set[AttemptId] = set()
@@ -80,7 +83,7 @@ class HardCancelAbandonsSummary(Invariant):
         "at once: the call is abandoned before it ends."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._hard: dict[str, HistoryEvent] = {}  # summary task of a hard-cancelled attempt -> the cancel
         self._abandoned: set[str] = set()  # summary tasks their attempt stopped waiting for
@@ -127,7 +130,7 @@ class NoAdmissionAfterCtrlC(Invariant):
         "even when its cancel queues behind the worker at the commit door."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._pressed_by: dict[str, str] = {}  # the task that pressed Ctrl+C -> its agent
         self._caller: dict[AttemptId, str] = {}  # attempts whose host has not returned -> the agent that started them
@@ -184,7 +187,7 @@ class CtrlCStopsTheTurnsLaterCompactions(Invariant):
         "commit: the press stopped the turn, and every compaction the turn starts shares its stop."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._running: dict[str, str] = {}  # agent -> the task of its terminal's latest turn
         self._pressed: dict[str, HistoryEvent] = {}  # the task of a turn a Ctrl+C was pressed on -> the press
@@ -232,7 +235,7 @@ class LeaseHeldAcrossCommit(Invariant):
     races = ("R6",)
     description = "From commit admission until its commit transaction has settled, the committing attempt's lease is never released."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._committing: dict[AttemptId, HistoryEvent] = {}
         self._released_by_worker: dict[AttemptId, HistoryEvent] = {}  # admitted attempts whose worker released early
@@ -282,7 +285,7 @@ class CancelNeverBeatsAdmittedCommit(Invariant):
         "commit and loses), and no Ctrl+C frees that attempt's lease as a winning cancel would."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._admitted: dict[AttemptId, HistoryEvent] = {}
         self._pressing: dict[str, HistoryEvent] = {}  # tasks inside a Ctrl+C's hard cancel -> the request
@@ -338,7 +341,7 @@ class SummarizedAttemptRefusedOnlyForACause(Invariant):
         "its ceiling elapsed, or a newer summary of its process)."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._started: dict[AttemptId, tuple[float, int]] = {}  # attempt -> its host's start (its fence's deadline base): time, seq
         self._summaries: list[tuple[int, AttemptId]] = []  # each summary start: its sequence number, its attempt

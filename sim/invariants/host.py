@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Sequence
+from collections.abc import Sequence
+from typing import ClassVar
 
 from contract.events import (
     ActivityLabeled,
@@ -53,10 +54,9 @@ from contract.events import (
     TurnPersisted,
 )
 from contract.history import HistoryEvent
-from contract.points import STORE_PREFIX
 from contract.ids import AttemptId, HolderId, SessionId
-from contract.points import HOST_WAIT
-from sim.invariants.base import Invariant, Violation, forget_process, handles
+from contract.points import HOST_WAIT, STORE_PREFIX
+from sim.invariants.base import Invariant, SystemView, Violation, event_of, forget_process, handles
 from sim.invariants.lineage import JudgesRefusedTurns
 
 
@@ -71,7 +71,7 @@ class _IdleSilence(Invariant):
     the silence reached idle and the end of the host's last stall in this attempt's wait.
     """
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._last_sign: dict[AttemptId, float] = {}  # attempt -> when its host started it, or its last progress tick
         self._host_of: dict[AttemptId, str] = {}  # attempt -> the task its host waits in
@@ -102,7 +102,8 @@ class _IdleSilence(Invariant):
     def _could_notice(self, attempt: AttemptId) -> float:
         """When the host of `attempt` could first see its silence reach idle."""
         resumes = self._host_resumes.get(self._host_of.get(attempt, ""), 0.0)
-        return max(self._last_sign[attempt] + self.system.config.idle_timeout_s, resumes)
+        idle_timeout_s: float = self.system.config.idle_timeout_s
+        return max(self._last_sign[attempt] + idle_timeout_s, resumes)
 
 
 class IdleTimeoutWithinBounds(_IdleSilence):
@@ -194,7 +195,7 @@ class TimedOutHostReturnsPromptly(Invariant):
         "own task since, plus the cancelled worker's grace at the ceiling: it never waits for its late worker."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._timed_out: dict[AttemptId, tuple[str, str]] = {}  # attempt -> its host's task and the budget it ran out of
         self._won: dict[str, tuple[AttemptId, HistoryEvent, float]] = {}  # host task -> its win, and its stalls since
@@ -250,7 +251,7 @@ class HungCommitReported(Invariant):
     races = ("R7",)
     description = "A commit still running an overrun slice after its host timed out is reported exactly once, while it hangs."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._admitted: set[AttemptId] = set()  # admitted commits not yet finished
         self._timed_out: dict[AttemptId, HistoryEvent] = {}
@@ -319,7 +320,7 @@ class StaleJobNeverRuns(Invariant):
     races = ("R8",)
     description = "A compression job whose host already gave up never dispatches a summary; one started after that does no work at all."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._given_up: dict[AttemptId, HistoryEvent] = {}
         self._started_stale: set[AttemptId] = set()
@@ -359,7 +360,7 @@ class PoolAdmissionBounded(Invariant):
     races = ("R8",)
     description = "A process never has more compression jobs admitted than its pool's cap; past the cap a compression fails fast instead of queueing."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._jobs: dict[str, dict[AttemptId, HistoryEvent]] = {}  # process -> its running jobs
 
@@ -402,7 +403,7 @@ class PoolRefusesOnlyWhenFull(Invariant):
         "silently stops compaction."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._in_flight: dict[str, set[AttemptId]] = {}  # incarnation -> its admitted, unfinished attempts
         self._starting: dict[str, AttemptId] = {}  # host task -> the attempt it started last
@@ -449,7 +450,7 @@ class AdmittedJobRuns(Invariant):
         "host returns an outcome."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._refused: set[AttemptId] = set()
         self._starting: dict[str, AttemptId] = {}  # host task -> the attempt it started last
@@ -506,7 +507,7 @@ class NextTurnPersistsAfterCtrlC(JudgesRefusedTurns):
             if failed is None or _raised_by_fault(history, submitted, failed) \
                     or self.refused_in_ended_conversation(history, submitted, failed):
                 continue
-            return self.violation(f"the turn after Ctrl+C was not persisted: {failed.event.error}", expired, submitted, failed)  # type: ignore[attr-defined]
+            return self.violation(f"the turn after Ctrl+C was not persisted: {event_of(failed, FrontendTurnFailed).error}", expired, submitted, failed)
         return None
 
 
@@ -524,7 +525,7 @@ def _failure_of_turn(history: Sequence[HistoryEvent], submitted: HistoryEvent) -
     A frontend runs its turns one at a time, so that turn's failure, if any, comes before the agent's next
     submission; a failure after that belongs to a later turn, which Ctrl+C did not precede.
     """
-    agent = submitted.event.agent  # type: ignore[attr-defined]
+    agent = event_of(submitted, FrontendTurnSubmitted).agent
     for record in history[submitted.seq + 1:]:
         if isinstance(record.event, FrontendTurnSubmitted) and record.event.agent == agent:
             return None
@@ -545,7 +546,7 @@ class HardCancelFreesLease(Invariant):
         "process may hold the lease by then."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._pressed_by: dict[str, str] = {}  # the task that pressed Ctrl+C -> its agent
         self._in_flight: dict[AttemptId, SessionId] = {}  # attempts whose host has started and not returned
@@ -575,18 +576,20 @@ class HardCancelFreesLease(Invariant):
 
     @handles(LeaseReleased)
     def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
-        held = self._holding.get(event.holder.attempt) if event.holder.attempt is not None else None
-        if held is not None and held[0] == event.holder:
-            del self._holding[event.holder.attempt]
+        attempt = event.holder.attempt
+        held = self._holding.get(attempt) if attempt is not None else None
+        if attempt is not None and held is not None and held[0] == event.holder:
+            del self._holding[attempt]
 
     @handles(LeaseReleaseFailed)
     def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent) -> None:
         """The attempt released its lease as far as the store let it: a release that raised after its COMMIT
         freed the row all the same, and one the store refused (busy, failing) leaves a row whose refresher the
         release stopped first, so it lapses within one TTL; no code can free it sooner than the store allows."""
-        held = self._holding.get(event.holder.attempt) if event.holder.attempt is not None else None
-        if held is not None and held[0] == event.holder:
-            del self._holding[event.holder.attempt]
+        attempt = event.holder.attempt
+        held = self._holding.get(attempt) if attempt is not None else None
+        if attempt is not None and held is not None and held[0] == event.holder:
+            del self._holding[attempt]
 
     @handles(FenceBeginOk)
     def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
@@ -660,7 +663,7 @@ class _BacksOffAfterFailure(Invariant):
     # summary failed, its record stalled, the host timed out meanwhile) is another record and tells nobody of this one.
     recorded_as: ClassVar[str]
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
         self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
@@ -778,7 +781,7 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
     failure = "the host timed out on"
     recorded_as = "timeout:"
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._unrecorded: dict[AttemptId, HistoryEvent] = {}  # timed out, backoff not yet durable (or failed)
         self._admitted: set[AttemptId] = set()  # attempts whose commit began: a timeout on them records nothing
@@ -792,7 +795,8 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         self._timed_out_unleased: dict[AttemptId, tuple[SessionId, HistoryEvent]] = {}
 
     def step_s(self) -> float:
-        return self.system.config.timeout_cooldown_s(1)
+        step_s: float = self.system.config.timeout_cooldown_s(1)
+        return step_s
 
     @handles(FenceCancelWon)
     def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
@@ -866,9 +870,10 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
         super().acquired(event, record)
-        pending = self._timed_out_unleased.pop(event.holder.attempt, None)
-        if pending is not None and self.failed(event.holder.attempt, pending[1]):
-            self._unrecorded[event.holder.attempt] = pending[1]
+        attempt = event.holder.attempt
+        pending = self._timed_out_unleased.pop(attempt, None) if attempt is not None else None
+        if attempt is not None and pending is not None and self.failed(attempt, pending[1]):
+            self._unrecorded[attempt] = pending[1]
 
     def _settle(self, session: SessionId, attempt: AttemptId, *, failed: bool) -> None:
         self._unrecorded.pop(attempt, None)
@@ -876,7 +881,7 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
 
     @handles(LeaseReleased)
     def released(self, event: LeaseReleased, record: HistoryEvent) -> Violation | None:
-        timed_out = self._unrecorded.get(event.holder.attempt)
+        timed_out = self._unrecorded.get(event.holder.attempt) if event.holder.attempt is not None else None
         if event.held and timed_out is not None:
             return self.violation(
                 f"{event.holder} freed {event.session}'s lease after its host timed out and before the backoff was "
@@ -903,13 +908,14 @@ class FailedSummaryBacksOff(_BacksOffAfterFailure):
     failure = "the provider call failed for"
     recorded_as = "summary_failed:"
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._given_up: set[AttemptId] = set()
         self._overflow_recoveries: set[AttemptId] = set()
 
     def step_s(self) -> float:
-        return self.system.config.summary_failure_cooldown_s
+        step_s: float = self.system.config.summary_failure_cooldown_s
+        return step_s
 
     @handles(HostStarted)
     def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
@@ -954,24 +960,25 @@ class FailedSummaryNeverCommits(Invariant):
         "(static_fallback_summary)."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._failed: dict[AttemptId, HistoryEvent] = {}  # attempt -> its provider call's failed exit
+        self._failed: dict[AttemptId, tuple[str, HistoryEvent]] = {}  # attempt -> its provider call's error and failed exit
 
     @handles(TaskExit)
     def task_exited(self, event: TaskExit, record: HistoryEvent) -> None:
         if event.error is None or not record.task.startswith(SUMMARY_TASK) or self.system.config.static_fallback_summary:
             return
-        self._failed[AttemptId(record.task[len(SUMMARY_TASK):])] = record
+        self._failed[AttemptId(record.task[len(SUMMARY_TASK):])] = (event.error, record)
 
     @handles(CompactionCommitted)
     def committed(self, event: CompactionCommitted, record: HistoryEvent) -> Violation | None:
         failed = self._failed.pop(event.attempt, None)
         if failed is None:
             return None
+        error, exited = failed
         return self.violation(
-            f"attempt {event.attempt} committed although its provider call raised ({failed.event.error}) and the "
-            "static fallback summary is off", failed, record,
+            f"attempt {event.attempt} committed although its provider call raised ({error}) and the "
+            "static fallback summary is off", exited, record,
         )
 
 
@@ -990,7 +997,8 @@ class FailedCommitBacksOff(_BacksOffAfterFailure):
     recorded_as = "session_split_failed:"
 
     def step_s(self) -> float:
-        return self.system.config.split_failure_cooldown_s
+        step_s: float = self.system.config.split_failure_cooldown_s
+        return step_s
 
     @handles(CompactionCommitFailed)
     def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
@@ -1000,9 +1008,12 @@ class FailedCommitBacksOff(_BacksOffAfterFailure):
 class NoProgressAfterGiveUp(Invariant):
     name = "no_progress_after_give_up"
     races = ("R26",)
-    description = "Once its host has timed it out or cancelled it, an attempt reports no further summary progress (nothing re-arms \"compression in progress\")."
+    description = (
+        "Once its host has timed it out or cancelled it, an attempt reports no further summary progress (nothing "
+        "re-arms \"compression in progress\")."
+    )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._given_up: dict[AttemptId, HistoryEvent] = {}
 
@@ -1030,7 +1041,7 @@ class NoRelabelAfterTerminal(Invariant):
         "writes no further label: a late worker's heartbeat never shows the agent compressing again."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._terminal: dict[AttemptId, HistoryEvent] = {}
 
@@ -1038,7 +1049,8 @@ class NoRelabelAfterTerminal(Invariant):
     def labeled(self, event: ActivityLabeled, record: HistoryEvent) -> Violation | None:
         ended = self._terminal.get(event.attempt)
         if ended is not None:
-            return self.violation(f"attempt {event.attempt} relabelled the agent {event.label} after it was labelled {ended.event.label}", ended, record)  # type: ignore[attr-defined]
+            return self.violation(f"attempt {event.attempt} relabelled the agent {event.label} after it was labelled "
+                                  f"{event_of(ended, ActivityLabeled).label}", ended, record)
         if event.terminal:
             self._terminal[event.attempt] = record
         return None
@@ -1063,7 +1075,7 @@ class RunningSummaryLabelled(Invariant):
         "shows an earlier attempt's state, its \"timed out\" included, for a summary that is running."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._labelled: set[AttemptId] = set()
 
@@ -1094,7 +1106,7 @@ class CtrlCSeesIdlePrompt(Invariant):
         "turn, or after one's reply was persisted or its failure shown) it finds none, so it abandons none."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._running: dict[str, str] = {}  # agent -> the task of its terminal's turn not yet known to have ended
 
@@ -1141,7 +1153,7 @@ class CtrlCAbandonsOnlyThePressedTurn(Invariant):
         "accepted after the press (typed while the stopped compaction still unwinds), which runs on to its reply."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._running: dict[str, str] = {}  # agent -> the task of its terminal's latest turn
         self._pressed: dict[str, tuple[str | None, HistoryEvent]] = {}  # pressing task -> the turn it stopped, the press
@@ -1177,7 +1189,7 @@ class CtrlCGraceCountedFromPress(Invariant):
         "since the press with the turn still running (never sooner), and a turn that ended within it ends the grace."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._pressed: dict[str, HistoryEvent] = {}  # pressing task -> its press
 
@@ -1215,7 +1227,7 @@ class GatewayTurnsInArrivalOrder(Invariant):
         "one at a time: no earlier turn of the agent works on once the next one has started."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._queued: dict[str, list[str | None]] = {}  # agent -> its delivered messages not yet taken, oldest first
         self._serving: dict[str, str] = {}  # agent -> the task of its latest gateway turn
@@ -1264,7 +1276,7 @@ class AbandonedTurnStaysSilent(Invariant):
         "row, no reply)."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._running: dict[str, str] = {}  # agent -> the task of its terminal's turn in progress
         self._abandoned: dict[str, HistoryEvent] = {}  # task -> the grace expiry that gave its turn up
@@ -1299,7 +1311,7 @@ PROGRAMMING_ERRORS = (
 class _FaultAware(Invariant):
     """An invariant whose judgement depends on whether an injected fault has fired yet in this run."""
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._fault: HistoryEvent | None = None
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from contract.events import (
     AppendFailed,
@@ -29,7 +29,8 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
-from sim.invariants.base import Invariant, Violation, forget_process, handles
+from contract.store import StoreView
+from sim.invariants.base import Invariant, SystemView, Violation, event_of, forget_process, handles
 from sim.invariants.host import job_attempt
 
 LEASE_REFUSALS = ("Lease", "Busy", "InProgress")
@@ -42,7 +43,7 @@ class LeaseMutualExclusion(Invariant):
     races = ("R3", "R19", "R25")
     description = "At most one live holder per session lease; a release only ever frees the releaser's own row."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._holders: dict[SessionId, dict[HolderId, tuple[float, HistoryEvent]]] = {}
         self._row_owner: dict[SessionId, HolderId] = {}
@@ -65,8 +66,8 @@ class LeaseMutualExclusion(Invariant):
         self._holders.setdefault(session, {})[holder] = (record.time, record)
         self._row_owner[session] = holder
         if clash is not None:
-            other = clash[1].event.holder  # type: ignore[attr-defined]
-            return self.violation(f"{holder} acquired {session}'s lease while {other} still held it", clash[1], record)
+            other, taken = clash
+            return self.violation(f"{holder} acquired {session}'s lease while {other} still held it", taken, record)
         return None
 
     @handles(LeaseRefreshed)
@@ -101,22 +102,23 @@ class LeaseMutualExclusion(Invariant):
             for holder in [h for h in holders if h.attempt == event.attempt]:
                 del holders[holder]
 
-    def _live_other(self, session: SessionId, holder: HolderId, now: float) -> tuple[float, HistoryEvent] | None:
+    def _live_other(self, session: SessionId, holder: HolderId, now: float) -> tuple[HolderId, HistoryEvent] | None:
+        """Another live holder of the session's lease, and the record by which it took it, if any."""
         ttl = self.system.config.lease_ttl_s
         for other, (renewed, acquired) in self._holders.get(session, {}).items():
             if other != holder and renewed + ttl > now and not self.system.holder_is_dead(other):
-                return renewed, acquired
+                return other, acquired
         return None
 
 
-def acquire_took_effect(store, event: LeaseAcquireFailed) -> bool:
+def acquire_took_effect(store: StoreView, event: LeaseAcquireFailed) -> bool:
     """Whether an acquire that raised took the row anyway: holder ids are unique per attempt, so a row naming the
     holder can only be the one its own transaction wrote before the error."""
     row = store.lease_row(event.session)
     return row is not None and row.holder == event.holder
 
 
-def release_took_effect(store, event: LeaseReleaseFailed) -> bool:
+def release_took_effect(store: StoreView, event: LeaseReleaseFailed) -> bool:
     """Whether a release that raised freed the holder's row anyway: a failure after its COMMIT leaves the row
     gone (or another holder's), which the store shows though the releasing code could not know it."""
     row = store.lease_row(event.session)
@@ -142,7 +144,7 @@ class LeaseReleasedWithinTtl(Invariant):
     races = ("R1", "R25")
     description = "Once its attempt has ended, a lease is never refreshed again, and is released or lapses within one TTL."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._ended: dict[AttemptId, HistoryEvent] = {}
 
@@ -152,7 +154,7 @@ class LeaseReleasedWithinTtl(Invariant):
 
     @handles(LeaseRefreshed)
     def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> Violation | None:
-        ended = self._ended.get(event.holder.attempt)  # type: ignore[arg-type]
+        ended = None if event.holder.attempt is None else self._ended.get(event.holder.attempt)
         if ended is not None:
             return self.violation(f"{event.holder} was refreshed after its attempt ended", ended, record)
         return None
@@ -161,8 +163,9 @@ class LeaseReleasedWithinTtl(Invariant):
         store, ttl = self.system.store, self.system.config.lease_ttl_s
         for session in store.session_ids():
             row = store.lease_row(session)
-            ended = None if row is None else self._ended.get(HolderId(row.holder).attempt)  # type: ignore[arg-type]
-            if ended is not None and row.expires_at > ended.time + ttl + 1e-9:
+            attempt = None if row is None else HolderId(row.holder).attempt
+            ended = None if attempt is None else self._ended.get(attempt)
+            if row is not None and ended is not None and row.expires_at > ended.time + ttl + 1e-9:
                 return self.violation(
                     f"{row.holder} still holds {session}'s lease until {row.expires_at:g}s, more than one TTL after its attempt ended",
                     ended,
@@ -185,7 +188,7 @@ class FailedReleaseRetried(Invariant):
         "tried again by the time that worker exits: a failed release is excused, a forgotten one is not."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._failed: dict[AttemptId, HistoryEvent] = {}  # attempt -> its lease's failed release, not yet retried
 
@@ -206,7 +209,7 @@ class FailedReleaseRetried(Invariant):
         failed = self._failed.pop(event.attempt, None)
         if failed is None:
             return None
-        return self.violation(f"the failed release of {failed.event.holder} was never tried again, though its "  # type: ignore[attr-defined]
+        return self.violation(f"the failed release of {event_of(failed, LeaseReleaseFailed).holder} was never tried again, though its "
                               f"attempt's worker exited after it", failed, record)
 
     @handles(ProcessCrashed)
@@ -220,7 +223,7 @@ class DeadHolderReclaimable(Invariant):
     races = ("R24",)
     description = "A lease whose holder's process is provably dead never makes another attempt sit out."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         # Dead processes come from the history (process.crashed), not from the reference's own process table:
         # a table that forgot a kill would otherwise blind this check to the very bug it is meant to catch. A
@@ -236,7 +239,7 @@ class DeadHolderReclaimable(Invariant):
     def contended(self, event: LeaseContended, record: HistoryEvent) -> Violation | None:
         row = self.system.store.lease_row(event.session)
         crash = None if row is None else self._crash_of(HolderId(row.holder))
-        if crash is not None:
+        if row is not None and crash is not None:
             return self.violation(f"{event.holder} sat out behind {row.holder}, whose process is dead", crash, record)
         return None
 
@@ -254,7 +257,7 @@ class CancelledAttemptNeverAcquires(Invariant):
     races = ("R3",)
     description = "An attempt whose fence a cancel has already won never takes the lease."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._cancelled: dict[AttemptId, HistoryEvent] = {}
 
@@ -264,7 +267,7 @@ class CancelledAttemptNeverAcquires(Invariant):
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> Violation | None:
-        cancelled = self._cancelled.get(event.holder.attempt)  # type: ignore[arg-type]
+        cancelled = None if event.holder.attempt is None else self._cancelled.get(event.holder.attempt)
         if cancelled is not None:
             return self.violation(f"{event.holder} took {event.session}'s lease after a cancel had won its fence", cancelled, record)
         return None
@@ -280,7 +283,7 @@ class RefresherToleratesBlips(Invariant):
     races = ("R25",)
     description = "A lease refresher gives up only after its whole failure budget (ttl/interval) of consecutive missed refreshes, never on a blip."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         # holder -> the refreshes it missed since its last one that landed, counted here from the history (the
         # refresher's own count is what is on trial)
@@ -311,7 +314,7 @@ class RefreshExtendsOwnRow(Invariant):
     races = ("R3", "R25")
     description = "A lease refresh only ever extends the refresher's own row: it never re-creates a released row or takes over another holder's."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._owner: dict[SessionId, HistoryEvent] = {}  # session -> the lease.acquired that gave the row its current owner
 
@@ -327,7 +330,7 @@ class RefreshExtendsOwnRow(Invariant):
     @handles(LeaseRefreshed)
     def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> Violation | None:
         owner = self._owner.get(event.session)
-        owner_holder = None if owner is None else owner.event.holder  # type: ignore[attr-defined]
+        owner_holder = None if owner is None else event_of(owner, LeaseAcquired).holder
         if owner_holder != event.holder:
             whose = "a row released before" if owner is None else f"the row of {owner_holder}"
             return self.violation(f"{event.holder}'s refresh of {event.session}'s lease took over {whose}", owner, record)
@@ -378,7 +381,7 @@ class RetryNeverOverlapsLiveWorker(Invariant):
         "still waited on it (its lease is then the Ctrl+C's to free)."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
         self._live: dict[AttemptId, HistoryEvent] = {}  # attempt -> its ceiling timeout, until its worker has finished
@@ -420,8 +423,9 @@ class RetryNeverOverlapsLiveWorker(Invariant):
     @handles(LeaseReleased)
     def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
         """Only the worker's own release ends its hold: it runs as the worker leaves its work under the lease."""
-        if job_attempt(record.task) == event.holder.attempt:
-            self._live.pop(event.holder.attempt, None)  # type: ignore[arg-type]
+        attempt = event.holder.attempt
+        if attempt is not None and job_attempt(record.task) == attempt:
+            self._live.pop(attempt, None)
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
@@ -436,7 +440,8 @@ class RetryNeverOverlapsLiveWorker(Invariant):
 
     @handles(LeaseExpiredGiveup)
     def gave_up(self, event: LeaseExpiredGiveup, record: HistoryEvent) -> None:
-        self._live.pop(event.holder.attempt, None)  # type: ignore[arg-type]
+        if event.holder.attempt is not None:
+            self._live.pop(event.holder.attempt, None)
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
@@ -449,7 +454,7 @@ class SummaryStartsUnderLease(Invariant):
     races = ("R3", "R19")
     description = "An attempt starts its summary only while it holds the session's lease (acquired and not yet released)."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._holding: set[AttemptId | None] = set()
 
@@ -499,7 +504,7 @@ class AbandonedAttemptFreesLease(Invariant):
         "frees it (the store may be slow to)."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._idle_timeouts: set[AttemptId] = set()
         self._host_timed_out: dict[AttemptId, HistoryEvent] = {}  # attempt -> its host's timeout, until the host returns
@@ -563,8 +568,9 @@ class AbandonedAttemptFreesLease(Invariant):
     def released(self, event: LeaseReleased | LeaseReleaseFailed, record: HistoryEvent) -> Violation | None:
         if isinstance(event, LeaseReleaseFailed):
             self._release_failed.add(event.holder)
-        if job_attempt(record.task) == event.holder.attempt:
-            self._releasing.pop(event.holder.attempt, None)  # type: ignore[arg-type]
+        attempt = event.holder.attempt
+        if attempt is not None and job_attempt(record.task) == attempt:
+            self._releasing.pop(attempt, None)
         if event.holder.attempt is not None and self._set_up.get(event.holder.attempt) == event.holder:
             del self._set_up[event.holder.attempt]
         revoke = self._revoked.pop(event.holder, None)
@@ -576,8 +582,10 @@ class AbandonedAttemptFreesLease(Invariant):
         return self._outlived(event.holder, revoke, sat_out, record)
 
     def _outlived(self, holder: HolderId, revoke: HistoryEvent, sat_out: HistoryEvent, *more: HistoryEvent) -> Violation:
+        contender = sat_out.event
+        assert isinstance(contender, LeaseContended), sat_out
         return self.violation(
-            f"{sat_out.event.holder} sat out behind the lease of {holder.attempt}, whose unwinding host had revoked "
+            f"{contender.holder} sat out behind the lease of {holder.attempt}, whose unwinding host had revoked "
             "it with the fence lock free and did not free it", revoke, sat_out, *more,
         )
 
@@ -595,17 +603,21 @@ class AbandonedAttemptFreesLease(Invariant):
         self._set_up = forget_process(self._set_up, event.process, self.system.process_of)
         self._acquired = forget_process(self._acquired, event.process, self.system.process_of)
         self._releasing = forget_process(self._releasing, event.process, self.system.process_of)
-        gone = {holder for holder in self._revoked if self.system.process_of(holder.attempt.process) == event.process}  # type: ignore[union-attr]
+        gone = {holder for holder in self._revoked
+                if holder.attempt is not None and self.system.process_of(holder.attempt.process) == event.process}
         self._revoked = {holder: record for holder, record in self._revoked.items() if holder not in gone}
         self._sat_out = {holder: record for holder, record in self._sat_out.items() if holder not in gone}
 
     @handles(LeaseContended)
     def contended(self, event: LeaseContended, record: HistoryEvent) -> Violation | None:
         row = self.system.store.lease_row(event.session)
-        owner = None if row is None else HolderId(row.holder).attempt
-        if row is not None and HolderId(row.holder) in self._revoked:
-            self._sat_out.setdefault(HolderId(row.holder), record)
-        if owner in self._abandoned and row.holder not in self._release_failed and owner not in self._releasing:
+        if row is None:
+            return None
+        holder = HolderId(row.holder)
+        owner = holder.attempt
+        if holder in self._revoked:
+            self._sat_out.setdefault(holder, record)
+        if owner in self._abandoned and holder not in self._release_failed and owner not in self._releasing:
             return self.violation(
                 f"{event.holder} sat out behind the lease of {owner}, which its attempt had left behind "
                 f"({self._abandoned[owner].kind})", self._abandoned[owner], record,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
 
 from contract.events import (
     AppendFailed,
@@ -30,8 +30,9 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
+from contract.store import SessionRow, StoreView
 from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
-from sim.invariants.base import Invariant, Violation, forget_process, handles
+from sim.invariants.base import Invariant, SystemView, Violation, event_of, forget_process, handles
 
 # Closes a terminal or a hook makes explicitly (#106459), named here rather than read from the store's taxonomy.
 EXPLICIT_CLOSES = frozenset({"tui_close", "cli_close", "webhook_complete"})
@@ -43,24 +44,32 @@ FORK_MARKERS = ("_branched_from", "_delegate_from", "_reset_from")
 LINEAGE_EVENTS = (CommitPublished, SessionReopened, SessionAdopted, ProcessCrashed, FrontendSessionEnded, ExternalRotated)
 
 
-def _is_fork(row: Any) -> bool:
+def session_row(store: StoreView, sid: str) -> SessionRow:
+    """The row of a session the store itself named (in `session_ids`, a lineage, a rotation): never missing."""
+    row = store.get_session(sid)
+    if row is None:
+        raise LookupError(f"the store has no session {sid}, which it named")
+    return row
+
+
+def _is_fork(row: SessionRow) -> bool:
     return any(row.model_config.get(marker) == row.parent_id for marker in FORK_MARKERS)
 
 
-def continuations(store: Any, sid: str) -> list[str]:
+def continuations(store: StoreView, sid: str) -> list[str]:
     """The children continuing `sid` (not forks of it), judged here rather than by the store's own lineage code."""
     return [child.id for child in store.children(sid) if not _is_fork(child)]
 
 
-def lineage_roots(store: Any) -> dict[str, str]:
+def lineage_roots(store: StoreView) -> dict[str, str]:
     """Each session's lineage root: follow compression parents; a fork (its marker names its parent) starts its own."""
-    rows = {row.id: row for row in (store.get_session(sid) for sid in store.session_ids())}
+    rows = {row.id: row for row in (session_row(store, sid) for sid in store.session_ids())}
     roots: dict[str, str] = {}
     for sid in rows:
         current, seen = sid, set()
-        while rows[current].parent_id in rows and not _is_fork(rows[current]) and current not in seen:
+        while (parent := rows[current].parent_id) in rows and not _is_fork(rows[current]) and current not in seen:
             seen.add(current)
-            current = rows[current].parent_id
+            current = parent
         roots[sid] = current
     return roots
 
@@ -89,7 +98,7 @@ class SingleLiveHead(_LineageCheck):
         store = self.system.store
         live: dict[str, list[str]] = {}
         for sid, root in lineage_roots(store).items():
-            if store.get_session(sid).ended_at is None:
+            if session_row(store, sid).ended_at is None:
                 live.setdefault(root, []).append(sid)
         for root, heads in sorted(live.items()):
             if len(heads) > 1:
@@ -121,7 +130,7 @@ class NoOrphanParent(_LineageCheck):
     def check(self, record: HistoryEvent | None) -> Violation | None:
         store = self.system.store
         for sid in store.session_ids():
-            row = store.get_session(sid)
+            row = session_row(store, sid)
             if row.end_reason == "compression" and not continuations(store, sid):
                 return self.violation(f"{sid} is closed by compression but has no continuation", record)
         return None
@@ -155,13 +164,13 @@ class JudgesRefusedTurns(Invariant):
     cleared, and the conversation rotated on, before the run ends.
     """
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._refused_ended: set[int] = set()  # seqs of the refusals that met a conversation ended on purpose
 
     @handles(AppendFailed)
     def write_refused(self, event: AppendFailed, record: HistoryEvent) -> None:
-        if event.writer is None and event.error == "SessionClosedByCompression" \
+        if event.writer is None and event.error == "SessionClosedByCompression" and event.session is not None \
                 and _ended_on_purpose(self.system.store, event.session):
             self._refused_ended.add(record.seq)
 
@@ -171,7 +180,7 @@ class JudgesRefusedTurns(Invariant):
                    for record in history[start.seq + 1:failed.seq])
 
 
-def _ended_on_purpose(store: Any, sid: str) -> bool:
+def _ended_on_purpose(store: StoreView, sid: str) -> bool:
     """`sid`'s continuations end in a session ended on purpose, and no session of its lineage is live."""
     current, seen = sid, set()
     row = store.get_session(current)
@@ -185,7 +194,7 @@ def _ended_on_purpose(store: Any, sid: str) -> bool:
     if row is None or row.end_reason not in DELIBERATE_END_REASONS | EXPLICIT_CLOSE_REASONS:
         return False
     roots = lineage_roots(store)
-    return all(store.get_session(other).ended_at is not None for other, root in roots.items() if root == roots[sid])
+    return all(session_row(store, other).ended_at is not None for other, root in roots.items() if root == roots[sid])
 
 
 class DeliberateEndIsFinal(_LineageCheck):
@@ -193,7 +202,7 @@ class DeliberateEndIsFinal(_LineageCheck):
     races = ("R11",)
     description = "A session ended on purpose (a reset, a switch, ...) stays ended for that reason; no rotation heals or re-closes it."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._ended: dict[str, tuple[str, HistoryEvent | None]] = {}
 
@@ -211,14 +220,14 @@ class DeliberateEndIsFinal(_LineageCheck):
         """Sessions the world starts with already ended on purpose."""
         store = self.system.store
         for sid in store.session_ids():
-            row = store.get_session(sid)
+            row = session_row(store, sid)
             if row.end_reason in DELIBERATE_END_REASONS:
                 self._ended.setdefault(sid, (row.end_reason, None))
 
     def check(self, record: HistoryEvent | None) -> Violation | None:
         store = self.system.store
         for sid, (reason, ended) in sorted(self._ended.items()):
-            row = store.get_session(sid)
+            row = session_row(store, sid)
             if row.ended_at is None or row.end_reason != reason:
                 now = "live again" if row.ended_at is None else f"ended as {row.end_reason}"
                 return self.violation(f"{sid} was ended on purpose ({reason}) but is now {now}", ended, record)
@@ -261,7 +270,7 @@ class ClosedWriteAdoptsLiveTip(Invariant):
     races = ("R15",)
     description = "A turn whose write hits a session closed by compression is persisted in its lineage's live head; it fails only if the lineage has none."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._closed: dict[str, tuple[HistoryEvent, str]] = {}  # task -> its failed append, and the live head
         self._adopted: dict[str, str] = {}  # task -> the head its flush adopted after a closed write
@@ -300,7 +309,7 @@ class ClosedWriteAdoptsLiveTip(Invariant):
             return None
         closed, head = self._closed.pop(record.task)
         return self.violation(
-            f"the turn failed writing to {closed.event.session}, closed by compression, although its lineage "  # type: ignore[attr-defined]
+            f"the turn failed writing to {event_of(closed, AppendFailed).session}, closed by compression, although its lineage "
             f"continues live in {head}", closed, record,
         )
 
@@ -311,12 +320,13 @@ class ClosedWriteAdoptsLiveTip(Invariant):
     def _continues(self, sid: str, head: str) -> bool:
         """`sid` is `head` or a continuation of it: a head the lineage had at or after the refusal."""
         store, seen = self.system.store, set()
-        while sid is not None and sid not in seen:
-            if sid == head:
+        current: str | None = sid
+        while current is not None and current not in seen:
+            if current == head:
                 return True
-            seen.add(sid)
-            row = store.get_session(sid)
-            sid = None if row is None else row.parent_id
+            seen.add(current)
+            row = store.get_session(current)
+            current = None if row is None else row.parent_id
         return False
 
     def _live_head(self, session: SessionId | None) -> str | None:
@@ -325,7 +335,7 @@ class ClosedWriteAdoptsLiveTip(Invariant):
         roots = lineage_roots(store)
         if session not in roots:
             return None
-        heads = [sid for sid, root in roots.items() if root == roots[session] and sid != session and store.get_session(sid).ended_at is None]
+        heads = [sid for sid, root in roots.items() if root == roots[session] and sid != session and session_row(store, sid).ended_at is None]
         return heads[0] if len(heads) == 1 else None
 
 
@@ -333,9 +343,12 @@ class LateContenderAdopts(Invariant):
     name = "late_contender_adopts"
     holder_names_attempt = True
     races = ("R19",)
-    description = "An attempt that wins the lease of a session already closed by compression adopts its live tip and sits out; it never summarizes the closed session."
+    description = (
+        "An attempt that wins the lease of a session already closed by compression adopts its live tip and sits "
+        "out; it never summarizes the closed session."
+    )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._on_closed: dict[AttemptId, HistoryEvent] = {}
 
@@ -352,7 +365,7 @@ class LateContenderAdopts(Invariant):
         if acquired is None:
             return None
         return self.violation(
-            f"attempt {event.attempt} took the lease of {acquired.event.session}, already closed by compression, "  # type: ignore[attr-defined]
+            f"attempt {event.attempt} took the lease of {event_of(acquired, LeaseAcquired).session}, already closed by compression, "
             "and went on to summarize it instead of adopting its tip", acquired, record,
         )
 
@@ -361,7 +374,7 @@ class LateContenderAdopts(Invariant):
         self._on_closed = forget_process(self._on_closed, event.process, self.system.process_of)
 
 
-Stamp = tuple[str, float]  # an explicit close as the row carries it: (end reason, ended at)
+Stamp = tuple[str, float | None]  # an explicit close as the row carries it: (end reason, ended at)
 
 
 class ExplicitCloseClearedAtTurnStart(Invariant):
@@ -374,7 +387,7 @@ class ExplicitCloseClearedAtTurnStart(Invariant):
         "the store, at its first read: a close that read finds, however late it came, was made before the turn)."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._stale: dict[str, tuple[Stamp, HistoryEvent]] = {}  # session -> the close a turn found, that turn's start
         self._fresh: dict[str, tuple[Stamp, HistoryEvent]] = {}  # session -> a close made since its last turn start

@@ -19,15 +19,25 @@ same rule.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from contract.events import (
-    FrontendCtrlC, FrontendTurnAbandoned, FrontendTurnFailed, FrontendTurnSubmitted, GatewayDelivered, GatewayTurnStarted,
-    PointFaultFired, ProcessCrashed, ProcessRestarted, StoreFaultFired, TurnOverflowDeferred, TurnPersisted,
+    FrontendCtrlC,
+    FrontendTurnAbandoned,
+    FrontendTurnFailed,
+    FrontendTurnSubmitted,
+    GatewayDelivered,
+    GatewayTurnStarted,
+    PointFaultFired,
+    ProcessCrashed,
+    ProcessRestarted,
+    StoreFaultFired,
+    TurnOverflowDeferred,
+    TurnPersisted,
 )
 from contract.events.base import Event
 from contract.history import HistoryEvent
-from sim.invariants.base import Invariant, Violation
+from sim.invariants.base import Violation
 from sim.invariants.lineage import JudgesRefusedTurns
 
 _TURN_STARTS = (FrontendTurnSubmitted, GatewayTurnStarted)
@@ -48,6 +58,7 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
         for index, silence_s in _after_silence(history, quiet_s, (GatewayDelivered,)):
             if not self._taken_or_excused(history, index):
                 record = history[index]
+                assert isinstance(record.event, GatewayDelivered), record
                 return self.violation(f"a platform message for {record.event.agent} delivered after {silence_s:g}s of quiet "
                                       "was never taken by its gateway", record)
         for index, silence_s in _after_silence(history, quiet_s, _TURN_STARTS):
@@ -64,6 +75,7 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
             if outcome is not None and isinstance(outcome.event, FrontendTurnFailed) and _met_raising_fault(history, index, outcome):
                 continue  # an injected fault raised in it (its write, its read, its host's wait): the error it shows is that fault's
             if outcome is None or not isinstance(outcome.event, TurnPersisted):
+                assert isinstance(record.event, _TURN_STARTS), record
                 shown = "it never finished" if outcome is None else f"{outcome.kind} {outcome.fields}"
                 return self.violation(f"a turn of {record.event.agent} started after {silence_s:g}s of quiet and was not "
                                       f"persisted: {shown}", record, outcome)
@@ -72,7 +84,8 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
     def _taken_or_excused(self, history: Sequence[HistoryEvent], start: int) -> bool:
         """Whether the platform message delivered at `start` started its turn, or its gateway's process was down at
         the delivery (crashed, not yet restarted) or crashed after it."""
-        delivered: GatewayDelivered = history[start].event  # type: ignore[assignment]
+        delivered = history[start].event
+        assert isinstance(delivered, GatewayDelivered), history[start]
         process = self._process_of_agent(delivered.agent)
         down = False
         for record in history[:start]:
@@ -96,7 +109,9 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
     def _outcome(self, history: Sequence[HistoryEvent], start: int) -> HistoryEvent | None:
         """How the turn at `start` ended: its persisted reply, its error or its deferred overflow (on its own task),
         the user's Ctrl+C, the crash of its agent's process, or nothing."""
-        task, agent = history[start].task, history[start].event.agent  # type: ignore[attr-defined]
+        started = history[start].event
+        assert isinstance(started, _TURN_STARTS), history[start]
+        task, agent = history[start].task, started.agent
         process = self._process_of_agent(agent)
         for record in history[start + 1:]:
             event = record.event

@@ -7,18 +7,10 @@ would grow (`would_grow`) prove compression cannot shrink the context; anything 
 
 from __future__ import annotations
 
-from contract.events import (
-    CompactionBlocked,
-    CompactionFinished,
-    CompactionRefused,
-    HostReturned,
-    SessionAutoReset,
-    TurnContextOverflow,
-    TurnPersisted,
-)
+from contract.events import CompactionBlocked, CompactionFinished, CompactionRefused, HostReturned, SessionAutoReset, TurnContextOverflow, TurnPersisted
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
-from sim.invariants.base import Invariant, Violation, handles
+from sim.invariants.base import Invariant, SystemView, Violation, handles
 
 EXHAUSTED = frozenset({"ineffective", "no_progress", "would_grow"})
 CHARS_PER_TOKEN = 4
@@ -38,9 +30,12 @@ class NoFalseAutoReset(Invariant):
 
     name = "no_false_auto_reset"
     races = ("R23",)
-    description = "A session is auto-reset for an overflow only when the last compression attempt on it proved compression exhausted, never after a transient block."
+    description = (
+        "A session is auto-reset for an overflow only when the last compression attempt on it proved compression "
+        "exhausted, never after a transient block."
+    )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._last: dict[SessionId, tuple[CompactionFinished, HistoryEvent]] = {}  # session -> its last finished attempt
         # task -> (the session its compress came back for, that session's last finished attempt then)
@@ -72,7 +67,7 @@ class OverflowRecoveryIgnoresCooldown(Invariant):
     races = ("R23",)
     description = "The compression a provider-proven context overflow triggers is never blocked by a failure cooldown."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._overflow: dict[str, tuple[TurnContextOverflow, HistoryEvent]] = {}  # task -> its overflow, until its recovery returns
         self._blocked: dict[AttemptId, HistoryEvent] = {}  # attempt -> its cooldown block

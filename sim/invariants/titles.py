@@ -3,18 +3,12 @@ names one conversation (R17)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-from contract.events import (
-    CommitPublished,
-    ExternalRotated,
-    FrontendTitleFailed,
-    SessionTitled,
-    SessionTitleIndeterminate,
-)
+from contract.events import CommitPublished, ExternalRotated, FrontendTitleFailed, SessionTitled, SessionTitleIndeterminate
 from contract.history import HistoryEvent
-from sim.invariants.base import Invariant, Violation, handles
-from sim.invariants.lineage import lineage_roots
+from sim.invariants.base import Invariant, SystemView, Violation, handles
+from sim.invariants.lineage import lineage_roots, session_row
 from sim.invariants.transcript import live_sessions_by_root
 from sim.scenario.model import TITLE_SOURCES
 
@@ -43,7 +37,7 @@ class TitleFollowsConversation(Invariant):
         "of equal or higher; a numbered title takes the lowest free number."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._given: dict[str, tuple[str, str | None, HistoryEvent | None]] = {}  # lineage root -> (title, source, event)
         self._left_behind: dict[str, str | None] = {}  # a parent a lease-less writer rotated -> the title it left there
@@ -78,7 +72,7 @@ class TitleFollowsConversation(Invariant):
         if event.stored is None or event.stored == event.title:
             return None
         store = self.system.store
-        shown = {store.get_session(sid).title for sid in store.session_ids()}
+        shown = {session_row(store, sid).title for sid in store.session_ids()}
         if before is not None:
             shown.add(before[0])
         free = next((n for n in range(2, _number(event.stored, event.title)) if f"{event.title} #{n}" not in shown), None)
@@ -92,14 +86,14 @@ class TitleFollowsConversation(Invariant):
         roots = lineage_roots(self.system.store)
         root = roots.get(event.session, event.session)
         for sid in sorted(s for s, r in roots.items() if r == root):
-            row = self.system.store.get_session(sid)
-            if row.title_source == event.source and _is_variant(row.title, event.title):
+            row = session_row(self.system.store, sid)
+            if row.title is not None and row.title_source == event.source and _is_variant(row.title, event.title):
                 self._given[root] = (row.title, event.source, record)
                 return
 
     @handles(ExternalRotated)
     def rotated_externally(self, event: ExternalRotated, record: HistoryEvent) -> None:
-        self._left_behind[event.parent] = self.system.store.get_session(event.parent).title
+        self._left_behind[event.parent] = session_row(self.system.store, event.parent).title
 
     @handles(CommitPublished)
     def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
@@ -111,7 +105,7 @@ class TitleFollowsConversation(Invariant):
         ancestor moves to it: a lease-less writer's copy of that title is the reference's to clear now. Only the
         title's first holder moves (reference/FIXES.md, title-leaves-rotated-parent), so where the writer left
         several copies of it, none is judged."""
-        title = self.system.store.get_session(event.child).title
+        title = session_row(self.system.store, event.child).title
         if title is None:
             return
         roots = lineage_roots(self.system.store)
@@ -127,7 +121,7 @@ class TitleFollowsConversation(Invariant):
         """Titles the world starts with."""
         store = self.system.store
         for sid in store.session_ids():
-            row = store.get_session(sid)
+            row = session_row(store, sid)
             if row.title is not None and row.parent_id is None:
                 self._given.setdefault(sid, (row.title, row.title_source, None))
 
@@ -137,7 +131,7 @@ class TitleFollowsConversation(Invariant):
         heads = live_sessions_by_root(store)
         for root, (title, source, given) in sorted(self._given.items()):
             for sid in sorted(s for s, r in roots.items() if r == root):
-                row = store.get_session(sid)
+                row = session_row(store, sid)
                 shown = (row.title, row.title_source)
                 if sid in heads.get(root, []) and shown != (title, source):
                     return self.violation(
@@ -196,7 +190,7 @@ class TitleNamesOneConversation(Invariant):
         roots = lineage_roots(store)
         root = roots.get(sid, sid)
         return next((other for other in sorted(roots)
-                     if roots[other] != root and store.get_session(other).title == title), None)
+                     if roots[other] != root and session_row(store, other).title == title), None)
 
 
 def _authority(source: str | None) -> int:
@@ -209,6 +203,6 @@ def _number(shown: str, title: str) -> int:
     return int(shown[len(title) + 2:]) if shown != title and _is_variant(shown, title) else 0
 
 
-def _is_variant(shown: str | None, title: str) -> bool:
+def _is_variant(shown: str, title: str) -> bool:
     """Whether `shown` is `title` as the store keeps it: itself, or numbered because another conversation had it."""
-    return shown == title or (shown is not None and shown.startswith(f"{title} #") and shown[len(title) + 2:].isdigit())
+    return shown == title or (shown.startswith(f"{title} #") and shown[len(title) + 2:].isdigit())

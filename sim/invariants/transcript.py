@@ -5,8 +5,9 @@ from __future__ import annotations
 import bisect
 import sys
 from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 from contract.events import (
     AppendFailed,
@@ -16,10 +17,10 @@ from contract.events import (
     CommitPublished,
     CompactionCarriedUnread,
     CompactionCommitFailed,
+    CompactionCommitted,
     CompactionFinished,
     CompactionInput,
     CompactionWatermark,
-    CompactionCommitted,
     CompactionWatermarkFailed,
     Event,
     ExternalRotated,
@@ -38,9 +39,10 @@ from contract.events import (
 from contract.events.turns import transcript_fingerprint
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
-from sim.invariants.base import Invariant, Violation, forget_process, handles
+from contract.store import MessageRow, StoreView
 from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
-from sim.invariants.lineage import lineage_roots
+from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
+from sim.invariants.lineage import lineage_roots, session_row
 
 NOT_COMMITTED = ("failed", "error", "unchanged")
 
@@ -49,10 +51,11 @@ NOT_COMMITTED = ("failed", "error", "unchanged")
 ENDED_FOR_GOOD = DELIBERATE_END_REASONS | EXPLICIT_CLOSE_REASONS | {"compression"}
 
 
-Payload = tuple[str, str, float]  # (role, content, timestamp)
+K = TypeVar("K", bound=Hashable)
+Payload = tuple[str | None, str | None, float | None]  # (role, content, timestamp); an agent's message may lack one
 
 
-def payload(row: Any) -> Payload:
+def payload(row: MessageRow) -> Payload:
     """What makes two rows the same logical message."""
     return (row.role, row.content, row.timestamp)
 
@@ -62,13 +65,18 @@ def message_payload(message: Mapping[str, Any]) -> Payload:
     return (message.get("role"), message.get("content"), message.get("timestamp"))
 
 
-def live_sessions_by_root(store: Any) -> dict[str, list[str]]:
+def excerpt(content: str | None) -> str:
+    """A message's text as a violation quotes it: its start, or None for a message with no text."""
+    return repr(content if content is None else content[:40])
+
+
+def live_sessions_by_root(store: StoreView) -> dict[str, list[str]]:
     """Each lineage's head: its live session(s); a lineage with none (ended on purpose, e.g. a session reset)
     keeps its transcript in its sessions that were not closed by compression."""
     heads: dict[str, list[str]] = {}
     ended: dict[str, list[str]] = {}
     for sid, root in lineage_roots(store).items():
-        row = store.get_session(sid)
+        row = session_row(store, sid)
         if row.ended_at is None:
             heads.setdefault(root, []).append(sid)
         elif not row.rotated:
@@ -84,7 +92,7 @@ class NoDuplicatePersistedTurn(Invariant):
         "(its platform message id) has two active user rows."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._clean: dict[str, CleanRows] = {}  # session -> its active rows as last found without a duplicate
 
@@ -117,20 +125,21 @@ class NoDuplicatePersistedTurn(Invariant):
         self._clean[sid] = known
         return None
 
-    def _duplicated(self, sid: str, active: list[Any], record: HistoryEvent | None) -> Violation:
+    def _duplicated(self, sid: str, active: list[MessageRow], record: HistoryEvent | None) -> Violation:
         duplicated = first_repeated([payload(m) for m in active])
         if duplicated is not None:
             (role, content, _), copies = duplicated
             return self.violation(
-                f"session {sid} holds {copies} active copies of the {role} message {content[:40]!r}", record,
+                f"session {sid} holds {copies} active copies of the {role} message {excerpt(content)}", record,
             )
-        twice = first_repeated([m.platform_message_id for m in active if is_platform_user_row(m)])
+        twice = first_repeated(platform_user_ids(active))
         assert twice is not None, f"session {sid}: a duplicate key was found, then not"
         return self.violation(f"session {sid} holds {twice[1]} active user rows of platform message {twice[0]}", record)
 
 
-def is_platform_user_row(row: Any) -> bool:
-    return row.role == "user" and bool(row.platform_message_id)
+def platform_user_ids(rows: Iterable[MessageRow]) -> list[str]:
+    """The platform message ids of the user rows among `rows` (a gateway's received messages), in order."""
+    return [row.platform_message_id for row in rows if row.role == "user" and row.platform_message_id]
 
 
 @dataclass
@@ -142,10 +151,10 @@ class CleanRows:
     payloads: set[Payload] = field(default_factory=set)
     platform_ids: set[str] = field(default_factory=set)
 
-    def extend(self, rows: list[Any]) -> bool:
+    def extend(self, rows: list[MessageRow]) -> bool:
         """Take in the rows above `above` (oldest first) if none repeats a key; False, unchanged, if one does."""
         payloads = [payload(row) for row in rows]
-        platform_ids = [row.platform_message_id for row in rows if is_platform_user_row(row)]
+        platform_ids = platform_user_ids(rows)
         fresh_payloads, fresh_platform_ids = set(payloads), set(platform_ids)
         if (len(fresh_payloads) < len(payloads) or len(fresh_platform_ids) < len(platform_ids)
                 or not fresh_payloads.isdisjoint(self.payloads) or not fresh_platform_ids.isdisjoint(self.platform_ids)):
@@ -157,7 +166,7 @@ class CleanRows:
         return True
 
 
-def first_repeated(keys: list[Any]) -> tuple[Any, int] | None:
+def first_repeated(keys: list[K]) -> tuple[K, int] | None:
     """The first key (in order of first appearance) that occurs more than once, and how often; the common
     case, all distinct, is told by a set's size without counting."""
     if len(set(keys)) == len(keys):
@@ -178,7 +187,7 @@ class _CommitEffects(Invariant):
     at the crash, for every attempt of the dead incarnation that still held its lease and had not finished.
     """
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._worker_of: dict[str, AttemptId] = {}  # the worker task -> its attempt
         self._holders: dict[AttemptId, str] = {}
@@ -270,12 +279,12 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         "covers it (a copy that commit cloned onward is followed the same way)."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._acknowledged: list[tuple[TurnPersisted, HistoryEvent]] = []
         self._appended_at: dict[int, int] = {}  # row id -> the seq of the append that wrote it
         # session -> (seq, watermark, what its caller held when the attempt started) of each commit on it
-        self._commits: dict[SessionId, list[tuple[int, int, frozenset[Payload]]]] = {}
+        self._commits: dict[str, list[tuple[int, int, frozenset[Payload]]]] = {}
         self._highest: list[tuple[int, int]] = [(0, -1)]  # (a new highest row id an append reported, its seq)
         self._held_at_start: dict[AttemptId, frozenset[Payload]] = {}  # attempt -> its caller's messages then
 
@@ -345,10 +354,10 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         store = self.system.store
         roots = lineage_roots(store)
         heads = live_sessions_by_root(store)
-        copies: dict[tuple[str, Payload], list[Any]] = {}
+        copies: dict[tuple[str, Payload], list[MessageRow]] = {}
         for sid in roots:
-            for row in store.all_messages(sid):
-                copies.setdefault((roots[sid], payload(row)), []).append(row)
+            for message in store.all_messages(sid):
+                copies.setdefault((roots[sid], payload(message)), []).append(message)
         rows = {row.id: row for same in copies.values() for row in same}
         live_payloads = {root: {payload(m) for sid in sids for m in store.active_messages(sid)} for root, sids in heads.items()}
         for event, record in self._acknowledged:
@@ -358,7 +367,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
             since = min(self._appended_at.get(row.id, record.seq), record.seq, self._written_by(row.id))
             if not self._summarized(row, since, sorted(copies[(roots[row.session_id], payload(row))], key=lambda r: r.id)):
                 return self.violation(
-                    f"acknowledged {row.role} row {row.id} ({row.content[:40]!r}) is not active in the live head of its lineage "
+                    f"acknowledged {row.role} row {row.id} ({excerpt(row.content)}) is not active in the live head of its lineage "
                     "and no commit that found it live summarized it", record,
                 )
         return None
@@ -368,7 +377,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         found = bisect.bisect_right(self._highest, (row_id, float("inf")))
         return self._highest[found][1] if found < len(self._highest) else sys.maxsize
 
-    def _summarized(self, row: Any, since: int, same_payload: list[Any]) -> bool:
+    def _summarized(self, row: MessageRow, since: int, same_payload: list[MessageRow]) -> bool:
         """Whether the first commit on the row's session after `since` summarized it under a covering
         watermark; a row that commit did not summarize but carried onward is judged by its next copy.
 
@@ -412,7 +421,7 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
         "ended for good (a deliberate boundary, an explicit close, a rotation; not an automatic stamp)."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._worker_of: dict[str, AttemptId] = {}  # the worker task -> its attempt
         self._appends: dict[AttemptId, list[tuple[AppendOk, HistoryEvent]]] = {}
@@ -458,7 +467,7 @@ class CallerTranscriptOnlyThroughCommit(Invariant):
         "a turn's compaction: their agent's transcript is the one both work on)."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._running: dict[AttemptId, SessionId] = {}  # attempt -> its session, while its host waits
         self._overtaken: set[AttemptId] = set()  # running attempts another attempt of their process committed over
@@ -495,9 +504,12 @@ class RewindSlotsStayUnderWatermark(Invariant):
     name = "rewind_slots_stay_under_watermark"
     settings = frozenset({'tail_count'})
     races = ("R14",)
-    description = "An in-place commit keeps the verbatim rows among its tail_count rewind slots (the newest at or below its watermark) as hidden copies, never summarized; an append made meanwhile never takes their slot."
+    description = (
+        "An in-place commit keeps the verbatim rows among its tail_count rewind slots (the newest at or below its "
+        "watermark) as hidden copies, never summarized; an append made meanwhile never takes their slot."
+    )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._watermarks: dict[AttemptId, tuple[int, HistoryEvent]] = {}
         self._retired_up_to: dict[str, int] = {}  # per session: the newest row an earlier commit retired
@@ -524,7 +536,7 @@ class RewindSlotsStayUnderWatermark(Invariant):
         if summarized:
             row = summarized[0]
             return self.violation(
-                f"attempt {event.attempt} marked its carried tail row {row.id} ({row.content[:40]!r}) summarized: "
+                f"attempt {event.attempt} marked its carried tail row {row.id} ({excerpt(row.content)}) summarized: "
                 "a row appended above its watermark took the rewind slot", captured_at, record,
             )
         return None
@@ -539,9 +551,9 @@ class DurableMessagesMatchRows(Invariant):
     races = ("R4",)
     description = "Every message an agent holds as already durable says exactly what its row says: nothing edits the live transcript in place."
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._rows: dict[int, Any] = {}  # row id -> the row, as every later read would return it
+        self._rows: dict[int, MessageRow] = {}  # row id -> the row, as every later read would return it
         self._read_above: dict[str, int] = {}  # session -> the highest id read of it: ids only grow, so read on from there
 
     @handles(HostReturned)
@@ -577,7 +589,7 @@ class DurableMessagesMatchRows(Invariant):
         """Every session, the last in id order first: a continuation's id ends in its minting time, so new rows sit there."""
         return reversed(self.system.store.session_ids())
 
-    def _read_until(self, row_id: int, unread: Iterator[str]) -> Any:
+    def _read_until(self, row_id: int, unread: Iterator[str]) -> MessageRow | None:
         """Row `row_id`, reading unread sessions until it is met (None once every session is read)."""
         store = self.system.store
         while row_id not in self._rows:
@@ -659,7 +671,7 @@ class CommitChangesTranscript(_JudgesEachCommit):
         "(no progress) before it is written, so no commit's transcript begins with its input rows verbatim."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._input: dict[AttemptId, tuple[SessionId, list[int]]] = {}
 
@@ -696,7 +708,7 @@ class CommitKeepsAUserTurn(_JudgesEachCommit):
         "in the session it wrote: the user's turn is never compacted away entirely."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._had_user_turn: set[AttemptId] = set()
 
@@ -715,7 +727,7 @@ class CommitKeepsAUserTurn(_JudgesEachCommit):
         return self.violation(f"attempt {attempt}'s commit left no message of the user's live in {written}", commit)
 
 
-def is_user_turn(row: Any) -> bool:
+def is_user_turn(row: MessageRow) -> bool:
     """A row the user wrote: the user role, and not a compaction's summary (filed under that role)."""
     return row.role == "user" and not row.is_summary
 
@@ -730,7 +742,7 @@ class ArchivedRowsWereInInput(Invariant):
         "input is left behind in the closed parent."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         # attempt -> (its rows, rows retired before, the event)
         self._input: dict[AttemptId, tuple[set[int], set[int], HistoryEvent]] = {}
@@ -769,7 +781,7 @@ class ArchivedRowsWereInInput(Invariant):
         if unseen:
             row = unseen[0]
             return self.violation(
-                f"attempt {attempt}'s commit dropped {row.role} row {row.id} ({row.content[:40]!r}) of {session} (its "
+                f"attempt {attempt}'s commit dropped {row.role} row {row.id} ({excerpt(row.content)}) of {session} (its "
                 f"watermark {watermark}): the row was not in the attempt's input", seen, commit,
             )
         return None
@@ -796,28 +808,29 @@ class CommitReachesCaller(Invariant):
         "transcript alone."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._left: dict[AttemptId, tuple[str, SessionId, HistoryEvent]] = {}  # attempt -> what its commit left
-        self._superseded: dict[AttemptId, HistoryEvent] = {}  # attempt -> the newer commit that rewrote its session
+        # attempt -> the newer commit that rewrote its session: its attempt and its event
+        self._superseded: dict[AttemptId, tuple[AttemptId, HistoryEvent]] = {}
         self._newest_row: dict[AttemptId, int] = {}  # attempt -> the highest row id its commit left live
         self._saved: dict[str, list[int]] = {}  # agent -> the rows its turns saved, in order
 
     @handles(CommitArchived)
     def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
-        self._supersede(event.session, record)
+        self._supersede(event.session, event.attempt, record)
         self._remember(event.attempt, event.session, record)
 
     @handles(CommitPublished)
     def published(self, event: CommitPublished, record: HistoryEvent) -> None:
-        self._supersede(event.parent, record)
+        self._supersede(event.parent, event.attempt, record)
         self._remember(event.attempt, event.child, record)
 
-    def _supersede(self, session: SessionId, record: HistoryEvent) -> None:
+    def _supersede(self, session: SessionId, newer: AttemptId, record: HistoryEvent) -> None:
         """A newer commit rewrites `session`: earlier commits there that have not returned yet are superseded."""
         for attempt, left in list(self._left.items()):
             if left[1] == session:
-                self._superseded[attempt] = record
+                self._superseded[attempt] = (newer, record)
 
     def _remember(self, attempt: AttemptId, session: SessionId, record: HistoryEvent) -> None:
         """The session's active rows as the commit transaction left them (read in the commit's own step)."""
@@ -877,9 +890,10 @@ class CommitReachesCaller(Invariant):
             left[2], record,
         )
 
-    def _judge_superseded(self, event: HostReturned, left: tuple[str, SessionId, HistoryEvent], newer: HistoryEvent,
-                          record: HistoryEvent) -> Violation | None:
-        if newer.event.attempt in self._left:
+    def _judge_superseded(self, event: HostReturned, left: tuple[str, SessionId, HistoryEvent],
+                          newer: tuple[AttemptId, HistoryEvent], record: HistoryEvent) -> Violation | None:
+        newer_attempt, newer_commit = newer
+        if newer_attempt in self._left:
             return None  # the newer commit's host still waits: the agent holds what it held before it, judged then
         stale = self._stale_rows(self._returned_to(record))
         if stale is None:
@@ -887,7 +901,7 @@ class CommitReachesCaller(Invariant):
         return self.violation(
             f"attempt {event.attempt} committed to {left[1]}, which a newer commit rewrote before it returned, and "
             f"its return left the agent on {stale[0]} holding rows that are not live there ({stale[1][:5]})",
-            left[2], newer, record,
+            left[2], newer_commit, record,
         )
 
     def _returned_to(self, record: HistoryEvent) -> tuple[str, Any, set[int]] | None:
@@ -918,7 +932,7 @@ class CommitReachesCaller(Invariant):
         return (agent.session_id, missing) if missing else None
 
 
-Key = tuple[str, str]  # a message as the user knows it: its role and its text
+Key = tuple[str, str | None]  # a message as the user knows it: its role and its text
 
 
 @dataclass(frozen=True)
@@ -934,7 +948,8 @@ class Told:
 
 class ToldMessagesKeptOnceInOrder(_CommitEffects):
     name = "told_messages_kept_once_in_order"
-    needs = frozenset({'turn.persisted', 'frontend.turn_submitted', 'compaction.input', 'commit.archived', 'commit.published', 'compaction.commit_failed'})  # the rest only refines
+    needs = frozenset({'turn.persisted', 'frontend.turn_submitted', 'compaction.input', 'commit.archived', 'commit.published',
+                       'compaction.commit_failed'})  # the rest only refines
     races = ("R10", "R12", "R14")
     description = (
         "The user's model of the conversation holds: every message the user was told was saved (a completed turn's "
@@ -943,14 +958,14 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         "terminal, another writer such as a second device) keep the order they were sent in."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._open: dict[str, tuple[str, str]] = {}  # task -> the agent and text of its running turn
         self._replied: dict[str, int] = {}  # task -> where its running turn's told pair sits in `_told`
         self._told: list[Told | None] = []  # None: a pairing retracted
         self._inputs: dict[AttemptId, set[Key]] = {}
         self._summarized: set[Key] = set()  # what committed compactions had in their input
-        self._sent: Counter[str] = Counter()  # each text the user typed, by how often they typed it
+        self._sent: Counter[str | None] = Counter()  # each text the user typed, by how often they typed it
 
     @handles(FrontendTurnSubmitted)
     def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
@@ -1015,14 +1030,14 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
             copies = head.count(k)
             if copies > 1 or (copies == 0 and k not in self._summarized):
                 found = f"live {copies} times" if copies else "neither live nor in any committed compaction's input"
-                return self.violation(f"the user was told the {k[0]} message {k[1][:40]!r} was saved, but it is {found}", told.record)
+                return self.violation(f"the user was told the {k[0]} message {excerpt(k[1])} was saved, but it is {found}", told.record)
             if copies == 0:
                 continue
             position = head.index(k)
             before = last_position.get((told.writer, root))
             if before is not None and before[0] > position:
                 return self.violation(
-                    f"{told.writer}'s {k[0]} message {k[1][:40]!r} now sits before {before[2][1][:40]!r}, which was sent "
+                    f"{told.writer}'s {k[0]} message {excerpt(k[1])} now sits before {excerpt(before[2][1])}, which was sent "
                     "before it", before[1].record, told.record,
                 )
             last_position[(told.writer, root)] = (position, told, k)
@@ -1037,7 +1052,7 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         return told_twice | {k for told, k, _ in placed if told.row in typed_twice}
 
 
-def key(row: Any) -> Key:
+def key(row: MessageRow) -> Key:
     return (row.role, row.content)
 
 
@@ -1058,7 +1073,7 @@ class ReceivedMessageSurvivesGatewayCrash(Invariant):
         "not failed) has a user row with its platform message id if the gateway's process dies during that turn."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._taken: dict[str, tuple[str, HistoryEvent | None]] = {}  # gateway task -> its message's id, its compaction
 
@@ -1118,7 +1133,7 @@ class HeldRowsAreLive(Invariant):
         "commit retired it after the agent last loaded its transcript, or the store handed it back to the agent's own write."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._loaded: dict[str, int] = {}  # agent -> the seq at which it last loaded its transcript from the store
         self._rewritten = -1  # the seq of the last event that may have retired rows (a commit, a crash after one)
@@ -1212,7 +1227,7 @@ class TurnAppendAllOrNothing(Invariant):
         "question live only with a reply right after it (the next turn's flush writes both)."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._open: dict[str, tuple[str, int]] = {}  # task -> the text of its running terminal turn, and when it began
         self._flush_failed: set[str] = set()  # tasks whose running turn had an append fail
@@ -1278,16 +1293,17 @@ class ReceivedMessageWrittenOnce(_CommitEffects):
         "commit left no live row of it) is never written live again: the receipt write and the flush share one row."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._inputs: dict[AttemptId, set[str]] = {}  # attempt -> the platform message ids of its input rows
-        self._summarized: dict[str, HistoryEvent] = {}  # platform message id -> the commit that summarized it
+        # platform message id -> the attempt whose commit summarized it, and the event by which it had (its commit,
+        # or its process's crash after a commit that never said so)
+        self._summarized: dict[str, tuple[AttemptId, HistoryEvent]] = {}
 
     @handles(CompactionInput)
     def input(self, event: CompactionInput, record: HistoryEvent) -> None:
         rows = set(event.rows)
-        received = {row.platform_message_id for row in self.system.store.all_messages(event.session)
-                    if row.id in rows and is_platform_user_row(row)}
+        received = set(platform_user_ids(row for row in self.system.store.all_messages(event.session) if row.id in rows))
         if received:
             self._inputs[event.attempt] = received
 
@@ -1319,9 +1335,9 @@ class ReceivedMessageWrittenOnce(_CommitEffects):
         received = self._inputs.pop(attempt, None)
         if not received:
             return
-        kept = {row.platform_message_id for row in self.system.store.active_messages(head) if is_platform_user_row(row)}
+        kept = set(platform_user_ids(self.system.store.active_messages(head)))
         for platform_id in received - kept:
-            self._summarized.setdefault(platform_id, record)
+            self._summarized.setdefault(platform_id, (attempt, record))
 
     @handles(AppendOk)
     def appended(self, event: AppendOk, record: HistoryEvent) -> Violation | None:
@@ -1329,12 +1345,13 @@ class ReceivedMessageWrittenOnce(_CommitEffects):
             return None
         ids = set(event.ids)
         for row in self.system.store.active_messages(event.session, above=min(ids) - 1):
-            commit = self._summarized.get(row.platform_message_id) if row.id in ids and is_platform_user_row(row) else None
-            if commit is not None:
+            platform_id = row.platform_message_id
+            summarized = self._summarized.get(platform_id) if platform_id and row.id in ids and row.role == "user" else None
+            if summarized is not None:
+                attempt, commit = summarized
                 return self.violation(
-                    f"platform message {row.platform_message_id} was summarized by the commit of "
-                    f"{commit.event.attempt}, yet an append wrote it live again as row {row.id} of {event.session}",  # type: ignore[attr-defined]
-                    commit, record,
+                    f"platform message {platform_id} was summarized by the commit of {attempt}, yet an append wrote it "
+                    f"live again as row {row.id} of {event.session}", commit, record,
                 )
         return None
 
@@ -1360,14 +1377,14 @@ class AdoptedTipReachesAgent(Invariant):
         "row or as an unsaved message of its own with the same role, text and time."
     )
 
-    def __init__(self, system) -> None:
+    def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._by_attempt: dict[AttemptId, tuple[list[Any], HistoryEvent]] = {}
+        self._by_attempt: dict[AttemptId, tuple[list[MessageRow], SessionId, HistoryEvent]] = {}
 
     @handles(SessionAdopted)
     def adopted(self, event: SessionAdopted, record: HistoryEvent) -> None:
         if event.attempt is not None:
-            self._by_attempt[event.attempt] = (self.system.store.active_messages(event.to_session), record)
+            self._by_attempt[event.attempt] = (self.system.store.active_messages(event.to_session), event.to_session, record)
 
     @handles(HostReturned)
     def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
@@ -1380,16 +1397,16 @@ class AdoptedTipReachesAgent(Invariant):
     def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         self._by_attempt = forget_process(self._by_attempt, event.process, self.system.process_of)
 
-    def _judge(self, adopted: tuple[list[Any], HistoryEvent], record: HistoryEvent) -> Violation | None:
+    def _judge(self, adopted: tuple[list[MessageRow], SessionId, HistoryEvent], record: HistoryEvent) -> Violation | None:
         slot = self.slot_of_task(record.task)
         if slot is None:
             return None
-        rows, adoption = adopted
+        rows, tip, adoption = adopted
         held = {message.get("_row_id") for message in slot.agent.messages}
         payloads = {message_payload(m) for m in slot.agent.messages}
         missing = [row.id for row in rows if row.id not in held and payload(row) not in payloads]
         if not missing:
             return None
-        return self.violation(f"{slot.spec.name} adopted {adoption.event.to_session} but does not hold its live rows "
+        return self.violation(f"{slot.spec.name} adopted {tip} but does not hold its live rows "
                               f"{missing[:5]}", adoption, record)
 

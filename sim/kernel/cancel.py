@@ -18,18 +18,18 @@ if TYPE_CHECKING:
 class CancelScope:
     """A region of a task (and of the children of nurseries opened inside it) that can be cancelled."""
 
-    def __init__(self, kernel: "Kernel", *, deadline: float = math.inf, shield: bool = False) -> None:
+    def __init__(self, kernel: Kernel, *, deadline: float = math.inf, shield: bool = False) -> None:
         self._kernel = kernel
         self._deadline = deadline
         self._shield = shield
         self._cancel_called = False
         self.cancelled_caught = False
         self.active = False
-        self._task: "Task | None" = None
+        self._task: Task | None = None
 
     # ---- entering and leaving ------------------------------------------------------------------
 
-    def __enter__(self) -> "CancelScope":
+    def __enter__(self) -> CancelScope:
         task = self._kernel.current
         assert task is not None, "a cancel scope must be entered from a simulated task"
         if self.active or self._task is not None:

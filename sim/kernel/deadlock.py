@@ -7,8 +7,9 @@ circular wait; one without a cycle is a lost wakeup: some task waits on somethin
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Task
@@ -28,14 +29,14 @@ class BlockedTask:
         return f"  task {self.task!r} waits on {self.waits_on}{holders} at {self.where}"
 
 
-def blocked_task(task: "Task") -> BlockedTask:
+def blocked_task(task: Task) -> BlockedTask:
     target = task.waiting_on
     if isinstance(target, str):
         return BlockedTask(task.name, target or "nothing", (), task.where())
     return BlockedTask(task.name, target.describe(), tuple(t.name for t in target.holders()), task.where())
 
 
-def wait_for(tasks: Iterable["Task"]) -> tuple[tuple[BlockedTask, ...], tuple[BlockedTask, ...]]:
+def wait_for(tasks: Iterable[Task]) -> tuple[tuple[BlockedTask, ...], tuple[BlockedTask, ...]]:
     """Every blocked task in spawn order, and the first wait-for cycle among them (empty if there is none)."""
     blocked = tuple(blocked_task(task) for task in sorted(tasks, key=lambda t: t.tid))
     return blocked, find_cycle(blocked)

@@ -39,7 +39,7 @@ class Deadlock(SimulationError):
     among them, or empty when some task waits on something that nobody left can set (a lost wakeup).
     """
 
-    def __init__(self, message: str, blocked: "tuple[BlockedTask, ...]", cycle: "tuple[BlockedTask, ...]") -> None:
+    def __init__(self, message: str, blocked: tuple[BlockedTask, ...], cycle: tuple[BlockedTask, ...]) -> None:
         from sim.kernel.deadlock import describe
 
         super().__init__(message, describe(blocked, cycle))

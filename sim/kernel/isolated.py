@@ -7,7 +7,8 @@ discarded, and both moments are recorded so invariants can see the late worker.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from contract.events.runtime import IsolatedAbandoned, IsolatedDiscarded
 from sim.kernel.scheduler import Task, park_trap
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class IsolatedCall:
-    def __init__(self, kernel: "Kernel", label: str) -> None:
+    def __init__(self, kernel: Kernel, label: str) -> None:
         self._kernel = kernel
         self._label = label
         self._caller: Task | None = None
@@ -26,7 +27,7 @@ class IsolatedCall:
         self._value: Any = None
         self._error: BaseException | None = None
 
-    async def run(self, fn: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> Any:
+    async def run(self, fn: Callable[..., Coroutine[Any, Any, Any]], args: tuple[Any, ...]) -> Any:
         self._caller = self._kernel.current
         self._worker = self._kernel.spawn(fn(*args), self._label, [])
         self._worker.on_done = self._worker_done

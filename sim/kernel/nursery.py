@@ -6,7 +6,8 @@ and the children's exceptions; Cancelled instances in it are stripped by the sco
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from sim.kernel.cancel import CancelScope
 from sim.kernel.errors import Cancelled
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class Nursery:
-    def __init__(self, kernel: "Kernel") -> None:
+    def __init__(self, kernel: Kernel) -> None:
         self._kernel = kernel
         self.cancel_scope = CancelScope(kernel)
         self._children: dict[int, Task] = {}
@@ -27,17 +28,17 @@ class Nursery:
         self._owner_parked = False
         self._closed = False
 
-    async def __aenter__(self) -> "Nursery":
+    async def __aenter__(self) -> Nursery:
         self.cancel_scope.__enter__()
         self._owner = self._kernel.current
         assert self._owner is not None
         self._child_scopes = list(self._owner.scopes)
         return self
 
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
+    def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any, name: str | None = None) -> None:
         if self._closed:
             raise RuntimeError("this nursery is closed to new arrivals")
-        label = name or getattr(fn, "__qualname__", "task")
+        label = name or str(getattr(fn, "__qualname__", "task"))
         child = self._kernel.spawn(fn(*args), label, list(self._child_scopes))
         child.on_done = self._child_done
         self._children[child.tid] = child

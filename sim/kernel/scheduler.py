@@ -12,7 +12,8 @@ import heapq
 import math
 import os
 import types
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, Protocol, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from contract.events.base import Event
 from contract.events.runtime import TaskExit, TaskSpawn
@@ -22,10 +23,10 @@ from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock, DivergenceErr
 from sim.strategies.decisions import TaskChoice
 
 if TYPE_CHECKING:
-    from sim.strategies.decisions import Decision
     from sim.kernel.cancel import CancelScope
     from sim.kernel.nursery import Nursery
     from sim.strategies.base import Strategy
+    from sim.strategies.decisions import Decision
 
 # Trap opcodes: what a task asks of the kernel when it yields.
 CHECKPOINT = 0
@@ -59,7 +60,7 @@ class WaitTarget(Protocol):
     def describe(self) -> str:
         """What it is, by name: `lock 'accounts'`."""
 
-    def holders(self) -> Sequence["Task"]:
+    def holders(self) -> Sequence[Task]:
         """The tasks that must act before a waiter can go on (a lock's owner, a nursery's children)."""
 
 
@@ -78,7 +79,7 @@ def sleep_until_trap(deadline_s: float) -> Any:
 
 
 @types.coroutine
-def park_trap(waiting_on: "WaitTarget | str", abort: AbortFn) -> Any:
+def park_trap(waiting_on: WaitTarget | str, abort: AbortFn) -> Any:
     """Block until a primitive reschedules this task; `abort` undoes the wait when cancellation arrives.
 
     `abort` returns True if the task may be woken with Cancelled now, False if it must keep waiting.
@@ -94,12 +95,12 @@ class Task:
         "send_value", "throw_exc", "waiting_on", "abort", "done", "sleep_seq",
     )
 
-    def __init__(self, tid: int, name: str, coro: Coroutine[Any, Any, Any], scopes: list["CancelScope"]) -> None:
+    def __init__(self, tid: int, name: str, coro: Coroutine[Any, Any, Any], scopes: list[CancelScope]) -> None:
         self.tid = tid
         self.name = name
         self.coro = coro
         self.scopes = scopes
-        self.nursery: "Nursery | None" = None
+        self.nursery: Nursery | None = None
         self.on_done: Callable[[Task, Any, BaseException | None], None] | None = None
         self.send_value: Any = None
         self.throw_exc: BaseException | None = None
@@ -134,7 +135,7 @@ class Kernel:
 
     def __init__(
         self,
-        strategy: "Strategy",
+        strategy: Strategy,
         *,
         max_steps: int = 1_000_000,
         max_time_s: float = math.inf,
@@ -168,7 +169,7 @@ class Kernel:
 
     # ---- tasks ---------------------------------------------------------------------------------
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str, scopes: list["CancelScope"]) -> Task:
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str, scopes: list[CancelScope]) -> Task:
         task = Task(self._next_tid, name, coro, scopes)
         self._next_tid += 1
         self.alive[task.tid] = task
@@ -397,7 +398,7 @@ class Kernel:
             task.abort = _ALWAYS_ABORTABLE
             task.sleep_seq = self.add_timer(deadline, task)
 
-    def _trap_park(self, task: Task, waiting_on: "WaitTarget | str", abort: AbortFn) -> None:
+    def _trap_park(self, task: Task, waiting_on: WaitTarget | str, abort: AbortFn) -> None:
         task.waiting_on = waiting_on
         task.abort = abort
         if self.cancelled_scopes and task.effectively_cancelled():

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import types
 from collections import deque
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from sim.kernel.cancel import CancelScope
 from sim.kernel.errors import EndOfChannel
@@ -27,12 +28,12 @@ class _WaitQueue:
     would make every event and lock a reference cycle, left for the garbage collector instead of freed.
     """
 
-    def __init__(self, kernel: "Kernel") -> None:
+    def __init__(self, kernel: Kernel) -> None:
         self._kernel = kernel
         self._waiters: deque[Task] = deque()
 
     @types.coroutine
-    def park(self, target: "WaitTarget | str") -> Any:
+    def park(self, target: WaitTarget | str) -> Any:
         """Wait in line on `target` (a bare generator, not a coroutine: one frame fewer on every contended wait)."""
         task = self._kernel.current
         assert task is not None
@@ -56,7 +57,7 @@ class _WaitQueue:
         while self._waiters:
             self._kernel.reschedule(self._waiters.popleft(), value)
 
-    def move_to(self, other: "_WaitQueue", count: int, target: "WaitTarget") -> None:
+    def move_to(self, other: _WaitQueue, count: int, target: WaitTarget) -> None:
         """Move up to `count` waiters, still parked, to the back of `other`, now waiting on `target`."""
         for _ in range(min(count, len(self._waiters))):
             task = self._waiters.popleft()
@@ -83,7 +84,7 @@ def _named(kind: str, name: str | None) -> str:
 class Event:
     """A flag tasks wait for; `clear` resets it. Its wait queue is made only when someone waits (events are cheap)."""
 
-    def __init__(self, kernel: "Kernel", name: str | None = None) -> None:
+    def __init__(self, kernel: Kernel, name: str | None = None) -> None:
         self._kernel = kernel
         self._name = name
         self._flag = False
@@ -118,7 +119,7 @@ class Event:
 class Lock:
     """A lock with an owner: ownership is handed directly to the next waiter on release."""
 
-    def __init__(self, kernel: "Kernel", name: str | None = None) -> None:
+    def __init__(self, kernel: Kernel, name: str | None = None) -> None:
         self._kernel = kernel
         self._name = name
         self._owner: Task | None = None
@@ -190,7 +191,7 @@ class Condition:
     cancelled at any point takes the lock back (shielded) before Cancelled leaves `wait`.
     """
 
-    def __init__(self, kernel: "Kernel", lock: Lock | None = None, name: str | None = None) -> None:
+    def __init__(self, kernel: Kernel, lock: Lock | None = None, name: str | None = None) -> None:
         self._kernel = kernel
         self._name = name
         self.lock = lock if lock is not None else Lock(kernel, name)
@@ -246,7 +247,7 @@ class Barrier:
     A waiter cancelled before the round completes withdraws its arrival.
     """
 
-    def __init__(self, kernel: "Kernel", parties: int, name: str | None = None) -> None:
+    def __init__(self, kernel: Kernel, parties: int, name: str | None = None) -> None:
         if parties < 1:
             raise ValueError("a barrier needs at least 1 party")
         self._name = name
@@ -277,7 +278,7 @@ class Barrier:
 class Semaphore:
     """A capacity limiter: `capacity` tokens, not owned, handed directly to waiters on release."""
 
-    def __init__(self, kernel: "Kernel", capacity: int, name: str | None = None) -> None:
+    def __init__(self, kernel: Kernel, capacity: int, name: str | None = None) -> None:
         if capacity < 0:
             raise ValueError("semaphore capacity must be >= 0")
         self._name = name
@@ -326,7 +327,7 @@ _CLOSED = object()
 
 
 class _ChannelState:
-    def __init__(self, kernel: "Kernel", capacity: int) -> None:
+    def __init__(self, kernel: Kernel, capacity: int) -> None:
         self.capacity = capacity
         self.buffer: deque[Any] = deque()
         self.closed = False
@@ -380,6 +381,6 @@ class ReceiveChannel:
         return value
 
 
-def open_channel(kernel: "Kernel", capacity: int) -> tuple[SendChannel, ReceiveChannel]:
+def open_channel(kernel: Kernel, capacity: int) -> tuple[SendChannel, ReceiveChannel]:
     state = _ChannelState(kernel, capacity)
     return SendChannel(state), ReceiveChannel(state)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from contract.events.base import Event
 from sim.kernel.cancel import CancelScope, FailAfter
@@ -11,7 +12,8 @@ from sim.kernel.errors import Cancelled, EndOfChannel, TooSlowError
 from sim.kernel.isolated import IsolatedCall
 from sim.kernel.nursery import Nursery
 from sim.kernel.scheduler import checkpoint_trap, sleep_until_trap
-from sim.kernel.sync import Barrier, Condition, Event, Lock, ReceiveChannel, Semaphore, SendChannel, open_channel
+from sim.kernel.sync import Barrier, Condition, Lock, ReceiveChannel, Semaphore, SendChannel, open_channel
+from sim.kernel.sync import Event as KernelEvent  # the contract's Event is what `emit` records
 
 if TYPE_CHECKING:
     from sim.world import World
@@ -24,7 +26,7 @@ _DRAW_BITS = 53
 class RecordedRandom:
     """A named random stream whose every draw goes through the strategy and into the decision list."""
 
-    def __init__(self, world: "World", stream: str) -> None:
+    def __init__(self, world: World, stream: str) -> None:
         self._world = world
         self._stream = stream
 
@@ -40,7 +42,7 @@ class SimRuntime:
     TooSlowError = TooSlowError
     EndOfChannel = EndOfChannel
 
-    def __init__(self, world: "World") -> None:
+    def __init__(self, world: World) -> None:
         self._world = world
         self._kernel = world.kernel
         self._streams: dict[str, RecordedRandom] = {}
@@ -81,11 +83,11 @@ class SimRuntime:
     def fail_after(self, seconds: float) -> FailAfter:
         return FailAfter(CancelScope(self._kernel, deadline=self._kernel.now_s + seconds))
 
-    def event(self, name: str | None = None) -> Event:
-        return Event(self._kernel, name)
+    def event(self, name: str | None = None) -> KernelEvent:
+        return KernelEvent(self._kernel, name)
 
-    def resettable_event(self, name: str | None = None) -> Event:
-        return Event(self._kernel, name)
+    def resettable_event(self, name: str | None = None) -> KernelEvent:
+        return KernelEvent(self._kernel, name)
 
     def lock(self, name: str | None = None) -> Lock:
         return Lock(self._kernel, name)
@@ -102,8 +104,8 @@ class SimRuntime:
     def open_channel(self, capacity: int) -> tuple[SendChannel, ReceiveChannel]:
         return open_channel(self._kernel, capacity)
 
-    async def run_isolated(self, fn: Callable[..., Awaitable[T]], *args: Any, name: str | None = None) -> T:
-        label = name or getattr(fn, "__name__", "isolated")
+    async def run_isolated(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any, name: str | None = None) -> T:
+        label = name or str(getattr(fn, "__name__", "isolated"))
         return await IsolatedCall(self._kernel, label).run(fn, args)
 
     async def run_sync_in_worker(self, fn: Callable[..., T], *args: Any) -> T:

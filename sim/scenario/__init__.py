@@ -9,18 +9,7 @@ parts (`builder`, `crash`, `drives`, `fault_context`, `view`), driven by `runner
 
 from sim.scenario.errors import ScenarioError
 from sim.scenario.loader import ScenarioRegistry, load_paths, load_scenario
-from sim.scenario.model import (
-    AgentSpec,
-    DriveAction,
-    DriveSpec,
-    ExpectSpec,
-    ExploreSpec,
-    FaultSpec,
-    Scenario,
-    SessionSpec,
-    TriggerSpec,
-    WorldSpec,
-)
+from sim.scenario.model import AgentSpec, DriveAction, DriveSpec, ExpectSpec, ExploreSpec, FaultSpec, Scenario, SessionSpec, TriggerSpec, WorldSpec
 
 __all__ = [
     "AgentSpec", "DriveAction", "DriveSpec", "ExpectSpec", "ExploreSpec", "FaultSpec", "Scenario", "ScenarioError",

@@ -9,8 +9,9 @@ stop (SIGTERM) first cancels that work and lets it unwind through its own cleanu
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from contract.events import Event
 from faults.crash_in_transaction import DiedInTransaction

@@ -48,14 +48,14 @@ def tagged_table_of(model: type, description: str, *, tag: str, variants_text: s
     """Like `table_of`, for a table whose `tag` key picks further keys from the registry (a fault's kind)."""
     keys = _keys(model)
     tag_spec = keys.pop(tag)
-    return TaggedTable(description, tag=tag, tag_spec=tag_spec, variants_text=variants_text, fields=keys,  # type: ignore[arg-type]
+    return TaggedTable(description, tag=tag, tag_spec=tag_spec, variants_text=variants_text, fields=keys,  # type: ignore[arg-type]  # the tag's spec is a Registered, as tagged tables declare theirs
                        include=_inlined(model), model=model, **options)
 
 
 def build(model: type[T], checked: dict[str, Any], **computed: Any) -> T:
     """A checked table as its dataclass; fields that are not keys (or need more than their key) are `computed`."""
     values = {}
-    for name, source, inlined in _sources(model):
+    for name, source, inlined in _sources(model):  # type: ignore[arg-type]  # a class is hashable: the checker reads type(x).__hash__ as the instance's
         if name in computed:
             values[name] = computed[name]
         elif source is not None:

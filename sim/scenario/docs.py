@@ -11,7 +11,6 @@ from typing import Any
 from sim.scenario.model import SCENARIO
 from sim.scenario.schema import REQUIRED, Derived, ListOf, Spec, Table, TaggedTable
 
-
 _TABLE_HEAD = "| Key | Type | Default | Example | Meaning |\n|---|---|---|---|---|"
 
 

@@ -9,15 +9,11 @@ process died dies with it.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from contract.events import (
-    FrontendCommandFailed,
-    FrontendSessionEnded,
-    FrontendTitleFailed,
-    SessionTitled,
-    SessionTitleIndeterminate,
-)
+from contract.events import FrontendCommandFailed, FrontendSessionEnded, FrontendTitleFailed, SessionTitled, SessionTitleIndeterminate
+from contract.ids import SessionId
 from faults.plan import Moments
 from faults.triggers import Trigger
 from reference.store import TitleInUseError
@@ -79,9 +75,10 @@ class Drives:
         await slot.proc.gateway.deliver(slot.spec.name, drive.message or "", platform_message_id=message_id)
 
     async def _title(self, drive: DriveSpec, slot: AgentSlot) -> None:
-        await slot.proc.run(self._shown(slot, drive, self._set_title(slot.proc, drive.session or slot.agent.session_id, drive)))
+        session = SessionId(drive.session or slot.agent.session_id)
+        await slot.proc.run(self._shown(slot, drive, self._set_title(slot.proc, session, drive)))
 
-    async def _set_title(self, proc: SimProcess, session: str, drive: DriveSpec) -> None:
+    async def _set_title(self, proc: SimProcess, session: SessionId, drive: DriveSpec) -> None:
         """A /title (or the auto-titler): what was stored is what the user sees. A write that raised otherwise
         may still have committed (an error after its COMMIT), so it is recorded as given, outcome unknown."""
         title = drive.title or ""
@@ -120,7 +117,7 @@ class Drives:
         await self._shown(slot, drive, self._stamp_end(drive, slot))
 
     async def _stamp_end(self, drive: DriveSpec, slot: AgentSlot) -> None:
-        session = drive.session or slot.agent.session_id
+        session = SessionId(drive.session or slot.agent.session_id)
         rt = self._actions.rt
         if self._built.store.end_session(session, now=rt.now(), reason=drive.end_reason or DEFAULT_END_REASON):
             rt.emit(FrontendSessionEnded(session=session, reason=drive.end_reason))

@@ -5,8 +5,8 @@ The seeds come from a shard of the seed space (`sim.search`), so machines need n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from sim.scenario.model import Scenario
 from sim.scenario.runner import RunReport, Verdict, explore_seeds

@@ -25,7 +25,6 @@ from reference.transcript import new_message
 from sim.scenario.builder import SystemBuilder
 from sim.scenario.model import AgentSpec
 
-
 STOP_GRACE_S = 15.0  # a stopping process's unwind, as the real stress run waits before its SIGKILL
 
 
@@ -91,7 +90,8 @@ class SystemFaultContext:
 
     async def external_append(self, session: str | None, text: str) -> None:
         """Another writer (a gateway flush) appends a user message; it follows a rotation to the live tip."""
-        target = session or self._first_session()
+        requested = None if session is None else SessionId(session)
+        target = SessionId(session or self._first_session())
         message = new_message("user", text, self.rt.now())
         db = Database(self.rt, self._built.store)
         try:
@@ -100,7 +100,7 @@ class SystemFaultContext:
             except SessionClosedByCompression:
                 target = await db.call("compression_tip", target)
                 if target is None:
-                    self.rt.emit(AppendFailed(session=session, error="SessionClosedByCompression", writer=EXTERNAL))
+                    self.rt.emit(AppendFailed(session=requested, error="SessionClosedByCompression", writer=EXTERNAL))
                     return
                 ids = await db.call("append_messages", target, [message])
         except Exception as error:  # an injected DB failure, on the first write or the one at the tip: recorded
@@ -114,9 +114,10 @@ class SystemFaultContext:
         the head and its active rows, then rotates in the store without looking at the lease, if the head is still
         open then (else it skips)."""
         db = Database(self.rt, self._built.store)
+        requested = None if session is None else SessionId(session)
         parent = await db.call("compression_tip", session or self._first_session())
         if parent is None:
-            self.rt.emit(ExternalRotationSkipped(session=session))
+            self.rt.emit(ExternalRotationSkipped(session=requested))
             return
         row = await db.call("get_session", parent)
         carried = [
@@ -124,10 +125,12 @@ class SystemFaultContext:
              "is_summary": m.is_summary}
             for m in await db.call("active_messages", parent)
         ]
-        if self._built.store.get_session(parent).ended_at is not None:
+        head = self._built.store.get_session(parent)
+        assert head is not None, f"the tip {parent} the store named has no row"
+        if head.ended_at is not None:
             # read in the rotation's own step: a head closed since (a rotation, a stamp) rotated again would fork
             # the lineage by this writer's hand alone, which nothing in the reference can prevent or be judged for
-            self.rt.emit(ExternalRotationSkipped(session=session))
+            self.rt.emit(ExternalRotationSkipped(session=requested))
             return
         self._extra_rotations += 1
         child = SessionId(parent).continuation(f"external{self._extra_rotations}")

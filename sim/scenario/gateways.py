@@ -7,7 +7,8 @@ agents finish what was delivered and stop (a served queue would otherwise wait f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sim.scenario.builder import AgentSlot

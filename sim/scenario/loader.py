@@ -11,13 +11,14 @@ other keys, and the rules that tie keys across tables.
 from __future__ import annotations
 
 import dataclasses
-
 import errno
 import re
 import tomllib
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Iterator, Mapping, Protocol
+from typing import Any, Protocol
 
+from sim import targets
 from sim.scenario.declare import build
 from sim.scenario.errors import ScenarioError
 from sim.scenario.model import (
@@ -37,24 +38,39 @@ from sim.scenario.model import (
     WorldSpec,
 )
 from sim.scenario.schema import Context, Location, Spec, describe, quote
-from sim import targets
 
 
 class ScenarioRegistry(Protocol):
     """The names the reference defines, which scenario files may use.
 
     `fault_kinds` maps each kind to its parameters' specs; `config_fields` maps each config field to its
-    Python type (int, float, bool or str). The rest are plain collections of names.
+    Python type (int, float, bool or str). The rest are plain collections of names. All read-only, so a
+    registry may hold them as any mapping or collection.
     """
 
-    fault_kinds: Mapping[str, Mapping[str, Spec]]
-    invariants: Collection[str]
-    points: Collection[str]
-    events: Collection[str]
-    config_fields: Mapping[str, type]
-    mutants: Collection[str]
-    strategies: Collection[str]
-    coverage_marks: Collection[str]
+    @property
+    def fault_kinds(self) -> Mapping[str, Mapping[str, Spec]]: ...
+
+    @property
+    def invariants(self) -> Collection[str]: ...
+
+    @property
+    def points(self) -> Collection[str]: ...
+
+    @property
+    def events(self) -> Collection[str]: ...
+
+    @property
+    def config_fields(self) -> Mapping[str, type]: ...
+
+    @property
+    def mutants(self) -> Collection[str]: ...
+
+    @property
+    def strategies(self) -> Collection[str]: ...
+
+    @property
+    def coverage_marks(self) -> Collection[str]: ...
 
 
 _TOML_POSITION = re.compile(r"(?s)(.*) \(at (?:line (\d+), column (\d+)|end of document)\)")

@@ -9,8 +9,8 @@ reached. A catalogue scenario that passes because its fault never fired protects
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 from sim import stopping, targets
 from sim.invariants import Violation

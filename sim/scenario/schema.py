@@ -19,9 +19,10 @@ import json
 import math
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from contract.params import REQUIRED, Param, ParamType
 from sim.scenario.errors import ScenarioError
@@ -64,7 +65,7 @@ class Location(NamedTuple):
     def key(self, name: str) -> Location:
         return Location(self.file, self.keys + (name,))
 
-    def index(self, position: int) -> Location:
+    def index(self, position: int) -> Location:  # type: ignore[override]  # a list item's location; never tuple.index
         return Location(self.file, self.keys + (position,))
 
     @property
@@ -583,7 +584,8 @@ class TaggedTable(Table):
         if self.tag not in value:
             raise missing(self.tag_spec, where.key(self.tag), ctx)
         variant = self.tag_spec.check(value[self.tag], where.key(self.tag), ctx)
-        variants: Mapping[str, Mapping[str, Spec]] = self.tag_spec.names(ctx)
+        variants = self.tag_spec.names(ctx)
+        assert isinstance(variants, Mapping), "a tagged table's tag names a registry mapping (its variants' fields)"
         return {**self._merged[0], **variants[variant]}
 
 

@@ -7,7 +7,8 @@ of it they may look at directly.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from reference.config import CompactionConfig
 from reference.store import SessionStore

@@ -10,7 +10,8 @@ strategy never runs out. The kernel never needs to know which strategy it runs.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Task
@@ -30,7 +31,7 @@ class Strategy(ABC):
         """Start a new execution with this root seed."""
 
     @abstractmethod
-    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence[Task], previous: Task | None) -> int:
         """Index of the task to run next; asked only when two or more tasks can run.
 
         `previous` is the task that ran the step before (None at the start and once the clock has moved).
@@ -41,7 +42,7 @@ class Strategy(ABC):
     def draw(self, stream: str, bound: int) -> int:
         """A number in [0, bound) for the named random stream."""
 
-    def end(self) -> None:
+    def end(self) -> None:  # noqa: B027  # an optional hook: most strategies expect nothing of the end
         """The execution finished; a strategy that holds expectations about it checks them here."""
 
     @property

@@ -9,8 +9,8 @@ Their JSON form lives in `serialization.py` and nowhere else.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Union
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +20,7 @@ class TaskChoice:
     options: int
     choice: int
 
-    def with_choice(self, choice: int) -> "TaskChoice":
+    def with_choice(self, choice: int) -> TaskChoice:
         return TaskChoice(self.options, choice)
 
     def __str__(self) -> str:
@@ -35,7 +35,7 @@ class Draw:
     bound: int
     choice: int
 
-    def with_choice(self, choice: int) -> "Draw":
+    def with_choice(self, choice: int) -> Draw:
         return Draw(self.stream, self.bound, choice)
 
     def __str__(self) -> str:
@@ -48,15 +48,15 @@ class Default:
 
     choice: int = 0
 
-    def with_choice(self, choice: int) -> "Default":
+    def with_choice(self, choice: int) -> Default:
         return self
 
     def __str__(self) -> str:
         return "default"
 
 
-Decision = Union[TaskChoice, Draw]
-Recorded = Union[TaskChoice, Draw, Default]
+Decision = TaskChoice | Draw
+Recorded = TaskChoice | Draw | Default
 DEFAULT = Default()
 
 

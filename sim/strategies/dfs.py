@@ -22,8 +22,9 @@ random run's; they replay exactly all the same.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from sim.kernel.errors import DivergenceError
 from sim.strategies.base import Strategy
@@ -80,7 +81,7 @@ class PreemptionBoundedDFS(Strategy):
         self._path = []
         self.executions += 1
 
-    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence[Task], previous: Task | None) -> int:
         depth = len(self._path)
         options = len(runnable)
         if depth < len(self._prefix):

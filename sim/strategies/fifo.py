@@ -6,7 +6,8 @@ when no strategy steers it; it is one schedule, so a search under it has run its
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sim.strategies.base import Strategy
 
@@ -24,7 +25,7 @@ class Fifo(Strategy):
     def begin(self, seed: int) -> None:
         self._runs += 1
 
-    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence[Task], previous: Task | None) -> int:
         return 0
 
     def draw(self, stream: str, bound: int) -> int:

@@ -14,8 +14,9 @@ holds the schedule of its smallest run. Replayed unchanged, a recorded schedule 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from sim.strategies.base import Strategy
 
@@ -41,7 +42,7 @@ class Schedule:
     picks: tuple[Pick, ...] = ()
     draws: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
-    def renamed(self, rename: Callable[[str], str | None]) -> "Schedule":
+    def renamed(self, rename: Callable[[str], str | None]) -> Schedule:
         """The same schedule with task names mapped; a name mapped to None drops its picks."""
         picks = []
         for pick in self.picks:
@@ -51,7 +52,7 @@ class Schedule:
         return Schedule(tuple(picks), self.draws)
 
 
-def _pick(runnable: Sequence["Task"], choice: int) -> Pick:
+def _pick(runnable: Sequence[Task], choice: int) -> Pick:
     name = runnable[choice].name
     return Pick(name, sum(1 for task in runnable[:choice] if task.name == name))
 
@@ -69,7 +70,7 @@ class Recording(Strategy):
         self._picks, self._draws = [], {}
         self.inner.begin(seed)
 
-    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence[Task], previous: Task | None) -> int:
         choice = self.inner.choose_task(runnable, previous)
         self._picks.append(_pick(runnable, choice))
         return choice
@@ -100,7 +101,7 @@ class FollowSchedule(Strategy):
     def begin(self, seed: int) -> None:
         self._position, self._drawn = 0, {}
 
-    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence[Task], previous: Task | None) -> int:
         picks = self._schedule.picks
         for position in range(self._position, min(self._position + LOOKAHEAD, len(picks))):
             pick = picks[position]

@@ -22,7 +22,8 @@ How it maps onto this kernel:
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sim.rng import derive_seed
 from sim.strategies.base import Strategy
@@ -86,7 +87,7 @@ class PCT(Strategy):
         self._change_points = {point: lowered for lowered, point in enumerate(points, start=1)}
         self._streams.begin(seed)
 
-    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence[Task], previous: Task | None) -> int:
         self._choices += 1
         self._prioritise_new(runnable)
         top = self._highest(runnable)
@@ -102,10 +103,10 @@ class PCT(Strategy):
     def end(self) -> None:
         self._estimate.observe(self._choices)
 
-    def _prioritise_new(self, runnable: Sequence["Task"]) -> None:
+    def _prioritise_new(self, runnable: Sequence[Task]) -> None:
         for tid in sorted(task.tid for task in runnable if task.tid not in self._priorities):
             self._priorities[tid] = self.depth + self._rng.random()
 
-    def _highest(self, runnable: Sequence["Task"]) -> int:
+    def _highest(self, runnable: Sequence[Task]) -> int:
         priorities = self._priorities
         return max(range(len(runnable)), key=lambda index: priorities[runnable[index].tid])

@@ -26,13 +26,14 @@ stale copy undetected after 2,000 runs from 4 root seeds of 20).
 
 The members learn from each other's runs: every run's steps per task go into the lengths the task-PCT
 member draws its change points over, so its first run (the third) already has them. Run i of this object
-uses the next member in turn, seeded with the run's seed; a member that is a systematic search drops out of the rotation once it is exhausted. A run is reproduced from its recorded
-decisions, as any run is.
+uses the next member in turn, seeded with the run's seed; a member that is a systematic search drops out of the
+rotation once it is exhausted. A run is reproduced from its recorded decisions, as any run is.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sim.strategies.base import Strategy
 from sim.strategies.pct import PCT
@@ -79,7 +80,7 @@ class Portfolio(Strategy):
     def run_name(self) -> str:
         return f"{self.name}/{self.current.name}"
 
-    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence[Task], previous: Task | None) -> int:
         index = self.current.choose_task(runnable, previous)
         tid = runnable[index].tid
         self._steps[tid] = self._steps.get(tid, 0) + 1

@@ -12,7 +12,8 @@ choice is a deviation a person has to understand; a draw of 0 is the smallest va
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sim.strategies.base import Strategy
 from sim.strategies.decisions import Draw, Recorded, TaskChoice
@@ -41,7 +42,7 @@ class PrefixReplay(Strategy):
             return DEFAULT_CHOICE
         return self._decisions[position].choice
 
-    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence[Task], previous: Task | None) -> int:
         return _clamp(self._recorded(TaskChoice), len(runnable))
 
     def draw(self, stream: str, bound: int) -> int:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sim.rng import derive_seed
 from sim.strategies.base import Strategy
@@ -25,7 +26,7 @@ class RandomWalk(Strategy):
         self._uniform = random.Random(derive_seed(seed, "schedule")).random
         self._streams = {}
 
-    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence[Task], previous: Task | None) -> int:
         return int(self._uniform() * len(runnable))
 
     def draw(self, stream: str, bound: int) -> int:

@@ -7,7 +7,7 @@ across runs (PCT's horizon, the portfolio's rotation, the search tree of `dfs`) 
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 from sim.strategies.base import Strategy
 from sim.strategies.dfs import PreemptionBoundedDFS

@@ -6,7 +6,8 @@ decisions left over when the run finishes diverged too (`end`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sim.kernel.errors import DivergenceError
 from sim.strategies.base import Strategy
@@ -37,7 +38,7 @@ class ReplayStrategy(Strategy):
         self._position += 1
         return decision
 
-    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence[Task], previous: Task | None) -> int:
         names = ", ".join(task.name for task in runnable)
         decision = self._next(TaskChoice, "task choice", f"{len(runnable)} runnable: {names}")
         if isinstance(decision, TaskChoice) and decision.options != len(runnable):

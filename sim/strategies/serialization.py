@@ -8,7 +8,8 @@ sequence with `DEFAULT` at the other points.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from sim.strategies.decisions import DEFAULT, Decision, Draw, Recorded, TaskChoice, is_default
 
@@ -24,7 +25,8 @@ def to_json(decision: Decision) -> list[Any]:
 
 def from_json(entry: Sequence[Any]) -> Decision:
     """A decision from its JSON form; ValueError naming what was expected otherwise."""
-    kind, *fields = entry if isinstance(entry, (list, tuple)) and entry else [None]
+    parts: list[Any] = list(entry) if isinstance(entry, (list, tuple)) and entry else [None]
+    kind, fields = parts[0], parts[1:]
     if kind == TASK and len(fields) == 2 and all(_is_count(f) for f in fields) and fields[1] < fields[0]:
         return TaskChoice(fields[0], fields[1])
     if kind == DRAW and len(fields) == 3 and isinstance(fields[0], str) and all(_is_count(f) for f in fields[1:]) \

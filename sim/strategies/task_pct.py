@@ -22,7 +22,8 @@ member's first run already has its change points).
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sim.rng import derive_seed
 from sim.strategies.base import Strategy
@@ -86,7 +87,7 @@ class TaskPCT(Strategy):
             points.setdefault((tid, self._rng.randint(1, longest[tid])), len(points) + 1)
         return points
 
-    def choose_task(self, runnable: Sequence["Task"], previous: "Task | None") -> int:
+    def choose_task(self, runnable: Sequence[Task], previous: Task | None) -> int:
         for tid in sorted(task.tid for task in runnable if task.tid not in self._priorities):
             self._priorities[tid] = self.depth + self._rng.random()
         top = self._highest(runnable)
@@ -105,6 +106,6 @@ class TaskPCT(Strategy):
     def end(self) -> None:
         self._lengths.observe(self._steps)
 
-    def _highest(self, runnable: Sequence["Task"]) -> int:
+    def _highest(self, runnable: Sequence[Task]) -> int:
         priorities = self._priorities
         return max(range(len(runnable)), key=lambda index: priorities[runnable[index].tid])

@@ -17,7 +17,9 @@ from contract.history import HistoryEvent
 from contract.ids import HolderId
 from reference.config import CompactionConfig
 from reference.store import SessionStore
+from reference.stress_worker import GRACE_S
 from sim.invariants import INVARIANTS, Violation
+from sim.invariants.base import event_of
 from sim.stress.log import DEATHS, MergedHistory
 
 # Judged event by event over the merged history (plus, for some, the final database at the end).
@@ -107,6 +109,7 @@ class RealSystem:
     deaths: dict[str, float]
     now: float = 0.0
     agents: dict[str, Any] = field(default_factory=dict)
+    ctrl_c_grace_s: float = GRACE_S  # the workers' terminals'
 
     def process_of(self, incarnation: str) -> str:
         """A real worker is never restarted under its name: each start is a process of its own."""
@@ -143,7 +146,7 @@ def planted_holders_reclaimed(history: list[HistoryEvent]) -> tuple[Violation | 
             reclaimed += 1
         elif isinstance(event, LeaseContended) and event.session in planted:
             plant = planted[event.session]
-            found = Violation("dead_holder_reclaimable", f"{event.holder} sat out behind {plant.event.holder}, whose pid "  # type: ignore[attr-defined]
+            found = Violation("dead_holder_reclaimable", f"{event.holder} sat out behind {event_of(plant, StressLeasePlanted).holder}, whose pid "
                               "runs a process started at another time: the real probe took it for alive",
                               (plant.seq, record.seq), record.time)
             return found, reclaimed

@@ -12,9 +12,10 @@ simulated one.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from contract.events import ProcessCrashed, ProcessExited, ProcessStarted, from_trace
 from contract.history import HistoryEvent

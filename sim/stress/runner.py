@@ -20,17 +20,18 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
 from contract.events import ProcessCrashed, ProcessExited, StressLeasePlanted, StressSignal
-from sim import stopping
 from reference.eventlog import write_event
 from reference.identity import HostProcesses, process_start_ticks
 from reference.store import SessionStore
 from reference.stress_worker import STRESS_CONFIG
+from sim import stopping
 from sim.mutants import ROOT, load_mutants, overlay
 from sim.stress.check import CheckResult, check
 from sim.stress.log import merged_history
@@ -212,16 +213,16 @@ class StressRun:
 
     def _stop_all(self, log: TextIO) -> None:
         """SIGTERM is a clean stop; a worker that has not stopped in time is killed."""
-        live = [slot for slot in self.slots if slot.popen is not None and slot.popen.returncode is None]
-        for slot in live:
+        live = [(slot, slot.popen) for slot in self.slots if slot.popen is not None and slot.popen.returncode is None]
+        for slot, popen in live:
             self._resume_if_due(slot, log, math.inf)
-            slot.popen.send_signal(signal.SIGTERM)
+            popen.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + STOP_WAIT_S
-        for slot in live:
-            while not _exited_unreaped(slot.popen.pid, block=False) and time.monotonic() < deadline:
+        for slot, popen in live:
+            while not _exited_unreaped(popen.pid, block=False) and time.monotonic() < deadline:
                 time.sleep(POLL_S)
-            if not _exited_unreaped(slot.popen.pid, block=False):
-                slot.popen.kill()
+            if not _exited_unreaped(popen.pid, block=False):
+                popen.kill()
                 self._bury(slot, log, ProcessCrashed)
             else:
                 self._bury(slot, log, ProcessExited)

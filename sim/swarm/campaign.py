@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from sim import stopping
 from sim.failure import unwrap

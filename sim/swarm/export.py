@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
 from sim.registry import registry
 from sim.report import replay_command, write_repro
 from sim.scenario.loader import load_scenario

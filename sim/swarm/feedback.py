@@ -17,9 +17,9 @@ campaign's draws do not depend on `-j`.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 from sim.swarm.model import ActionKind, Workload
 from sim.swarm.signature import FAULT, ON
@@ -61,7 +61,7 @@ class Feedback:
         self.runs = 0
         self.reached: Counter[str] = Counter()
         self.runs_on: Counter[str] = Counter()
-        self.score_on: Counter[str] = Counter()
+        self.score_on: dict[str, float] = defaultdict(float)
 
     def add(self, marks: Iterable[str]) -> None:
         """Fold in the next run's signature (runs must come in index order)."""

@@ -6,8 +6,9 @@ A workload is a scenario file whose `[swarm]` table replaces the scripted `[worl
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from sim.scenario.declare import build
 from sim.scenario.loader import SWARM_TABLE, ScenarioRegistry, load_paths, name_or_stem, read_document

@@ -10,17 +10,15 @@ dataclasses, as for scripted scenarios (`sim.scenario.declare`), and checked wit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Mapping
+from typing import Any
 
+from contract.params import REQUIRED
 from sim.scenario.declare import key, table_of
 from sim.scenario.model import EXPECT, MAX_STORE_TEXT, NAME_PATTERN, NAME_TEXT, ExpectSpec
-from contract.params import REQUIRED
-from sim.scenario.schema import (
-    Choice, Context, Derived, Duration, Float, Int, ListOf, Location, Probability, Reference, Registered, Spec, Str,
-    Table,
-)
+from sim.scenario.schema import Choice, Context, Derived, Duration, Float, Int, ListOf, Location, Probability, Reference, Registered, Spec, Str, Table
 from sim.swarm.ranges import ConfigRanges, Pick, PickOf, RangeOf, Span
 
 

@@ -8,8 +8,9 @@ check like every other scenario key (`sim.scenario.schema`), so a bad range name
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from sim.scenario.schema import Bool, Context, Float, Int, Location, Spec, Str, describe, unknown_key
 

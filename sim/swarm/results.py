@@ -13,7 +13,8 @@ the runs it finished; `interrupted` names its shard, and a merge that holds one 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from sim.swarm.campaign import Campaign, RunSummary
 from sim.swarm.signature import family_counts
@@ -99,11 +100,11 @@ def merge(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         raise ValueError(f"run {repeated[0]} appears in two results (a shard merged twice?)")
     failures: dict[tuple[Any, ...], dict[str, Any]] = {}
     for failure in sorted((f for doc in documents for f in doc["failures"]), key=lambda f: f["first_run"]):
-        key = (failure["invariant"], *failure["witnesses"])
-        if key in failures:
-            failures[key]["runs"] += failure["runs"]
+        witnessed = (failure["invariant"], *failure["witnesses"])
+        if witnessed in failures:
+            failures[witnessed]["runs"] += failure["runs"]
         else:
-            failures[key] = dict(failure)
+            failures[witnessed] = dict(failure)
     coverage: Counter[str] = Counter()
     signature: Counter[str] = Counter()
     for doc in documents:

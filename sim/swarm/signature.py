@@ -15,7 +15,7 @@ Marks are derived from the history alone after the run, so taking a signature ch
 from __future__ import annotations
 
 import functools
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from contract.events.faults import FaultFired
 from contract.history import HistoryEvent

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Sequence, TypeVar
+from collections.abc import Sequence
+from typing import TypeVar
 
 from sim.rng import derive_seed
 from sim.swarm.ranges import Pick, Span

@@ -17,8 +17,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
-from typing import IO, Any, Iterator, Mapping, Sequence
+from typing import IO, Any
 
 from sim import children, stopping
 from sim.search import Shard, within_budget
@@ -69,7 +70,7 @@ class Workers:
         self.cpu_s = 0.0
         self.interrupted = False  # a stop request cut some worker's order short
 
-    def __enter__(self) -> "Workers":
+    def __enter__(self) -> Workers:
         with ExitStack() as stack:
             for job in range(self._jobs):
                 started = children.dialogue(self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -23,8 +23,9 @@ import os
 import sys
 import sysconfig
 from collections import deque
+from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from sim.kernel.scheduler import PARK, SETTLED
 
@@ -46,7 +47,7 @@ _TRAP, _DONE, _RAISED = 0, 1, 2
 
 # Every simulated thread alive in this process, by its real OS ident: the one lookup that tells the
 # patched threading, time and sqlite3 whether their caller is a simulated thread.
-RUNNING: dict[int, "SimThread"] = {}
+RUNNING: dict[int, SimThread] = {}
 
 
 class ThreadAbandoned(BaseException):
@@ -68,27 +69,27 @@ class RealBlocking:
         return (f"a real blocking call the simulator does not model (no scheduling point for {self._stall_s:g}s of "
                 f"real time; C code waiting on I/O, or a lock made before the run) at {self._where}")
 
-    def holders(self) -> tuple["Task", ...]:
+    def holders(self) -> tuple[Task, ...]:
         return ()
 
 
 class Baton:
     """The kernel's end of one run's baton: the lock it waits on, and the answer the thread left there."""
 
-    def __init__(self, kernel: "Kernel", stall_s: float) -> None:
+    def __init__(self, kernel: Kernel, stall_s: float) -> None:
         self.kernel = kernel
         self.stall_s = stall_s
         self.handoffs = 0  # handovers between threads; a stall is a baton kept without any
         self._back = _allocate_lock()
         self._back.acquire()
-        self._answer: tuple["SimThread", int, Any, Any] | None = None
+        self._answer: tuple[SimThread, int, Any, Any] | None = None
 
-    def answer(self, sim: "SimThread", kind: int, first: Any, second: Any) -> None:
+    def answer(self, sim: SimThread, kind: int, first: Any, second: Any) -> None:
         """Give the baton back to the kernel, from the thread holding it."""
         self._answer = (sim, kind, first, second)
         self._back.release()
 
-    def wait(self, resumed: "SimThread") -> Any:
+    def wait(self, resumed: SimThread) -> Any:
         """Wait for the answer to the kernel's `send` to `resumed`: its trap, its end, or SETTLED."""
         while True:
             handoffs = self.handoffs
@@ -109,7 +110,7 @@ class Baton:
             raise StopIteration(first)
         raise first
 
-    def _settle(self, sim: "SimThread", kind: int, first: Any, second: Any) -> None:
+    def _settle(self, sim: SimThread, kind: int, first: Any, second: Any) -> None:
         """A thread other than the one the kernel resumed answers (threads handed over in between)."""
         task = sim.task
         assert task is not None
@@ -123,20 +124,20 @@ class Baton:
     def _detach(self) -> Any:
         """The thread holding the baton kept it too long: leave it to itself, parked forever as far as the run knows."""
         task = self.kernel.current
-        sim: SimThread = task.coro  # type: ignore[union-attr,assignment]
+        sim: SimThread = task.coro  # type: ignore[union-attr,assignment]  # a thread's task runs its SimThread, not a coroutine
         sim.detached = True
         frame = sim.cr_frame
         where = "an unknown line" if frame is None else f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
-        self.kernel.trapped(task, PARK, (RealBlocking(self.stall_s, where), _never_abort))  # type: ignore[arg-type]
+        self.kernel.trapped(task, PARK, (RealBlocking(self.stall_s, where), _never_abort))  # type: ignore[arg-type]  # a blocking call parks the task like a kernel trap
         return SETTLED, task
 
 
 class SimThread:
     """An OS thread driven through the coroutine protocol; see the module docstring."""
 
-    def __init__(self, name: str, body: Callable[[], Any], baton: Baton, on_start: Callable[["SimThread"], None]) -> None:
+    def __init__(self, name: str, body: Callable[[], Any], baton: Baton, on_start: Callable[[SimThread], None]) -> None:
         self.name = name
-        self.task: "Task | None" = None  # the kernel's task for this thread, set once spawned
+        self.task: Task | None = None  # the kernel's task for this thread, set once spawned
         self.run: Any = None  # the ThreadRun it belongs to
         self.process = ""  # the simulated process it runs in (a target's; "" in a thread program)
         self.thread: Any = None  # the threading.Thread it carries
@@ -201,7 +202,7 @@ class SimThread:
         self._baton.answer(self, _TRAP, op, arg)
         return self.wait()
 
-    def hand_to(self, other: "SimThread", value: Any, error: BaseException | None) -> Any:
+    def hand_to(self, other: SimThread, value: Any, error: BaseException | None) -> Any:
         """Give the baton straight to another thread of the run, and wait for it to come back."""
         self._baton.handoffs += 1
         other.resume(value, error)

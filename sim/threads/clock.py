@@ -12,7 +12,7 @@ virtual clock without a scheduling point (the operation that reads them already 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from sim.threads.baton import current
 from sim.timefreeze import EPOCH

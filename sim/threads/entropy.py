@@ -9,7 +9,8 @@ run is seeded by one recorded draw. Any other thread gets the randomness it had 
 from __future__ import annotations
 
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from sim.threads.baton import current
 

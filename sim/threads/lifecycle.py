@@ -12,7 +12,8 @@ thread, each is the real one.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from sim.threads.baton import SimThread, current
 from sim.threads.unmodelled import NotSimulated
@@ -51,7 +52,7 @@ def numbered_init(previous: Callable[..., None]) -> Callable[..., None]:
     def __init__(self: object, *args: Any, **kwargs: Any) -> None:
         sim = current()
         if sim is not None:
-            self._sim_hash = sim.run.next_hash()  # type: ignore[attr-defined]
+            self._sim_hash = sim.run.next_hash()  # type: ignore[attr-defined]  # set on the program's objects, not declared by their classes
         previous(self, *args, **kwargs)
 
     return __init__
@@ -67,9 +68,9 @@ def start(previous: Callable[[threading.Thread], None]) -> Callable[[threading.T
         if sim is None:
             previous(self)
             return
-        if not self._initialized:  # type: ignore[attr-defined]
+        if not self._initialized:  # type: ignore[attr-defined]  # threading.Thread's private state
             raise RuntimeError("thread.__init__() not called")
-        if self._started.is_set():  # type: ignore[attr-defined]
+        if self._started.is_set():  # type: ignore[attr-defined]  # threading.Thread's private state
             raise RuntimeError("threads can only be started once")
         sim.run.start(self)
         sim.run.checkpoint(sim, "start")
@@ -83,9 +84,9 @@ def join(previous: Callable[..., None]) -> Callable[..., None]:
         if sim is None or target is None:
             previous(self, timeout)
             return
-        if not self._initialized:  # type: ignore[attr-defined]
+        if not self._initialized:  # type: ignore[attr-defined]  # threading.Thread's private state
             raise RuntimeError("Thread.__init__() not called")
-        if not self._started.is_set():  # type: ignore[attr-defined]
+        if not self._started.is_set():  # type: ignore[attr-defined]  # threading.Thread's private state
             raise RuntimeError("cannot join thread before it is started")
         if target is sim:
             raise RuntimeError("cannot join current thread")

@@ -18,6 +18,7 @@ import _thread
 import os
 import sys
 from collections import deque
+from types import FrameType
 from typing import Any
 
 from sim.threads.baton import SimThread, current, is_program_file
@@ -41,9 +42,9 @@ def _check_timeout(blocking: bool, timeout: float) -> None:
 
 def _made_at() -> str:
     """The program line that made a lock (skipping threading's and queue's frames), for deadlock reports."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None and not is_program_file(frame.f_code.co_filename):
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return "" if frame is None else f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
 
@@ -68,7 +69,7 @@ def _made_at_of(construct: Any) -> str:
 class _Wait:
     """One thread's wait on a lock, as a deadlock report shows it: the lock, or what threading built on it."""
 
-    def __init__(self, lock: "_SimLockBase", waiter: SimThread) -> None:
+    def __init__(self, lock: _SimLockBase, waiter: SimThread) -> None:
         self._lock = lock
         self._waiter = waiter
 
@@ -122,7 +123,7 @@ class _SimLockBase:
         return False
 
     @classmethod
-    def adopt(cls, real: Any, name: str) -> "_SimLockBase":
+    def adopt(cls, real: Any, name: str) -> _SimLockBase:
         """A simulated lock over an existing real one (a module-level lock made before the batch): one lock still."""
         lock = cls.__new__(cls)
         _SimLockBase.__init__(lock, real)

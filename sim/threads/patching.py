@@ -15,6 +15,7 @@ lock or RLock becomes a simulated one over that same lock (so it stays one lock)
 from __future__ import annotations
 
 import _thread
+import functools
 import gc
 import itertools
 import os
@@ -24,9 +25,10 @@ import sqlite3
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from sim.threads import clock, entropy, lifecycle, locks, sqlite, unmodelled
 from sim.timefreeze import frozen_time
@@ -85,10 +87,10 @@ def _install(patches: _Patches) -> None:
     patches.set(threading, "Lock", locks.Lock)
     patches.set(threading, "RLock", locks.RLock)
     patches.set(threading, "_allocate_lock", locks.WaiterLock)
-    patches.set(queue, "SimpleQueue", queue._PySimpleQueue)  # type: ignore[attr-defined]
+    patches.set(queue, "SimpleQueue", queue._PySimpleQueue)  # type: ignore[attr-defined]  # queue's pure-Python SimpleQueue, private and untyped
     for numbered in _numbered_classes():
         patches.wrap(numbered, "__init__", lifecycle.numbered_init)
-        numbered.__hash__ = lifecycle.run_order_hash  # type: ignore[method-assign]  # kept: see _numbered_classes
+        numbered.__hash__ = lifecycle.run_order_hash  # type: ignore[method-assign, assignment]  # kept: see _numbered_classes
     patches.wrap(threading.Thread, "start", lifecycle.start)
     patches.wrap(threading.Thread, "join", lifecycle.join)
     patches.wrap(threading.Thread, "is_alive", lifecycle.is_alive)
@@ -102,12 +104,12 @@ def _install(patches: _Patches) -> None:
 
     patches.wrap(sqlite3, "connect", sqlite.simulated_connect)
     patches.wrap(os, "urandom", entropy.recorded_urandom)
-    recorded = entropy.RecordedRandom(random._inst)  # type: ignore[attr-defined]
+    recorded = entropy.RecordedRandom(random._inst)
     for name in entropy.RANDOM_FUNCTIONS:
         patches.set(random, name, getattr(recorded, name))
     patches.wrap(random.Random, "seed", entropy.recorded_seed)
     for owner, attribute, name, why in unmodelled.REFUSED:
-        patches.wrap(owner, attribute, lambda previous, name=name, why=why: unmodelled.refused(name, previous, why))
+        patches.wrap(owner, attribute, functools.partial(unmodelled.refused, name, why=why))
 
 
 def _numbered_classes() -> tuple[type, ...]:
@@ -199,4 +201,4 @@ def end_run() -> None:
         gc.enable()
     futures = sys.modules.get("concurrent.futures.thread")
     if futures is not None:
-        futures._shutdown = False  # type: ignore[attr-defined]
+        futures._shutdown = False  # type: ignore[attr-defined]  # concurrent.futures' private interpreter-exit flag

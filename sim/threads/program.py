@@ -8,7 +8,8 @@ and one patched standard library (`sim.explore` opens both around its runs); a l
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from sim.threads.patching import begin_run, end_run, threads_patched
 from sim.threads.run import ThreadRun
@@ -24,12 +25,12 @@ ROOT_TASK = "program"
 DEFAULT_STALL_S = 10.0
 
 
-def run_threads(world: "World", program: Callable[..., Any], *args: Any, preemption: Preemption | None = None,
-                stall_s: float = DEFAULT_STALL_S) -> "RunResult":
+def run_threads(world: World, program: Callable[..., Any], *args: Any, preemption: Preemption | None = None,
+                stall_s: float = DEFAULT_STALL_S) -> RunResult:
     """Run `program(*args)` and the threads it starts on `world`, to completion, deadlock or budget."""
     run = ThreadRun(world, preemption=preemption or Preemption(), stall_s=stall_s)
 
-    async def root(rt: "SimRuntime") -> Any:
+    async def root(rt: SimRuntime) -> Any:
         run.start_main(lambda: program(*args))
         await run.ended.wait()
         if run.failure is not None:

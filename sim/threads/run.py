@@ -23,7 +23,8 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from contract.events.runtime import TaskExit
 from sim.kernel.errors import DivergenceError
@@ -55,12 +56,13 @@ class Timeout:
 
     __slots__ = ("deadline", "cancel_called", "active", "_kernel", "_task", "_waiters", "_thread")
 
-    def __init__(self, kernel: "Kernel", thread: SimThread, waiters: deque[SimThread], deadline: float) -> None:
+    def __init__(self, kernel: Kernel, thread: SimThread, waiters: deque[SimThread], deadline: float) -> None:
         self.deadline = deadline
         self.cancel_called = False
         self.active = True
         self._kernel = kernel
         self._thread = thread
+        assert thread.task is not None, "a thread waits only once its task is spawned"
         self._task = thread.task
         self._waiters = waiters
 
@@ -73,7 +75,7 @@ class Timeout:
 class ThreadRun:
     """The threads of one run of a program, and the operations they perform on the kernel."""
 
-    def __init__(self, world: "World", *, preemption: Preemption, stall_s: float, strict: bool = True) -> None:
+    def __init__(self, world: World, *, preemption: Preemption, stall_s: float, strict: bool = True) -> None:
         self.world = world
         self.kernel = world.kernel
         self.preemption = preemption
@@ -101,12 +103,12 @@ class ThreadRun:
         sim.process = process if process is not None else (starter.process if starter is not None else "")
         ident = next(self._idents)
         thread._ident = ident  # type: ignore[attr-defined]  # threading's own fields, as its bootstrap sets them
-        thread._native_id = ident  # type: ignore[attr-defined]
-        thread._started._flag = True  # type: ignore[attr-defined]
-        thread._sim_thread = sim  # type: ignore[attr-defined]
-        threading._active[ident] = thread  # type: ignore[attr-defined]
+        thread._native_id = ident  # type: ignore[attr-defined]  # threading.Thread's private state, which the run drives
+        thread._started._flag = True  # type: ignore[attr-defined]  # threading.Thread's private state, which the run drives
+        thread._sim_thread = sim  # type: ignore[attr-defined]  # the run's mark on the program's Thread
+        threading._active[ident] = thread  # type: ignore[attr-defined]  # threading's private registry of live threads
         self.threads.append(thread)
-        sim.task = self.kernel.spawn(sim, thread.name, [])  # type: ignore[arg-type]
+        sim.task = self.kernel.spawn(sim, thread.name, [])  # type: ignore[arg-type]  # the kernel drives a SimThread as it drives a coroutine
         sim.task.on_done = self._thread_done
         return sim
 
@@ -120,7 +122,7 @@ class ThreadRun:
 
         self._main = threading.Thread.__new__(threading.Thread)
         self._main._sim_hash = self.next_hash()  # type: ignore[attr-defined]  # numbered before threading hashes it
-        self._main.__init__(target=main, name=MAIN_THREAD)  # type: ignore[misc]
+        self._main.__init__(target=main, name=MAIN_THREAD)  # type: ignore[misc]  # the main thread's object is made before its target is known
         self._main.run = main  # type: ignore[method-assign]  # keep the value; Thread.run discards it
         return self.start(self._main)
 
@@ -167,7 +169,7 @@ class ThreadRun:
     def exit_interpreter(self) -> None:
         """What an interpreter does when its main thread returns: threading's exit hooks, then join every
         non-daemon thread (a ThreadPoolExecutor's hook tells its idle workers to stop)."""
-        for hook in reversed(list(threading._threading_atexits)):  # type: ignore[attr-defined]
+        for hook in reversed(list(threading._threading_atexits)):  # type: ignore[attr-defined]  # threading's private exit hooks
             hook()
         for thread in list(self.threads):
             if thread is not self._main and not thread.daemon:
@@ -178,15 +180,15 @@ class ThreadRun:
         self.preemption.enter(self, sim)
 
     def _thread_done(self, task: Task, value: Any, error: BaseException | None) -> None:
-        sim: SimThread = task.coro  # type: ignore[assignment]
+        sim: SimThread = task.coro  # type: ignore[assignment]  # a thread's task runs its SimThread, not a coroutine
         thread = sim.thread
-        thread._is_stopped = True  # type: ignore[attr-defined]
-        threading._active.pop(thread.ident, None)  # type: ignore[attr-defined]
+        thread._is_stopped = True
+        threading._active.pop(thread.ident, None)  # type: ignore[attr-defined]  # threading's private registry of live threads
         for waiter in list(sim.joiners):
             self.wake(waiter, sim.joiners)
         failed = self.strict and error is not None and not isinstance(error, (SystemExit, ThreadAbandoned))
         if failed and self.failure is None:
-            self.failure = (task, error)  # type: ignore[assignment]
+            self.failure = (task, error)  # type: ignore[assignment]  # set once, with the error that ended the run
         if thread is self._main:
             self.main_value = value
         if thread is self._main or failed:
@@ -199,12 +201,12 @@ class ThreadRun:
 
     def _abandon(self, chosen: Callable[[SimThread], bool]) -> None:
         for thread in reversed(self.threads):
-            sim: SimThread = thread._sim_thread  # type: ignore[attr-defined]
+            sim: SimThread = thread._sim_thread  # type: ignore[attr-defined]  # the run's mark on the program's Thread
             task = sim.task
             if task is not None and not task.done and chosen(sim):
                 self.kernel.abandon(task, TaskExit(error="abandoned"))
-                thread._is_stopped = True  # type: ignore[attr-defined]
-                threading._active.pop(thread.ident, None)  # type: ignore[attr-defined]
+                thread._is_stopped = True  # type: ignore[attr-defined]  # threading.Thread's private state, which the run drives
+                threading._active.pop(thread.ident, None)  # type: ignore[attr-defined]  # threading's private registry of live threads
 
     # ---- what threads do at a scheduling point ------------------------------------------------------
 
@@ -230,7 +232,7 @@ class ThreadRun:
         kernel.extra_steps += 1
         if not runnable:
             return
-        task: Task = sim.task  # type: ignore[assignment]
+        task: Task = sim.task  # type: ignore[assignment]  # set when the thread was spawned, before it can run
         runnable.append(task)
         options = len(runnable)
         try:
@@ -245,7 +247,7 @@ class ThreadRun:
             return
         kernel.current = chosen
         error, chosen.throw_exc = chosen.throw_exc, None
-        sim.hand_to(chosen.coro, chosen.send_value, error)  # type: ignore[arg-type]
+        sim.hand_to(chosen.coro, chosen.send_value, error)  # type: ignore[arg-type]  # a thread's task runs its SimThread, not a coroutine
 
     def wait_for(self, sim: SimThread, awaitable: Any) -> Any:
         """Run a coroutine written for the kernel (a fault's effect, say) on the calling thread: each trap it
@@ -259,7 +261,11 @@ class ThreadRun:
             except StopIteration as stop:
                 return stop.value
             try:
-                value, error = (self.checkpoint(sim, arg) if op == CHECKPOINT else sim.trap(op, arg)), None
+                if op == CHECKPOINT:
+                    self.checkpoint(sim, arg)
+                    value, error = None, None
+                else:
+                    value, error = sim.trap(op, arg), None
             except BaseException as raised:  # ThreadAbandoned included: the coroutine unwinds with the thread
                 value, error = None, raised
 
@@ -269,7 +275,7 @@ class ThreadRun:
         else:
             sim.trap(SLEEP_UNTIL, self.kernel.now_s + seconds)
 
-    def park(self, sim: SimThread, target: "WaitTarget", waiters: deque[SimThread], deadline: float | None = None) -> bool:
+    def park(self, sim: SimThread, target: WaitTarget, waiters: deque[SimThread], deadline: float | None = None) -> bool:
         """Block `sim` in `waiters` until `wake` picks it (True) or the virtual `deadline` passes (False)."""
         waiters.append(sim)
         timeout = None
@@ -284,7 +290,7 @@ class ThreadRun:
     def wake(self, sim: SimThread, waiters: deque[SimThread]) -> None:
         """Make a parked thread of this run runnable again, taking it out of `waiters`."""
         waiters.remove(sim)
-        self.kernel.reschedule(sim.task, None)  # type: ignore[arg-type]
+        self.kernel.reschedule(sim.task, None)  # type: ignore[arg-type]  # set when the thread was spawned, before it can park
 
     def wake_first(self, waiters: deque[SimThread]) -> None:
         """Wake the longest-waiting thread of this run; threads of an earlier run left in a queue are dropped."""
@@ -307,7 +313,7 @@ class _ProgramEnd(Event):
         return "the end of its main thread"
 
     def holders(self) -> tuple[Task, ...]:
-        main = self._run.threads[0]._sim_thread.task if self._run.threads else None  # type: ignore[attr-defined]
+        main = self._run.threads[0]._sim_thread.task if self._run.threads else None  # type: ignore[attr-defined]  # the run's mark on the program's Thread
         return () if main is None or main.done else (main,)
 
 

@@ -20,7 +20,8 @@ import os
 import re
 import sqlite3
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Literal
 
 from sim.threads.baton import SimThread, current
 
@@ -41,7 +42,7 @@ class Database:
         self.waiters: deque[SimThread] = deque()
         self.connections: list[Any] = []
 
-    def settled(self, run: "ThreadRun", connection: Any) -> None:
+    def settled(self, run: ThreadRun, connection: Any) -> None:
         """A statement of `connection` is over: if it holds no transaction now, the waiters may try again."""
         if self.waiters and not connection.in_transaction:
             while self.waiters:
@@ -50,7 +51,7 @@ class Database:
     def describe(self) -> str:
         return f"the SQLite lock of {os.path.basename(self.path)!r}"
 
-    def holders(self) -> tuple["Task", ...]:
+    def holders(self) -> tuple[Task, ...]:
         users = (getattr(connection, "_sim_user", None) for connection in self.connections if connection.in_transaction)
         return tuple(dict.fromkeys(user.task for user in users if user is not None and user.task is not None))
 
@@ -93,7 +94,7 @@ def run_statement(connection: Any, call: Callable[[], Any], label: str = "sql") 
         return result
 
 
-def _database(run: "ThreadRun", connection: Any) -> Database | None:
+def _database(run: ThreadRun, connection: Any) -> Database | None:
     path = connection._sim_path
     if path is None:
         return None
@@ -123,12 +124,12 @@ class SimulatedCursor:
     connection: Any
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
-        result = run_statement(self.connection, lambda: super(SimulatedCursor, self).execute(sql, parameters))
+        result = run_statement(self.connection, lambda: super(SimulatedCursor, self).execute(sql, parameters))  # type: ignore[misc]  # a mixin: the program's cursor class follows it
         _apply_busy_timeout(self.connection, sql)
         return result
 
     def executemany(self, sql: str, parameters: Any, /) -> Any:
-        return run_statement(self.connection, lambda: super(SimulatedCursor, self).executemany(sql, parameters))
+        return run_statement(self.connection, lambda: super(SimulatedCursor, self).executemany(sql, parameters))  # type: ignore[misc]  # a mixin: as execute
 
     def executescript(self, script: str, /) -> Any:
         """The real executescript commits first, then runs each statement as written (no implicit BEGIN)."""
@@ -145,16 +146,16 @@ class SimulatedCursor:
         return self
 
     def fetchone(self) -> Any:
-        return self._settle(super().fetchone())  # type: ignore[misc]
+        return self._settle(super().fetchone())  # type: ignore[misc]  # a mixin: the program's class follows it
 
     def fetchmany(self, *args: Any, **kwargs: Any) -> Any:
-        return self._settle(super().fetchmany(*args, **kwargs))  # type: ignore[misc]
+        return self._settle(super().fetchmany(*args, **kwargs))  # type: ignore[misc]  # a mixin: the program's class follows it
 
     def fetchall(self) -> Any:
-        return self._settle(super().fetchall())  # type: ignore[misc]
+        return self._settle(super().fetchall())  # type: ignore[misc]  # a mixin: the program's class follows it
 
     def close(self) -> None:
-        super().close()  # type: ignore[misc]
+        super().close()  # type: ignore[misc]  # a mixin: the program's class follows it
         self._settle(None)
 
     def _settle(self, value: Any) -> Any:
@@ -172,9 +173,10 @@ class SimulatedConnection:
 
     _sim_path: str | None
     _sim_timeout_s: float
+    _sim_user: SimThread | None  # the thread whose transaction is open on it
 
     def cursor(self, factory: type = sqlite3.Cursor) -> Any:
-        return super().cursor(_subclass(SimulatedCursor, factory))  # type: ignore[misc]
+        return super().cursor(_subclass(SimulatedCursor, factory))  # type: ignore[misc]  # a mixin: the program's class follows it
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
         return self.cursor().execute(sql, parameters)
@@ -186,13 +188,13 @@ class SimulatedConnection:
         return self.cursor().executescript(script)
 
     def commit(self) -> None:
-        run_statement(self, super().commit, "commit")  # type: ignore[misc]
+        run_statement(self, super().commit, "commit")  # type: ignore[misc]  # a mixin: the program's class follows it
 
     def rollback(self) -> None:
-        run_statement(self, super().rollback, "rollback")  # type: ignore[misc]
+        run_statement(self, super().rollback, "rollback")  # type: ignore[misc]  # a mixin: the program's class follows it
 
     def close(self) -> None:
-        super().close()  # type: ignore[misc]
+        super().close()  # type: ignore[misc]  # a mixin: the program's class follows it
         sim = current()
         if sim is not None and self._sim_path is not None:
             database = sim.run.databases.get(self._sim_path)
@@ -200,7 +202,7 @@ class SimulatedConnection:
                 while database.waiters:
                     sim.run.wake_first(database.waiters)
 
-    def __exit__(self, kind: Any, error: Any, traceback: Any) -> bool:
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> Literal[False]:
         if kind is None:
             self.commit()
         else:
@@ -238,7 +240,7 @@ def simulated_connect(previous: Callable[..., Any]) -> Callable[..., Any]:
         if current() is None:
             return previous(database, timeout, detect_types, isolation_level, check_same_thread, factory,
                             cached_statements, uri)
-        connection = _real_connect(database, 0, detect_types, isolation_level, check_same_thread,
+        connection: SimulatedConnection = _real_connect(database, 0, detect_types, isolation_level, check_same_thread,
                                    _subclass(SimulatedConnection, factory), cached_statements, uri)
         connection._sim_path = database_key(database, uri)
         connection._sim_timeout_s = float(timeout)

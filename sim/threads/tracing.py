@@ -15,9 +15,10 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sim.threads.baton import SimThread
@@ -50,12 +51,12 @@ class Preemption:
             known = self._traced[path] = _is_program(path, self.paths)
         return known
 
-    def enter(self, run: "ThreadRun", sim: "SimThread") -> None:
+    def enter(self, run: ThreadRun, sim: SimThread) -> None:
         """Install this preemption in the calling (new, simulated) OS thread."""
         if self.granularity != "sync":
             sys.settrace(self._tracer(run, sim))
 
-    def _tracer(self, run: "ThreadRun", sim: "SimThread") -> Tracer:
+    def _tracer(self, run: ThreadRun, sim: SimThread) -> Tracer:
         checkpoint = run.checkpoint
         traces = self.traces
         opcodes = self.granularity == "opcodes"

@@ -13,7 +13,8 @@ import builtins
 import os
 import socket
 import subprocess
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from sim.threads.baton import current
 

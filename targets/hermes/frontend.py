@@ -19,15 +19,10 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from contract.events import (
-    FrontendCtrlC,
-    FrontendCtrlCGraceExpired,
-    FrontendTurnAbandoned,
-    FrontendTurnFailed,
-    FrontendTurnSubmitted,
-)
+from contract.events import FrontendCtrlC, FrontendCtrlCGraceExpired, FrontendTurnAbandoned, FrontendTurnFailed, FrontendTurnSubmitted
 
 POLL_S = 0.1  # the chat loop's wait on its interrupt queue while a turn runs (cli.py :12160)
 JOIN_SLICE_S = 0.2  # the abandon path's joins (cli.py :12215)
@@ -40,7 +35,7 @@ class Cli:
     """One terminal of one agent: an input queue the drives type into, served by a chat-loop thread."""
 
     def __init__(self, name: str, agent: Any, history: list[dict[str, Any]], emit: Callable[[Any], None],
-                 turn_started: Callable[["Cli", str], None]) -> None:
+                 turn_started: Callable[[Cli, str], None]) -> None:
         self.name = name
         self.agent = agent
         self.history = history

@@ -8,7 +8,7 @@ run's, it calls the original and nothing else. What each hook adds:
 |---|---|---|
 | `agent.context_compressor.call_llm` (the summary model; scripted) | `provider.summary` | `compaction.input`, `compaction.summary_started` |
 | `agent.conversation_compression.compress_context` (one attempt) | - | `attempt.claimed`, `compaction.finished` |
-| `agent.conversation_compression._compression_lock_holder` | - | none: its `agent=` (an address, which differs in every process) becomes the agent's name, and `:proc=<process>:attempt=<n>` names the attempt taking it |
+| `agent.conversation_compression._compression_lock_holder` | - | none: `agent=` (an address) becomes the agent's name; `:proc=P:attempt=N` names the attempt |
 | `SessionDB.<op>` for every public write | `db.<op>` (the reference's name where it has one, `POINT_NAMES`) | per op, below |
 | `SessionDB._execute_write` (the transaction) | store faults of `db.<op>`: before COMMIT inside it, after COMMIT outside | - |
 | `append_message` | | `append.ok`, `turn.persisted` / `append.failed` |
@@ -30,13 +30,14 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from targets.hermes.system import HermesSystem
 
 # The run in progress, set by HermesSystem around each run (a process runs one at a time).
-ACTIVE: "list[HermesSystem]" = []
+ACTIVE: list[HermesSystem] = []
 
 # The SessionDB writes a scenario may name as points (`db.<op>`) and fault.
 WRITE_OPS = ("append_message", "create_session", "end_session", "reopen_session", "archive_and_compact", "replace_messages",
@@ -58,10 +59,10 @@ def install() -> None:
     context_compressor = sys.modules["agent.context_compressor"]
     compression = sys.modules["agent.conversation_compression"]
     session_db = sys.modules["hermes_state"].SessionDB
-    context_compressor.call_llm = _summary_model
-    compression.compress_context = _hooked(compression.compress_context, _attempt)
+    context_compressor.call_llm = _summary_model  # type: ignore[attr-defined]  # hermes-agent's module, untyped here
+    compression.compress_context = _hooked(compression.compress_context, _attempt)  # type: ignore[attr-defined]  # as above
     if hasattr(compression, "_compression_lock_holder"):
-        compression._compression_lock_holder = _hooked(compression._compression_lock_holder, _holder)
+        compression._compression_lock_holder = _hooked(compression._compression_lock_holder, _holder)  # type: ignore[attr-defined]  # as above
     for op in WRITE_OPS:
         if hasattr(session_db, op):
             setattr(session_db, op, _hooked(getattr(session_db, op), functools.partial(_write, op)))
@@ -69,7 +70,7 @@ def install() -> None:
     _installed.append("installed")
 
 
-def _system() -> "HermesSystem | None":
+def _system() -> HermesSystem | None:
     system = ACTIVE[-1] if ACTIVE else None
     return system if system is not None and system.owns_caller() else None
 
@@ -94,20 +95,20 @@ def _summary_model(**kwargs: Any) -> Any:
     return system.summarize(kwargs)
 
 
-def _attempt(system: "HermesSystem", original: Callable[..., Any], agent: Any, *args: Any, **kwargs: Any) -> Any:
+def _attempt(system: HermesSystem, original: Callable[..., Any], agent: Any, *args: Any, **kwargs: Any) -> Any:
     return system.attempt(agent, lambda: original(agent, *args, **kwargs))
 
 
-def _holder(system: "HermesSystem", original: Callable[..., Any], agent: Any) -> str:
+def _holder(system: HermesSystem, original: Callable[..., Any], agent: Any) -> str:
     """The lease holder id, its `agent=` part (the agent object's address) replaced by the agent's name, the
     attempt taking it added (hermes only compares holder ids whole)."""
     return re.sub(r"agent=[0-9a-fx]+", f"agent={system.name_of(agent)}", original(agent)) + system.holder_suffix()
 
 
-def _write(op: str, system: "HermesSystem", original: Callable[..., Any], db: Any, *args: Any, **kwargs: Any) -> Any:
+def _write(op: str, system: HermesSystem, original: Callable[..., Any], db: Any, *args: Any, **kwargs: Any) -> Any:
     return system.write(op, db, lambda: original(db, *args, **kwargs), args, kwargs)
 
 
-def _transaction(system: "HermesSystem", original: Callable[..., Any], db: Any, fn: Callable[..., Any], *args: Any,
+def _transaction(system: HermesSystem, original: Callable[..., Any], db: Any, fn: Callable[..., Any], *args: Any,
                  **kwargs: Any) -> Any:
     return system.transaction(db, lambda inner: original(db, inner, *args, **kwargs), fn)

@@ -126,14 +126,14 @@ class ProbeWatch:
             watch._record("subprocess", repr(args)[:60])
             popen(process, args, *rest, **kwargs)
 
-        socket.socket.connect, subprocess.Popen.__init__ = watched_connect, watched_popen
+        socket.socket.connect, subprocess.Popen.__init__ = watched_connect, watched_popen  # type: ignore[method-assign, assignment]  # watched for the probe, put back on exit
         return self
 
     def __exit__(self, *exc: object) -> None:
         import socket
         import subprocess
 
-        socket.socket.connect, subprocess.Popen.__init__ = self._originals
+        socket.socket.connect, subprocess.Popen.__init__ = self._originals  # type: ignore[method-assign]  # the originals, put back
 
     def _record(self, kind: str, target: str) -> None:
         import traceback

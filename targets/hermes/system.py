@@ -25,8 +25,9 @@ import io
 import shutil
 import threading
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from contract.events import (
     AppendFailed,
@@ -154,7 +155,7 @@ class HermesSystem:
                     nursery.start_soon(self._drive, drive, trigger, name=f"drive.{index}.{drive.action}")
             for spec in self.scenario.world.agents:
                 if spec.process not in self.dead:
-                    await self.threads.call(lambda cli=self.clis[spec.name]: cli.type(EXIT), name=f"quit.{spec.name}", process=spec.process)
+                    await self.threads.call(lambda cli=self.clis[spec.name]: cli.type(EXIT), name=f"quit.{spec.name}", process=spec.process)  # type: ignore[misc]  # the default binds this agent's terminal
             self._closing = True
             await self._quiet.wait()
         finally:

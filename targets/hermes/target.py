@@ -22,9 +22,10 @@ invariant applies when every event it needs is emitted and every other it reads 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from sim.scenario.errors import ScenarioError
 from sim.targets import TargetUnavailable

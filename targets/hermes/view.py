@@ -102,7 +102,7 @@ class HermesStore:
 
 
 def _is_summary(content: str | None) -> bool:
-    return bool(content) and content.lstrip().startswith(SUMMARY_PREFIXES)  # type: ignore[union-attr]
+    return content is not None and content.lstrip().startswith(SUMMARY_PREFIXES)
 
 
 class HermesView:
