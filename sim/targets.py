@@ -70,10 +70,20 @@ def plugin(target: str) -> tuple[ModuleType, str] | None:
     return module(family), version
 
 
-def capabilities(target: str) -> Capabilities | None:
-    """What a released target can be asked; None for the reference, which can be asked anything the registry names."""
+def capabilities(target: str) -> Capabilities:
+    """What `target` can be asked: a release declares it; the reference can be asked everything the registry names
+    except the points only a released target has."""
     found = plugin(target)
-    return None if found is None else found[0].capabilities(found[1])
+    if found is not None:
+        return found[0].capabilities(found[1])
+    from sim.registry import reference_points, registry
+    from sim.scenario.model import FRONTENDS, DriveAction
+
+    names = registry()
+    return Capabilities(target=REFERENCE, drives=frozenset(str(action) for action in DriveAction),
+                        faults={kind: tuple(reference_points()) for kind in names.fault_kinds}, refused={},
+                        settings=tuple(names.config_fields), fixed={}, frontends=frozenset(FRONTENDS),
+                        events=frozenset(names.events))
 
 
 @cache

@@ -62,7 +62,10 @@ class Workers:
     """`jobs` worker processes over the same workloads and root seed, each answering its orders in turn."""
 
     def __init__(self, workloads: Sequence[Workload], root_seed: int, jobs: int) -> None:
-        self._command = [sys.executable, "-m", "sim", "swarm-worker", *(str(w.path) for w in workloads), "--root", str(root_seed)]
+        # A worker runs in a process like this one: the campaign's target is loaded first (`sim.targets`: the
+        # environment says which), and its workloads are cut to that target as here.
+        self._command = [sys.executable, "-m", "sim", "swarm-worker", *(str(w.path) for w in workloads), "--root", str(root_seed),
+                         "--target", workloads[0].target]
         self._jobs = jobs
         self._processes: list[subprocess.Popen[str]] = []
         self._lines: queue.Queue[tuple[int, str | None]] = queue.Queue()

@@ -304,7 +304,8 @@ class HermesSystem:
         sim = current()
         assert sim is not None
         self.wait(self.plan.at_point(f"db.{op}"))
-        session = args[0] if args else kwargs.get("session_id")
+        named = args[0] if args else kwargs.get("session_id")
+        session = SessionId(named) if isinstance(named, str) else named  # events carry ids as the reference's do
         held = self._held_before(op, session, args, kwargs)
         self._ops[sim].append(op)
         self._failed_inside[sim] = None
