@@ -128,3 +128,10 @@ def test_a_find_on_the_release_shrinks_there_to_a_scenario_of_that_target(tmp_pa
     assert f'target = "{RELEASE}"' in Path(tmp_path / shrunk["scenario"]).read_text()
     replayed = run_cli("replay", shrunk["repro"], cwd=tmp_path)
     assert replayed.returncode == 1 and "identical to the recording" in replayed.stdout, replayed.stderr
+
+
+def test_the_workloads_of_a_release_are_no_catalogue_items_for_pytest():
+    """`scenarios/swarm/hermes/` holds workloads, not scenarios: pytest must not collect them as scenario files."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", str(HERMES)], capture_output=True,
+                          text=True, cwd=ROOT, env=checkout_env())
+    assert "no tests collected" in done.stdout and "error" not in done.stdout.lower(), done.stdout
