@@ -3,7 +3,9 @@
 A scenario names it `target = "hermes==0.19.0"` (or `--target`). The release runs in a process of its own
 (releases share module names), which `sim.targets` starts; `enter` loads the release there, stubs its probes
 and hooks its seams. Asking a release for something it cannot do (a drive, a fault, a point, a setting) is
-bad input naming the target and what it can do instead, never a silent pass.
+bad input naming the target and what it can do instead, never a silent pass. What it can do is declared once,
+`capabilities(version)`: `check` reads it, and so does a generated workload, which draws nothing else
+(`sim.swarm.targeted`).
 
 **Drives**: `turn` (typed at its terminal; while a turn runs, the terminal's typed interrupt), `ctrl_c`,
 `compress` (/compress), `end_session`. **Faults**: `stall` and `provider_error` at `provider.summary`,
