@@ -135,3 +135,23 @@ def test_the_workloads_of_a_release_are_no_catalogue_items_for_pytest():
     done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", str(HERMES)], capture_output=True,
                           text=True, cwd=ROOT, env=checkout_env())
     assert "no tests collected" in done.stdout and "error" not in done.stdout.lower(), done.stdout
+
+
+def test_a_worker_answers_on_a_channel_nothing_else_prints_to():
+    """A release prints (its status lines, a log handler made on sys.stdout at import): in a `-j` worker that would
+    break the line protocol and end the campaign. What else the worker prints goes to stderr."""
+    program = ("import sys; from sim.swarm.workers import answer_channel; channel = answer_channel(); "
+               "print('printed by the code under test'); sys.stdout.flush(); channel.write('{}\\n'); channel.flush()")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=ROOT, env=checkout_env())
+    assert done.stdout == "{}\n" and "printed by the code under test" in done.stderr, (done.stdout, done.stderr)
+
+
+def test_a_store_that_refuses_to_end_a_session_leaves_the_run_to_finish(tmp_path):
+    installed()
+    path = tmp_path / "end_refused.toml"
+    path.write_text(f'target = "{RELEASE}"\n[world]\nsessions = [{{ id = "s1", messages = 4 }}]\n'
+                    '[[drive]]\nat = "0s"\ncommand = "end_session"\n[[drive]]\nat = "1s"\nturn = "then a question"\n'
+                    '[[fault]]\nkind = "db_write_failure"\npoint = "db.end_session"\nnth = 1\n', encoding="utf-8")
+    done = run_cli("run", str(path), "--runs", "1", "--no-shrink", "--json", "--out", "out", cwd=tmp_path)
+    verdict = json.loads(done.stdout)["scenarios"][0]
+    assert "run_completes" not in verdict["violated"] and verdict["faults_fired"] == [1], verdict

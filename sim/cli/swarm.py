@@ -225,10 +225,10 @@ def _swarm_worker(args: argparse.Namespace) -> int:
     """One of a campaign's `-j` workers: the orders come on stdin, the runs' summaries go out on stdout."""
     from sim.registry import registry
     from sim.swarm.loader import load_workloads
-    from sim.swarm.workers import serve
+    from sim.swarm.workers import answer_channel, serve
 
     workloads = load_workloads([Path(path) for path in args.paths], registry(), args.target)
-    return serve(workloads, args.root, sys.stdin, sys.stdout)
+    return serve(workloads, args.root, sys.stdin, answer_channel())
 
 
 def add_swarm_worker(commands: Any) -> None:
