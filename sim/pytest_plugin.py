@@ -89,7 +89,7 @@ def _asked_for(config: pytest.Config, file_path: Path) -> bool:
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
     if file_path.suffix != ".toml" or not _asked_for(parent.config, file_path):
         return None
-    if file_path.parent.name != SWARM_FOLDER:
+    if SWARM_FOLDER not in (file_path.parent.name, file_path.parent.parent.name):  # a target's workloads sit below it
         return ScenarioFile.from_parent(parent, path=file_path)
     # Workloads only on request, like `run` leaves them to `swarm`: a campaign is not a catalogue check.
     swarm_runs = parent.config.getoption("--sim-swarm-runs")

@@ -19,6 +19,7 @@ from faults import FAULT_KINDS
 from faults.base import Placement
 from reference.fixes import FIXES
 from reference.store import SessionStore
+from sim import targets
 from sim.invariants import INVARIANTS
 from sim.scenario.builder import config_fields
 from sim.scenario.schema import Registered, Spec, spec_for
@@ -46,12 +47,20 @@ def events() -> dict[str, str]:
     return {kind: cls.summary() for kind, cls in BY_KIND.items()}
 
 
-def points() -> dict[str, str]:
-    """Every named point, with where it is: the reference's own, then one per store operation."""
+@cache
+def reference_points() -> dict[str, str]:
+    """The reference's named points, with where each is: its own, then one per store operation."""
     documented: dict[str, str] = {point: point.where for point in (*REFERENCE_POINTS, *STORE_POINTS)}
     for op in store_operations():
         documented.setdefault(store_point(op), f"before the store operation `{op}` (not called by the reference)")
     return {str(name): where for name, where in documented.items()}
+
+
+def points() -> dict[str, str]:
+    """Every point a scenario may name: the reference's, then those only a released target has (`sim.targets`;
+    a scenario naming one runs on that target, `check` refuses it elsewhere)."""
+    return {**reference_points(), **{name: where for name, where in targets.released_points().items()
+                                     if name not in reference_points()}}
 
 
 @dataclass(frozen=True)

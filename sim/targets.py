@@ -5,9 +5,10 @@ as released (`targets/hermes/`). A released target's modules would clash with an
 in a process that loaded it first: a command given scenarios of another target than the one loaded re-runs
 itself in a child process for them (`in_target_process`), the way `--mutant` runs under a mutated reference.
 
-What a target must provide (its module in `FAMILIES`): `parse(version)`, `check(scenario, version)` (bad input
-for what it cannot do), `EMITS`/`ABSENT` (for which invariants apply), `enter(version)` (load it into this
-process), `make_system(world, scenario, invariants)` and `batch()`.
+What a target must provide (its module in `FAMILIES`): `parse(version)`, `capabilities(version)` (what a
+scenario may ask of it: `check` refuses the rest as bad input, and a generated workload draws from nothing else),
+`POINTS` (the points its releases have, which scenario files may name), `EMITS`/`ABSENT` (for which invariants
+apply), `enter(version)` (load it into this process), `make_system(world, scenario, invariants)` and `batch()`.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import dataclasses
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from functools import cache
 from types import ModuleType
 from typing import Any
 
@@ -29,6 +32,21 @@ class TargetUnavailable(Exception):
 
 TARGET_ENV = "COMPACTION_SIM_TARGET"  # set by a parent for the child that runs a released target
 FAMILIES = {"hermes": "targets.hermes.target"}
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a released target can be asked. A scenario asking anything else of it is bad input (`check`), and a
+    workload run on it draws from nothing else (`sim.swarm.targeted`), so no generated run is thrown away."""
+
+    target: str
+    drives: frozenset[str]  # drive actions (`DriveAction` values)
+    faults: Mapping[str, tuple[str, ...]]  # fault kind -> the points it may act at (an action kind: any it may wait for)
+    refused: Mapping[str, tuple[str, ...]]  # fault kind -> parameters the target cannot honour (they must be absent)
+    settings: tuple[str, ...]  # `world.config` keys a scenario may set to any value
+    fixed: Mapping[str, tuple[Any, str]]  # `world.config` keys the target has at one value only -> (value, why)
+    frontends: frozenset[str]
+    events: frozenset[str]  # the event kinds it emits: what an `after_event` trigger can wait for
 
 
 def parse(text: str) -> str:
@@ -51,6 +69,33 @@ def plugin(target: str) -> tuple[ModuleType, str] | None:
         return None
     family, _, version = target.partition("==")
     return module(family), version
+
+
+def capabilities(target: str) -> Capabilities:
+    """What `target` can be asked: a release declares it; the reference can be asked everything the registry names
+    except the points only a released target has."""
+    found = plugin(target)
+    if found is not None:
+        return found[0].capabilities(found[1])
+    from sim.registry import reference_points, registry
+    from sim.scenario.model import FRONTENDS, DriveAction
+
+    names = registry()
+    return Capabilities(target=REFERENCE, drives=frozenset(str(action) for action in DriveAction),
+                        faults={kind: tuple(reference_points()) for kind in names.fault_kinds}, refused={},
+                        settings=tuple(names.config_fields), fixed={}, frontends=frozenset(FRONTENDS),
+                        events=frozenset(names.events))
+
+
+@cache
+def released_points() -> dict[str, str]:
+    """The points the released targets' releases have (name -> where), which scenario files may name."""
+    return {name: where for family in FAMILIES for name, where in module(family).POINTS.items()}
+
+
+def selects(point: str, points: Collection[str]) -> bool:
+    """Whether a fault's point (a name, or a prefix ending in *) names at least one of `points`."""
+    return point in points or (point.endswith("*") and any(name.startswith(point[:-1]) for name in points))
 
 
 def loaded() -> str:
@@ -78,11 +123,21 @@ def retarget(scenarios: Sequence[Any], target: str | None) -> list[Any]:
 
 
 def check(scenario: Any) -> None:
-    """Bad input (ScenarioError) for anything the scenario's target cannot do."""
+    """Bad input (ScenarioError) for anything the scenario's target cannot do: on the reference, a point only a
+    released target has (the fault would never fire)."""
     found = plugin(scenario.target)
     if found is not None:
         target, version = found
         target.check(scenario, version)
+        return
+    from sim.registry import reference_points
+    from sim.scenario.errors import ScenarioError
+
+    for index, fault in enumerate(scenario.faults):
+        point = fault.trigger.point
+        if point is not None and not selects(point, reference_points()):
+            raise ScenarioError(scenario.path, f"fault[{index}].point", "a point of the reference (python -m sim list points)",
+                                f"{point!r}, a point of {', '.join(sorted(FAMILIES))} only")
 
 
 def applies(invariant: type, target: str) -> str | None:

@@ -101,6 +101,7 @@ def test_every_fault_and_action_kind_is_exercised_by_the_catalogue_workloads():
 
     workloads = load_workloads([WORKLOADS], registry())
     assert {kind for w in workloads for kind in w.swarm.faults} == set(registry().fault_kinds)
+    workloads += load_workloads([WORKLOADS / "hermes"], registry())  # the typed interrupt is hermes-agent's
     assert {kind for w in workloads for kind in ActionKind if w.swarm.actions.of(kind).rate > 0} == set(ActionKind)
 
 

@@ -459,3 +459,29 @@ def test_logging_names_the_simulated_thread(caplog):
         run(logs)
     assert [record.threadName for record in caplog.records] == ["writer"]
 
+
+
+def test_a_thread_abandoned_while_it_waits_with_a_timeout_is_not_resumed_at_its_deadline():
+    """A crashed process's threads are abandoned where they wait. A wait with a timeout left its deadline live on
+    the kernel's timers, which then resumed the ended thread: the kernel waited on it for the stall limit of real
+    time and detached it (each crash of a hermes run cost 30 s of wall time)."""
+    from sim.threads.patching import threads_patched
+    from sim.threads.run import ThreadRun
+    from sim.threads.tracing import Preemption
+    from sim.timefreeze import frozen_time
+
+    world = World(0, RandomWalk())
+    run = ThreadRun(world, preemption=Preemption("sync"), stall_s=0.2)
+    waiter: list[threading.Thread] = []
+
+    async def root(rt: Any) -> None:
+        waiter.append(threading.Thread(target=lambda: threading.Event().wait(5.0), name="waiter", daemon=True))
+        run.start(waiter[0], "p")
+        await rt.sleep(1.0)
+        run.abandon_process("p")
+        await rt.sleep(10.0)
+
+    with frozen_time(), threads_patched():
+        result = world.run(root)
+    assert result.outcome is RunOutcome.OK and result.virtual_s == pytest.approx(11.0)
+    assert not waiter[0]._sim_thread.detached  # type: ignore[attr-defined]  # the runtime hangs its record on the thread object

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sim import stopping
+from sim import stopping, targets
 from sim.cli.common import (
     DEFAULT_OUT,
     EXIT_OK,
@@ -18,6 +18,7 @@ from sim.cli.common import (
     UsageError,
     add_json_options,
     add_mutant_option,
+    add_target_option,
     exit_interrupted,
     positive_int,
     seed_int,
@@ -52,7 +53,16 @@ def _swarm(args: argparse.Namespace) -> int:
         raise UsageError("--exitfirst stops at the first failing run in run order: it needs -j 1 and no --feedback")
     if args.feedback and shard.count != 1:
         raise UsageError(f"--feedback with --shard {args.shard}: a feedback campaign cannot be sharded (each run depends on the runs before it)")
-    workloads = load_workloads([Path(path) for path in paths], registry())
+    workloads = load_workloads([Path(path) for path in paths], registry(), _target(args.target))
+    elsewhere = targets.elsewhere(workloads, args.argv)
+    if elsewhere is not None:
+        return elsewhere
+    if args.under_mutant and workloads[0].target != targets.REFERENCE:
+        raise UsageError(f"--mutant reverts a fix of the reference; {workloads[0].target} is run as released")
+    for workload in workloads:
+        if workload.cuts:
+            print(f"{speaker(args)}: {workload.name} on {workload.target} leaves out what it cannot take: "
+                  + "; ".join(map(str, workload.cuts)), file=sys.stderr)
     runs = args.runs if args.runs is not None or args.time_budget is not None else workloads[0].swarm.runs
     lines = _progress(args, runs)
     with stopping.graceful():
@@ -68,6 +78,16 @@ def _swarm(args: argparse.Namespace) -> int:
     if done.interrupted:
         return exit_interrupted(args, len(done.runs))
     return EXIT_OK if result["passed"] else EXIT_VIOLATION
+
+
+def _target(given: str | None) -> str | None:
+    """The --target, checked (a bad name is a usage error naming it)."""
+    if given is None:
+        return None
+    try:
+        return targets.parse(given)
+    except ValueError as error:
+        raise UsageError(f"--target {error}") from None
 
 
 def _progress(args: argparse.Namespace, runs: int | None) -> Progress:
@@ -94,7 +114,7 @@ def _results(done: Any, workloads: Sequence[Any], args: argparse.Namespace, line
     expected = {mark for workload in workloads for mark in workload.expect.coverage}
     known = set() if args.baseline is None else results.known_classes(_read_results(args.baseline))
     return results.document(done, [workload.name for workload in workloads], exported, mutant=args.under_mutant,
-                            coverage_expected=expected, known=known)
+                            target=workloads[0].target, coverage_expected=expected, known=known)
 
 
 def _export(workload: Any, args: argparse.Namespace, index: int, invariant: str, bias: Any) -> dict[str, Any]:
@@ -207,6 +227,7 @@ def add_swarm(commands: Any) -> None:
     swarm.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
                        help="where the results file and the failures' scenario and repro files go (default: out/)")
     add_mutant_option(swarm)
+    add_target_option(swarm)
     swarm.set_defaults(handler=_swarm)
 
 
@@ -214,9 +235,10 @@ def _swarm_worker(args: argparse.Namespace) -> int:
     """One of a campaign's `-j` workers: the orders come on stdin, the runs' summaries go out on stdout."""
     from sim.registry import registry
     from sim.swarm.loader import load_workloads
-    from sim.swarm.workers import serve
+    from sim.swarm.workers import answer_channel, serve
 
-    return serve(load_workloads([Path(path) for path in args.paths], registry()), args.root, sys.stdin, sys.stdout)
+    workloads = load_workloads([Path(path) for path in args.paths], registry(), args.target)
+    return serve(workloads, args.root, sys.stdin, answer_channel())
 
 
 def add_swarm_worker(commands: Any) -> None:
@@ -224,6 +246,7 @@ def add_swarm_worker(commands: Any) -> None:
     worker = commands.add_parser("swarm-worker")
     worker.add_argument("paths", nargs="+")
     worker.add_argument("--root", type=int, required=True)
+    worker.add_argument("--target")  # the campaign's, parsed; this process was started with it loaded
     worker.set_defaults(handler=_swarm_worker)
 
 

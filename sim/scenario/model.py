@@ -156,6 +156,10 @@ class WorldSpec:
 WORLD = table_of(WorldSpec, "What exists when the run starts.", default={})
 
 
+TARGET_PATTERN = r"reference|[a-z]+==[0-9]+\.[0-9]+\.[0-9]+"  # what `sim.targets.parse` then checks
+TARGET_TEXT = '"reference" or a release like "hermes==0.19.0"'
+
+
 class DriveAction(StrEnum):
     """What a drive does: a user turn, a platform message, a title, or one of the commands."""
 
@@ -340,8 +344,7 @@ class Scenario:
     target: str = key(Str(
         "The system the scenario runs on: the reference, or a released program the harness runs "
         "(`hermes==0.16.0` ... `hermes==0.19.0`, hermes-agent as published, in a process of its own).",
-        pattern=r"reference|[a-z]+==[0-9]+\.[0-9]+\.[0-9]+", pattern_text='"reference" or a release like "hermes==0.19.0"',
-        default="reference", example='"hermes==0.19.0"',
+        pattern=TARGET_PATTERN, pattern_text=TARGET_TEXT, default="reference", example='"hermes==0.19.0"',
     ))
     world: WorldSpec = key(WORLD)
     drives: tuple[DriveSpec, ...] = key(ListOf(DRIVE.description, item=DRIVE, plural="drives", default=[]), name="drive")

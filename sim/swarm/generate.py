@@ -27,6 +27,7 @@ from sim.scenario.model import Scenario
 from sim.swarm.feedback import NO_BIAS, Bias, enable_key
 from sim.swarm.model import AFTER_EVENT, ActionKind, FaultDraw, Workload
 from sim.swarm.streams import Stream, Streams
+from sim.targets import REFERENCE
 
 MAX_ACTIONS_PER_AGENT = 60  # per action kind: a bound on one run's length whatever the rate
 SEED_MASK = (1 << 63) - 1  # a run seed fits a scenario's explore.seed (a TOML integer)
@@ -75,6 +76,7 @@ def scenario_document(workload: Workload, root_seed: int, run_index: int, bias: 
         "name": generated_name(workload, root_seed, run_index),
         "description": f"Generated from the workload {workload.name}: root seed {root_seed}, run {run_index}"
                        f"{'' if bias == NO_BIAS else ', biased by the coverage of the runs before it'}.",
+        **({} if workload.target == REFERENCE else {"target": workload.target}),
         "world": world,
         "drive": drives,
         "fault": faults,
@@ -163,7 +165,8 @@ def _agents(world: dict[str, Any], frontend: str | None = None) -> list[str]:
 # ---- actions --------------------------------------------------------------------------------------
 
 # Who an action kind applies to: terminal agents (cli), gateway agents, or any.
-_TARGETS = {ActionKind.TURN: "cli", ActionKind.MESSAGE: "gateway", ActionKind.CTRL_C: "cli", ActionKind.CTRL_C_REPEAT: "cli"}
+_TARGETS = {ActionKind.TURN: "cli", ActionKind.MESSAGE: "gateway", ActionKind.CTRL_C: "cli", ActionKind.CTRL_C_REPEAT: "cli",
+            ActionKind.CTRL_C_TYPED: "cli"}
 
 
 def _actions(workload: Workload, kind: ActionKind, world: dict[str, Any], streams: Streams) -> list[dict[str, Any]]:
@@ -190,6 +193,8 @@ def _action(kind: ActionKind, agent: str, at: float, number: int, stream: Stream
         return [{**base, "title": f"title {1 + stream.below(TITLE_POOL)}", "title_source": stream.pick(TITLE_SOURCES)}]
     if kind is ActionKind.END_SESSION:
         return [{**base, "command": "end_session", "end_reason": stream.pick(END_REASONS)}]
+    if kind is ActionKind.CTRL_C_TYPED:
+        return [{**base, "command": "ctrl_c", "typed": f"typed {number} of {agent}"}]
     if kind is ActionKind.CTRL_C_REPEAT:
         presses = 2 + stream.below(2)
         return [{**base, "at": _rounded(at + stream.unit()) if press else at, "command": "ctrl_c"} for press in range(presses)]

@@ -6,19 +6,23 @@ A workload is a scenario file whose `[swarm]` table replaces the scripted `[worl
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from sim import targets
 from sim.scenario.declare import build
 from sim.scenario.loader import SWARM_TABLE, ScenarioRegistry, load_paths, name_or_stem, read_document
 from sim.scenario.model import ExpectSpec
 from sim.scenario.schema import Context, Location
 from sim.swarm.model import WORKLOAD, ActionRate, ActionRates, SwarmSpec, Workload, WorldRanges
+from sim.swarm.targeted import on_target
 
 
-def load_workload(path: str | Path, registry: ScenarioRegistry) -> Workload:
-    """Read, parse and validate one workload file."""
+def load_workload(path: str | Path, registry: ScenarioRegistry, target: str | None = None) -> Workload:
+    """Read, parse and validate one workload file, cut to what its target can take (`target`, a parsed name, given
+    with --target; else the file's own, which must need no cut: `sim.swarm.targeted`)."""
     file = str(path)
     document = read_document(path)
     root = Location(file)
@@ -32,13 +36,26 @@ def load_workload(path: str | Path, registry: ScenarioRegistry) -> Workload:
         world=build(WorldRanges, swarm["world"]),
         actions=build(ActionRates, swarm["actions"], **{kind: build(ActionRate, rate) for kind, rate in swarm["actions"].items()}),
     )
-    return build(Workload, checked, path=file, name=name_or_stem(checked["name"], Path(path), root), swarm=spec,
-                 expect=build(ExpectSpec, checked["expect"]))
+    workload = build(Workload, checked, path=file, name=name_or_stem(checked["name"], Path(path), root), swarm=spec,
+                     expect=build(ExpectSpec, checked["expect"]), cuts=())
+    if target is None:
+        try:
+            target = targets.parse(workload.target)
+        except ValueError as error:
+            raise root.key("target").error(str(error).partition(": ")[2], repr(workload.target)) from None
+    fitted, cuts = on_target(workload, target)
+    if cuts and target == workload.target:
+        where = root
+        for name in cuts[0].keys:
+            where = where.key(name)
+        raise where.error(f"what {target} can take", cuts[0].why)
+    return dataclasses.replace(fitted, cuts=tuple(cuts))
 
 
-def load_workloads(paths: Iterable[str | Path], registry: ScenarioRegistry) -> list[Workload]:
-    """Workload files and folders (each folder's `*.toml`, sorted), each file once, names unique."""
-    return load_paths(paths, registry, load=load_workload)
+def load_workloads(paths: Iterable[str | Path], registry: ScenarioRegistry, target: str | None = None) -> list[Workload]:
+    """Workload files and folders (each folder's `*.toml`, sorted), each file once, names unique; on `target` if
+    given (--target), else each on its own."""
+    return load_paths(paths, registry, load=lambda path, names: load_workload(path, names, target))
 
 
 def _check_world(world: dict[str, Any], where: Location) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from contract.params import REQUIRED
 from sim.scenario.declare import key, table_of
-from sim.scenario.model import EXPECT, MAX_STORE_TEXT, NAME_PATTERN, NAME_TEXT, ExpectSpec
+from sim.scenario.model import EXPECT, MAX_STORE_TEXT, NAME_PATTERN, NAME_TEXT, TARGET_PATTERN, TARGET_TEXT, ExpectSpec
 from sim.scenario.schema import Choice, Context, Derived, Duration, Float, Int, ListOf, Location, Probability, Reference, Registered, Spec, Str, Table
 from sim.swarm.ranges import ConfigRanges, Pick, PickOf, RangeOf, Span
 
@@ -30,6 +30,7 @@ class ActionKind(StrEnum):
     COMPRESS = "compress"  # /compress
     CTRL_C = "ctrl_c"  # one Ctrl+C (cli agents)
     CTRL_C_REPEAT = "ctrl_c_repeat"  # two or three Ctrl+C within a second (cli agents)
+    CTRL_C_TYPED = "ctrl_c_typed"  # Ctrl+C with the next question typed: it runs once the grace is over (cli agents)
     END_SESSION = "end_session"  # the frontend ends the agent's session
     RESTART = "restart"  # the agent's process crashes and starts again
     TITLE = "title"  # a /title or the auto-titler
@@ -57,6 +58,7 @@ class ActionRates:
     compress: ActionRate = key(ACTION)
     ctrl_c: ActionRate = key(ACTION)
     ctrl_c_repeat: ActionRate = key(ACTION)
+    ctrl_c_typed: ActionRate = key(ACTION)
     end_session: ActionRate = key(ACTION)
     restart: ActionRate = key(ACTION)
     title: ActionRate = key(ACTION)
@@ -144,6 +146,7 @@ class FaultDraw:
     world_params: dict[str, str]  # parameters naming something of the world -> its namespace (drawn from the world)
     texts: tuple[str, ...]  # text parameters the workload leaves to the generator (each fault gets its own text)
     at_point: bool  # the kind acts at a point, so it needs one
+    written: tuple[str, ...] = ()  # its points as the workload wrote them (names, and prefixes ending in *)
 
 
 class FaultKinds(Spec):
@@ -182,7 +185,7 @@ def _fault_draw(kind: str, value: Any, where: Location, ctx: Context) -> FaultDr
     given = {name: checked[name] for name in drawn if checked[name] is not None}
     texts = tuple(name for name, spec in params.items() if type(spec) is Str and name not in given)
     return FaultDraw(kind, checked["probability"], checked["count"], points, triggers, after_events, checked["nth"],
-                     checked["per_hit"], given, world_params, texts, at_point)
+                     checked["per_hit"], given, world_params, texts, at_point, tuple(checked["points"] or ()))
 
 
 def _drawn(spec: Spec) -> Spec:
@@ -235,8 +238,14 @@ class Workload:
     name: str = key(Str("The workload's name in reports and generated scenario names.", pattern=NAME_PATTERN.pattern,
                         pattern_text=NAME_TEXT, default=Derived("the file name without .toml"), example='"single_agent"'))
     description: str | None = key(Str("What the workload exercises.", default=None, example='"one agent, every fault"'))
+    target: str = key(Str(
+        "The system its runs run on (`--target` overrides it): the reference, or a release like `hermes==0.19.0`. "
+        "A workload that names a release may ask only what the release can take (bad input otherwise); given "
+        "`--target`, a workload is cut to what that target can take.",
+        pattern=TARGET_PATTERN, pattern_text=TARGET_TEXT, default="reference", example='"hermes==0.19.0"'))
     swarm: SwarmSpec = key(SWARM)
     expect: ExpectSpec = key(EXPECT)
+    cuts: tuple[Any, ...] = ()  # what its target could not take (`sim.swarm.targeted.Cut`), given --target
 
 
 WORKLOAD = table_of(Workload, "A workload file.", title="Top level of a workload")

@@ -32,7 +32,7 @@ def failure_classes(runs: Sequence[RunSummary]) -> dict[tuple[str, ...], list[Ru
 
 
 def document(done: Campaign, workloads: Sequence[str], exported: Mapping[tuple[str, ...], Mapping[str, Any]],
-             *, mutant: str | None, coverage_expected: Iterable[str] = (), known: Iterable[tuple[str, ...]] = ()) -> dict[str, Any]:
+             *, mutant: str | None, target: str = "reference", coverage_expected: Iterable[str] = (), known: Iterable[tuple[str, ...]] = ()) -> dict[str, Any]:
     """The results of a campaign or shard; `exported` gives each failure class's files and replay command.
 
     A class in `known` (a baseline's, see `known_classes`) is reported but does not fail the verdict: a
@@ -47,6 +47,7 @@ def document(done: Campaign, workloads: Sequence[str], exported: Mapping[tuple[s
         "shards": [f"{done.shard.index + 1}/{done.shard.count}"],
         "workloads": list(workloads),
         "mutant": mutant,
+        "target": target,
         "feedback": done.feedback,
         "interrupted": [f"{done.shard.index + 1}/{done.shard.count}"] if done.interrupted else [],
         "cpu_s": round(done.cpu_s, 3),
@@ -91,9 +92,9 @@ def merge(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Shard documents of one campaign (same root seed, workloads and mutant) as one document."""
     first = documents[0]
     for other in documents[1:]:
-        for key in ("format", "root_seed", "workloads", "mutant", "feedback"):
-            if other[key] != first[key]:
-                raise ValueError(f"the results disagree on {key}: {first[key]!r} and {other[key]!r} (not shards of one campaign)")
+        for key in ("format", "root_seed", "workloads", "mutant", "target", "feedback"):
+            if other.get(key, "reference") != first.get(key, "reference"):
+                raise ValueError(f"the results disagree on {key}: {first.get(key)!r} and {other.get(key)!r} (not shards of one campaign)")
     runs = sorted((run for doc in documents for run in doc["per_run"]), key=lambda run: run["run"])
     repeated = [a["run"] for a, b in zip(runs, runs[1:]) if a["run"] == b["run"]]
     if repeated:
@@ -116,6 +117,7 @@ def merge(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "shards": sorted(shard for doc in documents for shard in doc["shards"]),
         "workloads": first["workloads"],
         "mutant": first["mutant"],
+        "target": first.get("target", "reference"),
         "feedback": first["feedback"],
         "interrupted": sorted(shard for doc in documents for shard in doc.get("interrupted", [])),
         "cpu_s": round(sum(doc["cpu_s"] for doc in documents), 3),

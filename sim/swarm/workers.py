@@ -12,6 +12,7 @@ order short; after a cut it takes no further order and exits 130.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import subprocess
 import sys
@@ -63,7 +64,10 @@ class Workers:
     """`jobs` worker processes over the same workloads and root seed, each answering its orders in turn."""
 
     def __init__(self, workloads: Sequence[Workload], root_seed: int, jobs: int) -> None:
-        self._command = [sys.executable, "-m", "sim", "swarm-worker", *(str(w.path) for w in workloads), "--root", str(root_seed)]
+        # A worker runs in a process like this one: the campaign's target is loaded first (`sim.targets`: the
+        # environment says which), and its workloads are cut to that target as here.
+        self._command = [sys.executable, "-m", "sim", "swarm-worker", *(str(w.path) for w in workloads), "--root", str(root_seed),
+                         "--target", workloads[0].target]
         self._jobs = jobs
         self._processes: list[subprocess.Popen[str]] = []
         self._lines: queue.Queue[tuple[int, str | None]] = queue.Queue()
@@ -125,6 +129,16 @@ def batch_order(indices: Sequence[int], biases: Mapping[int, Bias]) -> dict[str,
 
 
 # ---- the worker's side ------------------------------------------------------------------------
+
+
+def answer_channel() -> IO[str]:
+    """The worker's stdout, kept for its answers alone: what else the process writes to stdout (the code under test
+    prints, or logs through a handler that took `sys.stdout` when it was imported) goes to stderr, where it cannot
+    break a line of the protocol."""
+    channel = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    return channel
 
 
 def serve(workloads: Sequence[Workload], root_seed: int, orders: IO[str], answers: IO[str]) -> int:

@@ -282,10 +282,13 @@ class ThreadRun:
         if deadline is not None:
             timeout = Timeout(self.kernel, sim, waiters, deadline)
             self.kernel.add_timer(deadline, timeout)
-        woke = sim.trap(PARK, (target, _not_abortable)) is not TIMED_OUT
-        if timeout is not None:
-            timeout.cancel_called = True
-        return woke
+        try:
+            return sim.trap(PARK, (target, _not_abortable)) is not TIMED_OUT
+        finally:
+            if timeout is not None:
+                # Also when the wait unwinds (the thread abandoned as its process crashed): a deadline left live
+                # would resume the ended task, and the kernel would wait for it for the stall limit of real time.
+                timeout.cancel_called = True
 
     def wake(self, sim: SimThread, waiters: deque[SimThread]) -> None:
         """Make a parked thread of this run runnable again, taking it out of `waiters`."""

@@ -252,9 +252,14 @@ class HermesSystem:
         await self.threads.call(lambda: cli.type(text), name=f"type.{drive.agent}", process=spec.process)
 
     def _end_session(self, spec: Any, drive: Any) -> None:
+        """The frontend ends the session; a store that refuses (a fault at `db.end_session`) leaves it open, which
+        is the frontend's lot, not an error of the run (it would stop every drive and strand the terminals)."""
         session = drive.session or self.agents[spec.name].session_id
         reason = drive.end_reason or "tui_shutdown"
-        self.dbs[spec.process].end_session(session, reason)
+        try:
+            self.dbs[spec.process].end_session(session, reason)
+        except Exception:
+            return
         self.rt.emit(FrontendSessionEnded(session=session, reason=drive.end_reason))
 
     # ---- hooks (observe.py calls these on the run's threads) -----------------------------------------
@@ -317,7 +322,8 @@ class HermesSystem:
         assert sim is not None
         point = observe.POINT_NAMES.get(op, op)
         self.wait(self.plan.at_point(f"db.{point}"))
-        session = args[0] if args else kwargs.get("session_id")
+        named = args[0] if args else kwargs.get("session_id")
+        session = SessionId(named) if isinstance(named, str) else named  # events carry ids as the reference's do
         held = self._held_before(op, session, args, kwargs)
         self._ops[sim].append(point)
         self._failed_inside[sim] = None

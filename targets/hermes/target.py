@@ -3,7 +3,9 @@
 A scenario names it `target = "hermes==0.19.0"` (or `--target`). The release runs in a process of its own
 (releases share module names), which `sim.targets` starts; `enter` loads the release there, stubs its probes
 and hooks its seams. Asking a release for something it cannot do (a drive, a fault, a point, a setting) is
-bad input naming the target and what it can do instead, never a silent pass.
+bad input naming the target and what it can do instead, never a silent pass. What it can do is declared once,
+`capabilities(version)`: `check` reads it, and so does a generated workload, which draws nothing else
+(`sim.swarm.targeted`).
 
 **Drives**: `turn` (typed at its terminal; while a turn runs, the terminal's typed interrupt), `ctrl_c`,
 `compress` (/compress), `end_session`. **Faults**: `stall` and `provider_error` at `provider.summary`,
@@ -28,22 +30,37 @@ from pathlib import Path
 from typing import Any
 
 from sim.scenario.errors import ScenarioError
-from sim.targets import TargetUnavailable
+from sim.targets import Capabilities, TargetUnavailable, selects
+from targets.hermes.observe import POINT_NAMES, WRITE_OPS
 
 FAMILY = "hermes"
 RELEASES = ("0.16.0", "0.17.0", "0.18.2", "0.19.0")
 IN_PLACE_FROM = "0.18.2"  # in-place compaction, the lease refresher and its TTL setting
 
 DRIVES = frozenset({"turn", "ctrl_c", "compress", "end_session"})
-FAULTS = {
-    "stall": ("provider.summary", "db."),
-    "provider_error": ("provider.summary",),
-    "db_write_failure": ("db.",),
-    "db_busy": ("db.",),
-    "ctrl_c": (),
-    "message_mid_compression": (),
-    "crash": (),
+SUMMARY = "provider.summary"
+IN_PLACE_OPS = ("archive_and_compact", "refresh_compression_lock", "record_compression_failure_cooldown")  # 0.18.2+
+def _point(op: str) -> str:
+    """The point before a store write: the reference's name where the write does what one of its own does."""
+    return f"db.{POINT_NAMES.get(op, op)}"
+
+
+POINTS = {
+    SUMMARY: "hermes-agent: the summary model's call (`call_llm` in agent/context_compressor.py), the lease held",
+    **{_point(op): f"hermes-agent: before `SessionDB.{op}`; its store faults act inside `_execute_write`"
+       + (f" ({IN_PLACE_FROM}+)" if op in IN_PLACE_OPS else "") for op in WRITE_OPS},
 }
+# Each fault kind and where it may act: at the summary, at a store write, or (an action) at a hit of either.
+FAULTS = {
+    "stall": ("summary", "store"),
+    "provider_error": ("summary",),
+    "db_write_failure": ("store",),
+    "db_busy": ("store",),
+    "ctrl_c": ("summary", "store"),
+    "message_mid_compression": ("summary", "store"),
+    "crash": ("summary", "store"),
+}
+REFUSED = {"crash": ("restart_after",)}  # the harness restarts no hermes process
 SETTINGS = ("threshold_tokens", "in_place", "lease_ttl_s", "ctrl_c_grace_s")
 HOLDERS_NAME_ATTEMPTS = True  # `pid:tid:agent:nonce`, to which the holder hook adds `:proc=<process>:attempt=<n>`
 CTRL_C_GRACE_S = 10.0  # cli.py: 50 joins of 0.2 s
@@ -73,48 +90,67 @@ def parse(version: str) -> str:
     return version
 
 
+def capabilities(version: str) -> Capabilities:
+    """What this release can be asked: the store writes it has, and its settings (fixed ones before 0.18.2)."""
+    ops = [op for op in WRITE_OPS if op not in IN_PLACE_OPS or not _older(version, IN_PLACE_FROM)]
+    where = {"summary": (SUMMARY,), "store": tuple(_point(op) for op in ops)}
+    fixed = {"ctrl_c_grace_s": (CTRL_C_GRACE_S, "its terminal waits that long after a typed interrupt")}
+    if _older(version, IN_PLACE_FROM):
+        fixed |= {key: (value, f"it has no {key} setting before {IN_PLACE_FROM}") for key, value in _FIXED_BEFORE.items()}
+    return Capabilities(
+        target=f"{FAMILY}=={version}", drives=DRIVES,
+        faults={kind: tuple(point for place in places for point in where[place]) for kind, places in FAULTS.items()},
+        refused=REFUSED, settings=tuple(key for key in SETTINGS if key not in fixed), fixed=fixed,
+        frontends=frozenset({"cli"}), events=EMITS)
+
+
 def check(scenario: Any, version: str) -> None:
     """Bad input for anything this release cannot be asked (ScenarioError naming the file, key and target)."""
-    target = f"{FAMILY}=={version}"
-    path = scenario.path
+    can = capabilities(version)
+    path, target = scenario.path, can.target
     for index, drive in enumerate(scenario.drives):
-        if str(drive.action) not in DRIVES:
-            raise ScenarioError(path, f"drive[{index}]", f"a drive {target} can take ({', '.join(sorted(DRIVES))})",
+        if str(drive.action) not in can.drives:
+            raise ScenarioError(path, f"drive[{index}]", f"a drive {target} can take ({', '.join(sorted(can.drives))})",
                                 f"a {drive.action} drive")
     for index, fault in enumerate(scenario.faults):
-        points = FAULTS.get(fault.kind)
+        points = can.faults.get(fault.kind)
         if points is None:
-            raise ScenarioError(path, f"fault[{index}].kind", f"a fault {target} can take ({', '.join(sorted(FAULTS))})",
+            raise ScenarioError(path, f"fault[{index}].kind", f"a fault {target} can take ({', '.join(sorted(can.faults))})",
                                 repr(fault.kind))
         point = fault.trigger.point
-        if point is not None and points and not point.startswith(points):
-            raise ScenarioError(path, f"fault[{index}].point",
-                                f"a point of {target} for {fault.kind} ({', '.join(p + ('<op>' if p.endswith('.') else '') for p in points)})",
+        if point is not None and not selects(point, points):
+            raise ScenarioError(path, f"fault[{index}].point", f"a point of {target} for {fault.kind} ({_listed(points)})",
                                 repr(point))
-        if fault.kind == "crash" and fault.params.get("restart_after") is not None:
-            raise ScenarioError(path, f"fault[{index}].restart_after", f"no restart: {target}'s processes are not restarted",
-                                repr(fault.params["restart_after"]))
+        for param in can.refused.get(fault.kind, ()):
+            if fault.params.get(param) is not None:
+                raise ScenarioError(path, f"fault[{index}].{param}", f"none: {target} cannot honour {param} (its processes are not restarted)",
+                                    repr(fault.params[param]))
     for key, value in scenario.world.config.items():
-        _check_setting(path, target, version, key, value)
+        _check_setting(path, can, key, value)
     for index, agent in enumerate(scenario.world.agents):
-        if agent.frontend != "cli":
+        if agent.frontend not in can.frontends:
             raise ScenarioError(path, f"world.agents[{index}].frontend", f"\"cli\": {target} is driven through its terminal",
                                 repr(agent.frontend))
 
 
-def _check_setting(path: str, target: str, version: str, key: str, value: Any) -> None:
+def _listed(points: tuple[str, ...]) -> str:
+    """The points a kind may act at, the store's as one `db.<op>` with its ops."""
+    store = [point.removeprefix("db.") for point in points if point.startswith("db.")]
+    return ", ".join([point for point in points if not point.startswith("db.")]
+                     + ([f"db.<op> for op in {', '.join(store)}"] if store else []))
+
+
+def _check_setting(path: str, can: Capabilities, key: str, value: Any) -> None:
     where = f"world.config.{key}"
-    if key not in SETTINGS:
-        raise ScenarioError(path, where, f"a setting {target} has ({', '.join(SETTINGS)})", repr(key))
-    if key in ("in_place", "lease_ttl_s") and _older(version, IN_PLACE_FROM) and value != _fixed(key):
-        raise ScenarioError(path, where, f"{_fixed(key)!r}: {target} has no {key} setting before {IN_PLACE_FROM}", repr(value))
-    if key == "ctrl_c_grace_s" and value != CTRL_C_GRACE_S:
-        raise ScenarioError(path, where, f"{CTRL_C_GRACE_S:g}: {target}'s terminal waits that long after a typed interrupt",
-                            repr(value))
+    if key in can.fixed:
+        fixed, why = can.fixed[key]
+        if value != fixed:
+            raise ScenarioError(path, where, f"{fixed!r}: {can.target} has it at that value only ({why})", repr(value))
+    elif key not in can.settings:
+        raise ScenarioError(path, where, f"a setting {can.target} has ({', '.join(SETTINGS)})", repr(key))
 
 
-def _fixed(key: str) -> Any:
-    return {"in_place": False, "lease_ttl_s": 300.0}[key]
+_FIXED_BEFORE = {"in_place": False, "lease_ttl_s": 300.0}
 
 
 def _older(version: str, than: str) -> bool:

@@ -115,6 +115,11 @@ class HermesView:
         self.config = HermesConfig(system.settings_values)
         self.agents = {spec.name: AgentSlot(spec, system.agents[spec.name]) for spec in system.scenario.world.agents}
 
+    @property
+    def ctrl_c_grace_s(self) -> float:
+        """The terminal's grace after a Ctrl+C: hermes's own (cli.py: 50 joins of 0.2 s)."""
+        return float(self.config.ctrl_c_grace_s)
+
     def process_of(self, incarnation: str) -> str:
         return incarnation
 
