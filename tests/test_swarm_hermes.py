@@ -71,7 +71,7 @@ def test_on_the_reference_a_workload_draws_no_point_only_a_release_has():
     workloads = load_workloads([CATALOGUE], registry())
     assert all(workload.target == "reference" and workload.cuts == () for workload in workloads)
     released_only = set(targets.released_points()) - set(reference_points())
-    assert "db.archive_and_compact" in released_only
+    assert "db.replace_messages" in released_only
     drawn = {point for workload in workloads for draw in workload.swarm.faults.values() for point in draw.points or ()}
     assert drawn and not drawn & released_only
 
