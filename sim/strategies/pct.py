@@ -46,7 +46,49 @@ class HorizonEstimate:
         self.longest = max(self.longest, choices)
 
 
-class PCT(Strategy):
+class Prioritised(Strategy):
+    """What PCT and task-relative PCT share: the highest-priority runnable task runs; a task gets a random
+    priority in [d, d+1) when first seen among the runnable ones (unseen tasks in tid order, so the assignment
+    depends on the seed only); a change point lowers a task below every initial priority; random draws come from
+    per-stream generators seeded like the random walk's."""
+
+    def __init__(self, depth: int, salt: str) -> None:
+        self.depth = depth
+        self._salt = salt
+        self._rng = random.Random(0)
+        self._priorities: dict[int, float] = {}
+        self._streams = RandomWalk()
+
+    @property
+    def priorities(self) -> dict[int, float]:
+        """Task tid -> its current priority, for the tasks seen so far in this run."""
+        return dict(self._priorities)
+
+    def _begin_priorities(self, seed: int) -> None:
+        self._rng = random.Random(derive_seed(seed, self._salt))
+        self._priorities = {}
+        self._streams.begin(seed)
+
+    def draw(self, stream: str, bound: int) -> int:
+        return self._streams.draw(stream, bound)
+
+    def _highest_after_seeing(self, runnable: Sequence[Task]) -> int:
+        """The highest-priority runnable task, once every task first seen here has its priority."""
+        for tid in sorted(task.tid for task in runnable if task.tid not in self._priorities):
+            self._priorities[tid] = self.depth + self._rng.random()
+        return self._highest(runnable)
+
+    def _lowered(self, runnable: Sequence[Task], top: int, priority: int) -> int:
+        """The highest-priority runnable task once the task at `top` is lowered to `priority` (a change point)."""
+        self._priorities[runnable[top].tid] = priority
+        return self._highest(runnable)
+
+    def _highest(self, runnable: Sequence[Task]) -> int:
+        priorities = self._priorities
+        return max(range(len(runnable)), key=lambda index: priorities[runnable[index].tid])
+
+
+class PCT(Prioritised):
     """Highest priority runs; d-1 priority change points spread uniformly over the expected run length."""
 
     def __init__(self, depth: int = DEFAULT_DEPTH, horizon: int | None = None) -> None:
@@ -54,15 +96,12 @@ class PCT(Strategy):
             raise ValueError(f"PCT depth must be at least 1, got {depth}")
         if horizon is not None and horizon < 1:
             raise ValueError(f"PCT horizon must be at least 1, got {horizon}")
+        super().__init__(depth, "pct")
         self.name = f"pct-d{depth}"
-        self.depth = depth
         self._fixed_horizon = horizon
         self._estimate = HorizonEstimate()
         self._choices = 0
-        self._rng = random.Random(0)
-        self._priorities: dict[int, float] = {}
         self._change_points: dict[int, int] = {}
-        self._streams = RandomWalk()
 
     @property
     def horizon(self) -> int:
@@ -74,39 +113,17 @@ class PCT(Strategy):
         """Choice number (1-based) -> the priority the task about to run is lowered to there."""
         return dict(self._change_points)
 
-    @property
-    def priorities(self) -> dict[int, float]:
-        """Task tid -> its current priority, for the tasks seen so far in this run."""
-        return dict(self._priorities)
-
     def begin(self, seed: int) -> None:
         self._choices = 0
-        self._rng = random.Random(derive_seed(seed, "pct"))
-        self._priorities = {}
+        self._begin_priorities(seed)
         points = self._rng.sample(range(1, self.horizon + 1), min(self.depth - 1, self.horizon))
         self._change_points = {point: lowered for lowered, point in enumerate(points, start=1)}
-        self._streams.begin(seed)
 
     def choose_task(self, runnable: Sequence[Task], previous: Task | None) -> int:
         self._choices += 1
-        self._prioritise_new(runnable)
-        top = self._highest(runnable)
+        top = self._highest_after_seeing(runnable)
         lowered = self._change_points.get(self._choices)
-        if lowered is not None:
-            self._priorities[runnable[top].tid] = lowered
-            top = self._highest(runnable)
-        return top
-
-    def draw(self, stream: str, bound: int) -> int:
-        return self._streams.draw(stream, bound)
+        return top if lowered is None else self._lowered(runnable, top, lowered)
 
     def end(self) -> None:
         self._estimate.observe(self._choices)
-
-    def _prioritise_new(self, runnable: Sequence[Task]) -> None:
-        for tid in sorted(task.tid for task in runnable if task.tid not in self._priorities):
-            self._priorities[tid] = self.depth + self._rng.random()
-
-    def _highest(self, runnable: Sequence[Task]) -> int:
-        priorities = self._priorities
-        return max(range(len(runnable)), key=lambda index: priorities[runnable[index].tid])

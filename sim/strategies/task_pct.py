@@ -21,13 +21,10 @@ member's first run already has its change points).
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from sim.rng import derive_seed
-from sim.strategies.base import Strategy
-from sim.strategies.random_walk import RandomWalk
+from sim.strategies.pct import Prioritised
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Task
@@ -44,37 +41,27 @@ class TaskLengths:
             self.longest[tid] = max(self.longest.get(tid, 0), count)
 
 
-class TaskPCT(Strategy):
+class TaskPCT(Prioritised):
     """Highest priority runs; d-1 change points, each at a step of a task drawn among the tasks seen."""
 
     def __init__(self, depth: int = 10, lengths: TaskLengths | None = None) -> None:
         if depth < 1:
             raise ValueError(f"task-PCT depth must be at least 1, got {depth}")
+        super().__init__(depth, "task-pct")
         self.name = f"task-pct-d{depth}"
-        self.depth = depth
         self._lengths = lengths if lengths is not None else TaskLengths()
-        self._rng = random.Random(0)
-        self._priorities: dict[int, float] = {}
         self._steps: dict[int, int] = {}
         self._change_points: dict[tuple[int, int], int] = {}
-        self._streams = RandomWalk()
 
     @property
     def change_points(self) -> dict[tuple[int, int], int]:
         """(task tid, its step, 1-based) -> the priority the task is lowered to just before that step."""
         return dict(self._change_points)
 
-    @property
-    def priorities(self) -> dict[int, float]:
-        """Task tid -> its current priority, for the tasks seen so far in this run."""
-        return dict(self._priorities)
-
     def begin(self, seed: int) -> None:
-        self._rng = random.Random(derive_seed(seed, "task-pct"))
-        self._priorities = {}
+        self._begin_priorities(seed)
         self._steps = {}
         self._change_points = self._draw_change_points()
-        self._streams.begin(seed)
 
     def _draw_change_points(self) -> dict[tuple[int, int], int]:
         """d-1 distinct (task, step) points, the task uniform among those seen, then the step within its length."""
@@ -88,24 +75,14 @@ class TaskPCT(Strategy):
         return points
 
     def choose_task(self, runnable: Sequence[Task], previous: Task | None) -> int:
-        for tid in sorted(task.tid for task in runnable if task.tid not in self._priorities):
-            self._priorities[tid] = self.depth + self._rng.random()
-        top = self._highest(runnable)
+        top = self._highest_after_seeing(runnable)
         tid = runnable[top].tid
         lowered = self._change_points.pop((tid, self._steps.get(tid, 0) + 1), None)
         if lowered is not None:
-            self._priorities[tid] = lowered
-            top = self._highest(runnable)
+            top = self._lowered(runnable, top, lowered)
         chosen = runnable[top].tid
         self._steps[chosen] = self._steps.get(chosen, 0) + 1
         return top
 
-    def draw(self, stream: str, bound: int) -> int:
-        return self._streams.draw(stream, bound)
-
     def end(self) -> None:
         self._lengths.observe(self._steps)
-
-    def _highest(self, runnable: Sequence[Task]) -> int:
-        priorities = self._priorities
-        return max(range(len(runnable)), key=lambda index: priorities[runnable[index].tid])
