@@ -33,7 +33,7 @@ EXIT_INTERRUPTED = 130
 BY_PARENT_ENV = "COMPACTION_SIM_STOPPED_BY_PARENT"
 NOTE = "stopping after the run in progress (press Ctrl+C again to stop at once)"
 
-__all__ = ["BY_PARENT_ENV", "EXIT_INTERRUPTED", "Interrupted", "Stopped", "Until", "before_start", "graceful", "held",
+__all__ = ["BY_PARENT_ENV", "EXIT_INTERRUPTED", "Interrupted", "Stopped", "Until", "before_start", "child_exit", "graceful", "held",
            "install", "interrupted_after", "listen", "requested", "running", "runs_finished", "settled"]
 T = TypeVar("T")
 
@@ -125,6 +125,12 @@ def graceful(note: str = NOTE, *, at_next_run: bool = False) -> Iterator[None]:
         yield
     finally:
         _graceful.pop()
+
+
+def child_exit(code: int) -> int:
+    """A child command's exit status as this one's: a child that a stop request reached before it could handle
+    one ended by the signal, and was interrupted all the same."""
+    return EXIT_INTERRUPTED if code < 0 and requested() else code
 
 
 def runs_finished() -> int:

@@ -200,8 +200,12 @@ def elsewhere(scenarios: Sequence[Any], argv: Sequence[str]) -> int | None:
 
 
 def in_target_process(target: str, argv: Sequence[str]) -> int:
-    """Re-run this command (with `argv`) in a child process that loads `target` first; its exit status."""
-    from sim import children
+    """Re-run this command (with `argv`) in a child process that loads `target` first; its exit status. A stop
+    request is passed to the child, which stops as the command does (a swarm keeps its results), so this process
+    only waits for it."""
+    from sim import children, stopping
 
     env = {**os.environ, TARGET_ENV: target}
-    return children.run([sys.executable, "-m", "sim", *argv], env=env).returncode
+    with stopping.graceful():
+        code = children.run([sys.executable, "-m", "sim", *argv], env=env).returncode
+    return stopping.child_exit(code)

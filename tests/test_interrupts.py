@@ -23,10 +23,14 @@ from pathlib import Path
 import pytest
 from support import checkout_env, run_cli
 
+from sim import targets
+
 ROOT = Path(__file__).resolve().parent.parent
 R1 = ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"
 R1_MUTANT = "hard-cancel-through-fence"
 SINGLE = ROOT / "scenarios" / "swarm" / "single_agent.toml"
+HERMES_TERMINAL = ROOT / "scenarios" / "swarm" / "hermes" / "terminal.toml"
+RELEASE = "hermes==0.19.0"
 ENDLESS = "100000000"  # runs no test waits for: the command is always stopped first
 NOTE = "stopping after the run in progress"
 # One run of this takes seconds (a 50,000-message transcript to compact), so a second Ctrl+C sent when the
@@ -170,6 +174,21 @@ def test_swarm_stops_with_a_results_file_that_merge_reads(sim, tmp_path, jobs):
     assert all(gone(pid) for pid in workers), "a worker process outlived the campaign"
     merged = run_cli("merge", "out/swarm-seed0-shard1of1.json", "--json", cwd=tmp_path)
     assert merged.returncode == 1 and json.loads(merged.stdout)["runs"] == runs, merged.stderr
+
+
+def test_a_swarm_on_a_released_target_stops_with_its_results_file(sim, tmp_path):
+    """The command re-runs itself in a process that loads the release: the stop reaches that process, which
+    stops as the command does, and the campaign so far is kept."""
+    reason = targets.unavailable(RELEASE)
+    if reason is not None:
+        pytest.skip(f"{RELEASE}: {reason}")
+    swarm = sim("swarm", str(HERMES_TERMINAL), "--runs", ENDLESS, "--out", "out", cwd=tmp_path)
+    swarm.wait_for("] run ")
+    swarm.signal(signal.SIGINT)
+    code, stdout, stderr = swarm.finish()
+    runs = assert_interrupted(code, stderr, "swarm")
+    results = json.loads((tmp_path / "out" / "swarm-seed0-shard1of1.json").read_text())
+    assert results["target"] == RELEASE and results["runs"] == runs >= 1 and results["interrupted"] == ["1/1"]
 
 
 def test_sigterm_stops_swarm_workers_too(sim, tmp_path):

@@ -105,8 +105,7 @@ def under_mutant(mutant: str, argv: Sequence[str]) -> int:
             code = children.run(command, env=env).returncode
     except StaleMutant as stale:
         raise UsageError(str(stale)) from None
-    # A child that a stop request reached before it could handle one ended by the signal: interrupted all the same.
-    return stopping.EXIT_INTERRUPTED if code < 0 and stopping.requested() else code
+    return stopping.child_exit(code)
 
 
 def check_overlay(parent: FromParent) -> None:
