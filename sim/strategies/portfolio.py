@@ -52,14 +52,16 @@ class Portfolio(Strategy):
     """Delegates each run to the next member in turn; `run_name` says which member ran the current run."""
 
     def __init__(self, members: Sequence[Strategy] | None = None) -> None:
-        self.lengths = TaskLengths()  # every member's runs teach the task-PCT member how long each task is
+        self.lengths = TaskLengths()  # the default members' runs teach the task-PCT member how long each task is
         self.members = list(members) if members is not None else default_members(self.lengths)
+        self._teaching = members is None
         if not self.members:
             raise ValueError("a portfolio needs at least one member")
         self.runs = 0
         self.current = self.members[0]
         self.name = "portfolio"
         self._steps: dict[int, int] = {}
+        self._counting = False  # whether this run's steps go into `lengths` (a task-PCT run counts its own)
 
     @property
     def exhausted(self) -> bool:
@@ -74,6 +76,7 @@ class Portfolio(Strategy):
             if not self.current.exhausted:
                 break
         self._steps = {}
+        self._counting = self._teaching and not isinstance(self.current, TaskPCT)
         self.current.begin(seed)
 
     @property
@@ -82,8 +85,9 @@ class Portfolio(Strategy):
 
     def choose_task(self, runnable: Sequence[Task], previous: Task | None) -> int:
         index = self.current.choose_task(runnable, previous)
-        tid = runnable[index].tid
-        self._steps[tid] = self._steps.get(tid, 0) + 1
+        if self._counting:
+            tid = runnable[index].tid
+            self._steps[tid] = self._steps.get(tid, 0) + 1
         return index
 
     def draw(self, stream: str, bound: int) -> int:
@@ -91,4 +95,5 @@ class Portfolio(Strategy):
 
     def end(self) -> None:
         self.current.end()
-        self.lengths.observe(self._steps)
+        if self._counting:
+            self.lengths.observe(self._steps)
