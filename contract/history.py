@@ -8,17 +8,23 @@ its `fields` (`Event.trace_fields()`), so typing the events changed nothing a tr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeGuard, TypeVar
 
 from contract.events.base import Event
 
+E_co = TypeVar("E_co", bound=Event, covariant=True)
+E = TypeVar("E", bound=Event)
+
 
 @dataclass(frozen=True, slots=True)
-class HistoryEvent:
+class HistoryEvent(Generic[E_co]):
+    """One recorded event; typed by its event's class, so a reader that kept a `HistoryEvent[LeaseAcquired]`
+    reads its `.event` as one without a cast (a history of mixed kinds is `HistoryEvent[Event]`)."""
+
     seq: int
     time: float
     task: str
-    event: Event
+    event: E_co
 
     @property
     def kind(self) -> str:
@@ -31,3 +37,9 @@ class HistoryEvent:
     def canonical(self) -> dict[str, Any]:
         """A plain dict with a fixed key order, for JSONL and hashing."""
         return {"seq": self.seq, "t": round(self.time, 9), "task": self.task, "kind": self.kind, "fields": self.fields}
+
+
+def is_of(record: HistoryEvent[Event], kind: type[E]) -> TypeGuard[HistoryEvent[E]]:
+    """Whether `record` holds an event of class `kind` (a subclass counts): a reader scanning a mixed history then
+    reads the record as a `HistoryEvent[kind]`."""
+    return isinstance(record.event, kind)

@@ -170,9 +170,9 @@ class TrioRuntime:
     TooSlowError = trio.TooSlowError
     EndOfChannel = trio.EndOfChannel
 
-    def __init__(self, seed: int = 0, on_event: Callable[[HistoryEvent], None] | None = None) -> None:
+    def __init__(self, seed: int = 0, on_event: Callable[[HistoryEvent[Event]], None] | None = None) -> None:
         self.seed = seed
-        self.events: list[HistoryEvent] = []
+        self.events: list[HistoryEvent[Event]] = []
         self._on_event = on_event
         self._workers: trio.Nursery | None = None
         self._streams: dict[str, random.Random] = {}
@@ -184,7 +184,7 @@ class TrioRuntime:
         *args: Any,
         mock_clock: bool = False,
         seed: int = 0,
-        on_event: Callable[[HistoryEvent], None] | None = None,
+        on_event: Callable[[HistoryEvent[Event]], None] | None = None,
         wait_for_workers: bool = True,
         wall_clock: bool = False,
     ) -> tuple[T, TrioRuntime]:

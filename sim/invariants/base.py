@@ -38,6 +38,70 @@ class Violation:
         return {"invariant": self.invariant, "explanation": self.explanation, "witnesses": list(self.witnesses), "time": self.time}
 
 
+class ConfigView(Protocol):
+    """The settings of the system under test the oracle reads (each invariant names its own in `settings`)."""
+
+    @property
+    def threshold_tokens(self) -> int: ...
+    @property
+    def context_limit_tokens(self) -> int: ...
+    @property
+    def lease_ttl_s(self) -> float: ...
+    @property
+    def refresh_failure_budget(self) -> int: ...
+    @property
+    def idle_timeout_s(self) -> float: ...
+    @property
+    def ceiling_timeout_s(self) -> float: ...
+    @property
+    def pool_cap(self) -> int: ...
+    @property
+    def keep_recent(self) -> int: ...
+    @property
+    def tail_count(self) -> int: ...
+    @property
+    def summary_failure_cooldown_s(self) -> float: ...
+    @property
+    def split_failure_cooldown_s(self) -> float: ...
+    @property
+    def breaker_threshold(self) -> int: ...
+    @property
+    def commit_overrun_slice_s(self) -> float: ...
+    @property
+    def cancelled_worker_grace_s(self) -> float: ...
+    @property
+    def static_fallback_summary(self) -> bool: ...
+    @property
+    def gateway_writes_on_receipt(self) -> bool: ...
+
+    def timeout_cooldown_s(self, consecutive_timeouts: int) -> float: ...
+
+
+class AgentView(Protocol):
+    """An agent's live transcript, as the oracle compares it with the store."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def messages(self) -> Sequence[Mapping[str, Any]]: ...  # each a message dict (role, content, `_row_id`, ...)
+
+
+class AgentSpecView(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def process(self) -> str: ...  # the process it runs in (a restart keeps the name)
+
+
+class AgentSlotView(Protocol):
+    """One agent of the run: its spec and the agent itself."""
+
+    @property
+    def spec(self) -> AgentSpecView: ...
+    @property
+    def agent(self) -> AgentView: ...
+
+
 class SystemView(Protocol):
     """What invariants may read of the system under test besides the history (read-only: a system may answer
     with a subtype, or compute it)."""
@@ -46,13 +110,13 @@ class SystemView(Protocol):
     def store(self) -> StoreView: ...
 
     @property
-    def config(self) -> Any: ...
+    def config(self) -> ConfigView: ...
 
     @property
     def ctrl_c_grace_s(self) -> float: ...  # the terminal's Ctrl+C grace period (a frontend setting, not the compaction config's)
 
     @property
-    def agents(self) -> Mapping[str, Any]: ...  # by name; each has `.agent` (its live transcript) and `.spec.process`
+    def agents(self) -> Mapping[str, AgentSlotView]: ...  # by name
 
     def process_of(self, incarnation: str) -> str: ...  # the process (as `.spec.process` names it) an incarnation is
 
@@ -127,21 +191,21 @@ class Invariant:
                 return name
         return None
 
-    def on_event(self, record: HistoryEvent) -> Violation | None:
+    def on_event(self, record: HistoryEvent[Event]) -> Violation | None:
         name = self.handler_name(type(record.event))
         return None if name is None else getattr(self, name)(record.event, record)
 
-    def slot_of_task(self, task: str) -> Any | None:
+    def slot_of_task(self, task: str) -> AgentSlotView | None:
         """The slot (`.agent`, `.spec`) of the agent whose user `task` acts for; None for any other task."""
         return self.system.agents.get(self.system.agent_of_task(task) or "")
 
     def at_start(self) -> None:
         """Read the world as it starts, once its sessions are written and before anything runs."""
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         return None
 
-    def violation(self, explanation: str, *witnesses: HistoryEvent | None) -> Violation:
+    def violation(self, explanation: str, *witnesses: HistoryEvent[Event] | None) -> Violation:
         """A violation witnessed by `witnesses` (a None, for a check with no triggering event, is skipped)."""
         present = [record for record in witnesses if record is not None]
         time = max((record.time for record in present), default=0.0)
@@ -153,7 +217,7 @@ class Handler(Protocol):
 
     __self__: Invariant
 
-    def __call__(self, event: Event, record: HistoryEvent, /) -> Violation | None: ...
+    def __call__(self, event: Event, record: HistoryEvent[Event], /) -> Violation | None: ...
 
 
 Plan = dict[type[Event], list[tuple[int, str]]]  # event class -> (invariant's position, its method) that read it
@@ -189,7 +253,7 @@ class InvariantSet:
                                               if position not in self._off]
         return routes
 
-    def on_event(self, record: HistoryEvent) -> list[Violation]:
+    def on_event(self, record: HistoryEvent[Event]) -> list[Violation]:
         event = record.event
         routes = self._routes.get(type(event))
         if routes is None:
@@ -212,7 +276,7 @@ class InvariantSet:
             except Exception as error:
                 self._raised_at_start.append(self._turn_off(invariant, error, None))
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> list[Violation]:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> list[Violation]:
         violations = list(self._raised_at_start)
         for position, invariant in enumerate(self.invariants):
             if position in self._off:
@@ -225,7 +289,7 @@ class InvariantSet:
                 violations.append(violation)
         return violations
 
-    def _turn_off(self, invariant: Invariant, error: Exception, record: HistoryEvent | None) -> Violation:
+    def _turn_off(self, invariant: Invariant, error: Exception, record: HistoryEvent[Event] | None) -> Violation:
         """`invariant`'s check raised `error`: off for the rest of the run, and reported as its violation."""
         self._off.add(next(position for position, member in enumerate(self.invariants) if member is invariant))
         self._routes = {event_class: [handler for handler in routes if handler.__self__ is not invariant]
@@ -236,16 +300,6 @@ class InvariantSet:
             f"{frame.name}): a bug in the check, or a state it was not written for; it is off for the rest of the run",
             record,
         )
-
-
-E = TypeVar("E", bound=Event)
-
-
-def event_of(record: HistoryEvent, kind: type[E]) -> E:
-    """The event of a record an invariant kept, as the class it kept it for (a record is not typed by its event)."""
-    event = record.event
-    assert isinstance(event, kind), f"{record} was kept as a {kind.__name__}"
-    return event
 
 
 def forget_process(by_attempt: Mapping[AttemptId, V], process: str, process_of: Callable[[str], str]) -> dict[AttemptId, V]:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Hashable, Sequence
 
 from contract.events import (
     AttemptClaimed,
@@ -22,6 +21,7 @@ from contract.events import (
     CooldownPersistFailed,
     CooldownRestored,
     CooldownSet,
+    Event,
     FenceBeginOk,
     FenceBeginRefused,
     FenceCancelWon,
@@ -36,7 +36,8 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
-from sim.invariants.base import Invariant, SystemView, Violation, event_of, forget_process, handles
+from contract.store import CooldownRow
+from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
 
 
 class CompressorClaims:
@@ -58,7 +59,7 @@ class CompressorClaims:
     def __init__(self) -> None:
         self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
         self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
-        self._lease_takers: dict[tuple[str, str | None], list[tuple[AttemptId, HistoryEvent]]] = {}  # compressor -> attempts that took the lease
+        self._lease_takers: dict[tuple[str, str | None], list[tuple[AttemptId, HistoryEvent[Event]]]] = {}  # compressor -> attempts that took the lease
         self._finished: set[AttemptId] = set()  # attempts that finished
         self._wrote: set[AttemptId] = set()  # attempts some compressor state was written for
 
@@ -71,7 +72,7 @@ class CompressorClaims:
     def compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
         return self._compressor.get(attempt, (attempt.process, None))
 
-    def took_lease(self, attempt: AttemptId | None, record: HistoryEvent) -> None:
+    def took_lease(self, attempt: AttemptId | None, record: HistoryEvent[Event]) -> None:
         if attempt in self._generation:
             self._lease_takers.setdefault(self.compressor_of(attempt), []).append((attempt, record))
 
@@ -82,7 +83,7 @@ class CompressorClaims:
         if attempt is not None:
             self._wrote.add(attempt)
 
-    def superseding(self, attempt: AttemptId, generation: int | None = None) -> tuple[int, HistoryEvent] | None:
+    def superseding(self, attempt: AttemptId, generation: int | None = None) -> tuple[int, HistoryEvent[Event]] | None:
         """The newest owning claim of `attempt`'s compressor that took a lease, if newer than `attempt` (or `generation`)."""
         mine = self._generation.get(attempt) if generation is None else generation
         if mine is None:
@@ -108,42 +109,43 @@ class StaleAttemptWritesNoState(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._given_up: dict[AttemptId, HistoryEvent] = {}
+        self._given_up: dict[AttemptId, HistoryEvent[Event]] = {}
         self._claims = CompressorClaims()
 
     @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         self._claims.started(event.attempt, self.system.agent_of_task(record.task))
 
     @handles(FenceCancelWon, HostTimeout)
-    def given_up(self, event: FenceCancelWon | HostTimeout, record: HistoryEvent) -> None:
+    def given_up(self, event: FenceCancelWon | HostTimeout, record: HistoryEvent[FenceCancelWon | HostTimeout]) -> None:
         self._given_up.setdefault(event.attempt, record)
 
     @handles(CooldownCleared)
-    def cleared(self, event: CooldownCleared, record: HistoryEvent) -> Violation | None:
+    def cleared(self, event: CooldownCleared, record: HistoryEvent[CooldownCleared]) -> Violation | None:
         self._claims.wrote(event.attempt)
         if event.attempt in self._given_up:
             return self.violation(f"attempt {event.attempt} cleared the cooldown after its host gave up on it", self._given_up[event.attempt], record)
         return None
 
     @handles(CooldownSet, CooldownRestored, CompactionStrike, CompactionCommitted)
-    def wrote(self, event: CooldownSet | CooldownRestored | CompactionStrike | CompactionCommitted, record: HistoryEvent) -> None:
+    def wrote(self, event: CooldownSet | CooldownRestored | CompactionStrike | CompactionCommitted,
+            record: HistoryEvent[CooldownSet | CooldownRestored | CompactionStrike | CompactionCommitted]) -> None:
         self._claims.wrote(event.attempt)
 
     @handles(AttemptClaimed)
-    def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
         self._claims.claimed(event.attempt, event.generation)
 
     @handles(CompactionFinished)
-    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
         self._claims.finished(event.attempt)
 
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         self._claims.took_lease(event.holder.attempt, record)
 
     @handles(AttemptRestored)
-    def restored(self, event: AttemptRestored, record: HistoryEvent) -> Violation | None:
+    def restored(self, event: AttemptRestored, record: HistoryEvent[AttemptRestored]) -> Violation | None:
         newest = self._claims.superseding(event.attempt, event.generation)
         if newest is not None:
             return self.violation(
@@ -169,23 +171,23 @@ class WouldGrowLatchesBreaker(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._streak: dict[SessionId, list[HistoryEvent]] = {}
+        self._streak: dict[SessionId, list[HistoryEvent[Event]]] = {}
         self._forced: set[AttemptId] = set()
 
     @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         if event.mode == "forced":
             self._forced.add(event.attempt)
 
     @handles(CompactionCommitted)
-    def committed(self, event: CompactionCommitted, record: HistoryEvent) -> Violation | None:
+    def committed(self, event: CompactionCommitted, record: HistoryEvent[CompactionCommitted]) -> Violation | None:
         self._streak.pop(event.session, None)
         if event.tokens > event.tokens_before:
             return self.violation(f"attempt {event.attempt} committed {event.tokens} tokens over {event.tokens_before}", record)
         return None
 
     @handles(CompactionRefused)
-    def refused(self, event: CompactionRefused, record: HistoryEvent) -> Violation | None:
+    def refused(self, event: CompactionRefused, record: HistoryEvent[CompactionRefused]) -> Violation | None:
         if event.reason != "would_grow":
             return None
         streak = self._streak.setdefault(event.session, [])
@@ -232,32 +234,32 @@ class HardCancelRestoresCooldown(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._found: dict[AttemptId | None, tuple[SessionId, Any, HistoryEvent]] = {}
-        self._hard: dict[AttemptId | None, HistoryEvent] = {}
+        self._found: dict[AttemptId | None, tuple[SessionId, CooldownRow, HistoryEvent[Event]]] = {}
+        self._hard: dict[AttemptId | None, HistoryEvent[Event]] = {}
         self._excused: set[AttemptId | None] = set()
         self._settled: set[AttemptId | None] = set()  # refused before any stop reached them
         self._restored: set[AttemptId | None] = set()  # their rollback ran: a later claim excuses nothing
-        self._timed_out: dict[AttemptId, HistoryEvent] = {}  # attempt -> its host's return as a timeout
-        self._rewrote: dict[AttemptId, HistoryEvent] = {}  # attempt -> its rollback's write of the cooldown row
+        self._timed_out: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its host's return as a timeout
+        self._rewrote: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its rollback's write of the cooldown row
         self._claims = CompressorClaims()
 
     @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         self._claims.started(event.attempt, self.system.agent_of_task(record.task))
 
     @handles(HostReturned)
-    def host_returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+    def host_returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
         if event.status != "timeout":
             return None
         self._timed_out[event.attempt] = record
         return self._rollback_over_timeout(event.attempt)
 
     @handles(AttemptClaimed)
-    def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
         self._claims.claimed(event.attempt, event.generation)
 
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         attempt = event.holder.attempt
         self._found[attempt] = (event.session, self.system.store.cooldown_row(event.session), record)
         self._hard.pop(attempt, None)
@@ -267,36 +269,36 @@ class HardCancelRestoresCooldown(Invariant):
         self._claims.took_lease(attempt, record)
 
     @handles(CompactionRefused)
-    def refused(self, event: CompactionRefused, record: HistoryEvent) -> None:
+    def refused(self, event: CompactionRefused, record: HistoryEvent[CompactionRefused]) -> None:
         if event.attempt not in self._hard:
             self._settled.add(event.attempt)
 
     @handles(FenceBeginRefused)
-    def refused_at_door(self, event: FenceBeginRefused, record: HistoryEvent) -> None:
+    def refused_at_door(self, event: FenceBeginRefused, record: HistoryEvent[FenceBeginRefused]) -> None:
         if event.reason == "hard_cancel":  # the press reached the fence before its cancel did: a stop all the same
             self._hard.setdefault(event.attempt, record)
 
     @handles(AttemptRestored)
-    def restored(self, event: AttemptRestored, record: HistoryEvent) -> None:
+    def restored(self, event: AttemptRestored, record: HistoryEvent[AttemptRestored]) -> None:
         self._restored.add(event.attempt)
 
     @handles(FenceCancelWon)
-    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> None:
         if event.hard and event.attempt not in self._settled:
             self._hard.setdefault(event.attempt, record)
 
     @handles(FenceBeginOk)
-    def began_commit(self, event: FenceBeginOk, record: HistoryEvent) -> None:
+    def began_commit(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> None:
         self._excused.add(event.attempt)
 
     @handles(HostTimeout)
-    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+    def timed_out(self, event: HostTimeout, record: HistoryEvent[HostTimeout]) -> None:
         if event.attempt not in self._hard:
             self._excused.add(event.attempt)
 
     @handles(*COOLDOWN_WRITES)
     def cooldown_written(self, event: CooldownSet | CooldownCleared | CooldownRestored | CompactionStrike | CompactionCommitted,
-                         record: HistoryEvent) -> Violation | None:
+                         record: HistoryEvent[Event]) -> Violation | None:
         self._claims.wrote(event.attempt)
         # another attempt wrote the row meanwhile: the rollback restores what its attempt read, not this
         self._excused.update(a for a, (session, _, _) in self._found.items() if session == event.session and a != event.attempt)
@@ -317,7 +319,7 @@ class HardCancelRestoresCooldown(Invariant):
         )
 
     @handles(CompactionFinished)
-    def finished(self, event: CompactionFinished, record: HistoryEvent) -> Violation | None:
+    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> Violation | None:
         self._claims.finished(event.attempt)
         if event.attempt not in self._found:
             return None
@@ -347,19 +349,19 @@ class CooldownNeverShortened(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._deadline: dict[SessionId, tuple[float, HistoryEvent]] = {}
+        self._deadline: dict[SessionId, tuple[float, HistoryEvent[Event]]] = {}
 
     @handles(CooldownCleared, CooldownRestored)
-    def lifted(self, event: CooldownCleared | CooldownRestored, record: HistoryEvent) -> None:
+    def lifted(self, event: CooldownCleared | CooldownRestored, record: HistoryEvent[CooldownCleared | CooldownRestored]) -> None:
         self._deadline.pop(event.session, None)
 
     @handles(StoreFaultFired)
-    def store_fault(self, event: StoreFaultFired, record: HistoryEvent) -> None:
+    def store_fault(self, event: StoreFaultFired, record: HistoryEvent[StoreFaultFired]) -> None:
         if event.op in self.UNSEEN_WRITES:
             self._deadline.clear()
 
     @handles(CooldownSet)
-    def recorded(self, event: CooldownSet, record: HistoryEvent) -> Violation | None:
+    def recorded(self, event: CooldownSet, record: HistoryEvent[CooldownSet]) -> Violation | None:
         stored = self.system.store.cooldown_row(event.session).until
         before = self._deadline.get(event.session)
         if before is not None and (stored is None or stored < before[0] - 1e-9):
@@ -392,16 +394,16 @@ class NoSummaryInsideCooldown(Invariant):
         super().__init__(system)
         self._session_of: dict[AttemptId, SessionId] = {}  # attempt -> the session whose lease it took
         self._seen: dict[AttemptId, float | None] = {}  # attempt -> the deadline live when it took the lease
-        self._recorded: dict[SessionId, HistoryEvent] = {}  # session -> its latest cooldown.set
+        self._recorded: dict[SessionId, HistoryEvent[Event]] = {}  # session -> its latest cooldown.set
         self._overflow_recoveries: set[AttemptId] = set()  # attempts the host started to recover an overflow
 
     @handles(HostStarted)
-    def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def host_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         if event.mode == "overflow":
             self._overflow_recoveries.add(event.attempt)
 
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         attempt = event.holder.attempt
         if attempt is None:
             return  # a holder id that names no attempt: nothing of it is judged here
@@ -409,16 +411,16 @@ class NoSummaryInsideCooldown(Invariant):
         self._seen[attempt] = self.system.store.cooldown_row(event.session).until
 
     @handles(CooldownSet)
-    def recorded(self, event: CooldownSet, record: HistoryEvent) -> None:
+    def recorded(self, event: CooldownSet, record: HistoryEvent[CooldownSet]) -> None:
         self._recorded[event.session] = record
 
     @handles(CooldownCleared)
-    def cleared(self, event: CooldownCleared, record: HistoryEvent) -> None:
+    def cleared(self, event: CooldownCleared, record: HistoryEvent[CooldownCleared]) -> None:
         if self._session_of.get(event.attempt) == event.session:
             self._seen[event.attempt] = None
 
     @handles(CompactionSummaryStarted)
-    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> Violation | None:
         if event.attempt not in self._session_of or event.attempt in self._overflow_recoveries:
             return None
         session = self._session_of[event.attempt]
@@ -442,28 +444,28 @@ class _Deadlines:
     """A cooldown deadline per key (a session's row, a compressor) as it changed over a run (0.0: none)."""
 
     def __init__(self) -> None:
-        self._changes: dict[Any, list[tuple[int, float]]] = {}  # key -> (seq, deadline) from that event on
+        self._changes: dict[Hashable, list[tuple[int, float]]] = {}  # key -> (seq, deadline) from that event on
         self._initial = 0.0  # the deadline of a key no event touched yet
 
-    def set(self, key: Any, record: HistoryEvent, deadline: float) -> None:
+    def set(self, key: Hashable, record: HistoryEvent[Event], deadline: float) -> None:
         self._changes.setdefault(key, []).append((record.seq, deadline))
 
-    def raise_to(self, key: Any, record: HistoryEvent, deadline: float) -> None:
+    def raise_to(self, key: Hashable, record: HistoryEvent[Event], deadline: float) -> None:
         """The later of the current deadline and `deadline` (the durable row's merge-max)."""
         if deadline > self.current(key):
             self.set(key, record, deadline)
 
-    def current(self, key: Any) -> float:
+    def current(self, key: Hashable) -> float:
         changes = self._changes.get(key)
         return changes[-1][1] if changes else self._initial
 
-    def max_since(self, key: Any, seq: int) -> float:
+    def max_since(self, key: Hashable, seq: int) -> float:
         """The latest deadline in force at any moment from event `seq` on."""
         changes = self._changes.get(key, [])
         before = [deadline for at, deadline in changes if at <= seq]
         return max([before[-1] if before else self._initial] + [deadline for at, deadline in changes if at > seq])
 
-    def forget(self, record: HistoryEvent) -> None:
+    def forget(self, record: HistoryEvent[Event]) -> None:
         """A write may have landed unseen: every deadline is unknown until its next reported change."""
         self._initial = UNKNOWN_DEADLINE
         for key in self._changes:
@@ -495,60 +497,60 @@ class CooldownBlocksOnlyWhileInForce(Invariant):
         self._durable = _Deadlines()  # by session
         self._local = _Deadlines()  # by compressor
         self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
-        self._claimed: dict[AttemptId, HistoryEvent] = {}  # attempt -> its attempt.claimed
-        self._cleared: dict[SessionId, HistoryEvent] = {}  # session -> its latest reported clear
+        self._claimed: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its attempt.claimed
+        self._cleared: dict[SessionId, HistoryEvent[Event]] = {}  # session -> its latest reported clear
         # (claim, block and its record) that no reported cooldown explains
-        self._unexplained: list[tuple[HistoryEvent, CompactionBlocked, HistoryEvent]] = []
+        self._unexplained: list[tuple[HistoryEvent[Event], CompactionBlocked, HistoryEvent[Event]]] = []
 
     @handles(HostStarted)
-    def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def host_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         self._compressor[event.attempt] = (event.attempt.process, self.system.agent_of_task(record.task))
 
     @handles(AttemptClaimed)
-    def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
         self._claimed[event.attempt] = record
 
     @handles(CooldownSet)
-    def recorded(self, event: CooldownSet, record: HistoryEvent) -> None:
+    def recorded(self, event: CooldownSet, record: HistoryEvent[CooldownSet]) -> None:
         self._durable.raise_to(event.session, record, event.until_s)
         self._local.raise_to(self._compressor_of(event.attempt), record, event.until_s)
         self._explain(event.attempt, event.until_s)
 
     @handles(CooldownPersistFailed)
-    def persist_failed(self, event: CooldownPersistFailed, record: HistoryEvent) -> None:
+    def persist_failed(self, event: CooldownPersistFailed, record: HistoryEvent[CooldownPersistFailed]) -> None:
         self._local.raise_to(self._compressor_of(event.attempt), record, UNKNOWN_DEADLINE)
         self._explain(event.attempt, UNKNOWN_DEADLINE)
 
     @handles(CooldownCleared)
-    def cleared(self, event: CooldownCleared, record: HistoryEvent) -> None:
+    def cleared(self, event: CooldownCleared, record: HistoryEvent[CooldownCleared]) -> None:
         self._durable.set(event.session, record, 0.0)
         self._local.set(self._compressor_of(event.attempt), record, 0.0)
         self._cleared[event.session] = record
 
     @handles(CooldownRestored)
-    def row_restored(self, event: CooldownRestored, record: HistoryEvent) -> None:
+    def row_restored(self, event: CooldownRestored, record: HistoryEvent[CooldownRestored]) -> None:
         claim = self._claimed.get(event.attempt)
         put_back = UNKNOWN_DEADLINE if claim is None else self._durable.max_since(event.session, claim.seq)
         self._durable.raise_to(event.session, record, put_back)
 
     @handles(AttemptRestored)
-    def snapshot_restored(self, event: AttemptRestored, record: HistoryEvent) -> None:
+    def snapshot_restored(self, event: AttemptRestored, record: HistoryEvent[AttemptRestored]) -> None:
         compressor, claim = self._compressor_of(event.attempt), self._claimed.get(event.attempt)
         put_back = UNKNOWN_DEADLINE if claim is None else self._local.max_since(compressor, claim.seq)
         self._local.raise_to(compressor, record, put_back)
 
     @handles(StoreFaultFired)
-    def store_fault(self, event: StoreFaultFired, record: HistoryEvent) -> None:
+    def store_fault(self, event: StoreFaultFired, record: HistoryEvent[StoreFaultFired]) -> None:
         if event.op in COOLDOWN_STORE_OPS:
             self._durable.forget(record)
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._unexplained = [(claim, block, blocked) for claim, block, blocked in self._unexplained
                              if self.system.process_of(self._compressor_of(block.attempt)[0]) != event.process]
 
     @handles(CompactionBlocked)
-    def blocked(self, event: CompactionBlocked, record: HistoryEvent) -> None:
+    def blocked(self, event: CompactionBlocked, record: HistoryEvent[CompactionBlocked]) -> None:
         claim = self._claimed.get(event.attempt)
         if event.reason != "cooldown" or claim is None:
             return
@@ -559,7 +561,7 @@ class CooldownBlocksOnlyWhileInForce(Invariant):
         if max(durable, local) <= claim.time - 1e-9:
             self._unexplained.append((claim, event, record))
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         if not self._unexplained:
             return None
         claim, block, blocked = self._unexplained[0]
@@ -598,35 +600,36 @@ class CurrentAttemptOwnsCompressor(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
-        self._working: dict[str, tuple[int, HistoryEvent]] = {}  # process -> newest generation that started its summary
+        self._working: dict[str, tuple[int, HistoryEvent[CompactionSummaryStarted]]] = {}  # process -> newest generation that started its summary
         self._stopped: set[AttemptId] = set()
 
     @handles(AttemptClaimed)
-    def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
         self._generation[event.attempt] = event.generation
 
     @handles(CompactionSummaryStarted)
-    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> None:
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> None:
         process = event.attempt.process
         if event.generation > self._working.get(process, (0, record))[0]:
             self._working[process] = (event.generation, record)
 
     @handles(*STOPPED)
-    def stopped(self, event: FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind, record: HistoryEvent) -> None:
+    def stopped(self, event: FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind,
+            record: HistoryEvent[FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind]) -> None:
         self._stopped.add(event.attempt)
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         # a restarted process has a new compressor and numbers its attempts from 1 again
         self._working.pop(event.process, None)
         self._generation = forget_process(self._generation, event.process, self.system.process_of)
         self._stopped = {attempt for attempt in self._stopped if attempt.process != event.process}
 
     @handles(FenceBeginOk)
-    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> Violation | None:
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> Violation | None:
         newer = self._newer_working(event.attempt)
         if newer is not None:
-            started = event_of(newer, CompactionSummaryStarted)
+            started = newer.event
             return self.violation(
                 f"attempt {event.attempt} (generation {self._generation[event.attempt]}) was admitted to commit its candidate after "
                 f"generation {started.generation} ({started.attempt}) had started its summary", newer, record,
@@ -634,7 +637,7 @@ class CurrentAttemptOwnsCompressor(Invariant):
         return None
 
     @handles(CooldownClearSkipped)
-    def clear_skipped(self, event: CooldownClearSkipped, record: HistoryEvent) -> Violation | None:
+    def clear_skipped(self, event: CooldownClearSkipped, record: HistoryEvent[CooldownClearSkipped]) -> Violation | None:
         attempt = event.attempt
         if attempt in self._stopped or attempt not in self._generation:
             return None
@@ -645,7 +648,7 @@ class CurrentAttemptOwnsCompressor(Invariant):
             )
         return None
 
-    def _newer_working(self, attempt: AttemptId) -> HistoryEvent | None:
+    def _newer_working(self, attempt: AttemptId) -> HistoryEvent[CompactionSummaryStarted] | None:
         """The summary start of a newer generation of `attempt`'s compressor, if any."""
         working = self._working.get(attempt.process)
         if working is None or attempt not in self._generation or not self._single_agent(attempt):
@@ -687,29 +690,28 @@ class BreakerBlocksOnlyWhenLatched(Invariant):
         self._unseen_at = -1  # seq of the latest store fault that may have moved a count unseen
 
     def _latched(self, session: SessionId) -> bool:
-        threshold: int = self.system.config.breaker_threshold
-        return self.system.store.cooldown_row(session).ineffective_count >= threshold
+        return self.system.store.cooldown_row(session).ineffective_count >= self.system.config.breaker_threshold
 
     @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         self._started[event.attempt] = (event.session, record.seq, self._latched(event.session))
 
     @handles(CompactionStrike)
-    def struck(self, event: CompactionStrike, record: HistoryEvent) -> None:
+    def struck(self, event: CompactionStrike, record: HistoryEvent[CompactionStrike]) -> None:
         if event.strikes >= self.system.config.breaker_threshold:
             self._latched_at[event.session] = record.seq
 
     @handles(CooldownRestored)
-    def restored(self, event: CooldownRestored, record: HistoryEvent) -> None:
+    def restored(self, event: CooldownRestored, record: HistoryEvent[CooldownRestored]) -> None:
         self._latched_at[event.session] = record.seq
 
     @handles(StoreFaultFired)
-    def store_fault(self, event: StoreFaultFired, record: HistoryEvent) -> None:
+    def store_fault(self, event: StoreFaultFired, record: HistoryEvent[StoreFaultFired]) -> None:
         if event.op in self.UNSEEN_WRITES:
             self._unseen_at = record.seq
 
     @handles(CompactionBlocked, CompactionRefused)
-    def refused(self, event: CompactionBlocked | CompactionRefused, record: HistoryEvent) -> Violation | None:
+    def refused(self, event: CompactionBlocked | CompactionRefused, record: HistoryEvent[CompactionBlocked | CompactionRefused]) -> Violation | None:
         started = self._started.get(event.attempt)
         if event.reason != "ineffective" or started is None:
             return None
@@ -732,29 +734,29 @@ class CommitBelowThresholdClearsStrikes(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._acquired: dict[AttemptId | None, HistoryEvent] = {}  # attempt -> its lease.acquired
-        self._last_strike: dict[SessionId, HistoryEvent] = {}  # session -> its latest strike
-        self._last_restore: dict[SessionId, HistoryEvent] = {}  # session -> its latest cooldown-row restore
+        self._acquired: dict[AttemptId | None, HistoryEvent[Event]] = {}  # attempt -> its lease.acquired
+        self._last_strike: dict[SessionId, HistoryEvent[Event]] = {}  # session -> its latest strike
+        self._last_restore: dict[SessionId, HistoryEvent[Event]] = {}  # session -> its latest cooldown-row restore
         self._reset_failed: set[AttemptId] = set()
 
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         self._acquired[event.holder.attempt] = record
 
     @handles(CompactionStrike)
-    def struck(self, event: CompactionStrike, record: HistoryEvent) -> None:
+    def struck(self, event: CompactionStrike, record: HistoryEvent[CompactionStrike]) -> None:
         self._last_strike[event.session] = record
 
     @handles(CooldownRestored)
-    def restored(self, event: CooldownRestored, record: HistoryEvent) -> None:
+    def restored(self, event: CooldownRestored, record: HistoryEvent[CooldownRestored]) -> None:
         self._last_restore[event.session] = record
 
     @handles(CompactionStrikeResetFailed)
-    def reset_failed(self, event: CompactionStrikeResetFailed, record: HistoryEvent) -> None:
+    def reset_failed(self, event: CompactionStrikeResetFailed, record: HistoryEvent[CompactionStrikeResetFailed]) -> None:
         self._reset_failed.add(event.attempt)
 
     @handles(CompactionCommitted)
-    def committed(self, event: CompactionCommitted, record: HistoryEvent) -> Violation | None:
+    def committed(self, event: CompactionCommitted, record: HistoryEvent[CompactionCommitted]) -> Violation | None:
         session, attempt = event.session, event.attempt
         acquired, strike = self._acquired.get(attempt), self._last_strike.get(session)
         restore = self._last_restore.get(session)
@@ -792,19 +794,19 @@ class OldMessagesGetSummarized(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         # attempt -> its input of old messages (and its record), no summary yet
-        self._unsummarized: dict[AttemptId, tuple[CompactionInput, HistoryEvent]] = {}
+        self._unsummarized: dict[AttemptId, tuple[CompactionInput, HistoryEvent[Event]]] = {}
 
     @handles(CompactionInput)
-    def input(self, event: CompactionInput, record: HistoryEvent) -> None:
+    def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
         if len(event.rows) > self.system.config.keep_recent:
             self._unsummarized[event.attempt] = (event, record)
 
     @handles(CompactionSummaryStarted)
-    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> None:
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> None:
         self._unsummarized.pop(event.attempt, None)
 
     @handles(CompactionRefused, CompactionCommitted)
-    def settled(self, event: CompactionRefused | CompactionCommitted, record: HistoryEvent) -> Violation | None:
+    def settled(self, event: CompactionRefused | CompactionCommitted, record: HistoryEvent[CompactionRefused | CompactionCommitted]) -> Violation | None:
         given = self._unsummarized.pop(event.attempt, None)
         if given is None or getattr(event, "reason", None) in ("hard_cancelled", "fence_cancelled"):
             return None

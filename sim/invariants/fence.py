@@ -12,6 +12,7 @@ from contract.events import (
     CompactionStrike,
     CompactionSummaryDone,
     CompactionSummaryStarted,
+    Event,
     FenceBeginOk,
     FenceBeginRefused,
     FenceCancelWon,
@@ -46,16 +47,16 @@ class NoCommitAfterCancel(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._stopped: dict[AttemptId, HistoryEvent] = {}
+        self._stopped: dict[AttemptId, HistoryEvent[Event]] = {}
         self._admitted: set[AttemptId] = set()
 
     @handles(FenceCancelWon, FenceRevoked, HostUnwind)
-    def stopped(self, event: FenceCancelWon | FenceRevoked | HostUnwind, record: HistoryEvent) -> None:
+    def stopped(self, event: FenceCancelWon | FenceRevoked | HostUnwind, record: HistoryEvent[FenceCancelWon | FenceRevoked | HostUnwind]) -> None:
         if event.attempt not in self._admitted:
             self._stopped.setdefault(event.attempt, record)
 
     @handles(FenceBeginOk)
-    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> Violation | None:
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> Violation | None:
         cause = self._stopped.get(event.attempt)
         if cause is not None:
             return self.violation(f"attempt {event.attempt} was admitted to commit after {cause.kind}", cause, record)
@@ -63,7 +64,7 @@ class NoCommitAfterCancel(Invariant):
         return None
 
     @handles(CommitArchived, CommitPublished)
-    def committed(self, event: CommitArchived | CommitPublished, record: HistoryEvent) -> Violation | None:
+    def committed(self, event: CommitArchived | CommitPublished, record: HistoryEvent[CommitArchived | CommitPublished]) -> Violation | None:
         if event.attempt not in self._admitted:
             return self.violation(f"attempt {event.attempt} committed ({record.kind}) without an admitted fence", record)
         return None
@@ -85,25 +86,25 @@ class HardCancelAbandonsSummary(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._hard: dict[str, HistoryEvent] = {}  # summary task of a hard-cancelled attempt -> the cancel
+        self._hard: dict[str, HistoryEvent[Event]] = {}  # summary task of a hard-cancelled attempt -> the cancel
         self._abandoned: set[str] = set()  # summary tasks their attempt stopped waiting for
 
     @handles(FenceCancelWon)
-    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> None:
         if event.hard:
             self._hard.setdefault(f"{SUMMARY_TASK}{event.attempt}", record)
 
     @handles(IsolatedAbandoned)
-    def abandoned(self, event: IsolatedAbandoned, record: HistoryEvent) -> None:
+    def abandoned(self, event: IsolatedAbandoned, record: HistoryEvent[IsolatedAbandoned]) -> None:
         self._abandoned.add(event.call)
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._hard = {task: cancel for task, cancel in self._hard.items()
                       if self.system.process_of(AttemptId(task[len(SUMMARY_TASK):]).process) != event.process}
 
     @handles(TaskExit)
-    def task_exited(self, event: TaskExit, record: HistoryEvent) -> Violation | None:
+    def task_exited(self, event: TaskExit, record: HistoryEvent[TaskExit]) -> Violation | None:
         cancel = self._hard.pop(record.task, None)
         if cancel is None or record.task in self._abandoned or record.time <= cancel.time + 1e-9:
             return None
@@ -135,31 +136,31 @@ class NoAdmissionAfterCtrlC(Invariant):
         self._pressed_by: dict[str, str] = {}  # the task that pressed Ctrl+C -> its agent
         self._caller: dict[AttemptId, str] = {}  # attempts whose host has not returned -> the agent that started them
         self._admitted: set[AttemptId] = set()
-        self._stopped: dict[AttemptId, HistoryEvent] = {}  # attempt -> the Ctrl+C that stopped it before admission
+        self._stopped: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> the Ctrl+C that stopped it before admission
 
     @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         agent = self.system.agent_of_task(record.task)
         if agent is not None:
             self._caller[event.attempt] = agent
 
     @handles(HostReturned)
-    def returned(self, event: HostReturned, record: HistoryEvent) -> None:
+    def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> None:
         self._caller.pop(event.attempt, None)
 
     @handles(FrontendCtrlC)
-    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent[FrontendCtrlC]) -> None:
         self._pressed_by[record.task] = event.agent
 
     @handles(HardCancelRequested)
-    def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent) -> None:
+    def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent[HardCancelRequested]) -> None:
         agent = self._pressed_by.pop(record.task, None)
         mine = [attempt for attempt, caller in self._caller.items() if caller == agent]
         if mine and mine[-1] not in self._admitted:
             self._stopped.setdefault(mine[-1], record)
 
     @handles(FenceBeginOk)
-    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> Violation | None:
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> Violation | None:
         self._admitted.add(event.attempt)
         pressed = self._stopped.get(event.attempt)
         if pressed is not None:
@@ -167,7 +168,7 @@ class NoAdmissionAfterCtrlC(Invariant):
         return None
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         # a dead process's attempts run no more, and its restart numbers them from 1 again
         self._caller = forget_process(self._caller, event.process, self.system.process_of)
         self._stopped = forget_process(self._stopped, event.process, self.system.process_of)
@@ -190,28 +191,28 @@ class CtrlCStopsTheTurnsLaterCompactions(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._running: dict[str, str] = {}  # agent -> the task of its terminal's latest turn
-        self._pressed: dict[str, HistoryEvent] = {}  # the task of a turn a Ctrl+C was pressed on -> the press
-        self._stopped: dict[AttemptId, HistoryEvent] = {}  # an attempt such a turn started later -> the press
+        self._pressed: dict[str, HistoryEvent[Event]] = {}  # the task of a turn a Ctrl+C was pressed on -> the press
+        self._stopped: dict[AttemptId, HistoryEvent[Event]] = {}  # an attempt such a turn started later -> the press
 
     @handles(FrontendTurnSubmitted)
-    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent[FrontendTurnSubmitted]) -> None:
         self._running[event.agent] = record.task
         self._pressed.pop(record.task, None)  # a task that takes a new turn has ended the one pressed before
 
     @handles(FrontendCtrlC)
-    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent[FrontendCtrlC]) -> None:
         turn = self._running.get(event.agent)
         if event.turn_running and turn is not None:
             self._pressed.setdefault(turn, record)
 
     @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         press = self._pressed.get(record.task)
         if press is not None:
             self._stopped[event.attempt] = press
 
     @handles(FenceBeginOk)
-    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> Violation | None:
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> Violation | None:
         press = self._stopped.get(event.attempt)
         if press is None:
             return None
@@ -219,7 +220,7 @@ class CtrlCStopsTheTurnsLaterCompactions(Invariant):
                               "to commit", press, record)
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._stopped = forget_process(self._stopped, event.process, self.system.process_of)
 
 
@@ -237,15 +238,16 @@ class LeaseHeldAcrossCommit(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._committing: dict[AttemptId, HistoryEvent] = {}
-        self._released_by_worker: dict[AttemptId, HistoryEvent] = {}  # admitted attempts whose worker released early
+        self._committing: dict[AttemptId, HistoryEvent[Event]] = {}
+        self._released_by_worker: dict[AttemptId, HistoryEvent[Event]] = {}  # admitted attempts whose worker released early
 
     @handles(FenceBeginOk)
-    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> None:
         self._committing[event.attempt] = record
 
     @handles(CommitArchived, CommitPublished, CompactionCommitFailed)
-    def commit_settled(self, event: CommitArchived | CommitPublished | CompactionCommitFailed, record: HistoryEvent) -> Violation | None:
+    def commit_settled(self, event: CommitArchived | CommitPublished | CompactionCommitFailed,
+            record: HistoryEvent[CommitArchived | CommitPublished | CompactionCommitFailed]) -> Violation | None:
         released = self._released_by_worker.pop(event.attempt, None)
         admitted = self._committing.pop(event.attempt, None)
         if released is not None and admitted is not None:
@@ -253,12 +255,12 @@ class LeaseHeldAcrossCommit(Invariant):
         return None
 
     @handles(CompactionRefused, CompactionFinished)
-    def settled(self, event: CompactionRefused | CompactionFinished, record: HistoryEvent) -> None:
+    def settled(self, event: CompactionRefused | CompactionFinished, record: HistoryEvent[CompactionRefused | CompactionFinished]) -> None:
         self._committing.pop(event.attempt, None)
         self._released_by_worker.pop(event.attempt, None)
 
     @handles(LeaseReleased)
-    def released(self, event: LeaseReleased, record: HistoryEvent) -> Violation | None:
+    def released(self, event: LeaseReleased, record: HistoryEvent[LeaseReleased]) -> Violation | None:
         attempt = event.holder.attempt
         if not event.held or attempt not in self._committing:
             return None
@@ -287,29 +289,29 @@ class CancelNeverBeatsAdmittedCommit(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._admitted: dict[AttemptId, HistoryEvent] = {}
-        self._pressing: dict[str, HistoryEvent] = {}  # tasks inside a Ctrl+C's hard cancel -> the request
+        self._admitted: dict[AttemptId, HistoryEvent[Event]] = {}
+        self._pressing: dict[str, HistoryEvent[Event]] = {}  # tasks inside a Ctrl+C's hard cancel -> the request
 
     @handles(FenceBeginOk)
-    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> None:
         self._admitted.setdefault(event.attempt, record)
 
     @handles(FenceCancelWon)
-    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> Violation | None:
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> Violation | None:
         if event.attempt in self._admitted:
             return self.violation(f"a cancel won attempt {event.attempt}'s fence after its commit was admitted", self._admitted[event.attempt], record)
         return None
 
     @handles(HardCancelRequested)
-    def pressed(self, event: HardCancelRequested, record: HistoryEvent) -> None:
+    def pressed(self, event: HardCancelRequested, record: HistoryEvent[HardCancelRequested]) -> None:
         self._pressing[record.task] = record
 
     @handles(HardCancelFinished)
-    def cancel_finished(self, event: HardCancelFinished, record: HistoryEvent) -> None:
+    def cancel_finished(self, event: HardCancelFinished, record: HistoryEvent[HardCancelFinished]) -> None:
         self._pressing.pop(record.task, None)
 
     @handles(LeaseReleased, LeaseReleaseFailed)
-    def freed(self, event: LeaseReleased | LeaseReleaseFailed, record: HistoryEvent) -> Violation | None:
+    def freed(self, event: LeaseReleased | LeaseReleaseFailed, record: HistoryEvent[LeaseReleased | LeaseReleaseFailed]) -> Violation | None:
         attempt = HolderId(event.holder).attempt
         pressed = self._pressing.get(record.task)
         if pressed is not None and attempt in self._admitted:
@@ -352,31 +354,33 @@ class SummarizedAttemptRefusedOnlyForACause(Invariant):
         self._fence_refused: set[AttemptId] = set()
 
     @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         self._started[event.attempt] = (record.time, record.seq)
 
     @handles(CompactionSummaryStarted)
-    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> None:
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> None:
         self._summaries.append((record.seq, event.attempt))
 
     @handles(CompactionSummaryDone, CompactionStaticFallback)
-    def summarized(self, event: CompactionSummaryDone | CompactionStaticFallback, record: HistoryEvent) -> None:
+    def summarized(self, event: CompactionSummaryDone | CompactionStaticFallback,
+            record: HistoryEvent[CompactionSummaryDone | CompactionStaticFallback]) -> None:
         self._summarized.add(event.attempt)
 
     @handles(FenceCancelWon, FenceRevoked, HostTimeout, HostUnwind)
-    def stopped(self, event: FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind, record: HistoryEvent) -> None:
+    def stopped(self, event: FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind,
+            record: HistoryEvent[FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind]) -> None:
         self._stopped.add(event.attempt)
 
     @handles(HardCancelRequested)
-    def pressed(self, event: HardCancelRequested, record: HistoryEvent) -> None:
+    def pressed(self, event: HardCancelRequested, record: HistoryEvent[HardCancelRequested]) -> None:
         self._pressed = True
 
     @handles(CompactionStrike)
-    def struck(self, event: CompactionStrike, record: HistoryEvent) -> None:
+    def struck(self, event: CompactionStrike, record: HistoryEvent[CompactionStrike]) -> None:
         self._struck.add(event.attempt)
 
     @handles(FenceBeginRefused)
-    def fence_refused(self, event: FenceBeginRefused, record: HistoryEvent) -> Violation | None:
+    def fence_refused(self, event: FenceBeginRefused, record: HistoryEvent[FenceBeginRefused]) -> Violation | None:
         if not self._fence_cause(event.attempt, event.reason, record):
             return self.violation(f"attempt {event.attempt}'s commit was refused admission ({event.reason!r}) with no "
                                   "cancel, revoke, timeout, Ctrl+C, elapsed ceiling or newer summary behind it", record)
@@ -384,7 +388,7 @@ class SummarizedAttemptRefusedOnlyForACause(Invariant):
         return None
 
     @handles(CompactionRefused)
-    def refused(self, event: CompactionRefused, record: HistoryEvent) -> Violation | None:
+    def refused(self, event: CompactionRefused, record: HistoryEvent[CompactionRefused]) -> Violation | None:
         if event.attempt not in self._summarized:
             return None
         reason = event.reason
@@ -395,7 +399,7 @@ class SummarizedAttemptRefusedOnlyForACause(Invariant):
         return self.violation(f"attempt {event.attempt}'s summary arrived, then it was refused ({reason!r}) with no "
                               "refusal of its fence, strike or unchanged candidate behind it", record)
 
-    def _fence_cause(self, attempt: AttemptId, reason: str, record: HistoryEvent) -> bool:
+    def _fence_cause(self, attempt: AttemptId, reason: str, record: HistoryEvent[Event]) -> bool:
         if reason in ("cancelled", "revoked"):
             return attempt in self._stopped
         if reason == "hard_cancel":

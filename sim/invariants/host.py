@@ -21,6 +21,7 @@ from contract.events import (
     CooldownCleared,
     CooldownPersistFailed,
     CooldownSet,
+    Event,
     FaultFired,
     FenceBeginOk,
     FenceCancelWon,
@@ -53,10 +54,10 @@ from contract.events import (
     TaskSpawn,
     TurnPersisted,
 )
-from contract.history import HistoryEvent
+from contract.history import HistoryEvent, is_of
 from contract.ids import AttemptId, HolderId, SessionId
 from contract.points import HOST_WAIT, STORE_PREFIX
-from sim.invariants.base import Invariant, SystemView, Violation, event_of, forget_process, handles
+from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
 from sim.invariants.lineage import JudgesRefusedTurns
 
 
@@ -78,32 +79,31 @@ class _IdleSilence(Invariant):
         self._host_resumes: dict[str, float] = {}  # host task -> when its last stall in its current wait ends
 
     @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         self._last_sign[event.attempt] = record.time
         self._host_of[event.attempt] = record.task
         self._host_resumes.pop(record.task, None)  # a host runs one wait at a time: older stalls are over
 
     @handles(CompactionSummaryProgress)
-    def progressed(self, event: CompactionSummaryProgress, record: HistoryEvent) -> Violation | None:
+    def progressed(self, event: CompactionSummaryProgress, record: HistoryEvent[CompactionSummaryProgress]) -> Violation | None:
         if event.attempt in self._last_sign:
             self._last_sign[event.attempt] = record.time
         return None
 
     @handles(StallFired)
-    def host_stalled(self, event: StallFired, record: HistoryEvent) -> None:
+    def host_stalled(self, event: StallFired, record: HistoryEvent[StallFired]) -> None:
         if event.point == HOST_WAIT:
             self._host_resumes[record.task] = record.time + event.duration_s
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._last_sign = forget_process(self._last_sign, event.process, self.system.process_of)
         self._host_of = forget_process(self._host_of, event.process, self.system.process_of)
 
     def _could_notice(self, attempt: AttemptId) -> float:
         """When the host of `attempt` could first see its silence reach idle."""
         resumes = self._host_resumes.get(self._host_of.get(attempt, ""), 0.0)
-        idle_timeout_s: float = self.system.config.idle_timeout_s
-        return max(self._last_sign[attempt] + idle_timeout_s, resumes)
+        return max(self._last_sign[attempt] + self.system.config.idle_timeout_s, resumes)
 
 
 class IdleTimeoutWithinBounds(_IdleSilence):
@@ -122,7 +122,7 @@ class IdleTimeoutWithinBounds(_IdleSilence):
     )
 
     @handles(HostTimeout)
-    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> Violation | None:
+    def timed_out(self, event: HostTimeout, record: HistoryEvent[HostTimeout]) -> Violation | None:
         if event.budget != "idle" or event.attempt not in self._last_sign:
             return None
         idle = self.system.config.idle_timeout_s
@@ -154,20 +154,20 @@ class IdleTimeoutFiresWhenDue(_IdleSilence):
     )
 
     @handles(CompactionSummaryProgress)
-    def progressed(self, event: CompactionSummaryProgress, record: HistoryEvent) -> Violation | None:
+    def progressed(self, event: CompactionSummaryProgress, record: HistoryEvent[CompactionSummaryProgress]) -> Violation | None:
         violation = self._judge_silence(event.attempt, record)
         super().progressed(event, record)
         return violation
 
     @handles(HostTimeout, HostReturned, HostUnwind)
-    def host_left(self, event: HostTimeout | HostReturned | HostUnwind, record: HistoryEvent) -> Violation | None:
+    def host_left(self, event: HostTimeout | HostReturned | HostUnwind, record: HistoryEvent[HostTimeout | HostReturned | HostUnwind]) -> Violation | None:
         timed_out_idle = isinstance(event, HostTimeout) and event.budget == "idle"
         violation = None if timed_out_idle else self._judge_silence(event.attempt, record)
         self._last_sign.pop(event.attempt, None)  # no longer waited on: its host gave up, or has its outcome
         self._host_of.pop(event.attempt, None)
         return violation
 
-    def _judge_silence(self, attempt: AttemptId, record: HistoryEvent) -> Violation | None:
+    def _judge_silence(self, attempt: AttemptId, record: HistoryEvent[Event]) -> Violation | None:
         if attempt not in self._last_sign:
             return None
         idle = self.system.config.idle_timeout_s
@@ -198,21 +198,21 @@ class TimedOutHostReturnsPromptly(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._timed_out: dict[AttemptId, tuple[str, str]] = {}  # attempt -> its host's task and the budget it ran out of
-        self._won: dict[str, tuple[AttemptId, HistoryEvent, float]] = {}  # host task -> its win, and its stalls since
+        self._won: dict[str, tuple[AttemptId, HistoryEvent[Event], float]] = {}  # host task -> its win, and its stalls since
         self._store_stalls: list[tuple[float, float]] = []  # (start, end) of each stall of a store call
 
     @handles(HostTimeout)
-    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+    def timed_out(self, event: HostTimeout, record: HistoryEvent[HostTimeout]) -> None:
         self._timed_out[event.attempt] = (record.task, event.budget)
 
     @handles(FenceCancelWon)
-    def won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+    def won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> None:
         host = self._timed_out.get(event.attempt)
         if host is not None and host[0] == record.task:
             self._won[record.task] = (event.attempt, record, 0.0)
 
     @handles(StallFired)
-    def stalled(self, event: StallFired, record: HistoryEvent) -> None:
+    def stalled(self, event: StallFired, record: HistoryEvent[StallFired]) -> None:
         if event.point.startswith(STORE_PREFIX):
             self._store_stalls.append((record.time, record.time + event.duration_s))
         won = self._won.get(record.task)
@@ -220,7 +220,7 @@ class TimedOutHostReturnsPromptly(Invariant):
             self._won[record.task] = (won[0], won[1], won[2] + event.duration_s)
 
     @handles(HostReturned)
-    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+    def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
         won = self._won.pop(record.task, None)
         host = self._timed_out.pop(event.attempt, None)
         if won is None or host is None or won[0] != event.attempt or event.status != "timeout":
@@ -254,42 +254,42 @@ class HungCommitReported(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._admitted: set[AttemptId] = set()  # admitted commits not yet finished
-        self._timed_out: dict[AttemptId, HistoryEvent] = {}
-        self._reported: dict[AttemptId, HistoryEvent] = {}
+        self._timed_out: dict[AttemptId, HistoryEvent[Event]] = {}
+        self._reported: dict[AttemptId, HistoryEvent[Event]] = {}
 
     @handles(FenceBeginOk)
-    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> None:
         self._admitted.add(event.attempt)
 
     @handles(HostTimeout)
-    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+    def timed_out(self, event: HostTimeout, record: HistoryEvent[HostTimeout]) -> None:
         self._timed_out.setdefault(event.attempt, record)
 
     @handles(HostCommitOverrun)
-    def overrun(self, event: HostCommitOverrun, record: HistoryEvent) -> Violation | None:
+    def overrun(self, event: HostCommitOverrun, record: HistoryEvent[HostCommitOverrun]) -> Violation | None:
         if event.attempt in self._reported:
             return self.violation(f"the hung commit of {event.attempt} was reported twice", self._reported[event.attempt], record)
         self._reported[event.attempt] = record
         return None
 
     @handles(FenceFinish)
-    def finished(self, event: FenceFinish, record: HistoryEvent) -> Violation | None:
+    def finished(self, event: FenceFinish, record: HistoryEvent[FenceFinish]) -> Violation | None:
         violation = self._check(event.attempt, record.time, record)
         self._admitted.discard(event.attempt)
         return violation
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._admitted = {attempt for attempt in self._admitted if self.system.process_of(attempt.process) != event.process}
 
     @handles(HostUnwind)
-    def unwound(self, event: HostUnwind, record: HistoryEvent) -> Violation | None:
+    def unwound(self, event: HostUnwind, record: HistoryEvent[HostUnwind]) -> Violation | None:
         """The host stopped waiting: a report already overdue is judged now, none is owed after."""
         violation = self._check(event.attempt, record.time, record)
         self._admitted.discard(event.attempt)
         return violation
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         end = history[-1].time if history else 0.0
         for attempt in sorted(self._admitted):
             violation = self._check(attempt, end, None)
@@ -297,7 +297,7 @@ class HungCommitReported(Invariant):
                 return violation
         return None
 
-    def _check(self, attempt: AttemptId, until: float, finish: HistoryEvent | None) -> Violation | None:
+    def _check(self, attempt: AttemptId, until: float, finish: HistoryEvent[Event] | None) -> Violation | None:
         timed_out = self._timed_out.get(attempt)
         if attempt not in self._admitted or timed_out is None or attempt in self._reported:
             return None
@@ -322,34 +322,34 @@ class StaleJobNeverRuns(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._given_up: dict[AttemptId, HistoryEvent] = {}
+        self._given_up: dict[AttemptId, HistoryEvent[Event]] = {}
         self._started_stale: set[AttemptId] = set()
 
     @handles(HostTimeout, FenceCancelWon, HostUnwind)
-    def given_up(self, event: HostTimeout | FenceCancelWon | HostUnwind, record: HistoryEvent) -> None:
+    def given_up(self, event: HostTimeout | FenceCancelWon | HostUnwind, record: HistoryEvent[HostTimeout | FenceCancelWon | HostUnwind]) -> None:
         self._given_up.setdefault(event.attempt, record)
 
     @handles(TaskSpawn)
-    def spawned(self, event: TaskSpawn, record: HistoryEvent) -> None:
+    def spawned(self, event: TaskSpawn, record: HistoryEvent[TaskSpawn]) -> None:
         attempt = job_attempt(record.task)
         if attempt is not None and attempt in self._given_up:
             self._started_stale.add(attempt)
 
     @handles(AttemptClaimed)
-    def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> Violation | None:
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> Violation | None:
         if event.attempt in self._started_stale:
             return self.violation(f"attempt {event.attempt}'s job started after its host gave up and still went to work",
                                   self._given_up[event.attempt], record)
         return None
 
     @handles(CompactionSummaryStarted)
-    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> Violation | None:
         if event.attempt in self._given_up:
             return self.violation(f"attempt {event.attempt} dispatched its summary after its host gave up", self._given_up[event.attempt], record)
         return None
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._given_up = forget_process(self._given_up, event.process, self.system.process_of)
         self._started_stale = {attempt for attempt in self._started_stale if attempt.process != event.process}
 
@@ -362,10 +362,10 @@ class PoolAdmissionBounded(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._jobs: dict[str, dict[AttemptId, HistoryEvent]] = {}  # process -> its running jobs
+        self._jobs: dict[str, dict[AttemptId, HistoryEvent[Event]]] = {}  # process -> its running jobs
 
     @handles(TaskSpawn)
-    def spawned(self, event: TaskSpawn, record: HistoryEvent) -> Violation | None:
+    def spawned(self, event: TaskSpawn, record: HistoryEvent[TaskSpawn]) -> Violation | None:
         attempt = job_attempt(record.task)
         if attempt is None:
             return None
@@ -377,11 +377,11 @@ class PoolAdmissionBounded(Invariant):
         return None
 
     @handles(CompactionFinished)
-    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
         self._jobs.get(event.attempt.process, {}).pop(event.attempt, None)
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._jobs.pop(event.process, None)
 
 
@@ -409,12 +409,12 @@ class PoolRefusesOnlyWhenFull(Invariant):
         self._starting: dict[str, AttemptId] = {}  # host task -> the attempt it started last
 
     @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         self._in_flight.setdefault(event.attempt.process, set()).add(event.attempt)
         self._starting[record.task] = event.attempt
 
     @handles(PoolSaturated)
-    def refused(self, event: PoolSaturated, record: HistoryEvent) -> Violation | None:
+    def refused(self, event: PoolSaturated, record: HistoryEvent[PoolSaturated]) -> Violation | None:
         attempt = self._starting.get(record.task)
         if attempt is None:
             return None
@@ -426,11 +426,11 @@ class PoolRefusesOnlyWhenFull(Invariant):
         return None
 
     @handles(CompactionFinished)
-    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
         self._in_flight.get(event.attempt.process, set()).discard(event.attempt)
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         for incarnation in [name for name in self._in_flight if self.system.process_of(name) == event.process]:
             del self._in_flight[incarnation]
 
@@ -457,23 +457,23 @@ class AdmittedJobRuns(Invariant):
         self._spawned: set[AttemptId] = set()
 
     @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         self._starting[record.task] = event.attempt
 
     @handles(PoolSaturated)
-    def refused(self, event: PoolSaturated, record: HistoryEvent) -> None:
+    def refused(self, event: PoolSaturated, record: HistoryEvent[PoolSaturated]) -> None:
         attempt = self._starting.get(record.task)
         if attempt is not None:
             self._refused.add(attempt)
 
     @handles(TaskSpawn)
-    def spawned(self, event: TaskSpawn, record: HistoryEvent) -> None:
+    def spawned(self, event: TaskSpawn, record: HistoryEvent[TaskSpawn]) -> None:
         attempt = job_attempt(record.task)
         if attempt is not None:
             self._spawned.add(attempt)
 
     @handles(HostReturned)
-    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+    def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
         attempt = event.attempt
         if attempt in self._refused or attempt in self._spawned:
             return None
@@ -495,23 +495,23 @@ class NextTurnPersistsAfterCtrlC(JudgesRefusedTurns):
     races = ("R1",)
     description = "After Ctrl+C and the grace period, the next turn the frontend accepts is persisted."
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         for index, expired in enumerate(history):
             if not isinstance(expired.event, FrontendCtrlCGraceExpired):
                 continue
             agent = expired.event.agent
-            submitted = next((r for r in history[index + 1:] if isinstance(r.event, FrontendTurnSubmitted) and r.event.agent == agent), None)
+            submitted = next((r for r in history[index + 1:] if is_of(r, FrontendTurnSubmitted) and r.event.agent == agent), None)
             if submitted is None:
                 continue
             failed = _failure_of_turn(history, submitted)
             if failed is None or _raised_by_fault(history, submitted, failed) \
                     or self.refused_in_ended_conversation(history, submitted, failed):
                 continue
-            return self.violation(f"the turn after Ctrl+C was not persisted: {event_of(failed, FrontendTurnFailed).error}", expired, submitted, failed)
+            return self.violation(f"the turn after Ctrl+C was not persisted: {failed.event.error}", expired, submitted, failed)
         return None
 
 
-def _raised_by_fault(history: Sequence[HistoryEvent], submitted: HistoryEvent, failed: HistoryEvent) -> bool:
+def _raised_by_fault(history: Sequence[HistoryEvent[Event]], submitted: HistoryEvent[Event], failed: HistoryEvent[Event]) -> bool:
     """An injected fault raised in the turn's own task (a host interrupt, a failed or busy store call) before it failed."""
     return any(
         record.task == failed.task and isinstance(record.event, (PointFaultFired, StoreFaultFired))
@@ -519,17 +519,17 @@ def _raised_by_fault(history: Sequence[HistoryEvent], submitted: HistoryEvent, f
     )
 
 
-def _failure_of_turn(history: Sequence[HistoryEvent], submitted: HistoryEvent) -> HistoryEvent | None:
+def _failure_of_turn(history: Sequence[HistoryEvent[Event]], submitted: HistoryEvent[FrontendTurnSubmitted]) -> HistoryEvent[FrontendTurnFailed] | None:
     """The failure of the turn `submitted` opened, if it failed.
 
     A frontend runs its turns one at a time, so that turn's failure, if any, comes before the agent's next
     submission; a failure after that belongs to a later turn, which Ctrl+C did not precede.
     """
-    agent = event_of(submitted, FrontendTurnSubmitted).agent
+    agent = submitted.event.agent
     for record in history[submitted.seq + 1:]:
         if isinstance(record.event, FrontendTurnSubmitted) and record.event.agent == agent:
             return None
-        if isinstance(record.event, FrontendTurnFailed) and record.event.agent == agent:
+        if is_of(record, FrontendTurnFailed) and record.event.agent == agent:
             return record
     return None
 
@@ -551,17 +551,17 @@ class HardCancelFreesLease(Invariant):
         self._pressed_by: dict[str, str] = {}  # the task that pressed Ctrl+C -> its agent
         self._in_flight: dict[AttemptId, SessionId] = {}  # attempts whose host has started and not returned
         self._caller: dict[AttemptId, str | None] = {}  # the agent whose user started each attempt, if known
-        self._holding: dict[AttemptId, tuple[HolderId, HistoryEvent]] = {}  # each attempt's own lease, while held
+        self._holding: dict[AttemptId, tuple[HolderId, HistoryEvent[Event]]] = {}  # each attempt's own lease, while held
         self._admitted: set[AttemptId] = set()
-        self._stopped: dict[str, dict[AttemptId, HistoryEvent]] = {}  # pressing task -> attempts it stopped -> request
+        self._stopped: dict[str, dict[AttemptId, HistoryEvent[Event]]] = {}  # pressing task -> attempts it stopped -> request
 
     @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         self._in_flight[event.attempt] = event.session
         self._caller[event.attempt] = self.system.agent_of_task(record.task)
 
     @handles(HostReturned, HostUnwind)
-    def returned(self, event: HostReturned | HostUnwind, record: HistoryEvent) -> None:
+    def returned(self, event: HostReturned | HostUnwind, record: HistoryEvent[HostReturned | HostUnwind]) -> None:
         """The host left its wait. An unwinding host has itself revoked the attempt and asked its lease freed, and
         takes its fence off the agent's stack as it goes: a Ctrl+C pressed after that (the turn has failed) has no
         active attempt to stop, the late worker frees the lease as its fence lock allows. An attempt a Ctrl+C
@@ -570,19 +570,19 @@ class HardCancelFreesLease(Invariant):
         self._caller.pop(event.attempt, None)
 
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         if event.holder.attempt is not None:
             self._holding[event.holder.attempt] = (event.holder, record)
 
     @handles(LeaseReleased)
-    def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+    def released(self, event: LeaseReleased, record: HistoryEvent[LeaseReleased]) -> None:
         attempt = event.holder.attempt
         held = self._holding.get(attempt) if attempt is not None else None
         if attempt is not None and held is not None and held[0] == event.holder:
             del self._holding[attempt]
 
     @handles(LeaseReleaseFailed)
-    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent) -> None:
+    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent[LeaseReleaseFailed]) -> None:
         """The attempt released its lease as far as the store let it: a release that raised after its COMMIT
         freed the row all the same, and one the store refused (busy, failing) leaves a row whose refresher the
         release stopped first, so it lapses within one TTL; no code can free it sooner than the store allows."""
@@ -592,22 +592,22 @@ class HardCancelFreesLease(Invariant):
             del self._holding[attempt]
 
     @handles(FenceBeginOk)
-    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> None:
         self._admitted.add(event.attempt)
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         # a dead process's leases lapse by TTL, and its restart numbers its attempts from 1 again
         self._in_flight = forget_process(self._in_flight, event.process, self.system.process_of)
         self._caller = forget_process(self._caller, event.process, self.system.process_of)
         self._holding = forget_process(self._holding, event.process, self.system.process_of)
 
     @handles(FrontendCtrlC)
-    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent[FrontendCtrlC]) -> None:
         self._pressed_by[record.task] = event.agent
 
     @handles(HardCancelRequested)
-    def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent) -> None:
+    def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent[HardCancelRequested]) -> None:
         agent = self._pressed_by.pop(record.task, None)
         stopped = [attempt for attempt, session in self._in_flight.items()
                    if session == event.session and self._stops(agent, attempt)]
@@ -628,7 +628,7 @@ class HardCancelFreesLease(Invariant):
         return slot is None or slot.spec.process == attempt.process
 
     @handles(HardCancelFinished)
-    def cancel_finished(self, event: HardCancelFinished, record: HistoryEvent) -> Violation | None:
+    def cancel_finished(self, event: HardCancelFinished, record: HistoryEvent[HardCancelFinished]) -> Violation | None:
         """Judge what this press stopped once its own hard cancel returned (the worker given its grace, the lease
         freed by the hook if the worker had not): another terminal's Ctrl+C (even one that stopped nothing, whose
         cancel returns at once) says nothing of an attempt its presser is still cancelling."""
@@ -668,7 +668,7 @@ class _BacksOffAfterFailure(Invariant):
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
         self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
         # session -> (the failed attempt, the failure's record, whether its durable record landed)
-        self._backoff: dict[SessionId, tuple[AttemptId, HistoryEvent, bool]] = {}
+        self._backoff: dict[SessionId, tuple[AttemptId, HistoryEvent[Event], bool]] = {}
         self._cleared_by: set[AttemptId] = set()  # attempts that cleared the cooldown (forced) before their summary
         self._overflow: set[AttemptId] = set()  # attempts recovering a provider-proven overflow: past the cooldown (R23)
         self._stopped: set[AttemptId] = set()  # attempts the user hard-cancelled
@@ -676,7 +676,7 @@ class _BacksOffAfterFailure(Invariant):
     def step_s(self) -> float:
         raise NotImplementedError
 
-    def failed(self, attempt: AttemptId, record: HistoryEvent) -> bool:
+    def failed(self, attempt: AttemptId, record: HistoryEvent[Event]) -> bool:
         """`attempt` failed in a way that must back off: arm its session's backoff (False: not judged)."""
         if attempt not in self._session_of or attempt in self._stopped:
             return False
@@ -684,27 +684,27 @@ class _BacksOffAfterFailure(Invariant):
         return True
 
     @handles(HostStarted)
-    def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def host_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         self._compressor[event.attempt] = (event.attempt.process, self.system.agent_of_task(record.task))
         if event.mode == "overflow":
             self._overflow.add(event.attempt)
 
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         self._session_of[event.holder.attempt] = event.session
 
     @handles(FenceCancelWon)
-    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> None:
         if event.hard:
             self._stopped.add(event.attempt)
 
     @handles(CooldownSet)
-    def recorded(self, event: CooldownSet, record: HistoryEvent) -> None:
+    def recorded(self, event: CooldownSet, record: HistoryEvent[CooldownSet]) -> None:
         if event.error.startswith(self.recorded_as):
             self._settle(event.session, event.attempt, failed=False)
 
     @handles(CooldownPersistFailed)
-    def persist_failed(self, event: CooldownPersistFailed, record: HistoryEvent) -> None:
+    def persist_failed(self, event: CooldownPersistFailed, record: HistoryEvent[CooldownPersistFailed]) -> None:
         self._settle(event.session, event.attempt, failed=True)
 
     def _settle(self, session: SessionId, attempt: AttemptId, *, failed: bool) -> None:
@@ -715,12 +715,12 @@ class _BacksOffAfterFailure(Invariant):
                 self._backoff[session] = (armed_by, armed, not failed)
 
     @handles(CooldownCleared)
-    def cleared(self, event: CooldownCleared, record: HistoryEvent) -> None:
+    def cleared(self, event: CooldownCleared, record: HistoryEvent[CooldownCleared]) -> None:
         self._cleared_by.add(event.attempt)
         self._backoff.pop(event.session, None)
 
     @handles(StoreFaultFired)
-    def store_fault(self, event: StoreFaultFired, record: HistoryEvent) -> None:
+    def store_fault(self, event: StoreFaultFired, record: HistoryEvent[StoreFaultFired]) -> None:
         """A clear whose store call raised after its COMMIT emptied the row unreported (a /compress of another
         process, say, that then errored out): the record that told everyone else is gone, and the clear raised
         before it reset its compressor, so only the failed attempt's own compressor still holds the deadline."""
@@ -731,11 +731,11 @@ class _BacksOffAfterFailure(Invariant):
         self._backoff[session] = (armed_by, armed, False)
 
     @handles(CompactionCommitted)
-    def committed(self, event: CompactionCommitted, record: HistoryEvent) -> None:
+    def committed(self, event: CompactionCommitted, record: HistoryEvent[CompactionCommitted]) -> None:
         self._backoff.pop(event.session, None)
 
     @handles(CompactionSummaryStarted)
-    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> Violation | None:
         if event.attempt in self._cleared_by or event.attempt in self._overflow:
             return None
         session = self._session_of.get(event.attempt)
@@ -783,7 +783,7 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._unrecorded: dict[AttemptId, HistoryEvent] = {}  # timed out, backoff not yet durable (or failed)
+        self._unrecorded: dict[AttemptId, HistoryEvent[Event]] = {}  # timed out, backoff not yet durable (or failed)
         self._admitted: set[AttemptId] = set()  # attempts whose commit began: a timeout on them records nothing
         self._waited_on: dict[AttemptId, tuple[SessionId, str | None]] = {}  # host still waiting -> session, agent
         self._timed_out: set[AttemptId] = set()
@@ -792,14 +792,13 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         self._host_task: dict[AttemptId, str] = {}  # attempt -> the task its host waits in
         self._turn_tasks: dict[str, set[str]] = {}  # agent -> the tasks its turns ran in
         # timed out before its lease setup won the lease: the session its host waited on, and the timeout
-        self._timed_out_unleased: dict[AttemptId, tuple[SessionId, HistoryEvent]] = {}
+        self._timed_out_unleased: dict[AttemptId, tuple[SessionId, HistoryEvent[Event]]] = {}
 
     def step_s(self) -> float:
-        step_s: float = self.system.config.timeout_cooldown_s(1)
-        return step_s
+        return self.system.config.timeout_cooldown_s(1)
 
     @handles(FenceCancelWon)
-    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> None:
         super().cancel_won(event, record)
         if event.attempt in self._timed_out:
             self._won.add(event.attempt)
@@ -811,29 +810,29 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         return attempt in self._won
 
     @handles(FenceBeginOk)
-    def admitted(self, event: FenceBeginOk, record: HistoryEvent) -> None:
+    def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> None:
         self._admitted.add(event.attempt)
 
     @handles(HostStarted)
-    def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def host_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         super().host_started(event, record)
         self._waited_on[event.attempt] = (event.session, self.system.agent_of_task(record.task))
         self._host_task[event.attempt] = record.task
 
     @handles(FrontendTurnSubmitted)
-    def turn_submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+    def turn_submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent[FrontendTurnSubmitted]) -> None:
         self._turn_tasks.setdefault(event.agent, set()).add(record.task)
 
     @handles(HostReturned, HostUnwind)
-    def host_left(self, event: HostReturned | HostUnwind, record: HistoryEvent) -> None:
+    def host_left(self, event: HostReturned | HostUnwind, record: HistoryEvent[HostReturned | HostUnwind]) -> None:
         self._waited_on.pop(event.attempt, None)
 
     @handles(FrontendCtrlC)
-    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent[FrontendCtrlC]) -> None:
         self._pressed_by[record.task] = event.agent
 
     @handles(HardCancelRequested)
-    def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent) -> None:
+    def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent[HardCancelRequested]) -> None:
         """A Ctrl+C before the timeout stops the attempt its agent's host waits on (R1), even when its cancel waits
         behind a worker holding the fence lock (a stalled lease setup) and lands after the timeout: the press is
         what the host can know at its timeout, the landing is an accident of the lock. It stops the active
@@ -854,7 +853,7 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
             del self._timed_out_unleased[attempt]
 
     @handles(HostTimeout)
-    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+    def timed_out(self, event: HostTimeout, record: HistoryEvent[HostTimeout]) -> None:
         """A timeout on an admitted commit is no failure: the host waits for the commit and its outcome stands
         (R7), whether it commits or refuses inside its commit (would grow), and the host records nothing. A
         timeout before the attempt won its lease (its acquire stalled) is judged once the lease is won: the
@@ -868,7 +867,7 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
             self._timed_out_unleased[event.attempt] = (self._waited_on[event.attempt][0], record)
 
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         super().acquired(event, record)
         attempt = event.holder.attempt
         pending = self._timed_out_unleased.pop(attempt, None) if attempt is not None else None
@@ -880,7 +879,7 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         super()._settle(session, attempt, failed=failed)
 
     @handles(LeaseReleased)
-    def released(self, event: LeaseReleased, record: HistoryEvent) -> Violation | None:
+    def released(self, event: LeaseReleased, record: HistoryEvent[LeaseReleased]) -> Violation | None:
         timed_out = self._unrecorded.get(event.holder.attempt) if event.holder.attempt is not None else None
         if event.held and timed_out is not None:
             return self.violation(
@@ -914,17 +913,17 @@ class FailedSummaryBacksOff(_BacksOffAfterFailure):
         self._overflow_recoveries: set[AttemptId] = set()
 
     def step_s(self) -> float:
-        step_s: float = self.system.config.summary_failure_cooldown_s
-        return step_s
+        return self.system.config.summary_failure_cooldown_s
 
     @handles(HostStarted)
-    def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def host_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         super().host_started(event, record)
         if event.mode == "overflow":
             self._overflow_recoveries.add(event.attempt)
 
     @handles(*HOST_GAVE_UP)
-    def given_up(self, event: HostTimeout | FenceCancelWon | FenceRevoked | HostUnwind, record: HistoryEvent) -> None:
+    def given_up(self, event: HostTimeout | FenceCancelWon | FenceRevoked | HostUnwind,
+            record: HistoryEvent[HostTimeout | FenceCancelWon | FenceRevoked | HostUnwind]) -> None:
         self._given_up.add(event.attempt)
         if isinstance(event, FenceCancelWon) and event.hard:
             # a stop before the attempt ended rolls its failure cooldown back: the user's stop arms nothing
@@ -932,7 +931,7 @@ class FailedSummaryBacksOff(_BacksOffAfterFailure):
             self._backoff = {session: armed for session, armed in self._backoff.items() if armed[0] != event.attempt}
 
     @handles(TaskExit)
-    def task_exited(self, event: TaskExit, record: HistoryEvent) -> None:
+    def task_exited(self, event: TaskExit, record: HistoryEvent[TaskExit]) -> None:
         if event.error is None or not record.task.startswith(SUMMARY_TASK):
             return
         attempt = AttemptId(record.task[len(SUMMARY_TASK):])
@@ -940,7 +939,7 @@ class FailedSummaryBacksOff(_BacksOffAfterFailure):
             self.failed(attempt, record)
 
     @handles(CompactionSummaryStarted)
-    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> Violation | None:
         if event.attempt in self._overflow_recoveries:
             return None
         return super().summary_started(event, record)
@@ -962,16 +961,16 @@ class FailedSummaryNeverCommits(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._failed: dict[AttemptId, tuple[str, HistoryEvent]] = {}  # attempt -> its provider call's error and failed exit
+        self._failed: dict[AttemptId, tuple[str, HistoryEvent[Event]]] = {}  # attempt -> its provider call's error and failed exit
 
     @handles(TaskExit)
-    def task_exited(self, event: TaskExit, record: HistoryEvent) -> None:
+    def task_exited(self, event: TaskExit, record: HistoryEvent[TaskExit]) -> None:
         if event.error is None or not record.task.startswith(SUMMARY_TASK) or self.system.config.static_fallback_summary:
             return
         self._failed[AttemptId(record.task[len(SUMMARY_TASK):])] = (event.error, record)
 
     @handles(CompactionCommitted)
-    def committed(self, event: CompactionCommitted, record: HistoryEvent) -> Violation | None:
+    def committed(self, event: CompactionCommitted, record: HistoryEvent[CompactionCommitted]) -> Violation | None:
         failed = self._failed.pop(event.attempt, None)
         if failed is None:
             return None
@@ -997,11 +996,10 @@ class FailedCommitBacksOff(_BacksOffAfterFailure):
     recorded_as = "session_split_failed:"
 
     def step_s(self) -> float:
-        step_s: float = self.system.config.split_failure_cooldown_s
-        return step_s
+        return self.system.config.split_failure_cooldown_s
 
     @handles(CompactionCommitFailed)
-    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
+    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent[CompactionCommitFailed]) -> None:
         self.failed(event.attempt, record)
 
 
@@ -1015,21 +1013,22 @@ class NoProgressAfterGiveUp(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._given_up: dict[AttemptId, HistoryEvent] = {}
+        self._given_up: dict[AttemptId, HistoryEvent[Event]] = {}
 
     @handles(*HOST_GAVE_UP)
-    def given_up(self, event: HostTimeout | FenceCancelWon | FenceRevoked | HostUnwind, record: HistoryEvent) -> None:
+    def given_up(self, event: HostTimeout | FenceCancelWon | FenceRevoked | HostUnwind,
+            record: HistoryEvent[HostTimeout | FenceCancelWon | FenceRevoked | HostUnwind]) -> None:
         self._given_up.setdefault(event.attempt, record)
 
     @handles(CompactionSummaryProgress)
-    def progress(self, event: CompactionSummaryProgress, record: HistoryEvent) -> Violation | None:
+    def progress(self, event: CompactionSummaryProgress, record: HistoryEvent[CompactionSummaryProgress]) -> Violation | None:
         gave_up = self._given_up.get(event.attempt)
         if gave_up is not None:
             return self.violation(f"attempt {event.attempt} reported summary progress after {gave_up.kind}", gave_up, record)
         return None
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._given_up = forget_process(self._given_up, event.process, self.system.process_of)
 
 
@@ -1043,20 +1042,20 @@ class NoRelabelAfterTerminal(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._terminal: dict[AttemptId, HistoryEvent] = {}
+        self._terminal: dict[AttemptId, HistoryEvent[ActivityLabeled]] = {}
 
     @handles(ActivityLabeled)
-    def labeled(self, event: ActivityLabeled, record: HistoryEvent) -> Violation | None:
+    def labeled(self, event: ActivityLabeled, record: HistoryEvent[ActivityLabeled]) -> Violation | None:
         ended = self._terminal.get(event.attempt)
         if ended is not None:
             return self.violation(f"attempt {event.attempt} relabelled the agent {event.label} after it was labelled "
-                                  f"{event_of(ended, ActivityLabeled).label}", ended, record)
+                                  f"{ended.event.label}", ended, record)
         if event.terminal:
             self._terminal[event.attempt] = record
         return None
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._terminal = forget_process(self._terminal, event.process, self.system.process_of)
 
 
@@ -1080,11 +1079,11 @@ class RunningSummaryLabelled(Invariant):
         self._labelled: set[AttemptId] = set()
 
     @handles(ActivityLabeled)
-    def labeled(self, event: ActivityLabeled, record: HistoryEvent) -> None:
+    def labeled(self, event: ActivityLabeled, record: HistoryEvent[ActivityLabeled]) -> None:
         self._labelled.add(event.attempt)
 
     @handles(CompactionSummaryStarted)
-    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> Violation | None:
         if event.attempt not in self._labelled:
             return self.violation(f"attempt {event.attempt} started its summary with the status line showing no label of its own", record)
         return None
@@ -1111,20 +1110,20 @@ class CtrlCSeesIdlePrompt(Invariant):
         self._running: dict[str, str] = {}  # agent -> the task of its terminal's turn not yet known to have ended
 
     @handles(FrontendTurnSubmitted)
-    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent[FrontendTurnSubmitted]) -> None:
         self._running[event.agent] = record.task
 
     @handles(FrontendTurnFailed, FrontendTurnAbandoned)
-    def ended(self, event: FrontendTurnFailed | FrontendTurnAbandoned, record: HistoryEvent) -> None:
+    def ended(self, event: FrontendTurnFailed | FrontendTurnAbandoned, record: HistoryEvent[FrontendTurnFailed | FrontendTurnAbandoned]) -> None:
         self._running.pop(event.agent, None)
 
     @handles(TurnPersisted)
-    def replied(self, event: TurnPersisted, record: HistoryEvent) -> None:
+    def replied(self, event: TurnPersisted, record: HistoryEvent[TurnPersisted]) -> None:
         if event.role == "assistant":
             self._running = {agent: task for agent, task in self._running.items() if task != record.task}
 
     @handles(FrontendCtrlC)
-    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> Violation | None:
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent[FrontendCtrlC]) -> Violation | None:
         if event.turn_running and event.agent not in self._running:
             return self.violation(f"Ctrl+C at {event.agent}'s idle prompt reported a turn running", record)
         return None
@@ -1156,18 +1155,18 @@ class CtrlCAbandonsOnlyThePressedTurn(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._running: dict[str, str] = {}  # agent -> the task of its terminal's latest turn
-        self._pressed: dict[str, tuple[str | None, HistoryEvent]] = {}  # pressing task -> the turn it stopped, the press
+        self._pressed: dict[str, tuple[str | None, HistoryEvent[Event]]] = {}  # pressing task -> the turn it stopped, the press
 
     @handles(FrontendTurnSubmitted)
-    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent[FrontendTurnSubmitted]) -> None:
         self._running[event.agent] = record.task
 
     @handles(FrontendCtrlC)
-    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent[FrontendCtrlC]) -> None:
         self._pressed[record.task] = (self._running.get(event.agent) if event.turn_running else None, record)
 
     @handles(FrontendCtrlCGraceExpired)
-    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> Violation | None:
+    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent[FrontendCtrlCGraceExpired]) -> Violation | None:
         stopped, press = self._pressed.pop(pressing_task(record.task), (None, None))
         if not event.turn_abandoned or self._running.get(event.agent) == stopped:
             return None
@@ -1191,14 +1190,14 @@ class CtrlCGraceCountedFromPress(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._pressed: dict[str, HistoryEvent] = {}  # pressing task -> its press
+        self._pressed: dict[str, HistoryEvent[Event]] = {}  # pressing task -> its press
 
     @handles(FrontendCtrlC)
-    def pressed(self, event: FrontendCtrlC, record: HistoryEvent) -> None:
+    def pressed(self, event: FrontendCtrlC, record: HistoryEvent[FrontendCtrlC]) -> None:
         self._pressed[record.task] = record
 
     @handles(FrontendCtrlCGraceExpired)
-    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> Violation | None:
+    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent[FrontendCtrlCGraceExpired]) -> Violation | None:
         press = self._pressed.pop(pressing_task(record.task), None)
         if press is None:
             return None
@@ -1234,11 +1233,11 @@ class GatewayTurnsInArrivalOrder(Invariant):
         self._turn_of: dict[str, str] = {}  # a task that ran a gateway turn -> its agent
 
     @handles(GatewayDelivered)
-    def delivered(self, event: GatewayDelivered, record: HistoryEvent) -> None:
+    def delivered(self, event: GatewayDelivered, record: HistoryEvent[GatewayDelivered]) -> None:
         self._queued.setdefault(event.agent, []).append(event.platform_message_id)
 
     @handles(GatewayTurnStarted)
-    def started(self, event: GatewayTurnStarted, record: HistoryEvent) -> Violation | None:
+    def started(self, event: GatewayTurnStarted, record: HistoryEvent[GatewayTurnStarted]) -> Violation | None:
         queued = self._queued.get(event.agent, [])
         self._serving[event.agent] = record.task
         self._turn_of[record.task] = event.agent
@@ -1250,14 +1249,14 @@ class GatewayTurnsInArrivalOrder(Invariant):
                               f"queue held {expected}", record)
 
     @handles(TurnPersisted, HostStarted)
-    def worked(self, event: TurnPersisted | HostStarted, record: HistoryEvent) -> Violation | None:
+    def worked(self, event: TurnPersisted | HostStarted, record: HistoryEvent[TurnPersisted | HostStarted]) -> Violation | None:
         agent = self._turn_of.get(record.task)
         if agent is None or self._serving.get(agent) == record.task:
             return None
         return self.violation(f"an earlier gateway turn of {agent} went on working after its next turn started", record)
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         for name, slot in self.system.agents.items():
             if slot.spec.process == event.process:
                 self._queued.pop(name, None)
@@ -1279,21 +1278,21 @@ class AbandonedTurnStaysSilent(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._running: dict[str, str] = {}  # agent -> the task of its terminal's turn in progress
-        self._abandoned: dict[str, HistoryEvent] = {}  # task -> the grace expiry that gave its turn up
+        self._abandoned: dict[str, HistoryEvent[Event]] = {}  # task -> the grace expiry that gave its turn up
 
     @handles(FrontendTurnSubmitted)
-    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent[FrontendTurnSubmitted]) -> None:
         self._running[event.agent] = record.task
         self._abandoned.pop(record.task, None)  # the task's previous turn is over: it takes a new one
 
     @handles(FrontendCtrlCGraceExpired)
-    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent) -> None:
+    def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent[FrontendCtrlCGraceExpired]) -> None:
         task = self._running.get(event.agent)
         if event.turn_abandoned and task is not None:
             self._abandoned[task] = record
 
     @handles(TurnPersisted)
-    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> Violation | None:
+    def persisted(self, event: TurnPersisted, record: HistoryEvent[TurnPersisted]) -> Violation | None:
         expired = self._abandoned.get(record.task)
         if expired is None:
             return None
@@ -1313,10 +1312,10 @@ class _FaultAware(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._fault: HistoryEvent | None = None
+        self._fault: HistoryEvent[Event] | None = None
 
     @handles(FaultFired)
-    def fault_fired(self, event: FaultFired, record: HistoryEvent) -> None:
+    def fault_fired(self, event: FaultFired, record: HistoryEvent[FaultFired]) -> None:
         self._fault = self._fault or record
 
 
@@ -1329,7 +1328,7 @@ class TurnFailsOnlyExpectedly(_FaultAware):
     )
 
     @handles(FrontendTurnFailed)
-    def turn_failed(self, event: FrontendTurnFailed, record: HistoryEvent) -> Violation | None:
+    def turn_failed(self, event: FrontendTurnFailed, record: HistoryEvent[FrontendTurnFailed]) -> Violation | None:
         error = event.error
         kind = error.split(":", 1)[0].strip()
         if kind == "PersistenceFailed" and "compression" in error:
@@ -1350,7 +1349,7 @@ class WorkerRaisesOnlyAfterFault(_FaultAware):
     )
 
     @handles(CompactionError)
-    def worker_raised(self, event: CompactionError, record: HistoryEvent) -> Violation | None:
+    def worker_raised(self, event: CompactionError, record: HistoryEvent[CompactionError]) -> Violation | None:
         if self._fault is None:
             return self.violation(f"the worker of {event.attempt} raised with no fault injected: {event.error}", record)
         bug = names_programming_error(event.error)
@@ -1387,7 +1386,7 @@ class CaughtErrorsAreNotBugs(Invariant):
         LeaseAcquireFailed, LeaseReleaseFailed, CompactionWatermarkFailed, CompactionCommitFailed,
         CompactionCarriedUnread, CompactionStrikeResetFailed, CooldownPersistFailed, AppendFailed,
     )
-    def caught(self, event: CaughtError, record: HistoryEvent) -> Violation | None:
+    def caught(self, event: CaughtError, record: HistoryEvent[CaughtError]) -> Violation | None:
         bug = names_programming_error(event.error)
         if bug is None:
             return None

@@ -12,6 +12,7 @@ from contract.events import (
     CompactionFinished,
     CompactionSummaryStarted,
     CompactionWatermark,
+    Event,
     FenceCancelWon,
     FenceRevoked,
     HostReturned,
@@ -30,7 +31,7 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from contract.store import StoreView
-from sim.invariants.base import Invariant, SystemView, Violation, event_of, forget_process, handles
+from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
 from sim.invariants.host import job_attempt
 
 LEASE_REFUSALS = ("Lease", "Busy", "InProgress")
@@ -45,15 +46,15 @@ class LeaseMutualExclusion(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._holders: dict[SessionId, dict[HolderId, tuple[float, HistoryEvent]]] = {}
+        self._holders: dict[SessionId, dict[HolderId, tuple[float, HistoryEvent[Event]]]] = {}
         self._row_owner: dict[SessionId, HolderId] = {}
 
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> Violation | None:
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> Violation | None:
         return self._took(event.session, event.holder, record)
 
     @handles(LeaseAcquireFailed)
-    def acquire_failed(self, event: LeaseAcquireFailed, record: HistoryEvent) -> Violation | None:
+    def acquire_failed(self, event: LeaseAcquireFailed, record: HistoryEvent[LeaseAcquireFailed]) -> Violation | None:
         """An acquire that raised is indeterminate: a failure after its COMMIT leaves the row taken (over a dead or
         expired holder's, too), though the attempt takes itself for the loser. The store tells: a row naming the
         holder is the one its transaction wrote, so the holder owns it, and its sit-out release frees its own row."""
@@ -61,7 +62,7 @@ class LeaseMutualExclusion(Invariant):
             return self._took(event.session, event.holder, record)
         return None
 
-    def _took(self, session: SessionId, holder: HolderId, record: HistoryEvent) -> Violation | None:
+    def _took(self, session: SessionId, holder: HolderId, record: HistoryEvent[Event]) -> Violation | None:
         clash = self._live_other(session, holder, record.time)
         self._holders.setdefault(session, {})[holder] = (record.time, record)
         self._row_owner[session] = holder
@@ -71,12 +72,12 @@ class LeaseMutualExclusion(Invariant):
         return None
 
     @handles(LeaseRefreshed)
-    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> None:
+    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent[LeaseRefreshed]) -> None:
         holders = self._holders.setdefault(event.session, {})
         holders[event.holder] = (record.time, holders.get(event.holder, (0.0, record))[1])
 
     @handles(LeaseReleased)
-    def released(self, event: LeaseReleased, record: HistoryEvent) -> Violation | None:
+    def released(self, event: LeaseReleased, record: HistoryEvent[LeaseReleased]) -> Violation | None:
         self._holders.setdefault(event.session, {}).pop(event.holder, None)
         if not event.held:
             return None
@@ -87,7 +88,7 @@ class LeaseMutualExclusion(Invariant):
         return None
 
     @handles(LeaseReleaseFailed)
-    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent) -> None:
+    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent[LeaseReleaseFailed]) -> None:
         """A release that raised is indeterminate: its transaction may have committed before the error (a failure
         after the commit). The store tells: if the row no longer names the holder, the release took effect."""
         if release_took_effect(self.system.store, event):
@@ -96,13 +97,13 @@ class LeaseMutualExclusion(Invariant):
                 del self._row_owner[event.session]
 
     @handles(CompactionFinished)
-    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
         """An attempt that has ended holds nothing any more (its row, if left, will expire)."""
         for holders in self._holders.values():
             for holder in [h for h in holders if h.attempt == event.attempt]:
                 del holders[holder]
 
-    def _live_other(self, session: SessionId, holder: HolderId, now: float) -> tuple[HolderId, HistoryEvent] | None:
+    def _live_other(self, session: SessionId, holder: HolderId, now: float) -> tuple[HolderId, HistoryEvent[Event]] | None:
         """Another live holder of the session's lease, and the record by which it took it, if any."""
         ttl = self.system.config.lease_ttl_s
         for other, (renewed, acquired) in self._holders.get(session, {}).items():
@@ -131,7 +132,7 @@ class AppendsNeverRefusedByLease(Invariant):
     description = "No append is ever refused because a compression lease is held."
 
     @handles(AppendFailed)
-    def append_failed(self, event: AppendFailed, record: HistoryEvent) -> Violation | None:
+    def append_failed(self, event: AppendFailed, record: HistoryEvent[AppendFailed]) -> Violation | None:
         if any(word in event.error for word in LEASE_REFUSALS):
             return self.violation(f"an append to {event.session} was refused: {event.error}", record)
         return None
@@ -146,20 +147,20 @@ class LeaseReleasedWithinTtl(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._ended: dict[AttemptId, HistoryEvent] = {}
+        self._ended: dict[AttemptId, HistoryEvent[Event]] = {}
 
     @handles(CompactionFinished)
-    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
         self._ended[event.attempt] = record
 
     @handles(LeaseRefreshed)
-    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> Violation | None:
+    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent[LeaseRefreshed]) -> Violation | None:
         ended = None if event.holder.attempt is None else self._ended.get(event.holder.attempt)
         if ended is not None:
             return self.violation(f"{event.holder} was refreshed after its attempt ended", ended, record)
         return None
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         store, ttl = self.system.store, self.system.config.lease_ttl_s
         for session in store.session_ids():
             row = store.lease_row(session)
@@ -190,30 +191,30 @@ class FailedReleaseRetried(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._failed: dict[AttemptId, HistoryEvent] = {}  # attempt -> its lease's failed release, not yet retried
+        self._failed: dict[AttemptId, HistoryEvent[LeaseReleaseFailed]] = {}  # attempt -> its lease's failed release, not yet retried
 
     @handles(LeaseReleaseFailed)
-    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent) -> None:
+    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent[LeaseReleaseFailed]) -> None:
         attempt = event.holder.attempt
         if attempt is None or job_attempt(record.task) == attempt:
             return  # the worker's own release: its exit is the last chance there is
         self._failed.setdefault(attempt, record)
 
     @handles(LeaseReleased)
-    def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+    def released(self, event: LeaseReleased, record: HistoryEvent[LeaseReleased]) -> None:
         if event.holder.attempt is not None:
             self._failed.pop(event.holder.attempt, None)
 
     @handles(CompactionFinished)
-    def finished(self, event: CompactionFinished, record: HistoryEvent) -> Violation | None:
+    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> Violation | None:
         failed = self._failed.pop(event.attempt, None)
         if failed is None:
             return None
-        return self.violation(f"the failed release of {event_of(failed, LeaseReleaseFailed).holder} was never tried again, though its "
+        return self.violation(f"the failed release of {failed.event.holder} was never tried again, though its "
                               f"attempt's worker exited after it", failed, record)
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._failed = forget_process(self._failed, event.process, self.system.process_of)
 
 
@@ -228,22 +229,22 @@ class DeadHolderReclaimable(Invariant):
         # Dead processes come from the history (process.crashed), not from the reference's own process table:
         # a table that forgot a kill would otherwise blind this check to the very bug it is meant to catch. A
         # process is its pid and, where the crash names it, its start: a later process on a recycled pid lives.
-        self._dead: dict[tuple[int, str | None], HistoryEvent] = {}
+        self._dead: dict[tuple[int, str | None], HistoryEvent[Event]] = {}
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         start = None if event.start is None else str(event.start)
         self._dead.setdefault((event.pid, start), record)
 
     @handles(LeaseContended)
-    def contended(self, event: LeaseContended, record: HistoryEvent) -> Violation | None:
+    def contended(self, event: LeaseContended, record: HistoryEvent[LeaseContended]) -> Violation | None:
         row = self.system.store.lease_row(event.session)
         crash = None if row is None else self._crash_of(HolderId(row.holder))
         if row is not None and crash is not None:
             return self.violation(f"{event.holder} sat out behind {row.holder}, whose process is dead", crash, record)
         return None
 
-    def _crash_of(self, holder: HolderId) -> HistoryEvent | None:
+    def _crash_of(self, holder: HolderId) -> HistoryEvent[Event] | None:
         """The crash of the holder's process: same pid, and the same start where both name one."""
         pid = holder.pid
         if pid is None:
@@ -259,21 +260,21 @@ class CancelledAttemptNeverAcquires(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._cancelled: dict[AttemptId, HistoryEvent] = {}
+        self._cancelled: dict[AttemptId, HistoryEvent[Event]] = {}
 
     @handles(FenceCancelWon)
-    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> None:
         self._cancelled.setdefault(event.attempt, record)
 
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> Violation | None:
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> Violation | None:
         cancelled = None if event.holder.attempt is None else self._cancelled.get(event.holder.attempt)
         if cancelled is not None:
             return self.violation(f"{event.holder} took {event.session}'s lease after a cancel had won its fence", cancelled, record)
         return None
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._cancelled = forget_process(self._cancelled, event.process, self.system.process_of)
 
 
@@ -287,18 +288,18 @@ class RefresherToleratesBlips(Invariant):
         super().__init__(system)
         # holder -> the refreshes it missed since its last one that landed, counted here from the history (the
         # refresher's own count is what is on trial)
-        self._missed: dict[HolderId, list[HistoryEvent]] = {}
+        self._missed: dict[HolderId, list[HistoryEvent[Event]]] = {}
 
     @handles(LeaseRefreshFailed)
-    def refresh_failed(self, event: LeaseRefreshFailed, record: HistoryEvent) -> None:
+    def refresh_failed(self, event: LeaseRefreshFailed, record: HistoryEvent[LeaseRefreshFailed]) -> None:
         self._missed.setdefault(event.holder, []).append(record)
 
     @handles(LeaseRefreshed)
-    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> None:
+    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent[LeaseRefreshed]) -> None:
         self._missed.pop(event.holder, None)
 
     @handles(LeaseExpiredGiveup)
-    def gave_up(self, event: LeaseExpiredGiveup, record: HistoryEvent) -> Violation | None:
+    def gave_up(self, event: LeaseExpiredGiveup, record: HistoryEvent[LeaseExpiredGiveup]) -> Violation | None:
         budget = self.system.config.refresh_failure_budget
         missed = self._missed.get(event.holder, [])
         if len(missed) < budget:
@@ -316,21 +317,21 @@ class RefreshExtendsOwnRow(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._owner: dict[SessionId, HistoryEvent] = {}  # session -> the lease.acquired that gave the row its current owner
+        self._owner: dict[SessionId, HistoryEvent[LeaseAcquired]] = {}  # session -> the lease.acquired that gave the row its current owner
 
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         self._owner[event.session] = record
 
     @handles(LeaseReleased)
-    def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+    def released(self, event: LeaseReleased, record: HistoryEvent[LeaseReleased]) -> None:
         if event.held:
             self._owner.pop(event.session, None)
 
     @handles(LeaseRefreshed)
-    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> Violation | None:
+    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent[LeaseRefreshed]) -> Violation | None:
         owner = self._owner.get(event.session)
-        owner_holder = None if owner is None else event_of(owner, LeaseAcquired).holder
+        owner_holder = None if owner is None else owner.event.holder
         if owner_holder != event.holder:
             whose = "a row released before" if owner is None else f"the row of {owner_holder}"
             return self.violation(f"{event.holder}'s refresh of {event.session}'s lease took over {whose}", owner, record)
@@ -344,14 +345,14 @@ class CommitHoldsLease(Invariant):
     description = "A commit transaction lands only while its attempt holds an unexpired lease on the session it commits."
 
     @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent) -> Violation | None:
+    def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> Violation | None:
         return self._check(event.session, event.attempt, record)
 
     @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
+    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> Violation | None:
         return self._check(event.parent, event.attempt, record)
 
-    def _check(self, session: SessionId, attempt: AttemptId, record: HistoryEvent) -> Violation | None:
+    def _check(self, session: SessionId, attempt: AttemptId, record: HistoryEvent[Event]) -> Violation | None:
         row = self.system.store.lease_row(session)
         if row is None or HolderId(row.holder).attempt != attempt or row.expires_at <= record.time:
             held = "no lease row" if row is None else f"the lease row of {row.holder}, expiring at {row.expires_at:g}s"
@@ -384,17 +385,17 @@ class RetryNeverOverlapsLiveWorker(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
-        self._live: dict[AttemptId, HistoryEvent] = {}  # attempt -> its ceiling timeout, until its worker has finished
+        self._live: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its ceiling timeout, until its worker has finished
         self._renewed: dict[AttemptId | None, float] = {}  # attempt -> when it last acquired or refreshed its lease
         self._hard_stopped: set[AttemptId] = set()  # attempts whose fence a Ctrl+C's hard cancel won
         self._host_returned: set[AttemptId] = set()  # attempts whose host has returned: a Ctrl+C no longer stops them
 
     @handles(LeaseRefreshed)
-    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> None:
+    def refreshed(self, event: LeaseRefreshed, record: HistoryEvent[LeaseRefreshed]) -> None:
         self._renewed[event.holder.attempt] = record.time
 
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> Violation | None:
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> Violation | None:
         attempt = event.holder.attempt
         ttl = self.system.config.lease_ttl_s
         for other, timed_out in self._live.items():
@@ -409,7 +410,7 @@ class RetryNeverOverlapsLiveWorker(Invariant):
         return None
 
     @handles(FenceCancelWon)
-    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent) -> None:
+    def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> None:
         """A Ctrl+C that won the fence while the host still waited must free the lease by its grace's end
         (hard_cancel_frees_lease), before or after a ceiling timeout: the live worker no longer keeps it."""
         if event.hard and event.attempt not in self._host_returned:
@@ -417,34 +418,34 @@ class RetryNeverOverlapsLiveWorker(Invariant):
             self._live.pop(event.attempt, None)
 
     @handles(HostReturned)
-    def host_returned(self, event: HostReturned, record: HistoryEvent) -> None:
+    def host_returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> None:
         self._host_returned.add(event.attempt)
 
     @handles(LeaseReleased)
-    def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+    def released(self, event: LeaseReleased, record: HistoryEvent[LeaseReleased]) -> None:
         """Only the worker's own release ends its hold: it runs as the worker leaves its work under the lease."""
         attempt = event.holder.attempt
         if attempt is not None and job_attempt(record.task) == attempt:
             self._live.pop(attempt, None)
 
     @handles(HostTimeout)
-    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+    def timed_out(self, event: HostTimeout, record: HistoryEvent[HostTimeout]) -> None:
         if event.budget == "ceiling" and event.attempt in self._session_of and event.attempt not in self._hard_stopped:
             self._live[event.attempt] = record
 
     @handles(CompactionFinished)
-    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
         self._live.pop(event.attempt, None)
         self._hard_stopped.discard(event.attempt)
         self._host_returned.discard(event.attempt)
 
     @handles(LeaseExpiredGiveup)
-    def gave_up(self, event: LeaseExpiredGiveup, record: HistoryEvent) -> None:
+    def gave_up(self, event: LeaseExpiredGiveup, record: HistoryEvent[LeaseExpiredGiveup]) -> None:
         if event.holder.attempt is not None:
             self._live.pop(event.holder.attempt, None)
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._live = forget_process(self._live, event.process, self.system.process_of)
 
 
@@ -459,15 +460,15 @@ class SummaryStartsUnderLease(Invariant):
         self._holding: set[AttemptId | None] = set()
 
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         self._holding.add(event.holder.attempt)
 
     @handles(LeaseReleased)
-    def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+    def released(self, event: LeaseReleased, record: HistoryEvent[LeaseReleased]) -> None:
         self._holding.discard(event.holder.attempt)
 
     @handles(CompactionSummaryStarted)
-    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> Violation | None:
         if event.attempt not in self._holding:
             return self.violation(f"attempt {event.attempt} started its summary without holding the lease", record)
         return None
@@ -507,57 +508,57 @@ class AbandonedAttemptFreesLease(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._idle_timeouts: set[AttemptId] = set()
-        self._host_timed_out: dict[AttemptId, HistoryEvent] = {}  # attempt -> its host's timeout, until the host returns
-        self._finished: dict[AttemptId, HistoryEvent] = {}  # attempt -> its finish, while its timed-out host has not returned
-        self._abandoned: dict[AttemptId, HistoryEvent] = {}  # attempt -> the event after which it holds nothing
+        self._host_timed_out: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its host's timeout, until the host returns
+        self._finished: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its finish, while its timed-out host has not returned
+        self._abandoned: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> the event after which it holds nothing
         self._release_failed: set[HolderId] = set()  # holders whose release raised: their row may stay until its TTL
         self._set_up: dict[AttemptId, HolderId] = {}  # attempts past their lease setup, still holding their lease
-        self._revoked: dict[HolderId, HistoryEvent] = {}  # such a lease whose unwinding host revoked it with the lock free
-        self._sat_out: dict[HolderId, HistoryEvent] = {}  # the first sit-out behind a revoked lease, until its release
+        self._revoked: dict[HolderId, HistoryEvent[Event]] = {}  # such a lease whose unwinding host revoked it with the lock free
+        self._sat_out: dict[HolderId, HistoryEvent[LeaseContended]] = {}  # the first sit-out behind a revoked lease, until its release
         self._release_held_up: set[HolderId] = set()  # revoked leases whose host's release the store held up
         self._acquired: dict[AttemptId, HolderId] = {}  # attempts in their lease setup, the lease won
-        self._releasing: dict[AttemptId, HistoryEvent] = {}  # attempts whose worker's release the store holds up
+        self._releasing: dict[AttemptId, HistoryEvent[Event]] = {}  # attempts whose worker's release the store holds up
 
     @handles(HostTimeout)
-    def timed_out(self, event: HostTimeout, record: HistoryEvent) -> None:
+    def timed_out(self, event: HostTimeout, record: HistoryEvent[HostTimeout]) -> None:
         self._host_timed_out[event.attempt] = record
         if event.budget == "idle":
             self._idle_timeouts.add(event.attempt)
 
     @handles(CompactionFinished)
-    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
         if event.attempt in self._host_timed_out:
             self._finished.setdefault(event.attempt, record)
         else:
             self._abandoned.setdefault(event.attempt, record)
 
     @handles(HostReturned)
-    def host_returned(self, event: HostReturned, record: HistoryEvent) -> None:
+    def host_returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> None:
         self._host_timed_out.pop(event.attempt, None)
         if event.attempt in self._idle_timeouts or self._finished.pop(event.attempt, None) is not None:
             self._abandoned.setdefault(event.attempt, record)
 
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         if event.holder.attempt is not None:
             self._set_up.pop(event.holder.attempt, None)
             self._acquired[event.holder.attempt] = event.holder
 
     @handles(CompactionWatermark)
-    def set_up(self, event: CompactionWatermark, record: HistoryEvent) -> None:
+    def set_up(self, event: CompactionWatermark, record: HistoryEvent[CompactionWatermark]) -> None:
         """The watermark read is the last step under the setup lock: from here the lock is free until a commit."""
         holder = self._acquired.pop(event.attempt, None)
         if holder is not None:
             self._set_up[event.attempt] = holder
 
     @handles(FenceRevoked)
-    def revoked(self, event: FenceRevoked, record: HistoryEvent) -> None:
+    def revoked(self, event: FenceRevoked, record: HistoryEvent[FenceRevoked]) -> None:
         holder = self._set_up.get(event.attempt)
         if holder is not None and not event.commit_in_flight:
             self._revoked[holder] = record
 
     @handles(StallFired)
-    def stalled(self, event: StallFired, record: HistoryEvent) -> None:
+    def stalled(self, event: StallFired, record: HistoryEvent[StallFired]) -> None:
         if event.point == RELEASE_POINT:
             self._release_held_up.update(holder for holder, revoke in self._revoked.items() if revoke.task == record.task)
             worker = job_attempt(record.task)
@@ -565,7 +566,7 @@ class AbandonedAttemptFreesLease(Invariant):
                 self._releasing[worker] = record
 
     @handles(LeaseReleased, LeaseReleaseFailed)
-    def released(self, event: LeaseReleased | LeaseReleaseFailed, record: HistoryEvent) -> Violation | None:
+    def released(self, event: LeaseReleased | LeaseReleaseFailed, record: HistoryEvent[LeaseReleased | LeaseReleaseFailed]) -> Violation | None:
         if isinstance(event, LeaseReleaseFailed):
             self._release_failed.add(event.holder)
         attempt = event.holder.attempt
@@ -581,21 +582,19 @@ class AbandonedAttemptFreesLease(Invariant):
             return None
         return self._outlived(event.holder, revoke, sat_out, record)
 
-    def _outlived(self, holder: HolderId, revoke: HistoryEvent, sat_out: HistoryEvent, *more: HistoryEvent) -> Violation:
-        contender = sat_out.event
-        assert isinstance(contender, LeaseContended), sat_out
+    def _outlived(self, holder: HolderId, revoke: HistoryEvent[Event], sat_out: HistoryEvent[LeaseContended], *more: HistoryEvent[Event]) -> Violation:
         return self.violation(
-            f"{contender.holder} sat out behind the lease of {holder.attempt}, whose unwinding host had revoked "
+            f"{sat_out.event.holder} sat out behind the lease of {holder.attempt}, whose unwinding host had revoked "
             "it with the fence lock free and did not free it", revoke, sat_out, *more,
         )
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         """A sit-out behind a revoked lease that nobody freed by the end: the lease outlived its attempt."""
         holder = next((holder for holder in self._sat_out if holder not in self._release_held_up), None)
         return None if holder is None else self._outlived(holder, self._revoked[holder], self._sat_out[holder])
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         # a restarted process numbers its attempts from 1 again; a dead holder is dead_holder_reclaimable's
         self._abandoned = forget_process(self._abandoned, event.process, self.system.process_of)
         self._host_timed_out = forget_process(self._host_timed_out, event.process, self.system.process_of)
@@ -609,7 +608,7 @@ class AbandonedAttemptFreesLease(Invariant):
         self._sat_out = {holder: record for holder, record in self._sat_out.items() if holder not in gone}
 
     @handles(LeaseContended)
-    def contended(self, event: LeaseContended, record: HistoryEvent) -> Violation | None:
+    def contended(self, event: LeaseContended, record: HistoryEvent[LeaseContended]) -> Violation | None:
         row = self.system.store.lease_row(event.session)
         if row is None:
             return None

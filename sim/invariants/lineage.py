@@ -32,7 +32,7 @@ from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import SessionRow, StoreView
 from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
-from sim.invariants.base import Invariant, SystemView, Violation, event_of, forget_process, handles
+from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
 
 # Closes a terminal or a hook makes explicitly (#106459), named here rather than read from the store's taxonomy.
 EXPLICIT_CLOSES = frozenset({"tui_close", "cli_close", "webhook_complete"})
@@ -78,13 +78,13 @@ class _LineageCheck(Invariant):
     """Run a store check after each lineage-changing event and at the end."""
 
     @handles(*LINEAGE_EVENTS)
-    def lineage_changed(self, event: Event, record: HistoryEvent) -> Violation | None:
+    def lineage_changed(self, event: Event, record: HistoryEvent[Event]) -> Violation | None:
         return self.check(record)
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         return self.check(history[-1] if history else None)
 
-    def check(self, record: HistoryEvent | None) -> Violation | None:
+    def check(self, record: HistoryEvent[Event] | None) -> Violation | None:
         raise NotImplementedError
 
 
@@ -94,7 +94,7 @@ class SingleLiveHead(_LineageCheck):
     races = ("R16", "R19", "R20")
     description = "Each compression lineage has at most one live (open) session."
 
-    def check(self, record: HistoryEvent | None) -> Violation | None:
+    def check(self, record: HistoryEvent[Event] | None) -> Violation | None:
         store = self.system.store
         live: dict[str, list[str]] = {}
         for sid, root in lineage_roots(store).items():
@@ -112,7 +112,7 @@ class OneContinuationPerParent(_LineageCheck):
     races = ("R19",)
     description = "A session closed by compression has exactly one continuation child, never two."
 
-    def check(self, record: HistoryEvent | None) -> Violation | None:
+    def check(self, record: HistoryEvent[Event] | None) -> Violation | None:
         store = self.system.store
         for sid in store.session_ids():
             children = continuations(store, sid)
@@ -127,7 +127,7 @@ class NoOrphanParent(_LineageCheck):
     races = ("R20",)
     description = "No reader ever sees a session closed by compression without a continuation child."
 
-    def check(self, record: HistoryEvent | None) -> Violation | None:
+    def check(self, record: HistoryEvent[Event] | None) -> Violation | None:
         store = self.system.store
         for sid in store.session_ids():
             row = session_row(store, sid)
@@ -142,7 +142,7 @@ class CallerSessionFollowsRotation(Invariant):
     description = "When a compression returns to the host, the host's own session binding equals the agent's session."
 
     @handles(HostReturned)
-    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+    def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
         if event.caller_session != event.session:
             return self.violation(
                 f"after attempt {event.attempt} the host is still bound to {event.caller_session} "
@@ -169,12 +169,12 @@ class JudgesRefusedTurns(Invariant):
         self._refused_ended: set[int] = set()  # seqs of the refusals that met a conversation ended on purpose
 
     @handles(AppendFailed)
-    def write_refused(self, event: AppendFailed, record: HistoryEvent) -> None:
+    def write_refused(self, event: AppendFailed, record: HistoryEvent[AppendFailed]) -> None:
         if event.writer is None and event.error == "SessionClosedByCompression" and event.session is not None \
                 and _ended_on_purpose(self.system.store, event.session):
             self._refused_ended.add(record.seq)
 
-    def refused_in_ended_conversation(self, history: Sequence[HistoryEvent], start: HistoryEvent, failed: HistoryEvent) -> bool:
+    def refused_in_ended_conversation(self, history: Sequence[HistoryEvent[Event]], start: HistoryEvent[Event], failed: HistoryEvent[Event]) -> bool:
         """The turn from `start` to `failed` failed because its write was refused in a conversation ended on purpose."""
         return any(record.seq in self._refused_ended and record.task == failed.task
                    for record in history[start.seq + 1:failed.seq])
@@ -204,10 +204,10 @@ class DeliberateEndIsFinal(_LineageCheck):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._ended: dict[str, tuple[str, HistoryEvent | None]] = {}
+        self._ended: dict[str, tuple[str, HistoryEvent[Event] | None]] = {}
 
     @handles(FrontendSessionEnded)
-    def session_ended(self, event: FrontendSessionEnded, record: HistoryEvent) -> Violation | None:
+    def session_ended(self, event: FrontendSessionEnded, record: HistoryEvent[FrontendSessionEnded]) -> Violation | None:
         reason = event.reason
         if reason is None:  # the frontend's default stamp: read what it wrote
             row = self.system.store.get_session(event.session)
@@ -224,7 +224,7 @@ class DeliberateEndIsFinal(_LineageCheck):
             if row.end_reason in DELIBERATE_END_REASONS:
                 self._ended.setdefault(sid, (row.end_reason, None))
 
-    def check(self, record: HistoryEvent | None) -> Violation | None:
+    def check(self, record: HistoryEvent[Event] | None) -> Violation | None:
         store = self.system.store
         for sid, (reason, ended) in sorted(self._ended.items()):
             row = session_row(store, sid)
@@ -244,7 +244,7 @@ class AutomaticEndNeverRefusesRotation(Invariant):
     )
 
     @handles(CompactionCommitFailed)
-    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> Violation | None:
+    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent[CompactionCommitFailed]) -> Violation | None:
         if not event.error.startswith("ParentEndedError"):
             return None
         row = self.system.store.get_session(event.session)
@@ -272,11 +272,11 @@ class ClosedWriteAdoptsLiveTip(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._closed: dict[str, tuple[HistoryEvent, str]] = {}  # task -> its failed append, and the live head
+        self._closed: dict[str, tuple[HistoryEvent[AppendFailed], str]] = {}  # task -> its failed append, and the live head
         self._adopted: dict[str, str] = {}  # task -> the head its flush adopted after a closed write
 
     @handles(AppendFailed)
-    def append_failed(self, event: AppendFailed, record: HistoryEvent) -> None:
+    def append_failed(self, event: AppendFailed, record: HistoryEvent[AppendFailed]) -> None:
         if event.writer is not None:
             return
         if event.error != "SessionClosedByCompression" or self._adopted.get(record.task) == event.session:
@@ -289,27 +289,27 @@ class ClosedWriteAdoptsLiveTip(Invariant):
             self._closed[record.task] = (record, head)
 
     @handles(SessionAdopted)
-    def adopted(self, event: SessionAdopted, record: HistoryEvent) -> None:
+    def adopted(self, event: SessionAdopted, record: HistoryEvent[SessionAdopted]) -> None:
         pending = self._closed.get(record.task)
         if pending is not None and self._continues(event.to_session, pending[1]):
             self._adopted[record.task] = event.to_session
 
     @handles(PointFaultFired, StoreFaultFired)
-    def fault_raised(self, event: FaultFired, record: HistoryEvent) -> None:
+    def fault_raised(self, event: FaultFired, record: HistoryEvent[FaultFired]) -> None:
         self._forget(record.task)  # the store failed under the adoption: the turn fails with the store's error
 
     @handles(AppendOk)
-    def appended(self, event: AppendOk, record: HistoryEvent) -> None:
+    def appended(self, event: AppendOk, record: HistoryEvent[AppendOk]) -> None:
         self._forget(record.task)
 
     @handles(FrontendTurnFailed)
-    def turn_failed(self, event: FrontendTurnFailed, record: HistoryEvent) -> Violation | None:
+    def turn_failed(self, event: FrontendTurnFailed, record: HistoryEvent[FrontendTurnFailed]) -> Violation | None:
         self._adopted.pop(record.task, None)
         if record.task not in self._closed:
             return None
         closed, head = self._closed.pop(record.task)
         return self.violation(
-            f"the turn failed writing to {event_of(closed, AppendFailed).session}, closed by compression, although its lineage "
+            f"the turn failed writing to {closed.event.session}, closed by compression, although its lineage "
             f"continues live in {head}", closed, record,
         )
 
@@ -350,27 +350,27 @@ class LateContenderAdopts(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._on_closed: dict[AttemptId, HistoryEvent] = {}
+        self._on_closed: dict[AttemptId, HistoryEvent[LeaseAcquired]] = {}
 
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         row = self.system.store.get_session(event.session)
         attempt = event.holder.attempt
         if attempt is not None and row is not None and row.end_reason == "compression":
             self._on_closed[attempt] = record
 
     @handles(CompactionSummaryStarted)
-    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent) -> Violation | None:
+    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> Violation | None:
         acquired = self._on_closed.get(event.attempt)
         if acquired is None:
             return None
         return self.violation(
-            f"attempt {event.attempt} took the lease of {event_of(acquired, LeaseAcquired).session}, already closed by compression, "
+            f"attempt {event.attempt} took the lease of {acquired.event.session}, already closed by compression, "
             "and went on to summarize it instead of adopting its tip", acquired, record,
         )
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._on_closed = forget_process(self._on_closed, event.process, self.system.process_of)
 
 
@@ -389,8 +389,8 @@ class ExplicitCloseClearedAtTurnStart(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._stale: dict[str, tuple[Stamp, HistoryEvent]] = {}  # session -> the close a turn found, that turn's start
-        self._fresh: dict[str, tuple[Stamp, HistoryEvent]] = {}  # session -> a close made since its last turn start
+        self._stale: dict[str, tuple[Stamp, HistoryEvent[Event]]] = {}  # session -> the close a turn found, that turn's start
+        self._fresh: dict[str, tuple[Stamp, HistoryEvent[Event]]] = {}  # session -> a close made since its last turn start
         self._starting: set[str] = set()  # turn tasks that have done nothing yet past their first read of the session
 
     def _stamp(self, sid: str) -> Stamp | None:
@@ -398,7 +398,7 @@ class ExplicitCloseClearedAtTurnStart(Invariant):
         return None if row is None or row.end_reason not in EXPLICIT_CLOSES else (row.end_reason, row.ended_at)
 
     @handles(FrontendTurnSubmitted, GatewayTurnStarted)
-    def turn_started(self, event: FrontendTurnSubmitted | GatewayTurnStarted, record: HistoryEvent) -> None:
+    def turn_started(self, event: FrontendTurnSubmitted | GatewayTurnStarted, record: HistoryEvent[FrontendTurnSubmitted | GatewayTurnStarted]) -> None:
         slot = self.system.agents.get(event.agent)
         if slot is None:
             return
@@ -410,11 +410,11 @@ class ExplicitCloseClearedAtTurnStart(Invariant):
             self._stale[sid] = (stamp, record)
 
     @handles(HostStarted, AppendOk, AppendFailed, SessionReopened, SessionAdopted)
-    def turn_went_on(self, event: Event, record: HistoryEvent) -> None:
+    def turn_went_on(self, event: Event, record: HistoryEvent[Event]) -> None:
         self._starting.discard(record.task)
 
     @handles(SessionCloseCleared)
-    def cleared(self, event: SessionCloseCleared, record: HistoryEvent) -> None:
+    def cleared(self, event: SessionCloseCleared, record: HistoryEvent[SessionCloseCleared]) -> None:
         """A turn clears a close on its first read of the session, before anything else it does: a close that read
         found was made before it, however late the read came after the turn was typed (a stall, the same instant),
         so it is a close found at the turn's start, not one made during it."""
@@ -422,7 +422,7 @@ class ExplicitCloseClearedAtTurnStart(Invariant):
             self._fresh.pop(event.session, None)
 
     @handles(FrontendSessionEnded)
-    def session_ended(self, event: FrontendSessionEnded, record: HistoryEvent) -> Violation | None:
+    def session_ended(self, event: FrontendSessionEnded, record: HistoryEvent[FrontendSessionEnded]) -> Violation | None:
         self._stale.pop(event.session, None)  # closed again during the turn: now the close is the user's
         stamp = self._stamp(event.session)
         if stamp is not None:
@@ -430,7 +430,7 @@ class ExplicitCloseClearedAtTurnStart(Invariant):
         return None
 
     @handles(TurnPersisted)
-    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> Violation | None:
+    def persisted(self, event: TurnPersisted, record: HistoryEvent[TurnPersisted]) -> Violation | None:
         found = self._stale.pop(event.session, None)
         if event.writer is None and found is not None and self._stamp(event.session) == found[0]:
             return self.violation(
@@ -440,13 +440,13 @@ class ExplicitCloseClearedAtTurnStart(Invariant):
         return self.check(record)
 
     @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
+    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> Violation | None:
         return self.check(record)
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         return self.check(None)
 
-    def check(self, record: HistoryEvent | None) -> Violation | None:
+    def check(self, record: HistoryEvent[Event] | None) -> Violation | None:
         for sid, (stamp, closed) in sorted(self._fresh.items()):
             if self._stamp(sid) != stamp:
                 return self.violation(f"{sid}'s {stamp[0]} close, made during a turn, was undone before its next turn started", closed, record)

@@ -52,7 +52,7 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
                    "reply, and the user sees no error for it (unless they press Ctrl+C, its process is killed, or the model refused "
                    "its context and recovery had to defer it); a platform message delivered then is taken by its gateway.")
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         config = self.system.config
         quiet_s = config.ceiling_timeout_s + config.lease_ttl_s
         for index, silence_s in _after_silence(history, quiet_s, (GatewayDelivered,)):
@@ -81,7 +81,7 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
                                       f"persisted: {shown}", record, outcome)
         return None
 
-    def _taken_or_excused(self, history: Sequence[HistoryEvent], start: int) -> bool:
+    def _taken_or_excused(self, history: Sequence[HistoryEvent[Event]], start: int) -> bool:
         """Whether the platform message delivered at `start` started its turn, or its gateway's process was down at
         the delivery (crashed, not yet restarted) or crashed after it."""
         delivered = history[start].event
@@ -106,7 +106,7 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
         slot = self.system.agents.get(agent)
         return None if slot is None else slot.spec.process
 
-    def _outcome(self, history: Sequence[HistoryEvent], start: int) -> HistoryEvent | None:
+    def _outcome(self, history: Sequence[HistoryEvent[Event]], start: int) -> HistoryEvent[Event] | None:
         """How the turn at `start` ended: its persisted reply, its error or its deferred overflow (on its own task),
         the user's Ctrl+C, the crash of its agent's process, or nothing."""
         started = history[start].event
@@ -128,7 +128,7 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
         return None
 
 
-def _met_raising_fault(history: Sequence[HistoryEvent], start: int, outcome: HistoryEvent) -> bool:
+def _met_raising_fault(history: Sequence[HistoryEvent[Event]], start: int, outcome: HistoryEvent[Event]) -> bool:
     """Whether an injected fault raised in the turn at `start`, on its own task, before `outcome`: a store write
     failed around its COMMIT, or a point fault raised (a store read, the host's wait).
 
@@ -146,7 +146,7 @@ def _met_raising_fault(history: Sequence[HistoryEvent], start: int, outcome: His
     return False
 
 
-def _after_silence(history: Sequence[HistoryEvent], quiet_s: float, kinds: tuple[type[Event], ...]) -> list[tuple[int, float]]:
+def _after_silence(history: Sequence[HistoryEvent[Event]], quiet_s: float, kinds: tuple[type[Event], ...]) -> list[tuple[int, float]]:
     """The events of `kinds` (turn starts, deliveries) at an instant preceded by at least `quiet_s` without any
     event, with that silence.
 

@@ -7,7 +7,7 @@ would grow (`would_grow`) prove compression cannot shrink the context; anything 
 
 from __future__ import annotations
 
-from contract.events import CompactionBlocked, CompactionFinished, CompactionRefused, HostReturned, SessionAutoReset, TurnContextOverflow, TurnPersisted
+from contract.events import CompactionBlocked, CompactionFinished, CompactionRefused, Event, HostReturned, SessionAutoReset, TurnContextOverflow, TurnPersisted
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from sim.invariants.base import Invariant, SystemView, Violation, handles
@@ -37,20 +37,20 @@ class NoFalseAutoReset(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._last: dict[SessionId, tuple[CompactionFinished, HistoryEvent]] = {}  # session -> its last finished attempt
+        self._last: dict[SessionId, tuple[CompactionFinished, HistoryEvent[Event]]] = {}  # session -> its last finished attempt
         # task -> (the session its compress came back for, that session's last finished attempt then)
-        self._came_back: dict[str, tuple[SessionId, tuple[CompactionFinished, HistoryEvent] | None]] = {}
+        self._came_back: dict[str, tuple[SessionId, tuple[CompactionFinished, HistoryEvent[Event]] | None]] = {}
 
     @handles(CompactionFinished)
-    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
         self._last[event.session] = (event, record)
 
     @handles(HostReturned)
-    def returned(self, event: HostReturned, record: HistoryEvent) -> None:
+    def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> None:
         self._came_back[record.task] = (event.session, self._last.get(event.session))
 
     @handles(SessionAutoReset)
-    def auto_reset(self, event: SessionAutoReset, record: HistoryEvent) -> Violation | None:
+    def auto_reset(self, event: SessionAutoReset, record: HistoryEvent[SessionAutoReset]) -> Violation | None:
         session, decided_on = self._came_back.get(record.task, (None, None))
         if session != event.from_session:
             decided_on = self._last.get(event.from_session)
@@ -69,20 +69,20 @@ class OverflowRecoveryIgnoresCooldown(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._overflow: dict[str, tuple[TurnContextOverflow, HistoryEvent]] = {}  # task -> its overflow, until its recovery returns
-        self._blocked: dict[AttemptId, HistoryEvent] = {}  # attempt -> its cooldown block
+        self._overflow: dict[str, tuple[TurnContextOverflow, HistoryEvent[Event]]] = {}  # task -> its overflow, until its recovery returns
+        self._blocked: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its cooldown block
 
     @handles(TurnContextOverflow)
-    def overflow(self, event: TurnContextOverflow, record: HistoryEvent) -> None:
+    def overflow(self, event: TurnContextOverflow, record: HistoryEvent[TurnContextOverflow]) -> None:
         self._overflow[record.task] = (event, record)
 
     @handles(CompactionBlocked, CompactionRefused)
-    def blocked(self, event: CompactionBlocked | CompactionRefused, record: HistoryEvent) -> None:
+    def blocked(self, event: CompactionBlocked | CompactionRefused, record: HistoryEvent[CompactionBlocked | CompactionRefused]) -> None:
         if event.reason == "cooldown":
             self._blocked[event.attempt] = record
 
     @handles(HostReturned)
-    def host_returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+    def host_returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
         if record.task not in self._overflow:
             return None
         overflow, overflowed = self._overflow.pop(record.task)
@@ -114,7 +114,7 @@ class ReplyFitsContext(Invariant):
     )
 
     @handles(TurnPersisted)
-    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> Violation | None:
+    def persisted(self, event: TurnPersisted, record: HistoryEvent[TurnPersisted]) -> Violation | None:
         limit = self.system.config.context_limit_tokens
         if limit <= 0 or event.role != "assistant" or event.writer is not None:
             return None

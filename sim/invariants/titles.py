@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from contract.events import CommitPublished, ExternalRotated, FrontendTitleFailed, SessionTitled, SessionTitleIndeterminate
+from contract.events import CommitPublished, Event, ExternalRotated, FrontendTitleFailed, SessionTitled, SessionTitleIndeterminate
 from contract.history import HistoryEvent
 from sim.invariants.base import Invariant, SystemView, Violation, handles
 from sim.invariants.lineage import lineage_roots, session_row
@@ -39,19 +39,19 @@ class TitleFollowsConversation(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._given: dict[str, tuple[str, str | None, HistoryEvent | None]] = {}  # lineage root -> (title, source, event)
+        self._given: dict[str, tuple[str, str | None, HistoryEvent[Event] | None]] = {}  # lineage root -> (title, source, event)
         self._left_behind: dict[str, str | None] = {}  # a parent a lease-less writer rotated -> the title it left there
 
     @handles(SessionTitled)
-    def titled(self, event: SessionTitled, record: HistoryEvent) -> Violation | None:
+    def titled(self, event: SessionTitled, record: HistoryEvent[SessionTitled]) -> Violation | None:
         root = lineage_roots(self.system.store).get(event.session, event.session)
         before = self._given.get(root)
         if event.stored is not None:
             self._given[root] = (event.stored, event.source, record)
         return self._judge_authority(event, before, record) or self._judge_numbering(event, before, record)
 
-    def _judge_authority(self, event: SessionTitled, before: tuple[str, str | None, HistoryEvent | None] | None,
-                         record: HistoryEvent) -> Violation | None:
+    def _judge_authority(self, event: SessionTitled, before: tuple[str, str | None, HistoryEvent[Event] | None] | None,
+                         record: HistoryEvent[Event]) -> Violation | None:
         """An automatic title against the one its conversation showed: taken only over a lower authority."""
         if event.source == "user" or before is None:
             return None  # a user's title always applies; over no title, an automatic one always does
@@ -65,8 +65,8 @@ class TitleFollowsConversation(Invariant):
                                   f"conversation showed only {title!r} ({source})", given, record)
         return None
 
-    def _judge_numbering(self, event: SessionTitled, before: tuple[str, str | None, HistoryEvent | None] | None,
-                         record: HistoryEvent) -> Violation | None:
+    def _judge_numbering(self, event: SessionTitled, before: tuple[str, str | None, HistoryEvent[Event] | None] | None,
+                         record: HistoryEvent[Event]) -> Violation | None:
         """A numbered title takes the lowest free number: each lower variant was shown before the write, by some
         session now or by the conversation itself (the title it gave up for this one)."""
         if event.stored is None or event.stored == event.title:
@@ -82,7 +82,7 @@ class TitleFollowsConversation(Invariant):
         return None
 
     @handles(SessionTitleIndeterminate)
-    def titled_maybe(self, event: SessionTitleIndeterminate, record: HistoryEvent) -> None:
+    def titled_maybe(self, event: SessionTitleIndeterminate, record: HistoryEvent[SessionTitleIndeterminate]) -> None:
         roots = lineage_roots(self.system.store)
         root = roots.get(event.session, event.session)
         for sid in sorted(s for s, r in roots.items() if r == root):
@@ -92,11 +92,11 @@ class TitleFollowsConversation(Invariant):
                 return
 
     @handles(ExternalRotated)
-    def rotated_externally(self, event: ExternalRotated, record: HistoryEvent) -> None:
+    def rotated_externally(self, event: ExternalRotated, record: HistoryEvent[ExternalRotated]) -> None:
         self._left_behind[event.parent] = session_row(self.system.store, event.parent).title
 
     @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
+    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> Violation | None:
         self._carried_off_copy(event)
         return self._check(record)
 
@@ -114,7 +114,7 @@ class TitleFollowsConversation(Invariant):
         if len(copies) == 1:
             del self._left_behind[copies[0]]
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         return self._check(history[-1] if history else None)
 
     def at_start(self) -> None:
@@ -125,7 +125,7 @@ class TitleFollowsConversation(Invariant):
             if row.title is not None and row.parent_id is None:
                 self._given.setdefault(sid, (row.title, row.title_source, None))
 
-    def _check(self, event: HistoryEvent | None) -> Violation | None:
+    def _check(self, event: HistoryEvent[Event] | None) -> Violation | None:
         store = self.system.store
         roots = lineage_roots(store)
         heads = live_sessions_by_root(store)
@@ -162,7 +162,7 @@ class TitleNamesOneConversation(Invariant):
     )
 
     @handles(SessionTitled)
-    def titled(self, event: SessionTitled, record: HistoryEvent) -> Violation | None:
+    def titled(self, event: SessionTitled, record: HistoryEvent[SessionTitled]) -> Violation | None:
         if event.source == "user" and event.stored != event.title:
             return self.violation(f"the user's title {event.title!r} was stored as {event.stored!r}: one in use is "
                                   "refused, never renamed", record)
@@ -178,7 +178,7 @@ class TitleNamesOneConversation(Invariant):
         return None
 
     @handles(FrontendTitleFailed)
-    def refused(self, event: FrontendTitleFailed, record: HistoryEvent) -> Violation | None:
+    def refused(self, event: FrontendTitleFailed, record: HistoryEvent[FrontendTitleFailed]) -> Violation | None:
         if self._other_holder(event.session, event.title) is None:
             return self.violation(f"the user's title {event.title!r} for {event.session} was refused ({event.error}), "
                                   "yet no other conversation shows it", record)

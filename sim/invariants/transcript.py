@@ -41,7 +41,7 @@ from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import MessageRow, StoreView
 from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
-from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
+from sim.invariants.base import AgentView, Invariant, SystemView, Violation, forget_process, handles
 from sim.invariants.lineage import lineage_roots, session_row
 
 NOT_COMMITTED = ("failed", "error", "unchanged")
@@ -97,20 +97,21 @@ class NoDuplicatePersistedTurn(Invariant):
         self._clean: dict[str, CleanRows] = {}  # session -> its active rows as last found without a duplicate
 
     @handles(AppendOk, CommitArchived, CommitPublished)
-    def written(self, event: AppendOk | CommitArchived | CommitPublished, record: HistoryEvent) -> Violation | None:
+    def written(self, event: AppendOk | CommitArchived | CommitPublished,
+            record: HistoryEvent[AppendOk | CommitArchived | CommitPublished]) -> Violation | None:
         return self._check(record)
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         return self._check(history[-1] if history else None)
 
-    def _check(self, record: HistoryEvent | None) -> Violation | None:
+    def _check(self, record: HistoryEvent[Event] | None) -> Violation | None:
         for row in self.system.store.live_sessions():
             violation = self._check_session(row.id, record)
             if violation is not None:
                 return violation
         return None
 
-    def _check_session(self, sid: str, record: HistoryEvent | None) -> Violation | None:
+    def _check_session(self, sid: str, record: HistoryEvent[Event] | None) -> Violation | None:
         """Only the rows above those last found clean are read while none of them repeats a key met before:
         a row's payload never changes and ids only grow, so the rows at or below are the clean ones less those
         retired since, and retiring a row makes no duplicate. A key met before (a retired row's, perhaps)
@@ -125,7 +126,7 @@ class NoDuplicatePersistedTurn(Invariant):
         self._clean[sid] = known
         return None
 
-    def _duplicated(self, sid: str, active: list[MessageRow], record: HistoryEvent | None) -> Violation:
+    def _duplicated(self, sid: str, active: list[MessageRow], record: HistoryEvent[Event] | None) -> Violation:
         duplicated = first_repeated([payload(m) for m in active])
         if duplicated is not None:
             (role, content, _), copies = duplicated
@@ -196,11 +197,11 @@ class _CommitEffects(Invariant):
         self._lost: set[AttemptId] = set()  # attempts whose lease was released or won by another holder before they finished
 
     @handles(CompactionWatermark)
-    def watermark(self, event: CompactionWatermark, record: HistoryEvent) -> None:
+    def watermark(self, event: CompactionWatermark, record: HistoryEvent[CompactionWatermark]) -> None:
         self._capture(event.session, event.attempt, event.watermark)
 
     @handles(CompactionWatermarkFailed)
-    def watermark_failed(self, event: CompactionWatermarkFailed, record: HistoryEvent) -> None:
+    def watermark_failed(self, event: CompactionWatermarkFailed, record: HistoryEvent[CompactionWatermarkFailed]) -> None:
         self._capture(event.session, event.attempt, None)
 
     def _capture(self, session: SessionId, attempt: AttemptId, watermark: int | None) -> None:
@@ -209,11 +210,11 @@ class _CommitEffects(Invariant):
         self._watermarks[attempt] = (session, watermark)
 
     @handles(AttemptClaimed)
-    def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
         self._worker_of[record.task] = event.attempt
 
     @handles(LeaseAcquired)
-    def leased(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+    def leased(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         self._lost_lease(event.session, lambda holder: holder != event.holder)  # a lease has one holder at a time
         if record.task in self._worker_of:
             attempt = self._worker_of[record.task]
@@ -221,7 +222,7 @@ class _CommitEffects(Invariant):
             self._unfinished[attempt] = event.session
 
     @handles(LeaseReleased)
-    def released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+    def released(self, event: LeaseReleased, record: HistoryEvent[LeaseReleased]) -> None:
         if event.held:
             self._lost_lease(event.session, lambda holder: holder == event.holder)
 
@@ -235,10 +236,10 @@ class _CommitEffects(Invariant):
         self._unfinished = {attempt: at for attempt, at in self._unfinished.items() if attempt not in gone}
 
     @handles(CompactionFinished)
-    def finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
         self._unfinished.pop(event.attempt, None)
 
-    def _died_after_commit(self, record: HistoryEvent) -> list[tuple[SessionId, AttemptId]]:
+    def _died_after_commit(self, record: HistoryEvent[Event]) -> list[tuple[SessionId, AttemptId]]:
         """At a crash: the unfinished attempts, now of a dead holder, whose commit the store shows took effect."""
         died = [(session, attempt) for attempt, session in self._unfinished.items()
                 if self.system.holder_is_dead(self._holders[attempt])]
@@ -246,7 +247,7 @@ class _CommitEffects(Invariant):
             del self._unfinished[attempt]
         return [(session, attempt) for session, attempt in died if self._took_effect(session, attempt, record)]
 
-    def _took_effect(self, session: SessionId, attempt: AttemptId, record: HistoryEvent) -> bool:
+    def _took_effect(self, session: SessionId, attempt: AttemptId, record: HistoryEvent[Event]) -> bool:
         """Whether the store holds what this attempt's commit writes by the event `record`: a child it minted, or a
         summary above its watermark written by then.
 
@@ -281,7 +282,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._acknowledged: list[tuple[TurnPersisted, HistoryEvent]] = []
+        self._acknowledged: list[tuple[TurnPersisted, HistoryEvent[Event]]] = []
         self._appended_at: dict[int, int] = {}  # row id -> the seq of the append that wrote it
         # session -> (seq, watermark, what its caller held when the attempt started) of each commit on it
         self._commits: dict[str, list[tuple[int, int, frozenset[Payload]]]] = {}
@@ -289,7 +290,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         self._held_at_start: dict[AttemptId, frozenset[Payload]] = {}  # attempt -> its caller's messages then
 
     @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         """What the caller held when its attempt started: the attempt works from that transcript, unsaved
         messages included, which its pre-publish flush writes above its watermark (the agent of a task the view
         does not know, a second process's, gives nothing, so nothing of its is excused)."""
@@ -298,11 +299,11 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
             self._held_at_start[event.attempt] = frozenset(map(message_payload, slot.agent.messages))
 
     @handles(TurnPersisted)
-    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
+    def persisted(self, event: TurnPersisted, record: HistoryEvent[TurnPersisted]) -> None:
         self._acknowledged.append((event, record))
 
     @handles(AppendOk)
-    def appended(self, event: AppendOk, record: HistoryEvent) -> None:
+    def appended(self, event: AppendOk, record: HistoryEvent[AppendOk]) -> None:
         """An id an append reports may be a row written before (its own earlier write, found again): a row is
         timed from its first write. Ids only grow, so a row is also older than the first id above it reported:
         a commit writes rows no append reports (its kept tail, the caller's unsaved messages it carried), and a
@@ -313,11 +314,11 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
             self._highest.append((max(event.ids), record.seq))
 
     @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
+    def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> None:
         self._commit(event.session, event.attempt, record)
 
     @handles(ExternalRotated)
-    def rotated_externally(self, event: ExternalRotated, record: HistoryEvent) -> None:
+    def rotated_externally(self, event: ExternalRotated, record: HistoryEvent[ExternalRotated]) -> None:
         """A writer without the lease copied the head's active rows into a child: it summarized nothing, and a
         row it carried is judged by its copy there, as a commit's clone is. The copies are written now: a turn
         whose stalled write is acknowledged with one of them later (its own /compress had carried it there) is
@@ -328,20 +329,20 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
             self._appended_at.setdefault(row.id, record.seq)
 
     @handles(CompactionCommitFailed)
-    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
+    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent[CompactionCommitFailed]) -> None:
         if self._took_effect(event.session, event.attempt, record):
             self._commit(event.session, event.attempt, record)
 
     @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent) -> None:
+    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> None:
         self._commit(event.parent, event.attempt, record)
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         for session, attempt in self._died_after_commit(record):
             self._commit(session, attempt, record)
 
-    def _commit(self, session: SessionId, attempt: AttemptId, record: HistoryEvent) -> None:
+    def _commit(self, session: SessionId, attempt: AttemptId, record: HistoryEvent[Event]) -> None:
         """Credit `attempt`'s commit once: a process that dies after the attempt said it committed (a crash inside
         its lease release) must not have that commit credited again at the crash, a later moment at which the
         copy it cloned onward would be judged against the same commit's watermark."""
@@ -350,7 +351,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         watermark = captured[1] if captured is not None and captured[0] == session else 0
         self._commits.setdefault(session, []).append((record.seq, watermark, self._held_at_start.get(attempt, frozenset())))
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         store = self.system.store
         roots = lineage_roots(store)
         heads = live_sessions_by_root(store)
@@ -424,14 +425,14 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._worker_of: dict[str, AttemptId] = {}  # the worker task -> its attempt
-        self._appends: dict[AttemptId, list[tuple[AppendOk, HistoryEvent]]] = {}
+        self._appends: dict[AttemptId, list[tuple[AppendOk, HistoryEvent[Event]]]] = {}
 
     @handles(AttemptClaimed)
-    def claimed(self, event: AttemptClaimed, record: HistoryEvent) -> None:
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
         self._worker_of[record.task] = event.attempt
 
     @handles(AppendOk)
-    def appended(self, event: AppendOk, record: HistoryEvent) -> None:
+    def appended(self, event: AppendOk, record: HistoryEvent[AppendOk]) -> None:
         if record.task not in self._worker_of:  # a turn's append, not an attempt's: no read needed
             return
         session = self.system.store.get_session(event.session)
@@ -439,7 +440,7 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
             self._appends.setdefault(self._worker_of[record.task], []).append((event, record))
 
     @handles(CompactionFinished)
-    def finished(self, event: CompactionFinished, record: HistoryEvent) -> Violation | None:
+    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> Violation | None:
         appends = self._appends.get(event.attempt) if event.status in NOT_COMMITTED else None
         if not appends:
             return None
@@ -473,17 +474,17 @@ class CallerTranscriptOnlyThroughCommit(Invariant):
         self._overtaken: set[AttemptId] = set()  # running attempts another attempt of their process committed over
 
     @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent) -> None:
+    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         self._running[event.attempt] = event.session
 
     @handles(CompactionCommitted)
-    def committed(self, event: CompactionCommitted, record: HistoryEvent) -> None:
+    def committed(self, event: CompactionCommitted, record: HistoryEvent[CompactionCommitted]) -> None:
         for attempt, session in self._running.items():
             if attempt != event.attempt and attempt.process == event.attempt.process and session == event.session:
                 self._overtaken.add(attempt)
 
     @handles(HostReturned)
-    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+    def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
         self._running.pop(event.attempt, None)
         if event.attempt in self._overtaken:
             self._overtaken.discard(event.attempt)
@@ -511,16 +512,16 @@ class RewindSlotsStayUnderWatermark(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._watermarks: dict[AttemptId, tuple[int, HistoryEvent]] = {}
+        self._watermarks: dict[AttemptId, tuple[int, HistoryEvent[Event]]] = {}
         self._retired_up_to: dict[str, int] = {}  # per session: the newest row an earlier commit retired
 
     @handles(CompactionWatermark)
-    def watermark(self, event: CompactionWatermark, record: HistoryEvent) -> None:
+    def watermark(self, event: CompactionWatermark, record: HistoryEvent[CompactionWatermark]) -> None:
         if event.watermark is not None:
             self._watermarks[event.attempt] = (event.watermark, record)
 
     @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent) -> Violation | None:
+    def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> Violation | None:
         session, captured = event.session, self._watermarks.pop(event.attempt, None)
         rows = self.system.store.all_messages(session)
         floor = self._retired_up_to.get(session, 0)
@@ -557,13 +558,13 @@ class DurableMessagesMatchRows(Invariant):
         self._read_above: dict[str, int] = {}  # session -> the highest id read of it: ids only grow, so read on from there
 
     @handles(HostReturned)
-    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+    def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
         return self._check(record)
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         return self._check(history[-1] if history else None)
 
-    def _check(self, record: HistoryEvent | None) -> Violation | None:
+    def _check(self, record: HistoryEvent[Event] | None) -> Violation | None:
         unread: Iterator[str] | None = None  # the sessions this check has not read yet, in reading order
         for name, slot in sorted(self.system.agents.items()):
             for message in slot.agent.messages:
@@ -608,7 +609,7 @@ class MessageCountMatchesActiveRows(Invariant):
     races = ("R10", "R14")
     description = "At the end, every session's stored message_count equals its number of active rows."
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         store = self.system.store
         for sid in store.session_ids():
             row = store.get_session(sid)
@@ -623,9 +624,9 @@ class CompletedTurnPersistsUserMessage(Invariant):
     races = ("R10", "R12")
     description = "A frontend turn that persisted its reply also made its user message durable (a user row with that text)."
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
-        submitted: dict[str, tuple[str, HistoryEvent]] = {}  # task -> the text of its open turn, and the turn
-        answered: list[tuple[str, HistoryEvent, HistoryEvent]] = []
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
+        submitted: dict[str, tuple[str, HistoryEvent[Event]]] = {}  # task -> the text of its open turn, and the turn
+        answered: list[tuple[str, HistoryEvent[Event], HistoryEvent[Event]]] = []
         for record in history:
             event = record.event
             if isinstance(event, FrontendTurnSubmitted):
@@ -646,14 +647,14 @@ class _JudgesEachCommit(Invariant):
     """Judges the session each commit wrote, right after it: the session itself in place, the child of a rotation."""
 
     @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent) -> Violation | None:
+    def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> Violation | None:
         return self._judge(event.attempt, event.session, record)
 
     @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
+    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> Violation | None:
         return self._judge(event.attempt, event.child, record)
 
-    def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent) -> Violation | None:
+    def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent[Event]) -> Violation | None:
         raise NotImplementedError
 
 
@@ -676,10 +677,10 @@ class CommitChangesTranscript(_JudgesEachCommit):
         self._input: dict[AttemptId, tuple[SessionId, list[int]]] = {}
 
     @handles(CompactionInput)
-    def input(self, event: CompactionInput, record: HistoryEvent) -> None:
+    def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
         self._input[event.attempt] = (event.session, event.rows)
 
-    def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent) -> Violation | None:
+    def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent[Event]) -> Violation | None:
         session, rows = self._input.pop(attempt, (None, []))
         if session is None or not rows:
             return None
@@ -713,12 +714,12 @@ class CommitKeepsAUserTurn(_JudgesEachCommit):
         self._had_user_turn: set[AttemptId] = set()
 
     @handles(CompactionInput)
-    def input(self, event: CompactionInput, record: HistoryEvent) -> None:
+    def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
         rows = set(event.rows)
         if any(row.id in rows and is_user_turn(row) for row in self.system.store.active_messages(event.session)):
             self._had_user_turn.add(event.attempt)
 
-    def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent) -> Violation | None:
+    def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent[Event]) -> Violation | None:
         if attempt not in self._had_user_turn:
             return None
         self._had_user_turn.discard(attempt)
@@ -745,28 +746,28 @@ class ArchivedRowsWereInInput(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         # attempt -> (its rows, rows retired before, the event)
-        self._input: dict[AttemptId, tuple[set[int], set[int], HistoryEvent]] = {}
+        self._input: dict[AttemptId, tuple[set[int], set[int], HistoryEvent[Event]]] = {}
         self._watermark: dict[AttemptId, int] = {}
 
     @handles(CompactionWatermark)
-    def watermark(self, event: CompactionWatermark, record: HistoryEvent) -> None:
+    def watermark(self, event: CompactionWatermark, record: HistoryEvent[CompactionWatermark]) -> None:
         watermark = event.watermark
         self._watermark[event.attempt] = self.system.store.active_watermark(event.session) if watermark is None else watermark
 
     @handles(CompactionInput)
-    def input(self, event: CompactionInput, record: HistoryEvent) -> None:
+    def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
         retired = {row.id for row in self.system.store.all_messages(event.session) if not row.active}
         self._input[event.attempt] = (set(event.rows), retired, record)
 
     @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent) -> Violation | None:
+    def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> Violation | None:
         return self._judge(event.attempt, event.session, record, in_place=True)
 
     @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent) -> Violation | None:
+    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> Violation | None:
         return self._judge(event.attempt, event.parent, record, in_place=False)
 
-    def _judge(self, attempt: AttemptId, session: SessionId, commit: HistoryEvent, *, in_place: bool) -> Violation | None:
+    def _judge(self, attempt: AttemptId, session: SessionId, commit: HistoryEvent[Event], *, in_place: bool) -> Violation | None:
         if attempt not in self._input or attempt not in self._watermark:
             return None
         rows, retired_before, seen = self._input[attempt]
@@ -810,29 +811,29 @@ class CommitReachesCaller(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._left: dict[AttemptId, tuple[str, SessionId, HistoryEvent]] = {}  # attempt -> what its commit left
+        self._left: dict[AttemptId, tuple[str, SessionId, HistoryEvent[Event]]] = {}  # attempt -> what its commit left
         # attempt -> the newer commit that rewrote its session: its attempt and its event
-        self._superseded: dict[AttemptId, tuple[AttemptId, HistoryEvent]] = {}
+        self._superseded: dict[AttemptId, tuple[AttemptId, HistoryEvent[Event]]] = {}
         self._newest_row: dict[AttemptId, int] = {}  # attempt -> the highest row id its commit left live
         self._saved: dict[str, list[int]] = {}  # agent -> the rows its turns saved, in order
 
     @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
+    def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> None:
         self._supersede(event.session, event.attempt, record)
         self._remember(event.attempt, event.session, record)
 
     @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent) -> None:
+    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> None:
         self._supersede(event.parent, event.attempt, record)
         self._remember(event.attempt, event.child, record)
 
-    def _supersede(self, session: SessionId, newer: AttemptId, record: HistoryEvent) -> None:
+    def _supersede(self, session: SessionId, newer: AttemptId, record: HistoryEvent[Event]) -> None:
         """A newer commit rewrites `session`: earlier commits there that have not returned yet are superseded."""
         for attempt, left in list(self._left.items()):
             if left[1] == session:
                 self._superseded[attempt] = (newer, record)
 
-    def _remember(self, attempt: AttemptId, session: SessionId, record: HistoryEvent) -> None:
+    def _remember(self, attempt: AttemptId, session: SessionId, record: HistoryEvent[Event]) -> None:
         """The session's active rows as the commit transaction left them (read in the commit's own step)."""
         rows = self.system.store.active_messages(session)
         self._left[attempt] = (transcript_fingerprint(payload(row) for row in rows), session, record)
@@ -840,25 +841,25 @@ class CommitReachesCaller(Invariant):
         self._superseded.pop(attempt, None)
 
     @handles(TurnPersisted)
-    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
+    def persisted(self, event: TurnPersisted, record: HistoryEvent[TurnPersisted]) -> None:
         name = self.system.agent_of_task(record.task)
         if event.writer is None and name is not None:
             self._saved.setdefault(name, []).append(event.row)
 
     @handles(CompactionCarriedUnread)
-    def carried_unread(self, event: CompactionCarriedUnread, record: HistoryEvent) -> None:
+    def carried_unread(self, event: CompactionCarriedUnread, record: HistoryEvent[CompactionCarriedUnread]) -> None:
         # a failed store read (an injected fault) leaves the carried rows to the next attempt's re-read
         self._left.pop(event.attempt, None)
         self._superseded.pop(event.attempt, None)
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._left = forget_process(self._left, event.process, self.system.process_of)
         self._superseded = forget_process(self._superseded, event.process, self.system.process_of)
         self._newest_row = forget_process(self._newest_row, event.process, self.system.process_of)
 
     @handles(HostReturned)
-    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+    def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
         left = self._left.pop(event.attempt, None)
         newer = self._superseded.pop(event.attempt, None)
         newest_row = self._newest_row.pop(event.attempt, 0)
@@ -890,8 +891,8 @@ class CommitReachesCaller(Invariant):
             left[2], record,
         )
 
-    def _judge_superseded(self, event: HostReturned, left: tuple[str, SessionId, HistoryEvent],
-                          newer: tuple[AttemptId, HistoryEvent], record: HistoryEvent) -> Violation | None:
+    def _judge_superseded(self, event: HostReturned, left: tuple[str, SessionId, HistoryEvent[Event]],
+                          newer: tuple[AttemptId, HistoryEvent[Event]], record: HistoryEvent[Event]) -> Violation | None:
         newer_attempt, newer_commit = newer
         if newer_attempt in self._left:
             return None  # the newer commit's host still waits: the agent holds what it held before it, judged then
@@ -904,7 +905,7 @@ class CommitReachesCaller(Invariant):
             left[2], newer_commit, record,
         )
 
-    def _returned_to(self, record: HistoryEvent) -> tuple[str, Any, set[int]] | None:
+    def _returned_to(self, record: HistoryEvent[Event]) -> tuple[str, AgentView, set[int]] | None:
         """The agent returned to at `record` (its name and itself) and the rows live in its session, if known."""
         name = self.system.agent_of_task(record.task) or ""
         slot = self.system.agents.get(name)
@@ -913,15 +914,15 @@ class CommitReachesCaller(Invariant):
         return name, slot.agent, {row.id for row in self.system.store.active_messages(slot.agent.session_id)}
 
     @staticmethod
-    def _stale_rows(view: tuple[str, Any, set[int]] | None) -> tuple[SessionId, list[int]] | None:
+    def _stale_rows(view: tuple[str, AgentView, set[int]] | None) -> tuple[SessionId, list[int]] | None:
         """The agent's session and the rows it holds that are not live there, if any."""
         if view is None:
             return None
         _, agent, live = view
-        stale = [message["_row_id"] for message in agent.messages if message.get("_row_id") not in (None, *live)]
-        return (agent.session_id, stale) if stale else None
+        stale: list[int] = [message["_row_id"] for message in agent.messages if message.get("_row_id") not in (None, *live)]
+        return (SessionId(agent.session_id), stale) if stale else None
 
-    def _missing_rows(self, view: tuple[str, Any, set[int]] | None, newest_row: int) -> tuple[SessionId, list[int]] | None:
+    def _missing_rows(self, view: tuple[str, AgentView, set[int]] | None, newest_row: int) -> tuple[SessionId, list[int]] | None:
         """The agent's session and the live rows there its own turns saved above the commit's rows (`newest_row`)
         that it does not hold, if any."""
         if view is None:
@@ -929,7 +930,7 @@ class CommitReachesCaller(Invariant):
         name, agent, live = view
         held = {message.get("_row_id") for message in agent.messages}
         missing = [row for row in self._saved.get(name, []) if row > newest_row and row in live and row not in held]
-        return (agent.session_id, missing) if missing else None
+        return (SessionId(agent.session_id), missing) if missing else None
 
 
 Key = tuple[str, str | None]  # a message as the user knows it: its role and its text
@@ -943,7 +944,7 @@ class Told:
     writer: str
     key: Key | None  # None: the message is the row's own
     row: int  # the acknowledged row that places it in a lineage (a user message goes with its reply's row)
-    record: HistoryEvent
+    record: HistoryEvent[Event]
 
 
 class ToldMessagesKeptOnceInOrder(_CommitEffects):
@@ -968,13 +969,13 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         self._sent: Counter[str | None] = Counter()  # each text the user typed, by how often they typed it
 
     @handles(FrontendTurnSubmitted)
-    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent[FrontendTurnSubmitted]) -> None:
         self._open[record.task] = (event.agent, event.text)
         self._replied.pop(record.task, None)
         self._sent[event.text] += 1
 
     @handles(TurnPersisted)
-    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
+    def persisted(self, event: TurnPersisted, record: HistoryEvent[TurnPersisted]) -> None:
         """A turn's flush writes every message not yet durable, so an earlier turn that failed to save (the user
         was told it failed) has its question and reply written first, by this turn: its reply is the LAST
         assistant row the turn persists, each earlier one taking its place only until a later one comes."""
@@ -994,28 +995,28 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
             self._told[at:at + 2] = told
 
     @handles(CompactionInput)
-    def input(self, event: CompactionInput, record: HistoryEvent) -> None:
+    def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
         rows = set(event.rows)
         self._inputs[event.attempt] = {key(row) for row in self.system.store.all_messages(event.session) if row.id in rows}
 
     @handles(CommitArchived, CommitPublished)
-    def committed(self, event: CommitArchived | CommitPublished, record: HistoryEvent) -> None:
+    def committed(self, event: CommitArchived | CommitPublished, record: HistoryEvent[CommitArchived | CommitPublished]) -> None:
         self._summarized |= self._inputs.pop(event.attempt, set())
 
     @handles(CompactionCommitFailed)
-    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
+    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent[CompactionCommitFailed]) -> None:
         """A commit that raised after it took effect summarized its input all the same (indeterminate, not failed)."""
         if self._took_effect(event.session, event.attempt, record):
             self._summarized |= self._inputs.pop(event.attempt, set())
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         """A commit the dead process made just before it died summarized its input (it only never said so)."""
         for _, attempt in self._died_after_commit(record):
             self._summarized |= self._inputs.pop(attempt, set())
         self._inputs = forget_process(self._inputs, event.process, self.system.process_of)
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         store = self.system.store
         roots = lineage_roots(store)
         rows = {row.id: row for sid in roots for row in store.all_messages(sid)}
@@ -1075,28 +1076,28 @@ class ReceivedMessageSurvivesGatewayCrash(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._taken: dict[str, tuple[str, HistoryEvent | None]] = {}  # gateway task -> its message's id, its compaction
+        self._taken: dict[str, tuple[str, HistoryEvent[Event] | None]] = {}  # gateway task -> its message's id, its compaction
 
     @handles(GatewayTurnStarted)
-    def taken(self, event: GatewayTurnStarted, record: HistoryEvent) -> None:
+    def taken(self, event: GatewayTurnStarted, record: HistoryEvent[GatewayTurnStarted]) -> None:
         self._taken.pop(record.task, None)
         if event.platform_message_id is not None and self.system.config.gateway_writes_on_receipt:
             self._taken[record.task] = (event.platform_message_id, None)
 
     @handles(AppendFailed)
-    def write_failed(self, event: AppendFailed, record: HistoryEvent) -> None:
+    def write_failed(self, event: AppendFailed, record: HistoryEvent[AppendFailed]) -> None:
         taken = self._taken.get(record.task)
         if taken is not None and taken[1] is None:  # the receipt write failed: fail-open, the flush writes it
             del self._taken[record.task]
 
     @handles(HostStarted)
-    def compacting(self, event: HostStarted, record: HistoryEvent) -> None:
+    def compacting(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         taken = self._taken.get(record.task)
         if taken is not None and taken[1] is None:
             self._taken[record.task] = (taken[0], record)
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> Violation | None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> Violation | None:
         dying = [task for task in self._taken if self._process_of_task(task) == event.process]
         taken = [self._taken.pop(task) for task in dying]
         for platform_id, compaction in taken:
@@ -1141,7 +1142,7 @@ class HeldRowsAreLive(Invariant):
         self._read_at: dict[AttemptId, int] = {}  # attempt -> the seq of the store state its outcome's list reflects
 
     @handles(SessionAdopted)
-    def adopted(self, event: SessionAdopted, record: HistoryEvent) -> None:
+    def adopted(self, event: SessionAdopted, record: HistoryEvent[SessionAdopted]) -> None:
         name = self.system.agent_of_task(record.task)
         if event.attempt is not None:
             self._read_at[event.attempt] = record.seq
@@ -1149,13 +1150,13 @@ class HeldRowsAreLive(Invariant):
             self._loaded[name] = record.seq  # a turn's adoption replaces the list in this step
 
     @handles(ProcessRestarted)
-    def restarted(self, event: ProcessRestarted, record: HistoryEvent) -> None:
+    def restarted(self, event: ProcessRestarted, record: HistoryEvent[ProcessRestarted]) -> None:
         for name, slot in self.system.agents.items():
             if slot.spec.process == event.process:
                 self._loaded[name] = record.seq  # its agents reopened their sessions from the store
 
     @handles(CommitArchived, CommitPublished, CompactionCommitFailed, ExternalRotated, ProcessCrashed)
-    def rewritten(self, event: Event, record: HistoryEvent) -> None:
+    def rewritten(self, event: Event, record: HistoryEvent[Event]) -> None:
         self._rewritten = record.seq
         if isinstance(event, (CommitArchived, CommitPublished)):
             self._read_at[event.attempt] = record.seq
@@ -1163,7 +1164,7 @@ class HeldRowsAreLive(Invariant):
             self._read_at = forget_process(self._read_at, event.process, self.system.process_of)
 
     @handles(TurnPersisted)
-    def persisted(self, event: TurnPersisted, record: HistoryEvent) -> Violation | None:
+    def persisted(self, event: TurnPersisted, record: HistoryEvent[TurnPersisted]) -> Violation | None:
         name = self.system.agent_of_task(record.task)
         if name is None:
             return None
@@ -1171,12 +1172,12 @@ class HeldRowsAreLive(Invariant):
         return self._judge(name, record) if event.role == "assistant" else None
 
     @handles(HostStarted)
-    def compacting(self, event: HostStarted, record: HistoryEvent) -> Violation | None:
+    def compacting(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> Violation | None:
         name = self.system.agent_of_task(record.task)
         return None if name is None else self._judge(name, record)
 
     @handles(HostReturned)
-    def returned(self, event: HostReturned, record: HistoryEvent) -> None:
+    def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> None:
         """The list a commit or an adoption hands back is the store's as the commit (or the adoption's read) left
         it: a newer commit made before this return (another /compress of the agent, still waiting) may have
         retired its rows."""
@@ -1185,14 +1186,14 @@ class HeldRowsAreLive(Invariant):
         if name is not None and read_at is not None and event.status in ("committed", "rotated", "adopted"):
             self._loaded[name] = read_at
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         for name in sorted(self.system.agents):
             violation = self._judge(name, history[-1] if history else None)
             if violation is not None:
                 return violation
         return None
 
-    def _judge(self, name: str, record: HistoryEvent | None) -> Violation | None:
+    def _judge(self, name: str, record: HistoryEvent[Event] | None) -> Violation | None:
         slot = self.system.agents.get(name)
         if slot is None or self._rewritten > self._loaded.get(name, -1):
             return None
@@ -1232,22 +1233,22 @@ class TurnAppendAllOrNothing(Invariant):
         self._open: dict[str, tuple[str, int]] = {}  # task -> the text of its running terminal turn, and when it began
         self._flush_failed: set[str] = set()  # tasks whose running turn had an append fail
         self._last_commit = -1  # the seq of the last compaction that wrote a session
-        self._failed: list[tuple[str, HistoryEvent]] = []  # (question, failure) of each turn that failed at its flush
+        self._failed: list[tuple[str, HistoryEvent[Event]]] = []  # (question, failure) of each turn that failed at its flush
         self._typed: Counter[str] = Counter()
 
     @handles(FrontendTurnSubmitted)
-    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent) -> None:
+    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent[FrontendTurnSubmitted]) -> None:
         self._open[record.task] = (event.text, record.seq)
         self._flush_failed.discard(record.task)
         self._typed[event.text] += 1
 
     @handles(AppendFailed)
-    def append_failed(self, event: AppendFailed, record: HistoryEvent) -> None:
+    def append_failed(self, event: AppendFailed, record: HistoryEvent[AppendFailed]) -> None:
         if event.writer is None and record.task in self._open:
             self._flush_failed.add(record.task)
 
     @handles(FrontendTurnFailed)
-    def turn_failed(self, event: FrontendTurnFailed, record: HistoryEvent) -> None:
+    def turn_failed(self, event: FrontendTurnFailed, record: HistoryEvent[FrontendTurnFailed]) -> None:
         question, began = self._open.get(record.task, ("", -1))
         if record.task in self._flush_failed and began > self._last_commit and self._replied(record.task, question):
             self._failed.append((question, record))
@@ -1260,11 +1261,11 @@ class TurnAppendAllOrNothing(Invariant):
         return asked is not None and any(m["role"] == "assistant" for m in unsaved[asked + 1:])
 
     @handles(CommitArchived, CommitPublished, CompactionCommitFailed, ExternalRotated)
-    def rewritten(self, event: Event, record: HistoryEvent) -> None:
+    def rewritten(self, event: Event, record: HistoryEvent[Event]) -> None:
         self._failed.clear()  # a commit keeps the user turn a candidate anchors, and may summarize its reply
         self._last_commit = record.seq
 
-    def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         store = self.system.store
         for question, failure in self._failed:
             if self._typed[question] > 1:
@@ -1298,30 +1299,30 @@ class ReceivedMessageWrittenOnce(_CommitEffects):
         self._inputs: dict[AttemptId, set[str]] = {}  # attempt -> the platform message ids of its input rows
         # platform message id -> the attempt whose commit summarized it, and the event by which it had (its commit,
         # or its process's crash after a commit that never said so)
-        self._summarized: dict[str, tuple[AttemptId, HistoryEvent]] = {}
+        self._summarized: dict[str, tuple[AttemptId, HistoryEvent[Event]]] = {}
 
     @handles(CompactionInput)
-    def input(self, event: CompactionInput, record: HistoryEvent) -> None:
+    def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
         rows = set(event.rows)
         received = set(platform_user_ids(row for row in self.system.store.all_messages(event.session) if row.id in rows))
         if received:
             self._inputs[event.attempt] = received
 
     @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent) -> None:
+    def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> None:
         self._summarize(event.attempt, event.session, record)
 
     @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent) -> None:
+    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> None:
         self._summarize(event.attempt, event.child, record)
 
     @handles(CompactionCommitFailed)
-    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
+    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent[CompactionCommitFailed]) -> None:
         if self._took_effect(event.session, event.attempt, record):
             self._summarize(event.attempt, self._head_after(event.session), record)
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         for session, attempt in self._died_after_commit(record):
             self._summarize(attempt, self._head_after(session), record)
         self._inputs = forget_process(self._inputs, event.process, self.system.process_of)
@@ -1331,7 +1332,7 @@ class ReceivedMessageWrittenOnce(_CommitEffects):
         children = self.system.store.children(session)
         return SessionId(children[-1].id) if children else session
 
-    def _summarize(self, attempt: AttemptId, head: SessionId, record: HistoryEvent) -> None:
+    def _summarize(self, attempt: AttemptId, head: SessionId, record: HistoryEvent[Event]) -> None:
         received = self._inputs.pop(attempt, None)
         if not received:
             return
@@ -1340,7 +1341,7 @@ class ReceivedMessageWrittenOnce(_CommitEffects):
             self._summarized.setdefault(platform_id, (attempt, record))
 
     @handles(AppendOk)
-    def appended(self, event: AppendOk, record: HistoryEvent) -> Violation | None:
+    def appended(self, event: AppendOk, record: HistoryEvent[AppendOk]) -> Violation | None:
         if not self._summarized or not event.ids:
             return None
         ids = set(event.ids)
@@ -1379,25 +1380,25 @@ class AdoptedTipReachesAgent(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._by_attempt: dict[AttemptId, tuple[list[MessageRow], SessionId, HistoryEvent]] = {}
+        self._by_attempt: dict[AttemptId, tuple[list[MessageRow], SessionId, HistoryEvent[Event]]] = {}
 
     @handles(SessionAdopted)
-    def adopted(self, event: SessionAdopted, record: HistoryEvent) -> None:
+    def adopted(self, event: SessionAdopted, record: HistoryEvent[SessionAdopted]) -> None:
         if event.attempt is not None:
             self._by_attempt[event.attempt] = (self.system.store.active_messages(event.to_session), event.to_session, record)
 
     @handles(HostReturned)
-    def returned(self, event: HostReturned, record: HistoryEvent) -> Violation | None:
+    def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
         adopted = self._by_attempt.pop(event.attempt, None)
         if adopted is None or event.status != "adopted":
             return None
         return self._judge(adopted, record)
 
     @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._by_attempt = forget_process(self._by_attempt, event.process, self.system.process_of)
 
-    def _judge(self, adopted: tuple[list[MessageRow], SessionId, HistoryEvent], record: HistoryEvent) -> Violation | None:
+    def _judge(self, adopted: tuple[list[MessageRow], SessionId, HistoryEvent[Event]], record: HistoryEvent[Event]) -> Violation | None:
         slot = self.slot_of_task(record.task)
         if slot is None:
             return None

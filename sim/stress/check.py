@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from contract.events import LeaseAcquired, LeaseContended, StressLeasePlanted
-from contract.history import HistoryEvent
+from contract.history import HistoryEvent, is_of
 from contract.ids import HolderId
 from reference.config import CompactionConfig
 from reference.store import SessionStore
 from reference.stress_worker import GRACE_S
 from sim.invariants import INVARIANTS, Violation
-from sim.invariants.base import event_of
 from sim.stress.log import DEATHS, MergedHistory
 
 # Judged event by event over the merged history (plus, for some, the final database at the end).
@@ -136,17 +135,17 @@ def planted_holders_reclaimed(history: list[HistoryEvent]) -> tuple[Violation | 
     """dead_holder_reclaimable through the real probe (R24): the parent planted, on each session, an unexpired
     lease row whose holder's pid now runs another process; no worker may sit out behind it, and the first one
     to want the lease takes it at once. The first sit-out, if any, and how many planted rows were taken."""
-    planted: dict[str, HistoryEvent] = {}
+    planted: dict[str, HistoryEvent[StressLeasePlanted]] = {}
     reclaimed = 0
     for record in history:
         event = record.event
-        if isinstance(event, StressLeasePlanted):
-            planted[event.session] = record
+        if is_of(record, StressLeasePlanted):
+            planted[record.event.session] = record
         elif isinstance(event, LeaseAcquired) and planted.pop(event.session, None) is not None:
             reclaimed += 1
         elif isinstance(event, LeaseContended) and event.session in planted:
             plant = planted[event.session]
-            found = Violation("dead_holder_reclaimable", f"{event.holder} sat out behind {event_of(plant, StressLeasePlanted).holder}, whose pid "
+            found = Violation("dead_holder_reclaimable", f"{event.holder} sat out behind {plant.event.holder}, whose pid "
                               "runs a process started at another time: the real probe took it for alive",
                               (plant.seq, record.seq), record.time)
             return found, reclaimed
