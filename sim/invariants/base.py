@@ -20,8 +20,8 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from contract.events import Event
 from contract.history import HistoryEvent
-from contract.ids import AttemptId
 from contract.store import StoreView
+from sim.invariants.facts import RunFacts
 
 V = TypeVar("V")
 Method = TypeVar("Method", bound=Callable[..., Any])
@@ -181,6 +181,7 @@ class Invariant:
 
     def __init__(self, system: SystemView) -> None:
         self.system = system
+        self.facts = RunFacts(system)  # its own, until a set hands every member one shared model of the run
 
     @classmethod
     def handler_name(cls, event_class: type[Event]) -> str | None:
@@ -192,8 +193,12 @@ class Invariant:
         return None
 
     def on_event(self, record: HistoryEvent[Event]) -> Violation | None:
+        """Judge one event on its own (outside a set): its facts first, then its handler."""
+        self.facts.learn(record)
         name = self.handler_name(type(record.event))
-        return None if name is None else getattr(self, name)(record.event, record)
+        violation: Violation | None = None if name is None else getattr(self, name)(record.event, record)
+        self.facts.settle(record)
+        return violation
 
     def slot_of_task(self, task: str) -> AgentSlotView | None:
         """The slot (`.agent`, `.spec`) of the agent whose user `task` acts for; None for any other task."""
@@ -239,6 +244,13 @@ class InvariantSet:
 
     def __init__(self, invariants: Iterable[Invariant]) -> None:
         self.invariants = list(invariants)
+        self.facts: RunFacts | None = None  # the one model of the run they all read (none for no invariants)
+        for invariant in self.invariants:
+            if self.facts is None:
+                self.facts = invariant.facts
+            else:
+                self.facts.adopt(invariant.facts)
+                invariant.facts = self.facts
         self._plan = self._plans.setdefault(tuple(type(invariant) for invariant in self.invariants), {})
         self._routes: dict[type[Event], list[Handler]] = {}
         self._off: set[int] = set()  # positions of the invariants whose check raised
@@ -254,6 +266,9 @@ class InvariantSet:
         return routes
 
     def on_event(self, record: HistoryEvent[Event]) -> list[Violation]:
+        if self.facts is None:
+            return []
+        self.facts.learn(record)
         event = record.event
         routes = self._routes.get(type(event))
         if routes is None:
@@ -266,6 +281,7 @@ class InvariantSet:
                 violation = self._turn_off(handler.__self__, error, record)
             if violation is not None:
                 violations.append(violation)
+        self.facts.settle(record)
         return violations
 
     def at_start(self) -> None:
@@ -300,12 +316,3 @@ class InvariantSet:
             f"{frame.name}): a bug in the check, or a state it was not written for; it is off for the rest of the run",
             record,
         )
-
-
-def forget_process(by_attempt: Mapping[AttemptId, V], process: str, process_of: Callable[[str], str]) -> dict[AttemptId, V]:
-    """What is left once `process` crashed: none of its attempts runs on, and a restart numbers them from 1 again.
-
-    An attempt id names the incarnation (`p2r1` once `p2` restarted) while the crash names the process, so each
-    attempt's incarnation is mapped to its process (`process_of`) before they are compared.
-    """
-    return {attempt: value for attempt, value in by_attempt.items() if process_of(attempt.process) != process}

@@ -37,7 +37,8 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import CooldownRow
-from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
+from sim.invariants.base import Invariant, SystemView, Violation, handles
+from sim.invariants.facts import AttemptSet, AttemptTable, ProcessTable
 
 
 class CompressorClaims:
@@ -599,9 +600,11 @@ class CurrentAttemptOwnsCompressor(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
-        self._working: dict[str, tuple[int, HistoryEvent[CompactionSummaryStarted]]] = {}  # process -> newest generation that started its summary
-        self._stopped: set[AttemptId] = set()
+        # a restarted process has a new compressor and numbers its attempts from 1 again
+        self._generation: AttemptTable[AttemptId, int] = self.facts.table()  # attempt -> its claimed generation
+        # incarnation -> the newest generation that started its summary
+        self._working: ProcessTable[tuple[int, HistoryEvent[CompactionSummaryStarted]]] = self.facts.process_table()
+        self._stopped: AttemptSet = self.facts.attempt_set()
 
     @handles(AttemptClaimed)
     def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
@@ -617,13 +620,6 @@ class CurrentAttemptOwnsCompressor(Invariant):
     def stopped(self, event: FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind,
             record: HistoryEvent[FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind]) -> None:
         self._stopped.add(event.attempt)
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        # a restarted process has a new compressor and numbers its attempts from 1 again
-        self._working.pop(event.process, None)
-        self._generation = forget_process(self._generation, event.process, self.system.process_of)
-        self._stopped = {attempt for attempt in self._stopped if attempt.process != event.process}
 
     @handles(FenceBeginOk)
     def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> Violation | None:

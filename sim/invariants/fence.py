@@ -19,7 +19,6 @@ from contract.events import (
     FenceRevoked,
     FrontendCtrlC,
     FrontendTurnSubmitted,
-    HardCancelFinished,
     HardCancelRequested,
     HostReturned,
     HostStarted,
@@ -28,13 +27,12 @@ from contract.events import (
     IsolatedAbandoned,
     LeaseReleased,
     LeaseReleaseFailed,
-    ProcessCrashed,
     TaskExit,
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId
-from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
-from sim.invariants.host import SUMMARY_TASK, job_attempt
+from sim.invariants.base import Invariant, SystemView, Violation, handles
+from sim.invariants.facts import AttemptTable, job_attempt, summary_attempt
 
 
 class NoCommitAfterCancel(Invariant):
@@ -48,11 +46,10 @@ class NoCommitAfterCancel(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._stopped: dict[AttemptId, HistoryEvent[Event]] = {}
-        self._admitted: set[AttemptId] = set()
 
     @handles(FenceCancelWon, FenceRevoked, HostUnwind)
     def stopped(self, event: FenceCancelWon | FenceRevoked | HostUnwind, record: HistoryEvent[FenceCancelWon | FenceRevoked | HostUnwind]) -> None:
-        if event.attempt not in self._admitted:
+        if self.facts.attempt(event.attempt).admitted is None:
             self._stopped.setdefault(event.attempt, record)
 
     @handles(FenceBeginOk)
@@ -60,12 +57,11 @@ class NoCommitAfterCancel(Invariant):
         cause = self._stopped.get(event.attempt)
         if cause is not None:
             return self.violation(f"attempt {event.attempt} was admitted to commit after {cause.kind}", cause, record)
-        self._admitted.add(event.attempt)
         return None
 
     @handles(CommitArchived, CommitPublished)
     def committed(self, event: CommitArchived | CommitPublished, record: HistoryEvent[CommitArchived | CommitPublished]) -> Violation | None:
-        if event.attempt not in self._admitted:
+        if self.facts.attempt(event.attempt).admitted is None:
             return self.violation(f"attempt {event.attempt} committed ({record.kind}) without an admitted fence", record)
         return None
 
@@ -86,30 +82,26 @@ class HardCancelAbandonsSummary(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._hard: dict[str, HistoryEvent[Event]] = {}  # summary task of a hard-cancelled attempt -> the cancel
+        self._hard: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # hard-cancelled attempt -> the cancel
         self._abandoned: set[str] = set()  # summary tasks their attempt stopped waiting for
 
     @handles(FenceCancelWon)
     def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> None:
         if event.hard:
-            self._hard.setdefault(f"{SUMMARY_TASK}{event.attempt}", record)
+            self._hard.setdefault(event.attempt, record)
 
     @handles(IsolatedAbandoned)
     def abandoned(self, event: IsolatedAbandoned, record: HistoryEvent[IsolatedAbandoned]) -> None:
         self._abandoned.add(event.call)
 
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        self._hard = {task: cancel for task, cancel in self._hard.items()
-                      if self.system.process_of(AttemptId(task[len(SUMMARY_TASK):]).process) != event.process}
-
     @handles(TaskExit)
     def task_exited(self, event: TaskExit, record: HistoryEvent[TaskExit]) -> Violation | None:
-        cancel = self._hard.pop(record.task, None)
+        attempt = summary_attempt(record.task)
+        cancel = None if attempt is None else self._hard.pop(attempt, None)
         if cancel is None or record.task in self._abandoned or record.time <= cancel.time + 1e-9:
             return None
         return self.violation(
-            f"the hard cancel of {record.task[len(SUMMARY_TASK):]} won its fence, yet the attempt waited "
+            f"the hard cancel of {attempt} won its fence, yet the attempt waited "
             f"{record.time - cancel.time:g}s for its provider call to end instead of abandoning it", cancel, record,
         )
 
@@ -133,10 +125,8 @@ class NoAdmissionAfterCtrlC(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._pressed_by: dict[str, str] = {}  # the task that pressed Ctrl+C -> its agent
-        self._caller: dict[AttemptId, str] = {}  # attempts whose host has not returned -> the agent that started them
-        self._admitted: set[AttemptId] = set()
-        self._stopped: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> the Ctrl+C that stopped it before admission
+        self._caller: AttemptTable[AttemptId, str] = self.facts.table()  # attempts whose host has not returned -> their agent
+        self._stopped: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # attempt -> the Ctrl+C that stopped it before admission
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
@@ -148,31 +138,19 @@ class NoAdmissionAfterCtrlC(Invariant):
     def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> None:
         self._caller.pop(event.attempt, None)
 
-    @handles(FrontendCtrlC)
-    def pressed(self, event: FrontendCtrlC, record: HistoryEvent[FrontendCtrlC]) -> None:
-        self._pressed_by[record.task] = event.agent
-
     @handles(HardCancelRequested)
     def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent[HardCancelRequested]) -> None:
-        agent = self._pressed_by.pop(record.task, None)
+        agent = self.facts.hard_cancels[record.task].agent
         mine = [attempt for attempt, caller in self._caller.items() if caller == agent]
-        if mine and mine[-1] not in self._admitted:
+        if mine and self.facts.attempt(mine[-1]).admitted is None:
             self._stopped.setdefault(mine[-1], record)
 
     @handles(FenceBeginOk)
     def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> Violation | None:
-        self._admitted.add(event.attempt)
         pressed = self._stopped.get(event.attempt)
         if pressed is not None:
             return self.violation(f"attempt {event.attempt} was admitted to commit after a Ctrl+C stopped it", pressed, record)
         return None
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        # a dead process's attempts run no more, and its restart numbers them from 1 again
-        self._caller = forget_process(self._caller, event.process, self.system.process_of)
-        self._stopped = forget_process(self._stopped, event.process, self.system.process_of)
-        self._admitted = set(forget_process(dict.fromkeys(self._admitted), event.process, self.system.process_of))
 
 
 class CtrlCStopsTheTurnsLaterCompactions(Invariant):
@@ -190,18 +168,16 @@ class CtrlCStopsTheTurnsLaterCompactions(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._running: dict[str, str] = {}  # agent -> the task of its terminal's latest turn
         self._pressed: dict[str, HistoryEvent[Event]] = {}  # the task of a turn a Ctrl+C was pressed on -> the press
-        self._stopped: dict[AttemptId, HistoryEvent[Event]] = {}  # an attempt such a turn started later -> the press
+        self._stopped: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # an attempt such a turn started later -> the press
 
     @handles(FrontendTurnSubmitted)
     def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent[FrontendTurnSubmitted]) -> None:
-        self._running[event.agent] = record.task
         self._pressed.pop(record.task, None)  # a task that takes a new turn has ended the one pressed before
 
     @handles(FrontendCtrlC)
     def pressed(self, event: FrontendCtrlC, record: HistoryEvent[FrontendCtrlC]) -> None:
-        turn = self._running.get(event.agent)
+        turn = self.facts.latest_turn.get(event.agent)
         if event.turn_running and turn is not None:
             self._pressed.setdefault(turn, record)
 
@@ -218,10 +194,6 @@ class CtrlCStopsTheTurnsLaterCompactions(Invariant):
             return None
         return self.violation(f"attempt {event.attempt}, started by a turn after Ctrl+C was pressed on it, was admitted "
                               "to commit", press, record)
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        self._stopped = forget_process(self._stopped, event.process, self.system.process_of)
 
 
 class LeaseHeldAcrossCommit(Invariant):
@@ -287,37 +259,22 @@ class CancelNeverBeatsAdmittedCommit(Invariant):
         "commit and loses), and no Ctrl+C frees that attempt's lease as a winning cancel would."
     )
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._admitted: dict[AttemptId, HistoryEvent[Event]] = {}
-        self._pressing: dict[str, HistoryEvent[Event]] = {}  # tasks inside a Ctrl+C's hard cancel -> the request
-
-    @handles(FenceBeginOk)
-    def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> None:
-        self._admitted.setdefault(event.attempt, record)
-
     @handles(FenceCancelWon)
     def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> Violation | None:
-        if event.attempt in self._admitted:
-            return self.violation(f"a cancel won attempt {event.attempt}'s fence after its commit was admitted", self._admitted[event.attempt], record)
+        admitted = self.facts.attempt(event.attempt).admitted
+        if admitted is not None:
+            return self.violation(f"a cancel won attempt {event.attempt}'s fence after its commit was admitted", admitted, record)
         return None
-
-    @handles(HardCancelRequested)
-    def pressed(self, event: HardCancelRequested, record: HistoryEvent[HardCancelRequested]) -> None:
-        self._pressing[record.task] = record
-
-    @handles(HardCancelFinished)
-    def cancel_finished(self, event: HardCancelFinished, record: HistoryEvent[HardCancelFinished]) -> None:
-        self._pressing.pop(record.task, None)
 
     @handles(LeaseReleased, LeaseReleaseFailed)
     def freed(self, event: LeaseReleased | LeaseReleaseFailed, record: HistoryEvent[LeaseReleased | LeaseReleaseFailed]) -> Violation | None:
         attempt = HolderId(event.holder).attempt
-        pressed = self._pressing.get(record.task)
-        if pressed is not None and attempt in self._admitted:
+        pressed = self.facts.hard_cancels.get(record.task)
+        admitted = self.facts.attempt(attempt).admitted
+        if pressed is not None and admitted is not None:
             return self.violation(
                 f"a Ctrl+C freed attempt {attempt}'s lease as a winning cancel would, after its commit was admitted",
-                self._admitted[attempt], pressed, record,
+                admitted, pressed.request, record,
             )
         return None
 

@@ -57,7 +57,8 @@ from contract.events import (
 from contract.history import HistoryEvent, is_of
 from contract.ids import AttemptId, HolderId, SessionId
 from contract.points import HOST_WAIT, STORE_PREFIX
-from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
+from sim.invariants.base import Invariant, SystemView, Violation, handles
+from sim.invariants.facts import HOST_GAVE_UP, AttemptSet, AttemptTable, job_attempt, pressing_task, summary_attempt
 from sim.invariants.lineage import JudgesRefusedTurns
 
 
@@ -74,8 +75,8 @@ class _IdleSilence(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._last_sign: dict[AttemptId, float] = {}  # attempt -> when its host started it, or its last progress tick
-        self._host_of: dict[AttemptId, str] = {}  # attempt -> the task its host waits in
+        self._last_sign: AttemptTable[AttemptId, float] = self.facts.table()  # attempt -> when its host started it, or its last progress tick
+        self._host_of: AttemptTable[AttemptId, str] = self.facts.table()  # attempt -> the task its host waits in
         self._host_resumes: dict[str, float] = {}  # host task -> when its last stall in its current wait ends
 
     @handles(HostStarted)
@@ -94,11 +95,6 @@ class _IdleSilence(Invariant):
     def host_stalled(self, event: StallFired, record: HistoryEvent[StallFired]) -> None:
         if event.point == HOST_WAIT:
             self._host_resumes[record.task] = record.time + event.duration_s
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        self._last_sign = forget_process(self._last_sign, event.process, self.system.process_of)
-        self._host_of = forget_process(self._host_of, event.process, self.system.process_of)
 
     def _could_notice(self, attempt: AttemptId) -> float:
         """When the host of `attempt` could first see its silence reach idle."""
@@ -253,7 +249,7 @@ class HungCommitReported(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._admitted: set[AttemptId] = set()  # admitted commits not yet finished
+        self._admitted: AttemptSet = self.facts.attempt_set()  # admitted commits not yet finished
         self._timed_out: dict[AttemptId, HistoryEvent[Event]] = {}
         self._reported: dict[AttemptId, HistoryEvent[Event]] = {}
 
@@ -277,10 +273,6 @@ class HungCommitReported(Invariant):
         violation = self._check(event.attempt, record.time, record)
         self._admitted.discard(event.attempt)
         return violation
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        self._admitted = {attempt for attempt in self._admitted if self.system.process_of(attempt.process) != event.process}
 
     @handles(HostUnwind)
     def unwound(self, event: HostUnwind, record: HistoryEvent[HostUnwind]) -> Violation | None:
@@ -307,14 +299,6 @@ class HungCommitReported(Invariant):
         return None
 
 
-JOB_TASK = "compress:"  # the pooled job's task is named after its attempt
-
-
-def job_attempt(task: str) -> AttemptId | None:
-    """The attempt a pooled job's task runs, or None for any other task."""
-    return AttemptId(task[len(JOB_TASK):]) if task.startswith(JOB_TASK) else None
-
-
 class StaleJobNeverRuns(Invariant):
     name = "stale_job_never_runs"
     races = ("R8",)
@@ -322,8 +306,8 @@ class StaleJobNeverRuns(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._given_up: dict[AttemptId, HistoryEvent[Event]] = {}
-        self._started_stale: set[AttemptId] = set()
+        self._given_up: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()
+        self._started_stale: AttemptSet = self.facts.attempt_set()
 
     @handles(HostTimeout, FenceCancelWon, HostUnwind)
     def given_up(self, event: HostTimeout | FenceCancelWon | HostUnwind, record: HistoryEvent[HostTimeout | FenceCancelWon | HostUnwind]) -> None:
@@ -348,11 +332,6 @@ class StaleJobNeverRuns(Invariant):
             return self.violation(f"attempt {event.attempt} dispatched its summary after its host gave up", self._given_up[event.attempt], record)
         return None
 
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        self._given_up = forget_process(self._given_up, event.process, self.system.process_of)
-        self._started_stale = {attempt for attempt in self._started_stale if attempt.process != event.process}
-
 
 class PoolAdmissionBounded(Invariant):
     name = "pool_admission_bounded"
@@ -362,15 +341,15 @@ class PoolAdmissionBounded(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._jobs: dict[str, dict[AttemptId, HistoryEvent[Event]]] = {}  # process -> its running jobs
+        self._jobs: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # the running jobs
 
     @handles(TaskSpawn)
     def spawned(self, event: TaskSpawn, record: HistoryEvent[TaskSpawn]) -> Violation | None:
         attempt = job_attempt(record.task)
         if attempt is None:
             return None
-        jobs = self._jobs.setdefault(attempt.process, {})
-        jobs[attempt] = record
+        self._jobs[attempt] = record
+        jobs = {job: spawn for job, spawn in self._jobs.items() if job.process == attempt.process}
         cap = self.system.config.pool_cap
         if len(jobs) > cap:
             return self.violation(f"{len(jobs)} compression jobs were admitted at once in a pool capped at {cap}: {', '.join(jobs)}", *jobs.values())
@@ -378,11 +357,7 @@ class PoolAdmissionBounded(Invariant):
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
-        self._jobs.get(event.attempt.process, {}).pop(event.attempt, None)
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        self._jobs.pop(event.process, None)
+        self._jobs.pop(event.attempt, None)
 
 
 class PoolRefusesOnlyWhenFull(Invariant):
@@ -405,12 +380,12 @@ class PoolRefusesOnlyWhenFull(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._in_flight: dict[str, set[AttemptId]] = {}  # incarnation -> its admitted, unfinished attempts
+        self._in_flight: AttemptSet = self.facts.attempt_set()  # the admitted, unfinished attempts
         self._starting: dict[str, AttemptId] = {}  # host task -> the attempt it started last
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        self._in_flight.setdefault(event.attempt.process, set()).add(event.attempt)
+        self._in_flight.add(event.attempt)
         self._starting[record.task] = event.attempt
 
     @handles(PoolSaturated)
@@ -418,8 +393,8 @@ class PoolRefusesOnlyWhenFull(Invariant):
         attempt = self._starting.get(record.task)
         if attempt is None:
             return None
-        in_flight = self._in_flight.get(attempt.process, set())
-        in_flight.discard(attempt)
+        self._in_flight.discard(attempt)
+        in_flight = [other for other in self._in_flight if other.process == attempt.process]
         cap = self.system.config.pool_cap
         if len(in_flight) < cap:
             return self.violation(f"the pool refused {attempt} with {len(in_flight)} of its process's attempts in flight (cap {cap})", record)
@@ -427,12 +402,7 @@ class PoolRefusesOnlyWhenFull(Invariant):
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
-        self._in_flight.get(event.attempt.process, set()).discard(event.attempt)
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        for incarnation in [name for name in self._in_flight if self.system.process_of(name) == event.process]:
-            del self._in_flight[incarnation]
+        self._in_flight.discard(event.attempt)
 
 
 class AdmittedJobRuns(Invariant):
@@ -548,26 +518,8 @@ class HardCancelFreesLease(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._pressed_by: dict[str, str] = {}  # the task that pressed Ctrl+C -> its agent
-        self._in_flight: dict[AttemptId, SessionId] = {}  # attempts whose host has started and not returned
-        self._caller: dict[AttemptId, str | None] = {}  # the agent whose user started each attempt, if known
-        self._holding: dict[AttemptId, tuple[HolderId, HistoryEvent[Event]]] = {}  # each attempt's own lease, while held
-        self._admitted: set[AttemptId] = set()
+        self._holding: AttemptTable[AttemptId, tuple[HolderId, HistoryEvent[Event]]] = self.facts.table()  # each attempt's own lease, while held
         self._stopped: dict[str, dict[AttemptId, HistoryEvent[Event]]] = {}  # pressing task -> attempts it stopped -> request
-
-    @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        self._in_flight[event.attempt] = event.session
-        self._caller[event.attempt] = self.system.agent_of_task(record.task)
-
-    @handles(HostReturned, HostUnwind)
-    def returned(self, event: HostReturned | HostUnwind, record: HistoryEvent[HostReturned | HostUnwind]) -> None:
-        """The host left its wait. An unwinding host has itself revoked the attempt and asked its lease freed, and
-        takes its fence off the agent's stack as it goes: a Ctrl+C pressed after that (the turn has failed) has no
-        active attempt to stop, the late worker frees the lease as its fence lock allows. An attempt a Ctrl+C
-        stopped before its host unwound stays judged."""
-        self._in_flight.pop(event.attempt, None)
-        self._caller.pop(event.attempt, None)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
@@ -591,27 +543,15 @@ class HardCancelFreesLease(Invariant):
         if attempt is not None and held is not None and held[0] == event.holder:
             del self._holding[attempt]
 
-    @handles(FenceBeginOk)
-    def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> None:
-        self._admitted.add(event.attempt)
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        # a dead process's leases lapse by TTL, and its restart numbers its attempts from 1 again
-        self._in_flight = forget_process(self._in_flight, event.process, self.system.process_of)
-        self._caller = forget_process(self._caller, event.process, self.system.process_of)
-        self._holding = forget_process(self._holding, event.process, self.system.process_of)
-
-    @handles(FrontendCtrlC)
-    def pressed(self, event: FrontendCtrlC, record: HistoryEvent[FrontendCtrlC]) -> None:
-        self._pressed_by[record.task] = event.agent
-
     @handles(HardCancelRequested)
     def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent[HardCancelRequested]) -> None:
-        agent = self._pressed_by.pop(record.task, None)
-        stopped = [attempt for attempt, session in self._in_flight.items()
-                   if session == event.session and self._stops(agent, attempt)]
-        if agent is not None and all(self._caller.get(attempt) == agent for attempt in stopped):
+        # Attempts whose host still waits: an unwinding host has itself revoked the attempt and asked its lease
+        # freed, and takes its fence off the agent's stack as it goes, so a Ctrl+C pressed after that (the turn has
+        # failed) has no active attempt to stop; an attempt a Ctrl+C stopped before its host unwound stays judged.
+        agent = self.facts.hard_cancels[record.task].agent
+        stopped = [attempt for attempt, waiting in self.facts.waiting.items()
+                   if waiting.host is not None and waiting.host.event.session == event.session and self._stops(agent, attempt)]
+        if agent is not None and all(self.facts.waiting[attempt].agent == agent for attempt in stopped):
             stopped = stopped[-1:]  # the agent's active attempt: the newest it started (the top of its fence stack)
         pressed = self._stopped.setdefault(record.task, {})
         for attempt in stopped:
@@ -621,7 +561,7 @@ class HardCancelFreesLease(Invariant):
         """Whether a Ctrl+C at `agent`'s terminal stops `attempt`: the terminal's user stops only what they
         started there, not another agent's /compress or turn that shares the process and session. When either
         side's agent is unknown, any attempt of the pressing agent's process (or of any process) counts."""
-        caller = self._caller.get(attempt)
+        caller = self.facts.waiting[attempt].agent
         if agent is not None and caller is not None:
             return caller == agent
         slot = self.system.agents.get(agent) if agent is not None else None
@@ -634,15 +574,11 @@ class HardCancelFreesLease(Invariant):
         cancel returns at once) says nothing of an attempt its presser is still cancelling."""
         for attempt, requested in self._stopped.pop(record.task, {}).items():
             held = self._holding.get(attempt)
-            if held is not None and attempt not in self._admitted:
+            if held is not None and self.facts.attempt(attempt).admitted is None:
                 holder, acquired = held
                 return self.violation(f"{holder} still holds its lease after Ctrl+C stopped {attempt} and its hard "
                                       "cancel returned", requested, acquired, record)
         return None
-
-
-# Ways a host stops waiting for an attempt: from then on the attempt is a zombie to the host.
-HOST_GAVE_UP = (HostTimeout, FenceCancelWon, FenceRevoked, HostUnwind)
 
 
 class _BacksOffAfterFailure(Invariant):
@@ -784,11 +720,9 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._unrecorded: dict[AttemptId, HistoryEvent[Event]] = {}  # timed out, backoff not yet durable (or failed)
-        self._admitted: set[AttemptId] = set()  # attempts whose commit began: a timeout on them records nothing
         self._waited_on: dict[AttemptId, tuple[SessionId, str | None]] = {}  # host still waiting -> session, agent
         self._timed_out: set[AttemptId] = set()
         self._won: set[AttemptId] = set()  # timed out, and its host's cancel has won the fence since
-        self._pressed_by: dict[str, str] = {}  # the task that pressed Ctrl+C -> its agent
         self._host_task: dict[AttemptId, str] = {}  # attempt -> the task its host waits in
         self._turn_tasks: dict[str, set[str]] = {}  # agent -> the tasks its turns ran in
         # timed out before its lease setup won the lease: the session its host waited on, and the timeout
@@ -809,10 +743,6 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         to the next turn's attempt before then, and that attempt owes nothing to a timeout not yet written."""
         return attempt in self._won
 
-    @handles(FenceBeginOk)
-    def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> None:
-        self._admitted.add(event.attempt)
-
     @handles(HostStarted)
     def host_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         super().host_started(event, record)
@@ -827,10 +757,6 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
     def host_left(self, event: HostReturned | HostUnwind, record: HistoryEvent[HostReturned | HostUnwind]) -> None:
         self._waited_on.pop(event.attempt, None)
 
-    @handles(FrontendCtrlC)
-    def pressed(self, event: FrontendCtrlC, record: HistoryEvent[FrontendCtrlC]) -> None:
-        self._pressed_by[record.task] = event.agent
-
     @handles(HardCancelRequested)
     def hard_cancel(self, event: HardCancelRequested, record: HistoryEvent[HardCancelRequested]) -> None:
         """A Ctrl+C before the timeout stops the attempt its agent's host waits on (R1), even when its cancel waits
@@ -839,7 +765,7 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         attempt (the newest its agent's host waits on) and the running turn: the turn's own compactions share
         the turn's stop (a /compress typed beside it has its own). A Ctrl+C after the timeout stops no timeout:
         the backoff stays due, though its lease may go free before the record (R1)."""
-        agent = self._pressed_by.pop(record.task, None)
+        agent = self.facts.hard_cancels[record.task].agent
         waiting = [attempt for attempt, (session, caller) in self._waited_on.items()
                    if (session == event.session and (agent is None or caller in (None, agent)))
                    or (agent is not None and caller == agent)]  # its agent may have moved on to a continuation
@@ -859,7 +785,7 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
         timeout before the attempt won its lease (its acquire stalled) is judged once the lease is won: the
         lease is then the host's to free after the record, as any timed-out attempt's."""
         self._timed_out.add(event.attempt)
-        if event.attempt in self._admitted:
+        if self.facts.attempt(event.attempt).admitted is not None:  # its commit began: a timeout on it records nothing
             return
         if self.failed(event.attempt, record):
             self._unrecorded[event.attempt] = record
@@ -887,9 +813,6 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
                 f"recorded: another process may re-enter the stalled route unwarned", timed_out, record,
             )
         return None
-
-
-SUMMARY_TASK = "summary:"  # an attempt's provider call runs in a task named after the attempt
 
 
 class FailedSummaryBacksOff(_BacksOffAfterFailure):
@@ -932,9 +855,9 @@ class FailedSummaryBacksOff(_BacksOffAfterFailure):
 
     @handles(TaskExit)
     def task_exited(self, event: TaskExit, record: HistoryEvent[TaskExit]) -> None:
-        if event.error is None or not record.task.startswith(SUMMARY_TASK):
+        attempt = summary_attempt(record.task)
+        if event.error is None or attempt is None:
             return
-        attempt = AttemptId(record.task[len(SUMMARY_TASK):])
         if attempt not in self._given_up:
             self.failed(attempt, record)
 
@@ -965,9 +888,10 @@ class FailedSummaryNeverCommits(Invariant):
 
     @handles(TaskExit)
     def task_exited(self, event: TaskExit, record: HistoryEvent[TaskExit]) -> None:
-        if event.error is None or not record.task.startswith(SUMMARY_TASK) or self.system.config.static_fallback_summary:
+        attempt = summary_attempt(record.task)
+        if event.error is None or attempt is None or self.system.config.static_fallback_summary:
             return
-        self._failed[AttemptId(record.task[len(SUMMARY_TASK):])] = (event.error, record)
+        self._failed[attempt] = (event.error, record)
 
     @handles(CompactionCommitted)
     def committed(self, event: CompactionCommitted, record: HistoryEvent[CompactionCommitted]) -> Violation | None:
@@ -1011,25 +935,12 @@ class NoProgressAfterGiveUp(Invariant):
         "re-arms \"compression in progress\")."
     )
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._given_up: dict[AttemptId, HistoryEvent[Event]] = {}
-
-    @handles(*HOST_GAVE_UP)
-    def given_up(self, event: HostTimeout | FenceCancelWon | FenceRevoked | HostUnwind,
-            record: HistoryEvent[HostTimeout | FenceCancelWon | FenceRevoked | HostUnwind]) -> None:
-        self._given_up.setdefault(event.attempt, record)
-
     @handles(CompactionSummaryProgress)
     def progress(self, event: CompactionSummaryProgress, record: HistoryEvent[CompactionSummaryProgress]) -> Violation | None:
-        gave_up = self._given_up.get(event.attempt)
+        gave_up = self.facts.attempt(event.attempt).given_up
         if gave_up is not None:
             return self.violation(f"attempt {event.attempt} reported summary progress after {gave_up.kind}", gave_up, record)
         return None
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        self._given_up = forget_process(self._given_up, event.process, self.system.process_of)
 
 
 class NoRelabelAfterTerminal(Invariant):
@@ -1042,7 +953,7 @@ class NoRelabelAfterTerminal(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._terminal: dict[AttemptId, HistoryEvent[ActivityLabeled]] = {}
+        self._terminal: AttemptTable[AttemptId, HistoryEvent[ActivityLabeled]] = self.facts.table()
 
     @handles(ActivityLabeled)
     def labeled(self, event: ActivityLabeled, record: HistoryEvent[ActivityLabeled]) -> Violation | None:
@@ -1053,10 +964,6 @@ class NoRelabelAfterTerminal(Invariant):
         if event.terminal:
             self._terminal[event.attempt] = record
         return None
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        self._terminal = forget_process(self._terminal, event.process, self.system.process_of)
 
 
 class RunningSummaryLabelled(Invariant):
@@ -1129,15 +1036,6 @@ class CtrlCSeesIdlePrompt(Invariant):
         return None
 
 
-GRACE_TASK = "grace:"  # a Ctrl+C's grace period runs in a task named after the task that pressed it
-
-
-def pressing_task(task: str) -> str:
-    """The task that pressed the Ctrl+C whose grace `task` runs (a task that is no grace's is its own); a real run's
-    log puts the process before every task name."""
-    return task.replace(GRACE_TASK, "", 1)
-
-
 class CtrlCAbandonsOnlyThePressedTurn(Invariant):
     """R1: a Ctrl+C stops the turn running at its press. That turn may end well within the grace period (its
     compaction is cancelled and rolls back at once), and the prompt is back: the user types the next turn while
@@ -1154,21 +1052,16 @@ class CtrlCAbandonsOnlyThePressedTurn(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._running: dict[str, str] = {}  # agent -> the task of its terminal's latest turn
         self._pressed: dict[str, tuple[str | None, HistoryEvent[Event]]] = {}  # pressing task -> the turn it stopped, the press
-
-    @handles(FrontendTurnSubmitted)
-    def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent[FrontendTurnSubmitted]) -> None:
-        self._running[event.agent] = record.task
 
     @handles(FrontendCtrlC)
     def pressed(self, event: FrontendCtrlC, record: HistoryEvent[FrontendCtrlC]) -> None:
-        self._pressed[record.task] = (self._running.get(event.agent) if event.turn_running else None, record)
+        self._pressed[record.task] = (self.facts.latest_turn.get(event.agent) if event.turn_running else None, record)
 
     @handles(FrontendCtrlCGraceExpired)
     def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent[FrontendCtrlCGraceExpired]) -> Violation | None:
         stopped, press = self._pressed.pop(pressing_task(record.task), (None, None))
-        if not event.turn_abandoned or self._running.get(event.agent) == stopped:
+        if not event.turn_abandoned or self.facts.latest_turn.get(event.agent) == stopped:
             return None
         return self.violation(f"the grace of a Ctrl+C at {event.agent}'s terminal gave up a turn accepted after its "
                               "press, not the turn running at it", press, record)
@@ -1277,17 +1170,15 @@ class AbandonedTurnStaysSilent(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._running: dict[str, str] = {}  # agent -> the task of its terminal's turn in progress
         self._abandoned: dict[str, HistoryEvent[Event]] = {}  # task -> the grace expiry that gave its turn up
 
     @handles(FrontendTurnSubmitted)
     def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent[FrontendTurnSubmitted]) -> None:
-        self._running[event.agent] = record.task
         self._abandoned.pop(record.task, None)  # the task's previous turn is over: it takes a new one
 
     @handles(FrontendCtrlCGraceExpired)
     def grace_expired(self, event: FrontendCtrlCGraceExpired, record: HistoryEvent[FrontendCtrlCGraceExpired]) -> None:
-        task = self._running.get(event.agent)
+        task = self.facts.latest_turn.get(event.agent)
         if event.turn_abandoned and task is not None:
             self._abandoned[task] = record
 

@@ -25,14 +25,13 @@ from contract.events import (
     LeaseRefreshFailed,
     LeaseReleased,
     LeaseReleaseFailed,
-    ProcessCrashed,
     StallFired,
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from contract.store import StoreView
-from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
-from sim.invariants.host import job_attempt
+from sim.invariants.base import Invariant, SystemView, Violation, handles
+from sim.invariants.facts import AttemptTable, job_attempt
 
 LEASE_REFUSALS = ("Lease", "Busy", "InProgress")
 RELEASE_POINT = "db.release_lease"  # the store call that frees a lease
@@ -191,7 +190,7 @@ class FailedReleaseRetried(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._failed: dict[AttemptId, HistoryEvent[LeaseReleaseFailed]] = {}  # attempt -> its lease's failed release, not yet retried
+        self._failed: AttemptTable[AttemptId, HistoryEvent[LeaseReleaseFailed]] = self.facts.table()  # attempt -> its lease's failed release, not yet retried
 
     @handles(LeaseReleaseFailed)
     def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent[LeaseReleaseFailed]) -> None:
@@ -213,10 +212,6 @@ class FailedReleaseRetried(Invariant):
         return self.violation(f"the failed release of {failed.event.holder} was never tried again, though its "
                               f"attempt's worker exited after it", failed, record)
 
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        self._failed = forget_process(self._failed, event.process, self.system.process_of)
-
 
 class DeadHolderReclaimable(Invariant):
     name = "dead_holder_reclaimable"
@@ -224,32 +219,13 @@ class DeadHolderReclaimable(Invariant):
     races = ("R24",)
     description = "A lease whose holder's process is provably dead never makes another attempt sit out."
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        # Dead processes come from the history (process.crashed), not from the reference's own process table:
-        # a table that forgot a kill would otherwise blind this check to the very bug it is meant to catch. A
-        # process is its pid and, where the crash names it, its start: a later process on a recycled pid lives.
-        self._dead: dict[tuple[int, str | None], HistoryEvent[Event]] = {}
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        start = None if event.start is None else str(event.start)
-        self._dead.setdefault((event.pid, start), record)
-
     @handles(LeaseContended)
     def contended(self, event: LeaseContended, record: HistoryEvent[LeaseContended]) -> Violation | None:
         row = self.system.store.lease_row(event.session)
-        crash = None if row is None else self._crash_of(HolderId(row.holder))
+        crash = None if row is None else self.facts.crash_of(HolderId(row.holder))
         if row is not None and crash is not None:
             return self.violation(f"{event.holder} sat out behind {row.holder}, whose process is dead", crash, record)
         return None
-
-    def _crash_of(self, holder: HolderId) -> HistoryEvent[Event] | None:
-        """The crash of the holder's process: same pid, and the same start where both name one."""
-        pid = holder.pid
-        if pid is None:
-            return None
-        return self._dead.get((pid, holder.fields.get("start"))) or self._dead.get((pid, None))
 
 
 class CancelledAttemptNeverAcquires(Invariant):
@@ -260,7 +236,7 @@ class CancelledAttemptNeverAcquires(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._cancelled: dict[AttemptId, HistoryEvent[Event]] = {}
+        self._cancelled: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()
 
     @handles(FenceCancelWon)
     def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> None:
@@ -272,10 +248,6 @@ class CancelledAttemptNeverAcquires(Invariant):
         if cancelled is not None:
             return self.violation(f"{event.holder} took {event.session}'s lease after a cancel had won its fence", cancelled, record)
         return None
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        self._cancelled = forget_process(self._cancelled, event.process, self.system.process_of)
 
 
 class RefresherToleratesBlips(Invariant):
@@ -385,7 +357,7 @@ class RetryNeverOverlapsLiveWorker(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
-        self._live: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its ceiling timeout, until its worker has finished
+        self._live: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # attempt -> its ceiling timeout, until its worker has finished
         self._renewed: dict[AttemptId | None, float] = {}  # attempt -> when it last acquired or refreshed its lease
         self._hard_stopped: set[AttemptId] = set()  # attempts whose fence a Ctrl+C's hard cancel won
         self._host_returned: set[AttemptId] = set()  # attempts whose host has returned: a Ctrl+C no longer stops them
@@ -443,10 +415,6 @@ class RetryNeverOverlapsLiveWorker(Invariant):
     def gave_up(self, event: LeaseExpiredGiveup, record: HistoryEvent[LeaseExpiredGiveup]) -> None:
         if event.holder.attempt is not None:
             self._live.pop(event.holder.attempt, None)
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        self._live = forget_process(self._live, event.process, self.system.process_of)
 
 
 class SummaryStartsUnderLease(Invariant):
@@ -508,16 +476,16 @@ class AbandonedAttemptFreesLease(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._idle_timeouts: set[AttemptId] = set()
-        self._host_timed_out: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its host's timeout, until the host returns
-        self._finished: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its finish, while its timed-out host has not returned
-        self._abandoned: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> the event after which it holds nothing
+        self._host_timed_out: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # attempt -> its host's timeout, until the host returns
+        self._finished: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # attempt -> its finish, while its timed-out host has not returned
+        self._abandoned: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # attempt -> the event after which it holds nothing
         self._release_failed: set[HolderId] = set()  # holders whose release raised: their row may stay until its TTL
-        self._set_up: dict[AttemptId, HolderId] = {}  # attempts past their lease setup, still holding their lease
-        self._revoked: dict[HolderId, HistoryEvent[Event]] = {}  # such a lease whose unwinding host revoked it with the lock free
-        self._sat_out: dict[HolderId, HistoryEvent[LeaseContended]] = {}  # the first sit-out behind a revoked lease, until its release
+        self._set_up: AttemptTable[AttemptId, HolderId] = self.facts.table()  # attempts past their lease setup, still holding their lease
+        self._revoked: AttemptTable[HolderId, HistoryEvent[Event]] = self.facts.table()  # such a lease whose unwinding host revoked it with the lock free
+        self._sat_out: AttemptTable[HolderId, HistoryEvent[LeaseContended]] = self.facts.table()  # the first sit-out behind a revoked lease, until its release
         self._release_held_up: set[HolderId] = set()  # revoked leases whose host's release the store held up
-        self._acquired: dict[AttemptId, HolderId] = {}  # attempts in their lease setup, the lease won
-        self._releasing: dict[AttemptId, HistoryEvent[Event]] = {}  # attempts whose worker's release the store holds up
+        self._acquired: AttemptTable[AttemptId, HolderId] = self.facts.table()  # attempts in their lease setup, the lease won
+        self._releasing: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # attempts whose worker's release the store holds up
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent[HostTimeout]) -> None:
@@ -593,20 +561,6 @@ class AbandonedAttemptFreesLease(Invariant):
         holder = next((holder for holder in self._sat_out if holder not in self._release_held_up), None)
         return None if holder is None else self._outlived(holder, self._revoked[holder], self._sat_out[holder])
 
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        # a restarted process numbers its attempts from 1 again; a dead holder is dead_holder_reclaimable's
-        self._abandoned = forget_process(self._abandoned, event.process, self.system.process_of)
-        self._host_timed_out = forget_process(self._host_timed_out, event.process, self.system.process_of)
-        self._finished = forget_process(self._finished, event.process, self.system.process_of)
-        self._set_up = forget_process(self._set_up, event.process, self.system.process_of)
-        self._acquired = forget_process(self._acquired, event.process, self.system.process_of)
-        self._releasing = forget_process(self._releasing, event.process, self.system.process_of)
-        gone = {holder for holder in self._revoked
-                if holder.attempt is not None and self.system.process_of(holder.attempt.process) == event.process}
-        self._revoked = {holder: record for holder, record in self._revoked.items() if holder not in gone}
-        self._sat_out = {holder: record for holder, record in self._sat_out.items() if holder not in gone}
-
     @handles(LeaseContended)
     def contended(self, event: LeaseContended, record: HistoryEvent[LeaseContended]) -> Violation | None:
         row = self.system.store.lease_row(event.session)
@@ -616,7 +570,7 @@ class AbandonedAttemptFreesLease(Invariant):
         owner = holder.attempt
         if holder in self._revoked:
             self._sat_out.setdefault(holder, record)
-        if owner in self._abandoned and holder not in self._release_failed and owner not in self._releasing:
+        if owner is not None and owner in self._abandoned and holder not in self._release_failed and owner not in self._releasing:
             return self.violation(
                 f"{event.holder} sat out behind the lease of {owner}, which its attempt had left behind "
                 f"({self._abandoned[owner].kind})", self._abandoned[owner], record,

@@ -32,7 +32,8 @@ from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import SessionRow, StoreView
 from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
-from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
+from sim.invariants.base import Invariant, SystemView, Violation, handles
+from sim.invariants.facts import AttemptTable
 
 # Closes a terminal or a hook makes explicitly (#106459), named here rather than read from the store's taxonomy.
 EXPLICIT_CLOSES = frozenset({"tui_close", "cli_close", "webhook_complete"})
@@ -350,7 +351,7 @@ class LateContenderAdopts(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._on_closed: dict[AttemptId, HistoryEvent[LeaseAcquired]] = {}
+        self._on_closed: AttemptTable[AttemptId, HistoryEvent[LeaseAcquired]] = self.facts.table()
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
@@ -368,11 +369,6 @@ class LateContenderAdopts(Invariant):
             f"attempt {event.attempt} took the lease of {acquired.event.session}, already closed by compression, "
             "and went on to summarize it instead of adopting its tip", acquired, record,
         )
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        self._on_closed = forget_process(self._on_closed, event.process, self.system.process_of)
-
 
 Stamp = tuple[str, float | None]  # an explicit close as the row carries it: (end reason, ended at)
 

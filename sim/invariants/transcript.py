@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import sys
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -21,7 +21,6 @@ from contract.events import (
     CompactionFinished,
     CompactionInput,
     CompactionWatermark,
-    CompactionWatermarkFailed,
     Event,
     ExternalRotated,
     FrontendTurnFailed,
@@ -29,8 +28,6 @@ from contract.events import (
     GatewayTurnStarted,
     HostReturned,
     HostStarted,
-    LeaseAcquired,
-    LeaseReleased,
     ProcessCrashed,
     ProcessRestarted,
     SessionAdopted,
@@ -41,7 +38,8 @@ from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import MessageRow, StoreView
 from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
-from sim.invariants.base import AgentView, Invariant, SystemView, Violation, forget_process, handles
+from sim.invariants.base import AgentView, Invariant, SystemView, Violation, handles
+from sim.invariants.facts import AttemptTable
 from sim.invariants.lineage import lineage_roots, session_row
 
 NOT_COMMITTED = ("failed", "error", "unchanged")
@@ -176,101 +174,7 @@ def first_repeated(keys: list[K]) -> tuple[K, int] | None:
     return next((key, count) for key, count in counts.items() if count > 1)
 
 
-class _CommitEffects(Invariant):
-    """A commit whose call raised is indeterminate, not failed: an error reported after COMMIT (a disk error on
-    the way back) leaves the child published or the rows archived although the attempt never said so. Such a
-    commit counts when the store shows it took effect at that moment: its session has a child minted by the
-    attempt's holder, or an active summary row above the attempt's watermark. Invariants that credit commits
-    derive from this class to learn each attempt's holder and watermark.
-
-    A process that dies right after a commit's COMMIT (a crash inside the transaction, after it) never says
-    either way: no `commit.*` and no `compaction.commit_failed` is recorded. Its commit is judged the same way,
-    at the crash, for every attempt of the dead incarnation that still held its lease and had not finished.
-    """
-
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._worker_of: dict[str, AttemptId] = {}  # the worker task -> its attempt
-        self._holders: dict[AttemptId, str] = {}
-        self._watermarks: dict[AttemptId, tuple[SessionId, int]] = {}
-        self._unfinished: dict[AttemptId, SessionId] = {}  # attempts that took a lease, until they finish or lose it
-        self._lost: set[AttemptId] = set()  # attempts whose lease was released or won by another holder before they finished
-
-    @handles(CompactionWatermark)
-    def watermark(self, event: CompactionWatermark, record: HistoryEvent[CompactionWatermark]) -> None:
-        self._capture(event.session, event.attempt, event.watermark)
-
-    @handles(CompactionWatermarkFailed)
-    def watermark_failed(self, event: CompactionWatermarkFailed, record: HistoryEvent[CompactionWatermarkFailed]) -> None:
-        self._capture(event.session, event.attempt, None)
-
-    def _capture(self, session: SessionId, attempt: AttemptId, watermark: int | None) -> None:
-        if watermark is None:  # not captured: the attempt still knew of no row appended after this moment
-            watermark = self.system.store.active_watermark(session)
-        self._watermarks[attempt] = (session, watermark)
-
-    @handles(AttemptClaimed)
-    def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
-        self._worker_of[record.task] = event.attempt
-
-    @handles(LeaseAcquired)
-    def leased(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
-        self._lost_lease(event.session, lambda holder: holder != event.holder)  # a lease has one holder at a time
-        if record.task in self._worker_of:
-            attempt = self._worker_of[record.task]
-            self._holders[attempt] = event.holder
-            self._unfinished[attempt] = event.session
-
-    @handles(LeaseReleased)
-    def released(self, event: LeaseReleased, record: HistoryEvent[LeaseReleased]) -> None:
-        if event.held:
-            self._lost_lease(event.session, lambda holder: holder == event.holder)
-
-    def _lost_lease(self, session: SessionId, lost: Callable[[str], bool]) -> None:
-        """Forget the unfinished attempts on `session` whose holder `lost` the lease (released, or another
-        holder won it): a commit needs its holder's lease, so such an attempt commits no more, and a summary
-        that shows up above its watermark later is another attempt's (a timed-out late worker was credited at
-        its process's crash with the commit of the /compress that ran after it)."""
-        gone = {attempt for attempt, at in self._unfinished.items() if at == session and lost(self._holders[attempt])}
-        self._lost |= gone
-        self._unfinished = {attempt: at for attempt, at in self._unfinished.items() if attempt not in gone}
-
-    @handles(CompactionFinished)
-    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
-        self._unfinished.pop(event.attempt, None)
-
-    def _died_after_commit(self, record: HistoryEvent[Event]) -> list[tuple[SessionId, AttemptId]]:
-        """At a crash: the unfinished attempts, now of a dead holder, whose commit the store shows took effect."""
-        died = [(session, attempt) for attempt, session in self._unfinished.items()
-                if self.system.holder_is_dead(self._holders[attempt])]
-        for _, attempt in died:
-            del self._unfinished[attempt]
-        return [(session, attempt) for session, attempt in died if self._took_effect(session, attempt, record)]
-
-    def _took_effect(self, session: SessionId, attempt: AttemptId, record: HistoryEvent[Event]) -> bool:
-        """Whether the store holds what this attempt's commit writes by the event `record`: a child it minted, or a
-        summary above its watermark written by then.
-
-        Never for an attempt that lost its lease first: its commit cannot take effect, and a summary above its
-        watermark is the commit of the holder after it (a stalled attempt whose commit then failed, lease lost).
-        A summary written after the event is another attempt's: a real run's store is its final state, which
-        holds the commits of the processes that outlived this one."""
-        if attempt in self._lost:
-            return False
-        store = self.system.store
-        holder = self._holders.get(attempt)
-        if holder is not None:
-            minted = "_" + session.minted_child(holder, 0).rsplit("_", 1)[1]  # the holder's digest, whatever the clock
-            if any(child.id.endswith(minted) for child in store.children(session)):
-                return True
-        captured = self._watermarks.get(attempt)
-        if captured is None or captured[0] != session:
-            return False
-        return any(row.is_summary and row.id > captured[1] and row.timestamp <= record.time
-                   for row in store.active_messages(session))
-
-
-class AcknowledgedAppendsSurvive(_CommitEffects):
+class AcknowledgedAppendsSurvive(Invariant):
     name = "acknowledged_appends_survive"
     needs = frozenset({'append.ok', 'turn.persisted', 'commit.archived', 'commit.published', 'compaction.commit_failed'})  # the rest only refines
     races = ("R14", "R12")
@@ -330,7 +234,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
 
     @handles(CompactionCommitFailed)
     def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent[CompactionCommitFailed]) -> None:
-        if self._took_effect(event.session, event.attempt, record):
+        if self.facts.commits.took_effect(event.session, event.attempt, record):
             self._commit(event.session, event.attempt, record)
 
     @handles(CommitPublished)
@@ -339,16 +243,14 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        for session, attempt in self._died_after_commit(record):
+        for session, attempt in self.facts.commits.died_after_commit:
             self._commit(session, attempt, record)
 
     def _commit(self, session: SessionId, attempt: AttemptId, record: HistoryEvent[Event]) -> None:
         """Credit `attempt`'s commit once: a process that dies after the attempt said it committed (a crash inside
         its lease release) must not have that commit credited again at the crash, a later moment at which the
-        copy it cloned onward would be judged against the same commit's watermark."""
-        self._unfinished.pop(attempt, None)
-        captured = self._watermarks.get(attempt)
-        watermark = captured[1] if captured is not None and captured[0] == session else 0
+        copy it cloned onward would be judged against the same commit's watermark (the facts credit it once)."""
+        watermark = self.facts.commits.watermark(attempt, session)
         self._commits.setdefault(session, []).append((record.seq, watermark, self._held_at_start.get(attempt, frozenset())))
 
     def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
@@ -811,10 +713,10 @@ class CommitReachesCaller(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._left: dict[AttemptId, tuple[str, SessionId, HistoryEvent[Event]]] = {}  # attempt -> what its commit left
+        self._left: AttemptTable[AttemptId, tuple[str, SessionId, HistoryEvent[Event]]] = self.facts.table()  # attempt -> what its commit left
         # attempt -> the newer commit that rewrote its session: its attempt and its event
-        self._superseded: dict[AttemptId, tuple[AttemptId, HistoryEvent[Event]]] = {}
-        self._newest_row: dict[AttemptId, int] = {}  # attempt -> the highest row id its commit left live
+        self._superseded: AttemptTable[AttemptId, tuple[AttemptId, HistoryEvent[Event]]] = self.facts.table()
+        self._newest_row: AttemptTable[AttemptId, int] = self.facts.table()  # attempt -> the highest row id its commit left live
         self._saved: dict[str, list[int]] = {}  # agent -> the rows its turns saved, in order
 
     @handles(CommitArchived)
@@ -851,12 +753,6 @@ class CommitReachesCaller(Invariant):
         # a failed store read (an injected fault) leaves the carried rows to the next attempt's re-read
         self._left.pop(event.attempt, None)
         self._superseded.pop(event.attempt, None)
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        self._left = forget_process(self._left, event.process, self.system.process_of)
-        self._superseded = forget_process(self._superseded, event.process, self.system.process_of)
-        self._newest_row = forget_process(self._newest_row, event.process, self.system.process_of)
 
     @handles(HostReturned)
     def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
@@ -947,7 +843,7 @@ class Told:
     record: HistoryEvent[Event]
 
 
-class ToldMessagesKeptOnceInOrder(_CommitEffects):
+class ToldMessagesKeptOnceInOrder(Invariant):
     name = "told_messages_kept_once_in_order"
     needs = frozenset({'turn.persisted', 'frontend.turn_submitted', 'compaction.input', 'commit.archived', 'commit.published',
                        'compaction.commit_failed'})  # the rest only refines
@@ -964,7 +860,7 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
         self._open: dict[str, tuple[str, str]] = {}  # task -> the agent and text of its running turn
         self._replied: dict[str, int] = {}  # task -> where its running turn's told pair sits in `_told`
         self._told: list[Told | None] = []  # None: a pairing retracted
-        self._inputs: dict[AttemptId, set[Key]] = {}
+        self._inputs: AttemptTable[AttemptId, set[Key]] = self.facts.table()
         self._summarized: set[Key] = set()  # what committed compactions had in their input
         self._sent: Counter[str | None] = Counter()  # each text the user typed, by how often they typed it
 
@@ -1006,15 +902,14 @@ class ToldMessagesKeptOnceInOrder(_CommitEffects):
     @handles(CompactionCommitFailed)
     def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent[CompactionCommitFailed]) -> None:
         """A commit that raised after it took effect summarized its input all the same (indeterminate, not failed)."""
-        if self._took_effect(event.session, event.attempt, record):
+        if self.facts.commits.took_effect(event.session, event.attempt, record):
             self._summarized |= self._inputs.pop(event.attempt, set())
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         """A commit the dead process made just before it died summarized its input (it only never said so)."""
-        for _, attempt in self._died_after_commit(record):
+        for _, attempt in self.facts.commits.died_after_commit:
             self._summarized |= self._inputs.pop(attempt, set())
-        self._inputs = forget_process(self._inputs, event.process, self.system.process_of)
 
     def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         store = self.system.store
@@ -1139,7 +1034,7 @@ class HeldRowsAreLive(Invariant):
         self._loaded: dict[str, int] = {}  # agent -> the seq at which it last loaded its transcript from the store
         self._rewritten = -1  # the seq of the last event that may have retired rows (a commit, a crash after one)
         self._written: dict[str, set[int]] = {}  # agent -> the rows the store handed back to its own writes
-        self._read_at: dict[AttemptId, int] = {}  # attempt -> the seq of the store state its outcome's list reflects
+        self._read_at: AttemptTable[AttemptId, int] = self.facts.table()  # attempt -> the seq of the store state its outcome's list reflects
 
     @handles(SessionAdopted)
     def adopted(self, event: SessionAdopted, record: HistoryEvent[SessionAdopted]) -> None:
@@ -1160,8 +1055,6 @@ class HeldRowsAreLive(Invariant):
         self._rewritten = record.seq
         if isinstance(event, (CommitArchived, CommitPublished)):
             self._read_at[event.attempt] = record.seq
-        elif isinstance(event, ProcessCrashed):
-            self._read_at = forget_process(self._read_at, event.process, self.system.process_of)
 
     @handles(TurnPersisted)
     def persisted(self, event: TurnPersisted, record: HistoryEvent[TurnPersisted]) -> Violation | None:
@@ -1279,7 +1172,7 @@ class TurnAppendAllOrNothing(Invariant):
         return None
 
 
-class ReceivedMessageWrittenOnce(_CommitEffects):
+class ReceivedMessageWrittenOnce(Invariant):
     """#104653's promise, past a compaction: a platform message has one row in its conversation, which the gateway's
     receipt write and the turn's flush share (found by its platform message id). Once a committed compaction
     summarized that row (it was in the attempt's input and the commit kept no row of it live), the message is in
@@ -1296,7 +1189,7 @@ class ReceivedMessageWrittenOnce(_CommitEffects):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._inputs: dict[AttemptId, set[str]] = {}  # attempt -> the platform message ids of its input rows
+        self._inputs: AttemptTable[AttemptId, set[str]] = self.facts.table()  # attempt -> the platform message ids of its input rows
         # platform message id -> the attempt whose commit summarized it, and the event by which it had (its commit,
         # or its process's crash after a commit that never said so)
         self._summarized: dict[str, tuple[AttemptId, HistoryEvent[Event]]] = {}
@@ -1318,14 +1211,13 @@ class ReceivedMessageWrittenOnce(_CommitEffects):
 
     @handles(CompactionCommitFailed)
     def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent[CompactionCommitFailed]) -> None:
-        if self._took_effect(event.session, event.attempt, record):
+        if self.facts.commits.took_effect(event.session, event.attempt, record):
             self._summarize(event.attempt, self._head_after(event.session), record)
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        for session, attempt in self._died_after_commit(record):
+        for session, attempt in self.facts.commits.died_after_commit:
             self._summarize(attempt, self._head_after(session), record)
-        self._inputs = forget_process(self._inputs, event.process, self.system.process_of)
 
     def _head_after(self, session: SessionId) -> SessionId:
         """Where a commit that never said so left the transcript: the child it published, else the session."""
@@ -1380,7 +1272,7 @@ class AdoptedTipReachesAgent(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._by_attempt: dict[AttemptId, tuple[list[MessageRow], SessionId, HistoryEvent[Event]]] = {}
+        self._by_attempt: AttemptTable[AttemptId, tuple[list[MessageRow], SessionId, HistoryEvent[Event]]] = self.facts.table()
 
     @handles(SessionAdopted)
     def adopted(self, event: SessionAdopted, record: HistoryEvent[SessionAdopted]) -> None:
@@ -1393,10 +1285,6 @@ class AdoptedTipReachesAgent(Invariant):
         if adopted is None or event.status != "adopted":
             return None
         return self._judge(adopted, record)
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        self._by_attempt = forget_process(self._by_attempt, event.process, self.system.process_of)
 
     def _judge(self, adopted: tuple[list[MessageRow], SessionId, HistoryEvent[Event]], record: HistoryEvent[Event]) -> Violation | None:
         slot = self.slot_of_task(record.task)
