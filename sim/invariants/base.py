@@ -144,6 +144,7 @@ class Invariant:
     needs: ClassVar[frozenset[str] | None] = None
     settings: ClassVar[frozenset[str]] = frozenset()  # the fields of the system's configuration it reads
     holder_names_attempt: ClassVar[bool] = False  # it reads a lease holder's attempt out of the holder id
+    learns: ClassVar[tuple[type[Event], ...]] = ()  # the events of the facts it reads (sim/invariants/facts.py)
     _handlers: ClassVar[dict[type[Event], str]] = {}  # event class -> the name of the method that reads it
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -156,8 +157,8 @@ class Invariant:
 
     @classmethod
     def reads(cls) -> frozenset[str]:
-        """The event kinds it reads (its handlers')."""
-        return frozenset(event.kind for event in cls._handlers)
+        """The event kinds it reads: its handlers', and those of the facts it reads."""
+        return frozenset(event.kind for event in (*cls._handlers, *cls.learns))
 
     @classmethod
     def applicability(cls, emits: frozenset[str], absent: frozenset[str], settings: frozenset[str],

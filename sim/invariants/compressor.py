@@ -38,7 +38,7 @@ from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import CooldownRow
 from sim.invariants.base import Invariant, SystemView, Violation, handles
-from sim.invariants.facts import AttemptSet, AttemptTable, ProcessTable
+from sim.invariants.facts import CRASHES, AttemptSet, AttemptTable, ProcessTable
 
 
 class CompressorClaims:
@@ -593,6 +593,7 @@ STOPPED = (FenceCancelWon, FenceRevoked, HostTimeout, HostUnwind)
 class CurrentAttemptOwnsCompressor(Invariant):
     name = "current_attempt_owns_compressor"
     races = ("R21",)
+    learns = CRASHES
     description = (
         "Only the compressor's current working attempt has its candidate admitted to commit, and that attempt, "
         "while not stopped, is never refused its own success-path cooldown clear (no other attempt removed its cancelled-check)."

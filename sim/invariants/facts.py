@@ -57,6 +57,18 @@ HostGaveUp = HostTimeout | FenceCancelWon | FenceRevoked | HostUnwind
 HOST_GAVE_UP = (HostTimeout, FenceCancelWon, FenceRevoked, HostUnwind)
 
 
+# The events each fact is learnt from. An invariant lists those of the facts it reads in its `learns`: they count
+# among the events it reads, so a target that emits none of them gets it listed as not applicable, as if it had
+# read them itself.
+CRASHES = (ProcessCrashed,)  # crash amnesia, and which processes died
+PRESSES = (FrontendCtrlC,)  # which agent's terminal a hard cancel answers
+HARD_CANCELS = (HardCancelRequested, HardCancelFinished)
+ADMISSIONS = (FenceBeginOk,)
+HOST_WAITS = (HostStarted, HostReturned, HostUnwind)  # which hosts still wait, for which agent
+TURNS = (FrontendTurnSubmitted,)
+COMMITS = (CompactionWatermark, CompactionWatermarkFailed, AttemptClaimed, LeaseAcquired, LeaseReleased, CompactionFinished)
+
+
 def job_attempt(task: str) -> AttemptId | None:
     """The attempt a pooled job's task runs, or None for any other task."""
     return AttemptId(task[len(JOB_TASK):]) if task.startswith(JOB_TASK) else None

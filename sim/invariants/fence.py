@@ -32,7 +32,7 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId
 from sim.invariants.base import Invariant, SystemView, Violation, handles
-from sim.invariants.facts import AttemptTable, job_attempt, summary_attempt
+from sim.invariants.facts import ADMISSIONS, CRASHES, HARD_CANCELS, PRESSES, AttemptTable, job_attempt, summary_attempt
 
 
 class NoCommitAfterCancel(Invariant):
@@ -75,6 +75,7 @@ class HardCancelAbandonsSummary(Invariant):
 
     name = "hard_cancel_abandons_summary"
     races = ("R1",)
+    learns = CRASHES
     description = (
         "An attempt whose fence a hard cancel won while its provider call was in flight stops waiting for the call "
         "at once: the call is abandoned before it ends."
@@ -117,6 +118,7 @@ class NoAdmissionAfterCtrlC(Invariant):
 
     name = "no_admission_after_ctrl_c"
     races = ("R1",)
+    learns = PRESSES + CRASHES
     description = (
         "Once a Ctrl+C is pressed, its agent's active attempt (the newest it started whose host still waits), "
         "unless its commit was already admitted, is never admitted to commit: the stop counts from the press, "
@@ -161,6 +163,7 @@ class CtrlCStopsTheTurnsLaterCompactions(Invariant):
 
     name = "ctrl_c_stops_the_turns_later_compactions"
     races = ("R1",)
+    learns = CRASHES
     description = (
         "A compaction a turn starts after a Ctrl+C was pressed on it (before its fence existed) is never admitted to "
         "commit: the press stopped the turn, and every compaction the turn starts shares its stop."
@@ -254,6 +257,7 @@ class CancelNeverBeatsAdmittedCommit(Invariant):
     name = "cancel_never_beats_admitted_commit"
     holder_names_attempt = True
     races = ("R1", "R6")
+    learns = ADMISSIONS + HARD_CANCELS
     description = (
         "Once an attempt's commit was admitted, no cancel of that attempt wins its fence (a cancel waits out the "
         "commit and loses), and no Ctrl+C frees that attempt's lease as a winning cancel would."

@@ -58,8 +58,20 @@ from contract.history import HistoryEvent, is_of
 from contract.ids import AttemptId, HolderId, SessionId
 from contract.points import HOST_WAIT, STORE_PREFIX
 from sim.invariants.base import Invariant, SystemView, Violation, handles
-from sim.invariants.facts import HOST_GAVE_UP, AttemptSet, AttemptTable, job_attempt, pressing_task, summary_attempt
-from sim.invariants.lineage import JudgesRefusedTurns
+from sim.invariants.facts import (
+    ADMISSIONS,
+    CRASHES,
+    HOST_GAVE_UP,
+    HOST_WAITS,
+    PRESSES,
+    TURNS,
+    AttemptSet,
+    AttemptTable,
+    job_attempt,
+    pressing_task,
+    summary_attempt,
+)
+from sim.invariants.lineage_reads import JudgesRefusedTurns
 
 
 class _IdleSilence(Invariant):
@@ -72,6 +84,8 @@ class _IdleSilence(Invariant):
     which no code of its could spend sooner. So the half-idle allowance is counted from the later of the moment
     the silence reached idle and the end of the host's last stall in this attempt's wait.
     """
+
+    learns = CRASHES
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -245,6 +259,7 @@ class HungCommitReported(Invariant):
     name = "hung_commit_reported"
     settings = frozenset({'commit_overrun_slice_s'})
     races = ("R7",)
+    learns = CRASHES
     description = "A commit still running an overrun slice after its host timed out is reported exactly once, while it hangs."
 
     def __init__(self, system: SystemView) -> None:
@@ -302,6 +317,7 @@ class HungCommitReported(Invariant):
 class StaleJobNeverRuns(Invariant):
     name = "stale_job_never_runs"
     races = ("R8",)
+    learns = CRASHES
     description = "A compression job whose host already gave up never dispatches a summary; one started after that does no work at all."
 
     def __init__(self, system: SystemView) -> None:
@@ -337,6 +353,7 @@ class PoolAdmissionBounded(Invariant):
     name = "pool_admission_bounded"
     settings = frozenset({'pool_cap'})
     races = ("R8",)
+    learns = CRASHES
     description = "A process never has more compression jobs admitted than its pool's cap; past the cap a compression fails fast instead of queueing."
 
     def __init__(self, system: SystemView) -> None:
@@ -372,6 +389,7 @@ class PoolRefusesOnlyWhenFull(Invariant):
     name = "pool_refuses_only_when_full"
     settings = frozenset({'pool_cap'})
     races = ("R8",)
+    learns = CRASHES
     description = (
         "A process's compression pool refuses an attempt only while as many of its attempts as the pool's cap are "
         "in flight (admitted and not yet finished, counted from the history): a pool that refuses below its cap "
@@ -508,6 +526,7 @@ class HardCancelFreesLease(Invariant):
     name = "hard_cancel_frees_lease"
     holder_names_attempt = True
     races = ("R1",)
+    learns = ADMISSIONS + PRESSES + HOST_WAITS + CRASHES
     description = (
         "By the time a Ctrl+C's hard cancel returns, the compaction that Ctrl+C stopped (its agent's active attempt on "
         "that session, the newest it started whose host still waits for it, not yet committing; not another agent's, "
@@ -702,6 +721,7 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
     settings = frozenset({'timeout_cooldown_s'})
     holder_names_attempt = True
     races = ("R2",)
+    learns = ADMISSIONS + PRESSES
     description = (
         "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
         "timeout, and a Ctrl+C pressed while the host waited is a stop even when its cancel lands only after the "
@@ -930,6 +950,7 @@ class FailedCommitBacksOff(_BacksOffAfterFailure):
 class NoProgressAfterGiveUp(Invariant):
     name = "no_progress_after_give_up"
     races = ("R26",)
+    learns = HOST_GAVE_UP + CRASHES
     description = (
         "Once its host has timed it out or cancelled it, an attempt reports no further summary progress (nothing "
         "re-arms \"compression in progress\")."
@@ -946,6 +967,7 @@ class NoProgressAfterGiveUp(Invariant):
 class NoRelabelAfterTerminal(Invariant):
     name = "no_relabel_after_terminal"
     races = ("R26",)
+    learns = CRASHES
     description = (
         "Once the agent's activity label shows an attempt's terminal state (its host timed it out), that attempt "
         "writes no further label: a late worker's heartbeat never shows the agent compressing again."
@@ -1045,6 +1067,7 @@ class CtrlCAbandonsOnlyThePressedTurn(Invariant):
 
     name = "ctrl_c_abandons_only_the_pressed_turn"
     races = ("R1",)
+    learns = TURNS
     description = (
         "A Ctrl+C's grace period abandons only the turn that was running at its press, never one its terminal "
         "accepted after the press (typed while the stopped compaction still unwinds), which runs on to its reply."

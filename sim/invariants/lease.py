@@ -31,7 +31,7 @@ from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from contract.store import StoreView
 from sim.invariants.base import Invariant, SystemView, Violation, handles
-from sim.invariants.facts import AttemptTable, job_attempt
+from sim.invariants.facts import CRASHES, AttemptTable, job_attempt
 
 LEASE_REFUSALS = ("Lease", "Busy", "InProgress")
 RELEASE_POINT = "db.release_lease"  # the store call that frees a lease
@@ -183,6 +183,7 @@ class FailedReleaseRetried(Invariant):
 
     name = "failed_release_retried"
     races = ("R3", "R25")
+    learns = CRASHES
     description = (
         "A lease release that failed while its attempt's worker still ran (a Ctrl+C's or a timed-out host's) is "
         "tried again by the time that worker exits: a failed release is excused, a forgotten one is not."
@@ -217,6 +218,7 @@ class DeadHolderReclaimable(Invariant):
     name = "dead_holder_reclaimable"
     holder_names_attempt = True
     races = ("R24",)
+    learns = CRASHES
     description = "A lease whose holder's process is provably dead never makes another attempt sit out."
 
     @handles(LeaseContended)
@@ -232,6 +234,7 @@ class CancelledAttemptNeverAcquires(Invariant):
     name = "cancelled_attempt_never_acquires"
     holder_names_attempt = True
     races = ("R3",)
+    learns = CRASHES
     description = "An attempt whose fence a cancel has already won never takes the lease."
 
     def __init__(self, system: SystemView) -> None:
@@ -347,6 +350,7 @@ class RetryNeverOverlapsLiveWorker(Invariant):
     settings = frozenset({'lease_ttl_s'})
     holder_names_attempt = True
     races = ("R25",)
+    learns = CRASHES
     description = (
         "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still "
         "runs and its lease has neither been released by the worker itself nor lapsed (its refresher gave up, or a "
@@ -465,6 +469,7 @@ class AbandonedAttemptFreesLease(Invariant):
     name = "abandoned_attempt_frees_lease"
     holder_names_attempt = True
     races = ("R1", "R3", "R25")
+    learns = CRASHES
     description = (
         "No attempt sits out behind the lease of an attempt that has finished (and whose timed-out host, which frees "
         "the lease it was left, has returned), or whose host has returned from an idle timeout on it, unless "

@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from contract.events import CommitPublished, Event, ExternalRotated, FrontendTitleFailed, SessionTitled, SessionTitleIndeterminate
 from contract.history import HistoryEvent
 from sim.invariants.base import Invariant, SystemView, Violation, handles
-from sim.invariants.lineage import lineage_roots, session_row
-from sim.invariants.transcript import live_sessions_by_root
+from sim.invariants.lineage_reads import lineage_roots, live_sessions_by_root, session_row
 from sim.scenario.model import TITLE_SOURCES
 
 

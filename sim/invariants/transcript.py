@@ -36,11 +36,11 @@ from contract.events import (
 from contract.events.turns import transcript_fingerprint
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
-from contract.store import MessageRow, StoreView
+from contract.store import MessageRow
 from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
 from sim.invariants.base import AgentView, Invariant, SystemView, Violation, handles
-from sim.invariants.facts import AttemptTable
-from sim.invariants.lineage import lineage_roots, session_row
+from sim.invariants.facts import COMMITS, CRASHES, AttemptTable
+from sim.invariants.lineage_reads import lineage_roots, live_sessions_by_root
 
 NOT_COMMITTED = ("failed", "error", "unchanged")
 
@@ -66,20 +66,6 @@ def message_payload(message: Mapping[str, Any]) -> Payload:
 def excerpt(content: str | None) -> str:
     """A message's text as a violation quotes it: its start, or None for a message with no text."""
     return repr(content if content is None else content[:40])
-
-
-def live_sessions_by_root(store: StoreView) -> dict[str, list[str]]:
-    """Each lineage's head: its live session(s); a lineage with none (ended on purpose, e.g. a session reset)
-    keeps its transcript in its sessions that were not closed by compression."""
-    heads: dict[str, list[str]] = {}
-    ended: dict[str, list[str]] = {}
-    for sid, root in lineage_roots(store).items():
-        row = session_row(store, sid)
-        if row.ended_at is None:
-            heads.setdefault(root, []).append(sid)
-        elif not row.rotated:
-            ended.setdefault(root, []).append(sid)
-    return {**{root: sids for root, sids in ended.items() if root not in heads}, **heads}
 
 
 class NoDuplicatePersistedTurn(Invariant):
@@ -178,6 +164,7 @@ class AcknowledgedAppendsSurvive(Invariant):
     name = "acknowledged_appends_survive"
     needs = frozenset({'append.ok', 'turn.persisted', 'commit.archived', 'commit.published', 'compaction.commit_failed'})  # the rest only refines
     races = ("R14", "R12")
+    learns = COMMITS
     description = (
         "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one "
         "if ended on purpose), or the first commit on its session after it summarized it under a watermark that "
@@ -702,6 +689,7 @@ class CommitReachesCaller(Invariant):
 
     name = "commit_reaches_caller"
     races = ("R14", "R4")
+    learns = CRASHES
     description = (
         "A committed compaction hands its caller exactly the live transcript its commit left in the session: a "
         "message another writer appended during the summary, which the commit carried after it, is in the agent's "
@@ -848,6 +836,7 @@ class ToldMessagesKeptOnceInOrder(Invariant):
     needs = frozenset({'turn.persisted', 'frontend.turn_submitted', 'compaction.input', 'commit.archived', 'commit.published',
                        'compaction.commit_failed'})  # the rest only refines
     races = ("R10", "R12", "R14")
+    learns = COMMITS
     description = (
         "The user's model of the conversation holds: every message the user was told was saved (a completed turn's "
         "user message and reply, another writer's acknowledged append) is at the end live exactly once in its "
@@ -1182,6 +1171,7 @@ class ReceivedMessageWrittenOnce(Invariant):
 
     name = "received_message_written_once"
     races = ("R10",)
+    learns = COMMITS
     description = (
         "A platform message that a committed compaction summarized (its row was in the attempt's input, and the "
         "commit left no live row of it) is never written live again: the receipt write and the flush share one row."
@@ -1265,6 +1255,7 @@ class AdoptedTipReachesAgent(Invariant):
 
     name = "adopted_tip_reaches_agent"
     races = ("R19",)
+    learns = CRASHES
     description = (
         "An agent whose attempt adopts a compression tip holds every row live in the tip at the adoption, as that "
         "row or as an unsaved message of its own with the same role, text and time."

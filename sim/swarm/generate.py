@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sim.invariants.lineage import FORK_MARKERS
+from sim.invariants.lineage_reads import FORK_MARKERS
 from sim.registry import registry
 from sim.rng import derive_seed
 from sim.scenario.loader import scenario_from_document
