@@ -182,7 +182,14 @@ class Invariant:
 
     def __init__(self, system: SystemView) -> None:
         self.system = system
-        self.facts = RunFacts(system)  # its own, until a set hands every member one shared model of the run
+        self._facts: RunFacts | None = None  # its own, made when first read, unless a set hands it the one it shares
+
+    @property
+    def facts(self) -> RunFacts:
+        """The model of the run it reads (sim/invariants/facts.py)."""
+        if self._facts is None:
+            self._facts = RunFacts(self.system)
+        return self._facts
 
     @classmethod
     def handler_name(cls, event_class: type[Event]) -> str | None:
@@ -198,7 +205,7 @@ class Invariant:
         self.facts.learn(record)
         name = self.handler_name(type(record.event))
         violation: Violation | None = None if name is None else getattr(self, name)(record.event, record)
-        self.facts.settle(record)
+        self.facts.settle(record, (self,))
         return violation
 
     def slot_of_task(self, task: str) -> AgentSlotView | None:
@@ -245,13 +252,9 @@ class InvariantSet:
 
     def __init__(self, invariants: Iterable[Invariant]) -> None:
         self.invariants = list(invariants)
-        self.facts: RunFacts | None = None  # the one model of the run they all read (none for no invariants)
+        self.facts = RunFacts(self.invariants[0].system) if self.invariants else None  # the one model of the run they read
         for invariant in self.invariants:
-            if self.facts is None:
-                self.facts = invariant.facts
-            else:
-                self.facts.adopt(invariant.facts)
-                invariant.facts = self.facts
+            invariant._facts = self.facts
         self._plan = self._plans.setdefault(tuple(type(invariant) for invariant in self.invariants), {})
         self._routes: dict[type[Event], list[Handler]] = {}
         self._off: set[int] = set()  # positions of the invariants whose check raised
@@ -282,7 +285,7 @@ class InvariantSet:
                 violation = self._turn_off(handler.__self__, error, record)
             if violation is not None:
                 violations.append(violation)
-        self.facts.settle(record)
+        self.facts.settle(record, self.invariants)
         return violations
 
     def at_start(self) -> None:

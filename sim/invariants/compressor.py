@@ -602,10 +602,10 @@ class CurrentAttemptOwnsCompressor(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         # a restarted process has a new compressor and numbers its attempts from 1 again
-        self._generation: AttemptTable[AttemptId, int] = self.facts.table()  # attempt -> its claimed generation
+        self._generation: AttemptTable[AttemptId, int] = AttemptTable()  # attempt -> its claimed generation
         # incarnation -> the newest generation that started its summary
-        self._working: ProcessTable[tuple[int, HistoryEvent[CompactionSummaryStarted]]] = self.facts.process_table()
-        self._stopped: AttemptSet = self.facts.attempt_set()
+        self._working: ProcessTable[tuple[int, HistoryEvent[CompactionSummaryStarted]]] = ProcessTable()
+        self._stopped: AttemptSet = AttemptSet()
 
     @handles(AttemptClaimed)
     def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:

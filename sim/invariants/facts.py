@@ -8,13 +8,13 @@ is its own to judge.
 
 Crash amnesia is applied here, once: a crashed process's attempts run no more, and a restart numbers its
 attempts from 1 again, so they are forgotten, in the facts and in every table an invariant keeps by attempt
-(`table`, `attempt_set`), once every invariant has judged the crash (a check that judges the crash still sees what the dead
+(an `AttemptTable`, `AttemptSet` or `ProcessTable`), once every invariant has judged the crash (a check that judges the crash still sees what the dead
 process had).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -117,7 +117,7 @@ def _incarnation_of(key: str) -> str | None:
 
 class AttemptTable(dict[K, V]):
     """What an invariant keeps per attempt (or per lease holder, which names its attempt), cleared of a crashed
-    process's attempts by the facts that made it (`RunFacts.table`)."""
+    process's attempts by the facts once the crash is judged (`RunFacts.settle`)."""
 
     def forget(self, dead: Callable[[str], bool]) -> None:
         """Drop the keys of the incarnations `dead` names."""
@@ -152,16 +152,6 @@ class RunFacts:
         self.latest_turn: dict[str, str] = {}  # agent -> the task of its terminal's latest turn
         self._crashes: dict[tuple[int, str | None], HistoryEvent[ProcessCrashed]] = {}  # (pid, start) -> its crash
         self._commits = CommitEffects(system)
-        self._tables: list[AttemptTable[Any, Any] | AttemptSet | ProcessTable[Any]] = []
-        self._learn: dict[type[Event], Callable[[Any, Any], None]] = {
-            HostStarted: self._host_started, HostReturned: self._host_returned, HostUnwind: self._host_unwound,
-            HostTimeout: self._given_up, FenceCancelWon: self._given_up, FenceRevoked: self._given_up,
-            FenceBeginOk: self._admitted, FrontendCtrlC: self._pressed, HardCancelRequested: self._hard_cancel,
-            HardCancelFinished: self._hard_cancel_returned, FrontendTurnSubmitted: self._turn_submitted,
-            ProcessCrashed: self._crashed,
-        }
-        for event_class, learn in self._commits.learners().items():
-            self._learn[event_class] = _both(self._learn[event_class], learn) if event_class in self._learn else learn
 
     @property
     def commits(self) -> CommitEffects:
@@ -178,37 +168,14 @@ class RunFacts:
             known = self.attempts[attempt] = Attempt(attempt)
         return known
 
-    def table(self) -> AttemptTable[K, V]:
-        """A new table by attempt (or lease holder) that these facts clear of a crashed process's attempts."""
-        table: AttemptTable[K, V] = AttemptTable()
-        self._tables.append(table)
-        return table
-
-    def process_table(self) -> ProcessTable[V]:
-        """A new table by process incarnation that these facts clear of a crashed process's incarnations."""
-        table: ProcessTable[V] = ProcessTable()
-        self._tables.append(table)
-        return table
-
-    def attempt_set(self) -> AttemptSet:
-        """A new set of attempts that these facts clear of a crashed process's attempts."""
-        marked = AttemptSet()
-        self._tables.append(marked)
-        return marked
-
-    def adopt(self, other: RunFacts) -> None:
-        """Take over the tables kept by `other`'s invariants, which read these facts from now on."""
-        self._tables.extend(other._tables)
-        other._tables = []
-
     def learn(self, record: HistoryEvent[Event]) -> None:
         """Take in one event, before any invariant judges it."""
-        learn = self._learn.get(type(record.event))
-        if learn is not None:
-            learn(record.event, record)
+        for learn in _LEARNERS.get(type(record.event), ()):
+            learn(self, record.event, record)
 
-    def settle(self, record: HistoryEvent[Event]) -> None:
-        """Once every invariant has judged `record`: a crash's amnesia."""
+    def settle(self, record: HistoryEvent[Event], invariants: Iterable[object]) -> None:
+        """Once every invariant has judged `record`: a crash's amnesia, here and in every table by attempt or by
+        process incarnation the invariants hold."""
         if not isinstance(record.event, ProcessCrashed):
             return
         process = record.event.process
@@ -218,8 +185,10 @@ class RunFacts:
 
         self.attempts = {attempt: known for attempt, known in self.attempts.items() if not dead(attempt.process)}
         self.waiting = {attempt: known for attempt, known in self.waiting.items() if not dead(attempt.process)}
-        for table in self._tables:
-            table.forget(dead)
+        for invariant in invariants:
+            for table in vars(invariant).values():
+                if isinstance(table, (AttemptTable, AttemptSet, ProcessTable)):
+                    table.forget(dead)
 
     def crash_of(self, holder: HolderId) -> HistoryEvent[ProcessCrashed] | None:
         """The crash of the holder's process: same pid, and the same start where both name one.
@@ -268,14 +237,6 @@ class RunFacts:
         self._crashes.setdefault((event.pid, None if event.start is None else str(event.start)), record)
 
 
-def _both(first: Callable[[Any, Any], None], second: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
-    def learn(event: Any, record: Any) -> None:
-        first(event, record)
-        second(event, record)
-
-    return learn
-
-
 class CommitEffects:
     """Which commits took effect, told or not.
 
@@ -298,14 +259,6 @@ class CommitEffects:
         self._unfinished: dict[AttemptId, SessionId] = {}  # attempts that took a lease, until they finish, commit or lose it
         self._lost: set[AttemptId] = set()  # attempts whose lease was released or won by another holder before they finished
         self.died_after_commit: list[tuple[SessionId, AttemptId]] = []  # at the latest crash
-
-    def learners(self) -> dict[type[Event], Callable[[Any, Any], None]]:
-        return {
-            CompactionWatermark: self._watermark, CompactionWatermarkFailed: self._watermark, AttemptClaimed: self._claimed,
-            LeaseAcquired: self._leased, LeaseReleased: self._released, CompactionFinished: self._finished,
-            CommitArchived: self._committed, CommitPublished: self._committed, CompactionCommitFailed: self._commit_failed,
-            ProcessCrashed: self._crashed,
-        }
 
     def watermark(self, attempt: AttemptId, session: SessionId) -> int:
         """The watermark `attempt` captured on `session` (0: none captured there)."""
@@ -379,3 +332,25 @@ class CommitEffects:
         for _, attempt in died:
             del self._unfinished[attempt]
         self.died_after_commit = [(session, attempt) for session, attempt in died if self.took_effect(session, attempt, record)]
+
+
+Learner = Callable[[RunFacts, Any, Any], None]  # takes in one event (and its record) of the class it is filed under
+
+
+def _of_commits(learn: Callable[[CommitEffects, Any, Any], None]) -> Learner:
+    return lambda facts, event, record: learn(facts.commits, event, record)
+
+
+# What each event class teaches the facts, in order (worked out once: a run builds a RunFacts per invariant).
+_LEARNERS: dict[type[Event], tuple[Learner, ...]] = {
+    HostStarted: (RunFacts._host_started,), HostReturned: (RunFacts._host_returned,), HostUnwind: (RunFacts._host_unwound,),
+    HostTimeout: (RunFacts._given_up,), FenceCancelWon: (RunFacts._given_up,), FenceRevoked: (RunFacts._given_up,),
+    FenceBeginOk: (RunFacts._admitted,), FrontendCtrlC: (RunFacts._pressed,), HardCancelRequested: (RunFacts._hard_cancel,),
+    HardCancelFinished: (RunFacts._hard_cancel_returned,), FrontendTurnSubmitted: (RunFacts._turn_submitted,),
+    ProcessCrashed: (RunFacts._crashed, _of_commits(CommitEffects._crashed)),
+    CompactionWatermark: (_of_commits(CommitEffects._watermark),), CompactionWatermarkFailed: (_of_commits(CommitEffects._watermark),),
+    AttemptClaimed: (_of_commits(CommitEffects._claimed),), LeaseAcquired: (_of_commits(CommitEffects._leased),),
+    LeaseReleased: (_of_commits(CommitEffects._released),), CompactionFinished: (_of_commits(CommitEffects._finished),),
+    CommitArchived: (_of_commits(CommitEffects._committed),), CommitPublished: (_of_commits(CommitEffects._committed),),
+    CompactionCommitFailed: (_of_commits(CommitEffects._commit_failed),),
+}

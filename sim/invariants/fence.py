@@ -83,7 +83,7 @@ class HardCancelAbandonsSummary(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._hard: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # hard-cancelled attempt -> the cancel
+        self._hard: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # hard-cancelled attempt -> the cancel
         self._abandoned: set[str] = set()  # summary tasks their attempt stopped waiting for
 
     @handles(FenceCancelWon)
@@ -127,8 +127,8 @@ class NoAdmissionAfterCtrlC(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._caller: AttemptTable[AttemptId, str] = self.facts.table()  # attempts whose host has not returned -> their agent
-        self._stopped: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # attempt -> the Ctrl+C that stopped it before admission
+        self._caller: AttemptTable[AttemptId, str] = AttemptTable()  # attempts whose host has not returned -> their agent
+        self._stopped: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # attempt -> the Ctrl+C that stopped it before admission
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
@@ -172,7 +172,7 @@ class CtrlCStopsTheTurnsLaterCompactions(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._pressed: dict[str, HistoryEvent[Event]] = {}  # the task of a turn a Ctrl+C was pressed on -> the press
-        self._stopped: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # an attempt such a turn started later -> the press
+        self._stopped: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # an attempt such a turn started later -> the press
 
     @handles(FrontendTurnSubmitted)
     def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent[FrontendTurnSubmitted]) -> None:

@@ -89,8 +89,8 @@ class _IdleSilence(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._last_sign: AttemptTable[AttemptId, float] = self.facts.table()  # attempt -> when its host started it, or its last progress tick
-        self._host_of: AttemptTable[AttemptId, str] = self.facts.table()  # attempt -> the task its host waits in
+        self._last_sign: AttemptTable[AttemptId, float] = AttemptTable()  # attempt -> when its host started it, or its last progress tick
+        self._host_of: AttemptTable[AttemptId, str] = AttemptTable()  # attempt -> the task its host waits in
         self._host_resumes: dict[str, float] = {}  # host task -> when its last stall in its current wait ends
 
     @handles(HostStarted)
@@ -264,7 +264,7 @@ class HungCommitReported(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._admitted: AttemptSet = self.facts.attempt_set()  # admitted commits not yet finished
+        self._admitted: AttemptSet = AttemptSet()  # admitted commits not yet finished
         self._timed_out: dict[AttemptId, HistoryEvent[Event]] = {}
         self._reported: dict[AttemptId, HistoryEvent[Event]] = {}
 
@@ -322,8 +322,8 @@ class StaleJobNeverRuns(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._given_up: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()
-        self._started_stale: AttemptSet = self.facts.attempt_set()
+        self._given_up: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()
+        self._started_stale: AttemptSet = AttemptSet()
 
     @handles(HostTimeout, FenceCancelWon, HostUnwind)
     def given_up(self, event: HostTimeout | FenceCancelWon | HostUnwind, record: HistoryEvent[HostTimeout | FenceCancelWon | HostUnwind]) -> None:
@@ -358,7 +358,7 @@ class PoolAdmissionBounded(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._jobs: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # the running jobs
+        self._jobs: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # the running jobs
 
     @handles(TaskSpawn)
     def spawned(self, event: TaskSpawn, record: HistoryEvent[TaskSpawn]) -> Violation | None:
@@ -398,7 +398,7 @@ class PoolRefusesOnlyWhenFull(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._in_flight: AttemptSet = self.facts.attempt_set()  # the admitted, unfinished attempts
+        self._in_flight: AttemptSet = AttemptSet()  # the admitted, unfinished attempts
         self._starting: dict[str, AttemptId] = {}  # host task -> the attempt it started last
 
     @handles(HostStarted)
@@ -537,7 +537,7 @@ class HardCancelFreesLease(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._holding: AttemptTable[AttemptId, tuple[HolderId, HistoryEvent[Event]]] = self.facts.table()  # each attempt's own lease, while held
+        self._holding: AttemptTable[AttemptId, tuple[HolderId, HistoryEvent[Event]]] = AttemptTable()  # each attempt's own lease, while held
         self._stopped: dict[str, dict[AttemptId, HistoryEvent[Event]]] = {}  # pressing task -> attempts it stopped -> request
 
     @handles(LeaseAcquired)
@@ -975,7 +975,7 @@ class NoRelabelAfterTerminal(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._terminal: AttemptTable[AttemptId, HistoryEvent[ActivityLabeled]] = self.facts.table()
+        self._terminal: AttemptTable[AttemptId, HistoryEvent[ActivityLabeled]] = AttemptTable()
 
     @handles(ActivityLabeled)
     def labeled(self, event: ActivityLabeled, record: HistoryEvent[ActivityLabeled]) -> Violation | None:

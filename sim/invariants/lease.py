@@ -191,7 +191,7 @@ class FailedReleaseRetried(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._failed: AttemptTable[AttemptId, HistoryEvent[LeaseReleaseFailed]] = self.facts.table()  # attempt -> its lease's failed release, not yet retried
+        self._failed: AttemptTable[AttemptId, HistoryEvent[LeaseReleaseFailed]] = AttemptTable()  # attempt -> its lease's failed release, not yet retried
 
     @handles(LeaseReleaseFailed)
     def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent[LeaseReleaseFailed]) -> None:
@@ -239,7 +239,7 @@ class CancelledAttemptNeverAcquires(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._cancelled: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()
+        self._cancelled: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()
 
     @handles(FenceCancelWon)
     def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> None:
@@ -361,7 +361,7 @@ class RetryNeverOverlapsLiveWorker(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
-        self._live: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # attempt -> its ceiling timeout, until its worker has finished
+        self._live: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # attempt -> its ceiling timeout, until its worker has finished
         self._renewed: dict[AttemptId | None, float] = {}  # attempt -> when it last acquired or refreshed its lease
         self._hard_stopped: set[AttemptId] = set()  # attempts whose fence a Ctrl+C's hard cancel won
         self._host_returned: set[AttemptId] = set()  # attempts whose host has returned: a Ctrl+C no longer stops them
@@ -481,16 +481,16 @@ class AbandonedAttemptFreesLease(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._idle_timeouts: set[AttemptId] = set()
-        self._host_timed_out: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # attempt -> its host's timeout, until the host returns
-        self._finished: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # attempt -> its finish, while its timed-out host has not returned
-        self._abandoned: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # attempt -> the event after which it holds nothing
+        self._host_timed_out: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # attempt -> its host's timeout, until the host returns
+        self._finished: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # attempt -> its finish, while its timed-out host has not returned
+        self._abandoned: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # attempt -> the event after which it holds nothing
         self._release_failed: set[HolderId] = set()  # holders whose release raised: their row may stay until its TTL
-        self._set_up: AttemptTable[AttemptId, HolderId] = self.facts.table()  # attempts past their lease setup, still holding their lease
-        self._revoked: AttemptTable[HolderId, HistoryEvent[Event]] = self.facts.table()  # such a lease whose unwinding host revoked it with the lock free
-        self._sat_out: AttemptTable[HolderId, HistoryEvent[LeaseContended]] = self.facts.table()  # the first sit-out behind a revoked lease, until its release
+        self._set_up: AttemptTable[AttemptId, HolderId] = AttemptTable()  # attempts past their lease setup, still holding their lease
+        self._revoked: AttemptTable[HolderId, HistoryEvent[Event]] = AttemptTable()  # such a lease whose unwinding host revoked it with the lock free
+        self._sat_out: AttemptTable[HolderId, HistoryEvent[LeaseContended]] = AttemptTable()  # the first sit-out behind a revoked lease, until its release
         self._release_held_up: set[HolderId] = set()  # revoked leases whose host's release the store held up
-        self._acquired: AttemptTable[AttemptId, HolderId] = self.facts.table()  # attempts in their lease setup, the lease won
-        self._releasing: AttemptTable[AttemptId, HistoryEvent[Event]] = self.facts.table()  # attempts whose worker's release the store holds up
+        self._acquired: AttemptTable[AttemptId, HolderId] = AttemptTable()  # attempts in their lease setup, the lease won
+        self._releasing: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # attempts whose worker's release the store holds up
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent[HostTimeout]) -> None:

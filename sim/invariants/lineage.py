@@ -275,7 +275,7 @@ class LateContenderAdopts(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._on_closed: AttemptTable[AttemptId, HistoryEvent[LeaseAcquired]] = self.facts.table()
+        self._on_closed: AttemptTable[AttemptId, HistoryEvent[LeaseAcquired]] = AttemptTable()
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:

@@ -701,10 +701,10 @@ class CommitReachesCaller(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._left: AttemptTable[AttemptId, tuple[str, SessionId, HistoryEvent[Event]]] = self.facts.table()  # attempt -> what its commit left
+        self._left: AttemptTable[AttemptId, tuple[str, SessionId, HistoryEvent[Event]]] = AttemptTable()  # attempt -> what its commit left
         # attempt -> the newer commit that rewrote its session: its attempt and its event
-        self._superseded: AttemptTable[AttemptId, tuple[AttemptId, HistoryEvent[Event]]] = self.facts.table()
-        self._newest_row: AttemptTable[AttemptId, int] = self.facts.table()  # attempt -> the highest row id its commit left live
+        self._superseded: AttemptTable[AttemptId, tuple[AttemptId, HistoryEvent[Event]]] = AttemptTable()
+        self._newest_row: AttemptTable[AttemptId, int] = AttemptTable()  # attempt -> the highest row id its commit left live
         self._saved: dict[str, list[int]] = {}  # agent -> the rows its turns saved, in order
 
     @handles(CommitArchived)
@@ -849,7 +849,7 @@ class ToldMessagesKeptOnceInOrder(Invariant):
         self._open: dict[str, tuple[str, str]] = {}  # task -> the agent and text of its running turn
         self._replied: dict[str, int] = {}  # task -> where its running turn's told pair sits in `_told`
         self._told: list[Told | None] = []  # None: a pairing retracted
-        self._inputs: AttemptTable[AttemptId, set[Key]] = self.facts.table()
+        self._inputs: AttemptTable[AttemptId, set[Key]] = AttemptTable()
         self._summarized: set[Key] = set()  # what committed compactions had in their input
         self._sent: Counter[str | None] = Counter()  # each text the user typed, by how often they typed it
 
@@ -1023,7 +1023,7 @@ class HeldRowsAreLive(Invariant):
         self._loaded: dict[str, int] = {}  # agent -> the seq at which it last loaded its transcript from the store
         self._rewritten = -1  # the seq of the last event that may have retired rows (a commit, a crash after one)
         self._written: dict[str, set[int]] = {}  # agent -> the rows the store handed back to its own writes
-        self._read_at: AttemptTable[AttemptId, int] = self.facts.table()  # attempt -> the seq of the store state its outcome's list reflects
+        self._read_at: AttemptTable[AttemptId, int] = AttemptTable()  # attempt -> the seq of the store state its outcome's list reflects
 
     @handles(SessionAdopted)
     def adopted(self, event: SessionAdopted, record: HistoryEvent[SessionAdopted]) -> None:
@@ -1179,7 +1179,7 @@ class ReceivedMessageWrittenOnce(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._inputs: AttemptTable[AttemptId, set[str]] = self.facts.table()  # attempt -> the platform message ids of its input rows
+        self._inputs: AttemptTable[AttemptId, set[str]] = AttemptTable()  # attempt -> the platform message ids of its input rows
         # platform message id -> the attempt whose commit summarized it, and the event by which it had (its commit,
         # or its process's crash after a commit that never said so)
         self._summarized: dict[str, tuple[AttemptId, HistoryEvent[Event]]] = {}
@@ -1263,7 +1263,7 @@ class AdoptedTipReachesAgent(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._by_attempt: AttemptTable[AttemptId, tuple[list[MessageRow], SessionId, HistoryEvent[Event]]] = self.facts.table()
+        self._by_attempt: AttemptTable[AttemptId, tuple[list[MessageRow], SessionId, HistoryEvent[Event]]] = AttemptTable()
 
     @handles(SessionAdopted)
     def adopted(self, event: SessionAdopted, record: HistoryEvent[SessionAdopted]) -> None:
