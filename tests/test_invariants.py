@@ -95,6 +95,7 @@ from reference.config import CompactionConfig
 from reference.store import SessionStore
 from sim.invariants import INVARIANTS, Invariant, InvariantSet
 from sim.invariants.base import handles
+from sim.invariants.facts import AttemptSet
 from sim.invariants.transcript import NoDuplicatePersistedTurn
 from sim.registry import registry
 from sim.scenario.loader import load_scenario
@@ -1930,3 +1931,47 @@ def test_an_auto_reset_is_judged_by_the_attempt_its_turn_decided_on():
                           E(finished(A2, "unchanged", "ineffective"), 5, "w2"), E(RESET, 9, "turn")]
     assert check("no_false_auto_reset", decided_on_a_block) == [
         "s was auto-reset though its last compression was unchanged (cooldown), not exhausted"]
+
+
+class _RemembersAttempts(Invariant):
+    """Marks each attempt whose host started, and notes at a crash which of them it still held."""
+
+    name = "remembers_attempts"
+    learns = (ProcessCrashed,)
+
+    def __init__(self, system: Any) -> None:
+        super().__init__(system)
+        self.started: AttemptSet = AttemptSet()
+        self.held_at_crash: set[AttemptId] = set()
+
+    @handles(HostStarted)
+    def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self.started.add(event.attempt)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self.held_at_crash = set(self.started)
+
+
+def test_a_crash_is_judged_with_what_the_dead_process_had_then_forgotten_once():
+    """The facts apply a crash's amnesia after every invariant judged the crash, to their own attempts and to the
+    tables the invariants keep by attempt; the other process's attempts stay."""
+    lone, shared, other = _RemembersAttempts(FakeSystem()), _RemembersAttempts(FakeSystem()), _Counts(FakeSystem())
+    invariants = InvariantSet([shared, other])
+    history = [HistoryEvent(0, 0.0, "t", HostStarted(attempt=A1, session=S, mode="automatic")),
+               HistoryEvent(1, 0.0, "t", HostStarted(attempt=P2_A1, session=S, mode="automatic")),
+               HistoryEvent(2, 1.0, "t", FenceBeginOk(attempt=A1)),
+               HistoryEvent(3, 2.0, "t", ProcessCrashed(process="p1", pid=100))]
+    for record in history:
+        assert lone.on_event(record) is None and invariants.on_event(record) == []
+    for invariant in (lone, shared):
+        assert invariant.held_at_crash == {A1, P2_A1} and invariant.started == {P2_A1}
+        assert invariant.facts.attempt(A1).admitted is None and P2_A1 in invariant.facts.waiting
+    assert shared.facts is other.facts is invariants.facts and lone.facts is not shared.facts
+
+
+def test_the_events_of_the_facts_an_invariant_reads_count_among_its_reads():
+    """A target that does not emit what a fact is learnt from gets the invariant listed as not applicable."""
+    assert "process.crashed" in _RemembersAttempts.reads()
+    assert _RemembersAttempts.applicability(frozenset({"host.started"}), frozenset(), frozenset(), True) == (
+        "needs process.crashed, which the target does not emit")

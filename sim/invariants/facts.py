@@ -7,9 +7,9 @@ said so: these are facts of the run, kept here once. An invariant reads them as 
 is its own to judge.
 
 Crash amnesia is applied here, once: a crashed process's attempts run no more, and a restart numbers its
-attempts from 1 again, so they are forgotten, in the facts and in every table an invariant keeps by attempt
-(an `AttemptTable`, `AttemptSet` or `ProcessTable`), once every invariant has judged the crash (a check that judges the crash still sees what the dead
-process had).
+attempts from 1 again, so they are forgotten, in the facts and in every table an invariant keeps by attempt (an
+`AttemptTable`, `AttemptSet` or `ProcessTable`), once every invariant has judged the crash (a check that judges the
+crash still sees what the dead process had).
 """
 
 from __future__ import annotations
@@ -151,11 +151,7 @@ class RunFacts:
         self._pressed_by: dict[str, str] = {}  # the task that pressed Ctrl+C -> its agent, until its hard cancel
         self.latest_turn: dict[str, str] = {}  # agent -> the task of its terminal's latest turn
         self._crashes: dict[tuple[int, str | None], HistoryEvent[ProcessCrashed]] = {}  # (pid, start) -> its crash
-        self._commits = CommitEffects(system)
-
-    @property
-    def commits(self) -> CommitEffects:
-        return self._commits
+        self.commits = CommitEffects(system)
 
     def attempt(self, attempt: AttemptId | None) -> Attempt:
         """What is known of `attempt` (nothing yet: an empty record, not kept)."""
