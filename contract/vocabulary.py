@@ -36,3 +36,9 @@ DELIBERATE_END_REASONS = frozenset({
 # Explicit closes (a terminal's or a hook's, hermes #106459): refused by publication, cleared only by a turn on
 # the session that the host still routes.
 EXPLICIT_CLOSE_REASONS = frozenset({"tui_close", "cli_close", "webhook_complete"})
+
+# Task names: the reference names a task after the work it runs, and the oracle reads whose work a step is from
+# the name, so the prefixes are shared data like the end reasons.
+JOB_TASK = "compress:"  # the pooled job that runs an attempt: `compress:<attempt>`
+SUMMARY_TASK = "summary:"  # an attempt's provider call: `summary:<attempt>`
+GRACE_TASK = "grace:"  # a Ctrl+C's grace period: `grace:<the task that pressed it>`

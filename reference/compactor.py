@@ -40,6 +40,7 @@ from contract.events import (
 from contract.ids import SessionId
 from contract.points import COMPACTOR_AFTER_SUMMARY, COMPACTOR_BEFORE_BEGIN_COMMIT, COMPACTOR_BEFORE_PARENT_FLUSH, COMPACTOR_STATIC_FALLBACK
 from contract.runtime import EventLike, Runtime
+from contract.vocabulary import SUMMARY_TASK
 from reference.activity import Heartbeat
 from reference.attempt import Compressor, CompressorState
 from reference.config import CompactionConfig
@@ -418,7 +419,7 @@ class Attempt:
             self._fence.set_interrupt_scope(scope)
             try:
                 summary = await d.rt.run_isolated(
-                    d.provider.summarize, messages, self._on_progress, name=f"summary:{self.attempt}"
+                    d.provider.summarize, messages, self._on_progress, name=f"{SUMMARY_TASK}{self.attempt}"
                 )
             except ProviderError:
                 raise

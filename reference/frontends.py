@@ -22,9 +22,8 @@ from contract.events import (
     GatewayTurnStarted,
 )
 from contract.runtime import Runtime
+from contract.vocabulary import GRACE_TASK
 from reference.agent import Agent, TurnResult
-
-GRACE_TASK = "grace:"  # a Ctrl+C's grace period runs in a task named after the task that pressed it
 
 
 class CliFrontend:

@@ -11,6 +11,7 @@ from contract.events import HostCommitOverrun, HostLeaseRetained, HostTimeout, H
 from contract.ids import SessionId
 from contract.points import HOST_WAIT
 from contract.runtime import Runtime
+from contract.vocabulary import JOB_TASK
 from reference.activity import TIMED_OUT, write_label
 from reference.compactor import CompactionJob, Outcome
 from reference.config import CompactionConfig
@@ -63,7 +64,7 @@ class HostWait:
         return outcome
 
     async def _launch(self) -> None:
-        await self._rt.run_isolated(self._job.run, name=f"compress:{self._fence.attempt}")
+        await self._rt.run_isolated(self._job.run, name=f"{JOB_TASK}{self._fence.attempt}")
 
     async def _wait_within_budget(self) -> str | None:
         """Wait for the job; the idle budget is charged from the last progress, not from the slice start."""

@@ -44,13 +44,11 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
+from contract.vocabulary import GRACE_TASK, JOB_TASK, SUMMARY_TASK
 
 if TYPE_CHECKING:
     from sim.invariants.base import SystemView
 
-JOB_TASK = "compress:"  # the pooled job's task is named after its attempt
-SUMMARY_TASK = "summary:"  # an attempt's provider call runs in a task named after the attempt
-GRACE_TASK = "grace:"  # a Ctrl+C's grace period runs in a task named after the task that pressed it
 
 # Ways a host stops waiting for an attempt: from then on the attempt is a zombie to the host.
 HostGaveUp = HostTimeout | FenceCancelWon | FenceRevoked | HostUnwind
