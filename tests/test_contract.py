@@ -19,7 +19,7 @@ from contract.events import BY_KIND, LeaseAcquired, RealStoreBusyFired, SessionA
 from contract.events.base import layout, trace
 from contract.ids import AttemptId, HolderId, SessionId
 from reference.store import SessionStore
-from sim.registry import registry, store_operations
+from sim.scenario.names import registry, store_operations
 
 ROOT = Path(__file__).resolve().parent.parent
 RACE = re.compile(r"R([1-9]|1[0-9]|2[0-6])")
@@ -146,7 +146,7 @@ ALLOWED = {
     "reference": {"contract"},
     "faults": {"contract", "reference"},
     # A released program's adapter is driven by the harness and judged by the oracle: it builds on all of them,
-    # and only sim's target registry reaches it, by name (sim/targets.py).
+    # and only sim's target registry reaches it, by name (sim/scenario/targets.py).
     "targets": {"contract", "faults", "sim"},
 }
 
@@ -172,7 +172,7 @@ def test_packages_import_only_what_lies_beneath_them(package):
 # In sim, the harness that builds the system and the registry of names reach into the reference and the faults;
 # so does the command line, which checks which `reference` an overlay imported and lists the fault kinds, and
 # the harness of the real run, which starts the reference's workers and reads the store they leave.
-HARNESS = ("sim/scenario/", "sim/registry.py", "sim/cli/", "sim/stress/")
+HARNESS = ("sim/scenario/", "sim/scenario/names.py", "sim/cli/", "sim/stress/")
 
 
 def test_in_sim_only_the_harness_imports_the_reference_and_the_faults():

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from support import ROOT, checkout_env, run_cli
 
-from sim import targets
-from sim.registry import reference_points, registry
-from sim.scenario.errors import ScenarioError
+from sim.scenario import targets
+from sim.scenario.names import reference_points, registry
+from sim.scenario.scenario_error import ScenarioError
 from sim.swarm.generate import generate
-from sim.swarm.loader import load_workload, load_workloads
+from sim.swarm.workload_loader import load_workload, load_workloads
 
 RELEASE = "hermes==0.19.0"
 CATALOGUE = ROOT / "scenarios" / "swarm"

@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sim.coverage_map import CoverageMap, obtain
-from sim.mutants import StaleMutant, load_mutants
-from sim.mutate import MutantResult, kill_matrix
+from sim.mutation.coverage_map import CoverageMap, obtain
+from sim.mutation.kill_matrix import MutantResult, kill_matrix
+from sim.mutation.mutants import StaleMutant, load_mutants
 
 
 def bench_mutate(scenarios: Sequence[Any], mutants: Sequence[str], *, jobs: int, out: Path,

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sim import stopping, targets
 from sim.cli.common import (
     DEFAULT_OUT,
     EXIT_OK,
@@ -26,21 +25,23 @@ from sim.cli.common import (
 )
 from sim.cli.explore import parse_shard
 from sim.cli.progress import Progress, Throttled
+from sim.core import stopping
+from sim.scenario import targets
 
 SHRINK_LIMIT_S = 10.0
 
 
 def default_workloads() -> str:
-    from sim.catalogue import SCENARIOS_DIR
+    from sim.scenario.catalogue import SCENARIOS_DIR
 
     return str(Path(SCENARIOS_DIR) / "swarm")
 
 
 def _swarm(args: argparse.Namespace) -> int:
     """Run the campaign's shard; exit 1 if a run broke an invariant or an expected coverage mark was missed."""
-    from sim.registry import registry
+    from sim.scenario.names import registry
     from sim.swarm.campaign import campaign
-    from sim.swarm.loader import load_workloads
+    from sim.swarm.workload_loader import load_workloads
 
     paths = args.paths or [default_workloads()]
     missing = [path for path in paths if not Path(path).exists()]
@@ -130,7 +131,7 @@ def _export(workload: Any, args: argparse.Namespace, index: int, invariant: str,
 
 
 def _shrunk(exported: Any, invariant: str, out: Path, mutant: str | None) -> dict[str, Any]:
-    from sim.shrink import shrink
+    from sim.shrinking.scenario_shrinker import shrink
 
     report = exported.report
     result = shrink(report.scenario, report.seed, report.result.decisions, invariant, source=exported.repro, out_dir=out,
@@ -233,9 +234,9 @@ def add_swarm(commands: Any) -> None:
 
 def _swarm_worker(args: argparse.Namespace) -> int:
     """One of a campaign's `-j` workers: the orders come on stdin, the runs' summaries go out on stdout."""
-    from sim.registry import registry
-    from sim.swarm.loader import load_workloads
+    from sim.scenario.names import registry
     from sim.swarm.workers import answer_channel, serve
+    from sim.swarm.workload_loader import load_workloads
 
     workloads = load_workloads([Path(path) for path in args.paths], registry(), args.target)
     return serve(workloads, args.root, sys.stdin, answer_channel())

@@ -36,7 +36,7 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
-from sim.invariants.base import Invariant, SystemView, Violation, event_of, forget_process, handles
+from sim.invariants.invariant import Invariant, SystemView, Violation, event_of, forget_process, handles
 
 
 class CompressorClaims:

@@ -32,8 +32,8 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId
-from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
 from sim.invariants.host import SUMMARY_TASK, job_attempt
+from sim.invariants.invariant import Invariant, SystemView, Violation, forget_process, handles
 
 
 class NoCommitAfterCancel(Invariant):

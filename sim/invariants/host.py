@@ -56,7 +56,7 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from contract.points import HOST_WAIT, STORE_PREFIX
-from sim.invariants.base import Invariant, SystemView, Violation, event_of, forget_process, handles
+from sim.invariants.invariant import Invariant, SystemView, Violation, event_of, forget_process, handles
 from sim.invariants.lineage import JudgesRefusedTurns
 
 

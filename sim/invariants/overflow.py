@@ -10,7 +10,7 @@ from __future__ import annotations
 from contract.events import CompactionBlocked, CompactionFinished, CompactionRefused, HostReturned, SessionAutoReset, TurnContextOverflow, TurnPersisted
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
-from sim.invariants.base import Invariant, SystemView, Violation, handles
+from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 
 EXHAUSTED = frozenset({"ineffective", "no_progress", "would_grow"})
 CHARS_PER_TOKEN = 4

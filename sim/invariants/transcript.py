@@ -41,7 +41,7 @@ from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import MessageRow, StoreView
 from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
-from sim.invariants.base import Invariant, SystemView, Violation, forget_process, handles
+from sim.invariants.invariant import Invariant, SystemView, Violation, forget_process, handles
 from sim.invariants.lineage import lineage_roots, session_row
 
 NOT_COMMITTED = ("failed", "error", "unchanged")

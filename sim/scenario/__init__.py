@@ -7,9 +7,9 @@ reference rendered from the tables. The scenario harness that runs a loaded scen
 parts (`builder`, `crash`, `drives`, `fault_context`, `view`), driven by `runner`.
 """
 
-from sim.scenario.errors import ScenarioError
 from sim.scenario.loader import ScenarioRegistry, load_paths, load_scenario
 from sim.scenario.model import AgentSpec, DriveAction, DriveSpec, ExpectSpec, ExploreSpec, FaultSpec, Scenario, SessionSpec, TriggerSpec, WorldSpec
+from sim.scenario.scenario_error import ScenarioError
 
 __all__ = [
     "AgentSpec", "DriveAction", "DriveSpec", "ExpectSpec", "ExploreSpec", "FaultSpec", "Scenario", "ScenarioError",

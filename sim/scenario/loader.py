@@ -18,9 +18,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from sim import targets
+from sim.scenario import targets
 from sim.scenario.declare import build
-from sim.scenario.errors import ScenarioError
 from sim.scenario.model import (
     FAULT,
     NAME_PATTERN,
@@ -37,6 +36,7 @@ from sim.scenario.model import (
     SessionSpec,
     WorldSpec,
 )
+from sim.scenario.scenario_error import ScenarioError
 from sim.scenario.schema import Context, Location, Spec, describe, quote
 
 

@@ -156,7 +156,7 @@ class WorldSpec:
 WORLD = table_of(WorldSpec, "What exists when the run starts.", default={})
 
 
-TARGET_PATTERN = r"reference|[a-z]+==[0-9]+\.[0-9]+\.[0-9]+"  # what `sim.targets.parse` then checks
+TARGET_PATTERN = r"reference|[a-z]+==[0-9]+\.[0-9]+\.[0-9]+"  # what `sim.scenario.targets.parse` then checks
 TARGET_TEXT = '"reference" or a release like "hermes==0.19.0"'
 
 

@@ -1,4 +1,5 @@
-"""Running a scenario: one seeded run, and a scenario's whole exploration with its verdict.
+"""Running a scenario: one seeded run, a scenario's whole exploration with its verdict, and the search of one
+shard of its seeds under a run or time budget (`python -m sim explore`).
 
 A run builds the reference system in a fresh World, checks the invariants as events happen and at the end,
 and reports what fired and what was reached. A scenario passes only if its expectation holds over every run
@@ -12,16 +13,17 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sim import stopping, targets
+from sim.core import stopping
+from sim.core.search import Shard, exhaustion, until_exhausted, within_budget
+from sim.core.timefreeze import frozen_time
+from sim.core.world import RunOutcome, RunResult, World
 from sim.invariants import Violation
+from sim.scenario import targets
 from sim.scenario.model import Scenario
-from sim.search import until_exhausted
-from sim.strategies.base import Strategy
+from sim.strategies.by_name import strategy_for
 from sim.strategies.decisions import Recorded
-from sim.strategies.registry import strategy_for
 from sim.strategies.replay import ReplayStrategy
-from sim.timefreeze import frozen_time
-from sim.world import RunOutcome, RunResult, World
+from sim.strategies.strategy import Strategy
 
 FORCED_FAIL = "forced_fail"
 RUN_COMPLETES = "run_completes"
@@ -125,7 +127,7 @@ def explore_seeds(scenario: Scenario, seeds: Iterable[int], strategy: Strategy, 
 
     One object for every run, so a strategy that learns across runs keeps what it learnt: PCT's horizon,
     the portfolio's rotation, the exhaustive search's tree. A search that has covered its whole space
-    (`exhausted`) ends the exploration early, and a stop request (`sim.stopping`) before the next run.
+    (`exhausted`) ends the exploration early, and a stop request (`sim.core.stopping`) before the next run.
     `on_run` hears of each finished run (progress lines).
     """
     verdict = Verdict(scenario, fired=[0] * len(scenario.faults))
@@ -153,3 +155,37 @@ def _tally(verdict: Verdict, report: RunReport) -> None:
     if report.failed:
         verdict.violating_runs += 1
         verdict.failing = verdict.failing or report
+
+
+@dataclass
+class ScenarioSearch:
+    """What one search did: the verdict over its runs, the strategy object that ran them, and where."""
+
+    verdict: Verdict
+    strategy: Strategy
+    shard: Shard
+    first_seed: int
+
+    @property
+    def exhausted(self) -> bool | None:
+        return exhaustion(self.strategy)
+
+
+def search_scenario(
+    scenario: Scenario,
+    strategy: str,
+    *,
+    first_seed: int,
+    shard: Shard = Shard(),
+    runs: int | None = None,
+    time_budget_s: float | None = None,
+    on_run: Callable[[RunReport], None] | None = None,
+) -> ScenarioSearch:
+    """Run this shard's seeds until the first violation, `runs` runs or `time_budget_s` CPU seconds.
+
+    The seeds come from a shard of the seed space (`sim.core.search`), so machines need no coordination.
+    `on_run` hears of each finished run (progress lines).
+    """
+    searcher = strategy_for(strategy)
+    seeds = within_budget(shard.seeds(first_seed), runs, time_budget_s)
+    return ScenarioSearch(explore_seeds(scenario, seeds, searcher, on_run=on_run), searcher, shard, first_seed)

@@ -14,13 +14,13 @@ from typing import Any
 
 from contract.history import HistoryEvent
 from faults.plan import FaultPlan, Moments
+from sim.core.world import World
 from sim.invariants import INVARIANTS, InvariantSet, Violation
 from sim.scenario.builder import SystemBuilder
 from sim.scenario.drives import Drives
 from sim.scenario.fault_context import SystemFaultContext
 from sim.scenario.model import Scenario
 from sim.scenario.view import ScenarioView
-from sim.world import World
 
 MB = 1_000_000
 

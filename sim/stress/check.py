@@ -19,7 +19,7 @@ from reference.config import CompactionConfig
 from reference.store import SessionStore
 from reference.stress_worker import GRACE_S
 from sim.invariants import INVARIANTS, Violation
-from sim.invariants.base import event_of
+from sim.invariants.invariant import event_of
 from sim.stress.log import DEATHS, MergedHistory
 
 # Judged event by event over the merged history (plus, for some, the final database at the end).

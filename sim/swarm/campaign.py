@@ -2,7 +2,7 @@
 
 Run `i` of a campaign uses workload `i mod W` (W workloads, in the order given) and is generated from
 (root seed, i) alone, so any machine can run any run and shards never coordinate: shard I of N takes the
-run indices I, I+N, I+2N, ... (`sim.search.Shard`). A run is summarised by what a reader of the results
+run indices I, I+N, I+2N, ... (`sim.core.search.Shard`). A run is summarised by what a reader of the results
 needs: its size (steps, events, virtual seconds), the coverage marks it reached, and its failure class,
 the violated invariant with the kinds of its witnessing events (for a run that did not complete, the
 exception that ended it), so a thousand runs that hit the same bug read as one failure; and its signature
@@ -12,7 +12,7 @@ With feedback (`sim.swarm.feedback`) run `i` also depends on the signatures of t
 so the campaign runs batch after batch, in index order (the runs of a batch split among `-j` workers), and
 is not sharded: a shard could not see the others' coverage.
 
-A stop request (Ctrl+C, SIGTERM: `sim.stopping`) ends a campaign after the runs in progress: it keeps every
+A stop request (Ctrl+C, SIGTERM: `sim.core.stopping`) ends a campaign after the runs in progress: it keeps every
 run that finished, and says it was interrupted.
 """
 
@@ -25,16 +25,16 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim import stopping
-from sim.failure import unwrap
-from sim.heap import freeze_long_lived
+from sim.core import stopping
+from sim.core.heap import freeze_long_lived
+from sim.core.search import Shard, within_budget
+from sim.core.timefreeze import frozen_time
+from sim.programs.failure import unwrap
 from sim.scenario.runner import RunReport, run_once
-from sim.search import Shard, within_budget
 from sim.swarm.feedback import BATCH, NO_BIAS, Bias, Feedback
 from sim.swarm.generate import enabled_kinds, generate
-from sim.swarm.model import Workload
 from sim.swarm.signature import signature
-from sim.timefreeze import frozen_time
+from sim.swarm.workload_model import Workload
 
 
 @dataclass(frozen=True)

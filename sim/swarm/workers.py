@@ -1,6 +1,6 @@
 """A campaign's `-j` worker processes: `python -m sim swarm-worker` children, told their runs one order at a time.
 
-Each worker is a child process started through `sim.children`, so it stops with the campaign: a first Ctrl+C
+Each worker is a child process started through `sim.core.children`, so it stops with the campaign: a first Ctrl+C
 (or SIGTERM) stops every worker after its run in progress, and the campaign keeps every run they finished; a
 second one stops them at once. An order is one JSON line on the worker's stdin: a share of the shard
 (`{"shard": [index, count], "runs": R, "time_budget_s": T}`) or a feedback batch (`{"indices": [...],
@@ -22,11 +22,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import IO, Any
 
-from sim import children, stopping
-from sim.search import Shard, within_budget
+from sim.core import children, stopping
+from sim.core.search import Shard, within_budget
 from sim.swarm.campaign import RunSummary, run_indices
 from sim.swarm.feedback import Bias
-from sim.swarm.model import Workload
+from sim.swarm.workload_model import Workload
 
 
 class WorkerFailed(RuntimeError):
@@ -64,7 +64,7 @@ class Workers:
     """`jobs` worker processes over the same workloads and root seed, each answering its orders in turn."""
 
     def __init__(self, workloads: Sequence[Workload], root_seed: int, jobs: int) -> None:
-        # A worker runs in a process like this one: the campaign's target is loaded first (`sim.targets`: the
+        # A worker runs in a process like this one: the campaign's target is loaded first (`sim.scenario.targets`: the
         # environment says which), and its workloads are cut to that target as here.
         self._command = [sys.executable, "-m", "sim", "swarm-worker", *(str(w.path) for w in workloads), "--root", str(root_seed),
                          "--target", workloads[0].target]

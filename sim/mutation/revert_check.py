@@ -387,7 +387,7 @@ def run_pytest(tree: Path, target: str, others: Sequence[str]) -> Outcome:
 
 
 @dataclass(frozen=True)
-class Plan:
+class RevertPlan:
     """Everything decided before any worktree exists, so bad input leaves nothing behind."""
 
     repo: Path
@@ -403,7 +403,7 @@ class Plan:
 
 @dataclass
 class Result:
-    plan: Plan
+    plan: RevertPlan
     reverted: dict[str, Outcome] = field(default_factory=dict)
     restored: dict[str, Outcome] = field(default_factory=dict)
 
@@ -459,7 +459,7 @@ class Result:
         }
 
 
-def plan(rev: str, test_args: Sequence[str], globs: Sequence[str] | None, repo_arg: str | None) -> Plan:
+def plan(rev: str, test_args: Sequence[str], globs: Sequence[str] | None, repo_arg: str | None) -> RevertPlan:
     """Validate everything up front: each failure is one clear sentence and nothing has been created yet."""
     if not test_args:
         raise CheckError("no test arguments: put the tests to run after --, e.g. -- tests/test_fix.py")
@@ -476,10 +476,10 @@ def plan(rev: str, test_args: Sequence[str], globs: Sequence[str] | None, repo_a
     require_files(rev, changed, files, globs)
     targets, others = split_test_args(repo, head, test_args)
     check_targets(repo, head, targets, files)
-    return Plan(repo, rev, sha, subject(repo, sha), head, tuple(files), tuple(targets), tuple(others), tuple(unmatched))
+    return RevertPlan(repo, rev, sha, subject(repo, sha), head, tuple(files), tuple(targets), tuple(others), tuple(unmatched))
 
 
-def execute(plan: Plan, report: Callable[[str], None]) -> Result:
+def execute(plan: RevertPlan, report: Callable[[str], None]) -> Result:
     """Revert in one fresh worktree and run the tests; then run them in another fresh worktree at HEAD."""
     result = Result(plan)
     with _terminate_as_exit(), scratch_folder() as scratch:
@@ -495,7 +495,7 @@ def execute(plan: Plan, report: Callable[[str], None]) -> Result:
     return result
 
 
-def _run_phase(tree: Path, plan: Plan, outcomes: dict[str, Outcome], phase: str, report: Callable[[str], None]) -> None:
+def _run_phase(tree: Path, plan: RevertPlan, outcomes: dict[str, Outcome], phase: str, report: Callable[[str], None]) -> None:
     width = max(len(t) for t in plan.targets)
     for target in plan.targets:
         outcome = outcomes[target] = run_pytest(tree, target, plan.others)
@@ -504,7 +504,7 @@ def _run_phase(tree: Path, plan: Plan, outcomes: dict[str, Outcome], phase: str,
             report("    " + outcome.tail().replace("\n", "\n    "))
 
 
-def _header(plan: Plan) -> list[str]:
+def _header(plan: RevertPlan) -> list[str]:
     lines = [f"revert check of {plan.sha[:12]} \"{plan.subject}\" on HEAD {plan.head[:12]} in {plan.repo}",
              f"reverting {len(plan.files)} file(s): {', '.join(plan.files)}"]
     lines += [f"note: --paths {glob} matched no file changed by {plan.rev}" for glob in plan.unmatched_globs]

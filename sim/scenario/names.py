@@ -19,11 +19,11 @@ from faults import FAULT_KINDS
 from faults.base import Placement
 from reference.fixes import FIXES
 from reference.store import SessionStore
-from sim import targets
 from sim.invariants import INVARIANTS
+from sim.scenario import targets
 from sim.scenario.builder import config_fields
 from sim.scenario.schema import Registered, Spec, spec_for
-from sim.strategies.registry import STRATEGIES as RUNNER_STRATEGIES
+from sim.strategies.by_name import STRATEGIES as RUNNER_STRATEGIES
 
 STRATEGIES = tuple(RUNNER_STRATEGIES)
 
@@ -57,7 +57,7 @@ def reference_points() -> dict[str, str]:
 
 
 def points() -> dict[str, str]:
-    """Every point a scenario may name: the reference's, then those only a released target has (`sim.targets`;
+    """Every point a scenario may name: the reference's, then those only a released target has (`sim.scenario.targets`;
     a scenario naming one runs on that target, `check` refuses it elsewhere)."""
     return {**reference_points(), **{name: where for name, where in targets.released_points().items()
                                      if name not in reference_points()}}

@@ -1,7 +1,7 @@
 """Shrinking a program's failure: the same failure with fewer deviations from the unsteered schedule.
 
 A failure `sim.explore` finds carries every scheduling choice and random draw that happened to happen. The
-shrinker runs the decision passes (`sim.shrink_decisions`) against the program: a candidate counts when its
+shrinker runs the decision passes (`sim.shrinking.decision_passes`) against the program: a candidate counts when its
 run fails the same way (the same outcome, and for an exception the same type, raised by a thread or task of
 the same name) and has fewer non-default decisions, then fewer decisions, then smaller values. Every
 accepted candidate's decisions are the ones its run recorded, so the result replays strictly, byte for byte.
@@ -12,14 +12,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from sim.failure import Failure
-from sim.shrink_decisions import DecisionPasses, Decisions
+from sim.core.world import World
+from sim.programs.failure import Failure
+from sim.shrinking.decision_passes import DecisionPasses, Decisions
 from sim.strategies.decisions import non_default
 from sim.strategies.prefix import PrefixReplay
-from sim.world import World
 
 if TYPE_CHECKING:
-    from sim.programs import Program
+    from sim.programs.runnable import Program
 
 
 class _OutOfTime(Exception):

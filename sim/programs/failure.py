@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sim.core.world import RunOutcome, RunResult
 from sim.kernel.errors import Cancelled, Deadlock, SimulationError
 from sim.strategies.decisions import Decision, non_default
-from sim.world import RunOutcome, RunResult
 
 if TYPE_CHECKING:
-    from sim.programs import Settings
+    from sim.programs.runnable import Settings
 
 
 def leaves(error: BaseException) -> Iterator[BaseException]:

@@ -5,11 +5,11 @@ report it, which proves that a failure travels from a subprocess to the verdict 
 fail would make every mutant look killed). Then each curated mutant, in a subprocess over an overlay copy
 of the reference (the working tree is never touched), runs the scenarios that name it in `must_fail_under`
 first, then the rest of the catalogue. Mutants run in parallel, one process each. A stop request (Ctrl+C:
-`sim.stopping`) starts no further mutant, and leaves unjudged those in progress: their children stopped
+`sim.core.stopping`) starts no further mutant, and leaves unjudged those in progress: their children stopped
 part-way, and a verdict needs every run.
 
-With a coverage map (`sim/coverage_map.py`) a mutant runs only where it can be killed: against the scenarios
-whose runs execute the lines it edits (`sim/reach.py`; any other runs as on the unmutated reference, and
+With a coverage map (`sim/mutation/coverage_map.py`) a mutant runs only where it can be killed: against the scenarios
+whose runs execute the lines it edits (`sim/mutation/reach.py`; any other runs as on the unmutated reference, and
 passes). Every reaching claimer runs, since each claim is checked; the other reaching scenarios run only if no
 claimer killed it, cheapest first, and stop at the first that reports a violation. A mutant that no scenario
 reaches is a gap in the catalogue (UNREACHED), and a claimer that does not reach its mutant cannot kill it.
@@ -29,17 +29,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim import children, stopping
-from sim.mutants import Mutant, StaleMutant, load_mutants, mutant_process, overlay
+from sim.core import children, stopping
+from sim.mutation.mutants import Mutant, StaleMutant, load_mutants, mutant_process, overlay
 
 if TYPE_CHECKING:
-    from sim.coverage_map import CoverageMap
+    from sim.mutation.coverage_map import CoverageMap
 
 STOP_AT_VIOLATION = "--stop-at-violation"  # `run`'s hidden option: no scenario after the first that reports a violation
 
 
 @dataclass(frozen=True)
-class Plan:
+class MutantPlan:
     """The scenarios one mutant runs: its claimers (each claim is checked, but for those that never execute its
     lines, which cannot kill it), then the others in order.
 
@@ -135,26 +135,26 @@ def sanity_pass(scenario: Path) -> str | None:
     return f"a forced failure was not reported (exit {code}): {errors.strip()[:200]}"
 
 
-def full_plan(name: str, scenarios: Sequence[Any], *, claims_only: bool = False) -> Plan:
+def full_plan(name: str, scenarios: Sequence[Any], *, claims_only: bool = False) -> MutantPlan:
     """Today's matrix: the claimers, then (unless `claims_only`) every other scenario, all of them run."""
     claimers = [s for s in scenarios if name in s.expect.must_fail_under]
-    return Plan(claimers, [] if claims_only else [s for s in scenarios if s not in claimers])
+    return MutantPlan(claimers, [] if claims_only else [s for s in scenarios if s not in claimers])
 
 
-def selected_plan(mutant: Mutant, scenarios: Sequence[Any], coverage: CoverageMap, *, claims_only: bool = False) -> Plan:
+def selected_plan(mutant: Mutant, scenarios: Sequence[Any], coverage: CoverageMap, *, claims_only: bool = False) -> MutantPlan:
     """Only the scenarios that reach the mutant's lines: its reaching claimers, then the other reaching ones,
     cheapest first, until the first kill."""
     claimers = [s for s in scenarios if mutant.name in s.expect.must_fail_under]
     try:
         reach = mutant.reach()
     except StaleMutant as stale:
-        return Plan(claimers, [], stale=str(stale))
+        return MutantPlan(claimers, [], stale=str(stale))
     reaching = coverage.reaching(scenarios, reach)
     others = [] if claims_only else [s for s in reaching if s not in claimers]
-    return Plan(claimers, others, [s.name for s in claimers if s not in reaching], reaching=len(reaching), first_kill=True)
+    return MutantPlan(claimers, others, [s.name for s in claimers if s not in reaching], reaching=len(reaching), first_kill=True)
 
 
-def run_mutant(mutant: Mutant, plan: Plan, out: Path) -> MutantResult:
+def run_mutant(mutant: Mutant, plan: MutantPlan, out: Path) -> MutantResult:
     """One mutant: its plan's claimers, then its others, each group in one subprocess over one overlay."""
     result = MutantResult(mutant.name, [s.name for s in plan.claimers], stale=plan.stale, reaching=plan.reaching,
                           unreached_claimers=plan.unreached_claimers)

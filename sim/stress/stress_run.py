@@ -7,7 +7,7 @@ no other process's probe can have seen it dead earlier); then it is reaped and s
 process life. At the end every worker gets SIGTERM (a clean stop), and the logs and the database are checked.
 
 The workers run in a process group of their own, so a Ctrl+C at the terminal reaches the parent alone: it is
-the user's (`sim.stopping`), not a strike, and ends the striking early; the clean stop and the check follow
+the user's (`sim.core.stopping`), not a strike, and ends the striking early; the clean stop and the check follow
 as at the end. A second Ctrl+C kills the workers and ends at once.
 """
 
@@ -31,8 +31,8 @@ from reference.eventlog import write_event
 from reference.identity import HostProcesses, process_start_ticks
 from reference.store import SessionStore
 from reference.stress_worker import STRESS_CONFIG
-from sim import stopping
-from sim.mutants import ROOT, load_mutants, overlay
+from sim.core import stopping
+from sim.mutation.mutants import ROOT, load_mutants, overlay
 from sim.stress.check import CheckResult, check
 from sim.stress.log import merged_history
 

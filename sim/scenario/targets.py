@@ -77,8 +77,8 @@ def capabilities(target: str) -> Capabilities:
     found = plugin(target)
     if found is not None:
         return found[0].capabilities(found[1])
-    from sim.registry import reference_points, registry
     from sim.scenario.model import FRONTENDS, DriveAction
+    from sim.scenario.names import reference_points, registry
 
     names = registry()
     return Capabilities(target=REFERENCE, drives=frozenset(str(action) for action in DriveAction),
@@ -130,8 +130,8 @@ def check(scenario: Any) -> None:
         target, version = found
         target.check(scenario, version)
         return
-    from sim.registry import reference_points
-    from sim.scenario.errors import ScenarioError
+    from sim.scenario.names import reference_points
+    from sim.scenario.scenario_error import ScenarioError
 
     for index, fault in enumerate(scenario.faults):
         point = fault.trigger.point
@@ -154,7 +154,7 @@ def invariants_for(scenario: Any) -> list[type]:
     """The invariant classes a run of `scenario` checks: the ones it names (or all), those that apply to its
     target; a named one that does not apply is bad input, with the reason."""
     from sim.invariants import INVARIANTS
-    from sim.scenario.errors import ScenarioError
+    from sim.scenario.scenario_error import ScenarioError
 
     names = scenario.expect.invariants
     chosen = list(INVARIANTS) if names == "all" else list(names)
@@ -203,7 +203,7 @@ def in_target_process(target: str, argv: Sequence[str]) -> int:
     """Re-run this command (with `argv`) in a child process that loads `target` first; its exit status. A stop
     request is passed to the child, which stops as the command does (a swarm keeps its results), so this process
     only waits for it."""
-    from sim import children, stopping
+    from sim.core import children, stopping
 
     env = {**os.environ, TARGET_ENV: target}
     with stopping.graceful():

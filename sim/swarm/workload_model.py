@@ -19,7 +19,7 @@ from contract.params import REQUIRED
 from sim.scenario.declare import key, table_of
 from sim.scenario.model import EXPECT, MAX_STORE_TEXT, NAME_PATTERN, NAME_TEXT, TARGET_PATTERN, TARGET_TEXT, ExpectSpec
 from sim.scenario.schema import Choice, Context, Derived, Duration, Float, Int, ListOf, Location, Probability, Reference, Registered, Spec, Str, Table
-from sim.swarm.ranges import ConfigRanges, Pick, PickOf, RangeOf, Span
+from sim.swarm.ranges import ConfigRanges, PickOf, RangeOf, Span, ValuePick
 
 
 class ActionKind(StrEnum):
@@ -91,7 +91,7 @@ class WorldRanges:
                                   default=1, example="[1, 2]"))
     gateway: float = key(Probability("The chance that an agent is reached through the gateway rather than a terminal.",
                                      default=0.0, example="0.3"))
-    config: dict[str, Span | Pick] = key(ConfigRanges(
+    config: dict[str, Span | ValuePick] = key(ConfigRanges(
         "Reference config fields (`python -m sim list config`), each a value, a range [low, high] (numbers) or a "
         "list to pick from.", default={}, example="{ threshold_tokens = [300, 2000], in_place = [true, false] }"))
 
@@ -142,7 +142,7 @@ class FaultDraw:
     after_events: tuple[str, ...]  # what an "after_event" trigger waits for (empty: the form is not drawn)
     nth: Span
     per_hit: Span
-    params: dict[str, Span | Pick]  # the kind's parameters the workload draws; the rest take their defaults
+    params: dict[str, Span | ValuePick]  # the kind's parameters the workload draws; the rest take their defaults
     world_params: dict[str, str]  # parameters naming something of the world -> its namespace (drawn from the world)
     texts: tuple[str, ...]  # text parameters the workload leaves to the generator (each fault gets its own text)
     at_point: bool  # the kind acts at a point, so it needs one

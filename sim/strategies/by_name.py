@@ -9,12 +9,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from sim.strategies.base import Strategy
 from sim.strategies.dfs import PreemptionBoundedDFS
 from sim.strategies.fifo import Fifo
 from sim.strategies.pct import PCT
 from sim.strategies.portfolio import Portfolio
 from sim.strategies.random_walk import RandomWalk
+from sim.strategies.strategy import Strategy
 from sim.strategies.task_pct import TaskPCT
 
 STRATEGIES: dict[str, Callable[[], Strategy]] = {

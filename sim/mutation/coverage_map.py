@@ -1,8 +1,8 @@
 """The catalogue's coverage map: for each scenario, the lines of `reference/` its runs execute.
 
-`mutate` runs a mutant only against the scenarios that reach the lines it edits (`sim/reach.py`). The map is
+`mutate` runs a mutant only against the scenarios that reach the lines it edits (`sim/mutation/reach.py`). The map is
 built once, by child processes that run each scenario as `run` does (its own seeds, runs and strategy) under
-the line tracer (`sim/line_trace.py`), and kept in one file under `out/`. What can change which lines a run
+the line tracer (`sim/mutation/line_trace.py`), and kept in one file under `out/`. What can change which lines a run
 executes is the code (`contract/`, `faults/`, `reference/`, `sim/`), the interpreter, and the scenario file:
 the map is kept for one digest of the code and the interpreter, and each scenario's entry under the hash of
 its file, so a changed or new scenario is traced alone and a changed line of code traces the catalogue again.
@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.catalogue import ROOT, content_hash
-from sim.reach import Reach
-from sim.words import counted
+from sim.core.words import counted
+from sim.mutation.reach import Reach
+from sim.scenario.catalogue import ROOT, content_hash
 
 CODE_PACKAGES = ("contract", "faults", "reference", "sim")
 TRACED = "reference"  # the package whose lines are mapped
@@ -160,7 +160,7 @@ def merge(coverage: CoverageMap, document: dict[str, Any]) -> None:
 
 def trace_in_children(shards: Sequence[Sequence[str]], jobs: int) -> list[dict[str, Any]]:
     """Each shard of scenario paths traced by its own `python -m sim trace-lines`, `jobs` at a time."""
-    from sim.mutate import sim_json
+    from sim.mutation.kill_matrix import sim_json
 
     def one(paths: Sequence[str]) -> dict[str, Any]:
         code, document, errors = sim_json(["trace-lines", *paths])
@@ -175,7 +175,7 @@ def trace_in_children(shards: Sequence[Sequence[str]], jobs: int) -> list[dict[s
 
 def trace_document(paths: Sequence[Path], root: Path = ROOT) -> dict[str, Any]:
     """What one tracing process reports: the lines its loading executes (`common`), then each scenario's."""
-    from sim.line_trace import LineTrace, forget_caches
+    from sim.mutation.line_trace import LineTrace, forget_caches
 
     tracer = LineTrace(root, TRACED)
     common: dict[str, set[int]] = {}
@@ -183,8 +183,8 @@ def trace_document(paths: Sequence[Path], root: Path = ROOT) -> dict[str, Any]:
     tracer.start()
     try:
         with tracer.into(common):
-            from sim.registry import registry
             from sim.scenario.loader import load_paths
+            from sim.scenario.names import registry
             from sim.scenario.runner import check
 
             scenarios = load_paths(list(paths), registry())

@@ -1,6 +1,6 @@
 """Operator mutation: generated small edits of the reference, each judged by the whole scenario catalogue.
 
-A curated mutant (sim/mutants.py) reverts one named fix; an operator mutant is generated. Every candidate
+A curated mutant (sim/mutation/mutants.py) reverts one named fix; an operator mutant is generated. Every candidate
 is one minimal text edit of a `reference/` module, located by the AST positions of the node it changes, so
 everything outside the edit stays byte-identical and the module is never re-formatted:
 
@@ -41,13 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim import children, stopping
-from sim.mutants import EQUIVALENTS_FILE, MUTANTS_DIR, ROOT, overlay_process, overlay_with
-from sim.mutate import STOP_AT_VIOLATION
-from sim.reach import edit_reach
+from sim.core import children, stopping
+from sim.mutation.kill_matrix import STOP_AT_VIOLATION
+from sim.mutation.mutants import EQUIVALENTS_FILE, MUTANTS_DIR, ROOT, overlay_process, overlay_with
+from sim.mutation.reach import edit_reach
 
 if TYPE_CHECKING:
-    from sim.coverage_map import CoverageMap
+    from sim.mutation.coverage_map import CoverageMap
 
 OPERATORS = ("compare", "boolop", "not", "constant", "guard", "return", "call", "swap")
 # Never run by a simulated killer: a frontend, an entry point, the fix table, and the real host's own code (the real
@@ -77,7 +77,7 @@ _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Delete, ast.A
 
 
 @dataclass(frozen=True)
-class Candidate:
+class OperatorCandidate:
     """One text edit: `source[start:end]` (which reads `original`) becomes `replacement`."""
 
     file: str
@@ -129,10 +129,10 @@ class _Text:
             raise ValueError(f"{self.file}: no {pattern!r} between offsets {gap_start} and {gap_end}")
         return gap_start + found.start(), gap_start + found.end()
 
-    def edit(self, operator: str, start: int, end: int, replacement: str) -> Candidate:
+    def edit(self, operator: str, start: int, end: int, replacement: str) -> OperatorCandidate:
         line = bisect.bisect_right(self._starts, start)
         col = start - self._starts[line - 1] + 1
-        return Candidate(self.file, line, col, operator, start, end, self.source[start:end], replacement,
+        return OperatorCandidate(self.file, line, col, operator, start, end, self.source[start:end], replacement,
                          self._lines[line - 1].strip())
 
 
@@ -158,7 +158,7 @@ def _observes(stmt: ast.stmt) -> bool:
     return call is not None and _callee(call) in OBSERVERS
 
 
-def _compare(tree: ast.Module, text: _Text) -> Iterator[Candidate]:
+def _compare(tree: ast.Module, text: _Text) -> Iterator[OperatorCandidate]:
     for node in _nodes(tree, ast.Compare):
         operands = [node.left, *node.comparators]
         for op, before, after in zip(node.ops, operands, operands[1:]):
@@ -166,7 +166,7 @@ def _compare(tree: ast.Module, text: _Text) -> Iterator[Candidate]:
             yield text.edit("compare", start, end, _FLIPPED_COMPARE[type(op)])
 
 
-def _boolop(tree: ast.Module, text: _Text) -> Iterator[Candidate]:
+def _boolop(tree: ast.Module, text: _Text) -> Iterator[OperatorCandidate]:
     """All operators of one boolean expression at once, so `a and b and c` becomes `a or b or c`."""
     for node in _nodes(tree, ast.BoolOp):
         word, other = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
@@ -179,7 +179,7 @@ def _boolop(tree: ast.Module, text: _Text) -> Iterator[Candidate]:
         yield text.edit("boolop", start, end, "".join(pieces))
 
 
-def _not(tree: ast.Module, text: _Text) -> Iterator[Candidate]:
+def _not(tree: ast.Module, text: _Text) -> Iterator[OperatorCandidate]:
     for node in _nodes(tree, ast.UnaryOp):
         if isinstance(node.op, ast.Not):
             keyword = _NOT_KEYWORD.match(text.source, text.span(node)[0])
@@ -200,7 +200,7 @@ def _is_bound(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     return isinstance(parent, ast.Call) and _callee(parent) in ("min", "max", "range") and node in parent.args
 
 
-def _constant(tree: ast.Module, text: _Text) -> Iterator[Candidate]:
+def _constant(tree: ast.Module, text: _Text) -> Iterator[OperatorCandidate]:
     parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     for node in _nodes(tree, ast.Constant):
         if isinstance(node.value, bool):
@@ -209,13 +209,13 @@ def _constant(tree: ast.Module, text: _Text) -> Iterator[Candidate]:
             yield text.edit("constant", *text.span(node), str(node.value + 1))
 
 
-def _guard(tree: ast.Module, text: _Text) -> Iterator[Candidate]:
+def _guard(tree: ast.Module, text: _Text) -> Iterator[OperatorCandidate]:
     for node in _nodes(tree, ast.If):
         if any(isinstance(stmt, (ast.Raise, ast.Return)) for stmt in node.body) and not isinstance(node.test, ast.Constant):
             yield text.edit("guard", *text.span(node.test), "False")
 
 
-def _return(tree: ast.Module, text: _Text) -> Iterator[Candidate]:
+def _return(tree: ast.Module, text: _Text) -> Iterator[OperatorCandidate]:
     """An if-body that is the return alone (no else) is left to `guard`: dropping it is the same program."""
     for node in _nodes(tree, ast.If):
         if len(node.body) > 1 or node.orelse:
@@ -224,7 +224,7 @@ def _return(tree: ast.Module, text: _Text) -> Iterator[Candidate]:
                     yield text.edit("return", *text.span(stmt), "pass")
 
 
-def _call(tree: ast.Module, text: _Text) -> Iterator[Candidate]:
+def _call(tree: ast.Module, text: _Text) -> Iterator[OperatorCandidate]:
     for node in _nodes(tree, ast.Expr):
         if _statement_call(node) is not None and not _observes(node):
             yield text.edit("call", *text.span(node), "pass")
@@ -255,7 +255,7 @@ def _swappable(first: ast.stmt, second: ast.stmt) -> bool:
     )
 
 
-def _swap(tree: ast.Module, text: _Text) -> Iterator[Candidate]:
+def _swap(tree: ast.Module, text: _Text) -> Iterator[OperatorCandidate]:
     for block in _blocks(tree):
         for first, second in zip(block, block[1:]):
             if _swappable(first, second):
@@ -265,13 +265,13 @@ def _swap(tree: ast.Module, text: _Text) -> Iterator[Candidate]:
                 yield text.edit("swap", a_start, b_end, swapped)
 
 
-_ENUMERATORS: dict[str, Callable[[ast.Module, _Text], Iterator[Candidate]]] = {
+_ENUMERATORS: dict[str, Callable[[ast.Module, _Text], Iterator[OperatorCandidate]]] = {
     "compare": _compare, "boolop": _boolop, "not": _not, "constant": _constant,
     "guard": _guard, "return": _return, "call": _call, "swap": _swap,
 }
 
 
-def module_candidates(file: str, source: str) -> list[Candidate]:
+def module_candidates(file: str, source: str) -> list[OperatorCandidate]:
     """Every candidate of one module, in source order (then operator order)."""
     tree = ast.parse(source, filename=file)
     text = _Text(file, source)
@@ -286,17 +286,17 @@ def reference_sources(root: Path = ROOT) -> dict[str, str]:
     return {file: source for file, source in sources.items() if file not in SKIPPED}
 
 
-def all_candidates(sources: dict[str, str]) -> list[Candidate]:
+def all_candidates(sources: dict[str, str]) -> list[OperatorCandidate]:
     return [candidate for file, source in sources.items() for candidate in module_candidates(file, source)]
 
 
-def sample(candidates: Sequence[Candidate], seed: int, limit: int | None) -> list[Candidate]:
+def sample(candidates: Sequence[OperatorCandidate], seed: int, limit: int | None) -> list[OperatorCandidate]:
     """A seeded sample, in launch order: the same candidates and seed always give the same list."""
     count = len(candidates) if limit is None else min(limit, len(candidates))
     return random.Random(seed).sample(list(candidates), count)
 
 
-def chosen(candidates: Sequence[Candidate], ids: Sequence[str]) -> list[Candidate]:
+def chosen(candidates: Sequence[OperatorCandidate], ids: Sequence[str]) -> list[OperatorCandidate]:
     """The candidates named by id, in the order given (a last report's survivors, judged again after a fix).
 
     Raises ValueError naming every id that is not a current candidate (a moved line changes its id).
@@ -325,7 +325,7 @@ def load_equivalents(path: Path = EQUIVALENTS) -> dict[str, Equivalent]:
     return {entry["id"]: Equivalent(entry["id"], entry["line"], entry["reason"]) for entry in entries}
 
 
-def stale_equivalents(equivalents: dict[str, Equivalent], candidates: Sequence[Candidate]) -> list[str]:
+def stale_equivalents(equivalents: dict[str, Equivalent], candidates: Sequence[OperatorCandidate]) -> list[str]:
     """Entries that no longer name a candidate, or whose line has changed under the same id."""
     by_id = {candidate.id: candidate for candidate in candidates}
     stale = []
@@ -348,7 +348,7 @@ class MutantRun:
     `killer` is the judge that killed it, "swarm" or "catalogue" (None: survived).
     """
 
-    candidate: Candidate
+    candidate: OperatorCandidate
     how: str | None
     detail: str
     seconds: float
@@ -467,7 +467,7 @@ def baseline_problem(killers: Killers, timeout: float, file: str = "reference/__
 
 @dataclass(frozen=True)
 class Selection:
-    """The catalogue scenarios that can kill an edit: those whose runs execute the lines it edits (sim/reach.py)."""
+    """The catalogue scenarios that can kill an edit: those whose runs execute the lines it edits (sim/mutation/reach.py)."""
 
     coverage: CoverageMap
     scenarios: tuple[Any, ...]
@@ -476,7 +476,7 @@ class Selection:
         return [str(s.path) for s in self.coverage.reaching(self.scenarios, edit_reach(file, before, after))]
 
 
-def run_candidate(candidate: Candidate, source: str, killers: Killers, timeout: float,
+def run_candidate(candidate: OperatorCandidate, source: str, killers: Killers, timeout: float,
                   selection: Selection | None = None) -> MutantRun:
     """One mutant judged in an overlay; with a selection, by the catalogue scenarios that reach it alone."""
     started = time.monotonic()
@@ -493,11 +493,11 @@ def run_candidate(candidate: Candidate, source: str, killers: Killers, timeout: 
 
 
 def run_sample(
-    launch: Sequence[Candidate], sources: dict[str, str], killers: Killers, *, jobs: int, timeout: float,
+    launch: Sequence[OperatorCandidate], sources: dict[str, str], killers: Killers, *, jobs: int, timeout: float,
     budget: float | None, on_done: Callable[[MutantRun], None] | None = None, selection: Selection | None = None,
 ) -> list[MutantRun]:
     """Run mutants `jobs` at a time in launch order; none is launched once the budget has run out or a stop
-    is requested (sim.stopping), and those in progress then are left unjudged.
+    is requested (sim.core.stopping), and those in progress then are left unjudged.
 
     `on_done` hears of each finished mutant (progress lines).
     """
@@ -532,8 +532,8 @@ def run_sample(
 
 @dataclass
 class OperatorReport:
-    candidates: list[Candidate]
-    launch: list[Candidate]
+    candidates: list[OperatorCandidate]
+    launch: list[OperatorCandidate]
     runs: list[MutantRun]
     equivalents: dict[str, Equivalent]
     sources: dict[str, str]

@@ -3,7 +3,7 @@
 `mutate`, `bench`, `check-determinism`, `swarm -j` and any command under `--mutant` do their work in child
 `python -m sim` processes, and each curated mutant lives in an overlay folder under the temporary directory
 for as long as its child runs. Every child started here hears each stop request of its parent (Ctrl+C,
-SIGTERM; `sim.stopping`) as a SIGTERM of its own, so a first request stops the children after their run in
+SIGTERM; `sim.core.stopping`) as a SIGTERM of its own, so a first request stops the children after their run in
 progress too (they print what they found, which the parent reads), and a second one stops them at once,
 running every `finally` and `with` on the way, so no overlay folder is left behind. A child asked to start
 after a first request starts already stopping; after a stop at once, none starts.
@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sim import stopping
+from sim.core import stopping
 
 TERMINATE_GRACE_S = 10.0  # how long a terminated child may take to clean up before it is killed
 

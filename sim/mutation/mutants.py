@@ -10,7 +10,7 @@ A mutant is a small TOML file in `mutants/` named after the fix it reverts:
 `find` must occur exactly once, within the few lines under the fix's `# FIX <name>` marker; otherwise the
 mutant is stale (the code moved on) and says so by name, never silently skipped. A mutant is applied to a
 copy of the reference in a temporary overlay folder; the working tree is never modified. `equivalent.toml`
-in the same folder is not a mutant: it lists the operator mutants known to be equivalent (sim/operators.py).
+in the same folder is not a mutant: it lists the operator mutants known to be equivalent (sim/mutation/operators.py).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim import stopping
-from sim.catalogue import MUTANTS_DIR, ROOT
-from sim.reach import Reach, edit_reach
+from sim.core import stopping
+from sim.mutation.reach import Reach, edit_reach
+from sim.scenario.catalogue import MUTANTS_DIR, ROOT
 
 EQUIVALENTS_FILE = "equivalent.toml"
 # What a parent process tells the `python -m sim` it runs over an overlay; read only at the CLI's entry.
@@ -72,7 +72,7 @@ class Mutant:
         return source[:offset] + self.replace + source[offset + len(self.find):]
 
     def reach(self, root: Path = ROOT) -> Reach:
-        """The lines of the unmutated file a run must execute for this mutant to change it (sim/reach.py)."""
+        """The lines of the unmutated file a run must execute for this mutant to change it (sim/mutation/reach.py)."""
         return edit_reach(self.file, (root / self.file).read_text(encoding="utf-8"), self.mutated_source(root))
 
 

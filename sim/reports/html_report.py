@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contract.events import LeaseAcquired, LeaseReleased
+from contract.history import HistoryEvent
 from contract.ids import HolderId
-from sim.history import HistoryEvent
-from sim.invariants.base import Violation
+from sim.core.trace import render_text
+from sim.invariants.invariant import Violation
 from sim.scenario.runner import RunReport
 from sim.strategies.decisions import Decision, non_default
-from sim.trace import render_text
 
 COMMIT_KINDS = ("commit.archived", "commit.published")
 LIFETIME_KINDS = ("task.spawn", "task.exit")

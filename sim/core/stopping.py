@@ -10,7 +10,7 @@ KeyboardInterrupt through rather than count it as a task's error, the World clos
 code under test swallow it, the run still ends at its next step (`Kernel.interrupt`). The process exits 130.
 
 Child processes. Every request is passed on as SIGTERM to the `python -m sim` processes this one started
-through `sim.children` (which `listen`s), and such a child (`install(by_parent=...)`) ignores SIGINT and
+through `sim.core.children` (which `listen`s), and such a child (`install(by_parent=...)`) ignores SIGINT and
 counts SIGTERMs alone: at a terminal, Ctrl+C reaches the whole foreground process group, and a child that counted it
 besides its parent's SIGTERM would take one press for two. A block that must not be cut half-way (making
 or removing a folder) runs under `held()`: a stop at once that arrives inside it waits for its end.
@@ -25,11 +25,11 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Generic, Protocol, TypeVar
 
+from sim.core.words import counted
 from sim.kernel.errors import Interrupted
-from sim.words import counted
 
 EXIT_INTERRUPTED = 130
-# Set by `sim.children` for the `python -m sim` processes it starts; read only at the CLI's entry.
+# Set by `sim.core.children` for the `python -m sim` processes it starts; read only at the CLI's entry.
 BY_PARENT_ENV = "COMPACTION_SIM_STOPPED_BY_PARENT"
 NOTE = "stopping after the run in progress (press Ctrl+C again to stop at once)"
 

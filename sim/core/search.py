@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from sim.strategies.base import Strategy
+from sim.strategies.strategy import Strategy
 
 
 @dataclass(frozen=True)

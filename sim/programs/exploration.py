@@ -1,7 +1,7 @@
 """Any program under the simulator: `explore` searches its schedules for a failure, `replay` reruns one.
 
 A program is an async function taking a Runtime first (`async def main(rt, *args)`), or a plain callable
-that uses threads (`def main(*args)`, see `sim.programs`). `explore` runs it once per seed under one
+that uses threads (`def main(*args)`, see `sim.programs.runnable`). `explore` runs it once per seed under one
 strategy object until a run fails (an exception escapes, a deadlock, a budget overrun), the run or time
 budget is spent, or a systematic search has covered its space. It freezes the wall clock once for the whole
 search (a freeze per run would cost more than the runs), shrinks the failure to the fewest deviations from
@@ -21,19 +21,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sim.failure import Failure
+from sim.core.search import exhaustion, until_exhausted, within_budget
+from sim.core.timefreeze import frozen_time
+from sim.core.world import RunOutcome, RunResult, World
 from sim.kernel.errors import DivergenceError
-from sim.programs import DEFAULT_MAX_STEPS, Program, Settings, program_name
-from sim.search import exhaustion, until_exhausted, within_budget
-from sim.shrink_program import ProgramShrinker
-from sim.strategies.base import Strategy
+from sim.programs.failure import Failure
+from sim.programs.runnable import DEFAULT_MAX_STEPS, Program, Settings, program_name
+from sim.programs.shrinker import ProgramShrinker
+from sim.strategies.by_name import DEFAULT_STRATEGY, strategy_for
 from sim.strategies.decisions import Recorded, non_default
-from sim.strategies.registry import DEFAULT_STRATEGY, strategy_for
 from sim.strategies.replay import ReplayStrategy
 from sim.strategies.serialization import expand, sparse
+from sim.strategies.strategy import Strategy
 from sim.threads.unmodelled import NotSimulated
-from sim.timefreeze import frozen_time
-from sim.world import RunOutcome, RunResult, World
 
 DEFAULT_RUNS = 1000
 DEFAULT_SHRINK_S = 10.0
@@ -97,7 +97,7 @@ def explore(
     """Run `program` on seeds `seed`, `seed`+1, ... until the first failure or the budget.
 
     The budget is `runs` runs or `time_budget_s` CPU seconds (DEFAULT_RUNS runs if neither is given).
-    `strategy` is a name from `sim.strategies.registry` or a strategy object. `preemption` says where a
+    `strategy` is a name from `sim.strategies.by_name` or a strategy object. `preemption` says where a
     thread program's threads may be switched besides blocking calls and clock reads: "lines" of its own code
     (the default), "opcodes", or "sync" (nowhere else). A failure is shrunk (unless `shrink` is False) for
     at most `shrink_time_s` CPU seconds, and written to `repro_dir` (nothing is written if it is None) as a
@@ -117,7 +117,7 @@ def explore(
                 break
         failure = ProgramShrinker(target, found, shrink_time_s).shrink() if found is not None and shrink else found
     if failure is not None and repro_dir is not None:
-        failure = replace(failure, repro=write_repro(failure, target, Path(repro_dir), name=repro_name))
+        failure = replace(failure, repro=write_program_repro(failure, target, Path(repro_dir), name=repro_name))
     return Exploration(target.name, searcher, count, time.process_time() - started, failure, found)
 
 
@@ -161,7 +161,7 @@ def replay(
         decisions, seed, expected = recording.decisions, recording.seed, recording.run.digest()
         settings = recording.settings or settings
     elif isinstance(recording, (str, Path)):
-        document = read_repro(Path(recording), program)
+        document = read_program_repro(Path(recording), program)
         decisions, seed, expected = expand(document["decisions"], document["decision_points"]), document["seed"], document["digest"]
         settings = Settings(document["max_steps"], _from_json_time(document["max_time_s"]), document.get("preemption", "lines"))
     else:
@@ -181,7 +181,7 @@ def replay(
 # ---- repro files --------------------------------------------------------------------------------
 
 
-def write_repro(failure: Failure, target: Program, out_dir: Path, *, name: str | None = None) -> Path:
+def write_program_repro(failure: Failure, target: Program, out_dir: Path, *, name: str | None = None) -> Path:
     """The failing run as a repro file in `out_dir`, named after `name` (default: the program) and the seed."""
     run, settings = failure.run, target.settings
     document = {
@@ -207,7 +207,7 @@ def write_repro(failure: Failure, target: Program, out_dir: Path, *, name: str |
     return path
 
 
-def read_repro(path: Path, program: Callable[..., Any]) -> dict[str, Any]:
+def read_program_repro(path: Path, program: Callable[..., Any]) -> dict[str, Any]:
     """A program's repro file, checked for the keys replay needs and for the program it was recorded from.
 
     A program recorded as a script's `__main__:f` replays as `module:f` (the same function imported)."""

@@ -25,7 +25,7 @@ from sim.threads.program import run_threads
 from sim.threads.tracing import GRANULARITIES, Preemption
 
 if TYPE_CHECKING:
-    from sim.world import RunResult, World
+    from sim.core.world import RunResult, World
 
 DEFAULT_MAX_STEPS = 1_000_000
 

@@ -16,14 +16,14 @@ from typing import Any
 
 from contract.events.base import Event
 from contract.events.runtime import RunStopped
-from sim import stopping, timefreeze, trace
-from sim.history import HistoryEvent
+from contract.history import HistoryEvent
+from sim.core import stopping, timefreeze, trace
 from sim.kernel.errors import BudgetExceeded, Deadlock, DivergenceError, SimulationError
 from sim.kernel.scheduler import DEFAULT_MAX_EVENTS, Kernel
 from sim.runtime.simulated import SimRuntime
-from sim.strategies.base import Strategy
 from sim.strategies.decisions import Decision, Draw
 from sim.strategies.random_walk import RandomWalk
+from sim.strategies.strategy import Strategy
 
 CheckpointHook = Callable[[str], Awaitable[None]]
 

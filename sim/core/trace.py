@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sim.history import HistoryEvent
+from contract.history import HistoryEvent
 from sim.strategies.decisions import Decision
 from sim.strategies.serialization import to_json
 

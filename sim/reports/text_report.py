@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sim.catalogue import content_hash, scenario_reference
-from sim.history import HistoryEvent
+from contract.history import HistoryEvent
+from sim.core.trace import render_text
+from sim.scenario.catalogue import content_hash, scenario_reference
 from sim.scenario.runner import RunReport, Verdict
 from sim.strategies.serialization import sparse
-from sim.trace import render_text
 
 CONTEXT_EVENTS = 6
 REPRO_FORMAT = 2  # 2: the scenario relative to its repository root, its hash and text, and the mutant

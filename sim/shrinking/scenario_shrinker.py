@@ -30,19 +30,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sim import stopping
+from sim.core import stopping
+from sim.core.timefreeze import frozen_time
+from sim.core.words import counted
 from sim.invariants.overflow import message_tokens
-from sim.registry import registry
-from sim.report import replay_command, write_repro
+from sim.reports.text_report import replay_command, write_repro
 from sim.scenario.loader import load_scenario
 from sim.scenario.model import DriveSpec, Scenario
+from sim.scenario.names import registry
 from sim.scenario.runner import RunReport, run_once
-from sim.shrink_decisions import DecisionPasses
+from sim.shrinking.decision_passes import DecisionPasses
 from sim.strategies.decisions import Recorded, non_default
 from sim.strategies.follow import FollowSchedule, Recording, Schedule
 from sim.strategies.prefix import PrefixReplay
-from sim.timefreeze import frozen_time
-from sim.words import counted
 
 SHRUNK_SUFFIX = "_shrunk"
 DRIVE_TASK = re.compile(r"drive\.(\d+)\.(.*)")  # a drive's task name, as `sim.scenario.drives` starts it
@@ -63,7 +63,7 @@ class _Stop(Exception):
 
 
 @dataclass(frozen=True)
-class Candidate:
+class ShrinkCandidate:
     """What the shrinker varies: indices of the original's faults and drives to keep, and a decision list."""
 
     faults: tuple[int, ...]
@@ -84,7 +84,7 @@ class Size:
     steps: int
 
     @classmethod
-    def of(cls, candidate: Candidate, report: RunReport) -> Size:
+    def of(cls, candidate: ShrinkCandidate, report: RunReport) -> Size:
         return cls(non_default(candidate.decisions), len(candidate.decisions), len(candidate.faults),
                    len(candidate.drives), report.result.steps)
 
@@ -102,7 +102,7 @@ class ShrinkResult:
     seconds: float
     timed_out: bool
     mutant: str | None = None  # the curated mutant the run was shrunk under, which its replay needs
-    interrupted: bool = False  # a stop request ended the search (sim.stopping)
+    interrupted: bool = False  # a stop request ended the search (sim.core.stopping)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -131,7 +131,7 @@ class ShrinkResult:
         return "\n".join(lines)
 
 
-def _key(candidate: Candidate) -> tuple[Any, ...]:
+def _key(candidate: ShrinkCandidate) -> tuple[Any, ...]:
     decisions = candidate.decisions
     return (len(candidate.faults), len(candidate.drives), tuple(value for _, value in candidate.config),
             tuple(hit for _, hit in candidate.nth), non_default(decisions), len(decisions),
@@ -153,10 +153,10 @@ class Shrinker(DecisionPasses):
         self.invariant = invariant
         self.runs = 0
         self._deadline = deadline
-        self._tried: set[tuple[Candidate, Schedule | None]] = set()
+        self._tried: set[tuple[ShrinkCandidate, Schedule | None]] = set()
         lowerable = tuple((field, scenario.world.config[field]) for field in LOWERED_CONFIG if field in scenario.world.config)
         counted = tuple((i, fault.trigger.nth) for i, fault in enumerate(scenario.faults) if fault.trigger.nth is not None)
-        everything = Candidate(
+        everything = ShrinkCandidate(
             tuple(range(len(scenario.faults))), tuple(range(len(scenario.drives))), tuple(decisions), lowerable, counted,
         )
         report, schedule = self._run(everything)
@@ -186,7 +186,7 @@ class Shrinker(DecisionPasses):
 
     # ---- trying a candidate --------------------------------------------------------------------
 
-    def scenario_for(self, candidate: Candidate) -> Scenario:
+    def scenario_for(self, candidate: ShrinkCandidate) -> Scenario:
         world, nth = self.scenario.world, dict(candidate.nth)
         faults = tuple(
             dataclasses.replace(fault, trigger=dataclasses.replace(fault.trigger, nth=nth.get(i, fault.trigger.nth)))
@@ -199,7 +199,7 @@ class Shrinker(DecisionPasses):
             drives=tuple(self.scenario.drives[i] for i in candidate.drives),
         )
 
-    def _run(self, candidate: Candidate, schedule: Schedule | None = None) -> tuple[RunReport, Schedule]:
+    def _run(self, candidate: ShrinkCandidate, schedule: Schedule | None = None) -> tuple[RunReport, Schedule]:
         """The candidate's run, steered by its decision list, or by `schedule` when given; and its schedule."""
         self.runs += 1
         recording = Recording(PrefixReplay(candidate.decisions) if schedule is None else FollowSchedule(schedule))
@@ -210,10 +210,10 @@ class Shrinker(DecisionPasses):
         return bool(report.violations) and report.violations[0].invariant == self.invariant
 
     @staticmethod
-    def _canonical(candidate: Candidate, report: RunReport) -> Candidate:
+    def _canonical(candidate: ShrinkCandidate, report: RunReport) -> ShrinkCandidate:
         return dataclasses.replace(candidate, decisions=tuple(report.result.decisions))
 
-    def _try(self, candidate: Candidate, schedule: Schedule | None = None) -> bool:
+    def _try(self, candidate: ShrinkCandidate, schedule: Schedule | None = None) -> bool:
         """Adopt the candidate's actual run if it fails the same way and is smaller than the best so far.
 
         With `schedule`, the run follows it by task name instead of the candidate's decision list.
@@ -252,7 +252,7 @@ class Shrinker(DecisionPasses):
             or self._try_compensated(smaller, schedule) or self._try_hits_compensated(smaller, schedule)
         )
 
-    def _try_compensated(self, smaller: Candidate, schedule: Schedule) -> bool:
+    def _try_compensated(self, smaller: ShrinkCandidate, schedule: Schedule) -> bool:
         """`smaller` with the compaction threshold lowered by what its dropped turns wrote.
 
         A generated run fills the transcript with dozens of turns before the one whose compaction fails. Dropped
@@ -266,7 +266,7 @@ class Shrinker(DecisionPasses):
         lowered = dataclasses.replace(smaller, config=tuple({**config, THRESHOLD: config[THRESHOLD] - dropped}.items()))
         return self._try(lowered, schedule) or self._try(dataclasses.replace(lowered, decisions=()))
 
-    def _try_hits_compensated(self, smaller: Candidate, schedule: Schedule) -> bool:
+    def _try_hits_compensated(self, smaller: ShrinkCandidate, schedule: Schedule) -> bool:
         """`smaller` with each kept fault that fires at the nth hit of its point firing one hit earlier.
 
         A dropped drive may have passed the point itself (a turn whose compaction called the provider); without
@@ -356,7 +356,7 @@ def shrink(scenario: Scenario, seed: int, decisions: Sequence[Recorded], invaria
     """Shrink the run of `scenario` at `seed` under `decisions`, which violates `invariant`, and write it out.
 
     `source` is the repro the run came from, named in the shrunk scenario's header; after `time_limit` CPU
-    seconds, or once a stop is requested (sim.stopping), the smallest run found so far is the result. `mutant`
+    seconds, or once a stop is requested (sim.core.stopping), the smallest run found so far is the result. `mutant`
     names the curated mutant this process runs
     under, so the shrunk repro records it.
     """

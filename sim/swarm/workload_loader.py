@@ -11,13 +11,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sim import targets
+from sim.scenario import targets
 from sim.scenario.declare import build
 from sim.scenario.loader import SWARM_TABLE, ScenarioRegistry, load_paths, name_or_stem, read_document
 from sim.scenario.model import ExpectSpec
 from sim.scenario.schema import Context, Location
-from sim.swarm.model import WORKLOAD, ActionRate, ActionRates, SwarmSpec, Workload, WorldRanges
 from sim.swarm.targeted import on_target
+from sim.swarm.workload_model import WORKLOAD, ActionRate, ActionRates, SwarmSpec, Workload, WorldRanges
 
 
 def load_workload(path: str | Path, registry: ScenarioRegistry, target: str | None = None) -> Workload:

@@ -22,7 +22,7 @@ from reference.pool import CompressionPool
 from sim.runtime.simulated import SimRuntime
 
 if TYPE_CHECKING:
-    from sim.world import World
+    from sim.core.world import World
 
 T = TypeVar("T")
 
