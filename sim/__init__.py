@@ -15,11 +15,11 @@ The Python API that the CLI, the tests and the pytest plugin share:
 
 from sim.core.timefreeze import frozen_time
 from sim.core.world import RunOutcome, RunResult, World
-from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock, DivergenceError, TooSlowError
+from sim.kernel.decisions import Default, Draw, TaskChoice
+from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock, DivergenceError, TooSlowError, unwrap
 from sim.programs.exploration import Exploration, explore, replay
-from sim.programs.failure import Failure, unwrap
+from sim.programs.failure import Failure
 from sim.strategies.by_name import STRATEGIES
-from sim.strategies.decisions import Default, Draw, TaskChoice
 from sim.strategies.dfs import PreemptionBoundedDFS
 from sim.strategies.fifo import Fifo
 from sim.strategies.pct import PCT

@@ -16,8 +16,9 @@ import pytest
 from support import run_cli
 
 from sim.core.world import World
-from sim.shrinking.scenario_shrinker import _drive_renaming, toml_text
-from sim.strategies.decisions import Draw, TaskChoice
+from sim.kernel.decisions import Draw, TaskChoice
+from sim.scenario.toml_writer import toml_text
+from sim.shrinking.scenario_shrinker import _drive_renaming
 from sim.strategies.follow import FollowSchedule, Recording
 from sim.strategies.prefix import PrefixReplay
 from sim.strategies.replay import ReplayStrategy

@@ -21,11 +21,11 @@ from sim.bench.classic_bugs import BUGS
 from sim.cli import main as cli_main
 from sim.core.search import Shard
 from sim.core.timefreeze import frozen_time
+from sim.kernel.decisions import non_default
 from sim.scenario.loader import load_paths
 from sim.scenario.names import registry
 from sim.scenario.runner import run_once, search_scenario
 from sim.strategies.by_name import STRATEGIES
-from sim.strategies.decisions import non_default
 from sim.strategies.dfs import PreemptionBoundedDFS, SearchExhausted
 from sim.strategies.pct import PCT
 from sim.strategies.portfolio import Portfolio

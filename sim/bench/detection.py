@@ -18,7 +18,7 @@ from typing import Any
 
 from sim.bench.figures import runs_table, summary
 from sim.core.words import counted
-from sim.mutation.kill_matrix import sim_document
+from sim.mutation.mutants import sim_document
 from sim.scenario.model import Scenario
 from sim.scenario.runner import explore_seeds
 from sim.strategies.by_name import strategy_for

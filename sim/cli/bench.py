@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from sim.bench.figures import render_figures
 from sim.cli.common import CATALOGUE, DEFAULT_OUT, EXIT_OK, UsageError, add_json_options, add_mutant_option, load_scenarios, positive_int, progress
 from sim.core import stopping
 
@@ -40,20 +41,6 @@ def _measure(args: argparse.Namespace) -> int:
         result = bench_scenarios(scenarios, runs=args.runs or 20, on_done=progress(args, len(scenarios)).done)
     print(json.dumps(result, sort_keys=True) if args.json else render_figures(result))
     return EXIT_OK
-
-
-def render_figures(result: dict[str, Any], indent: str = "") -> str:
-    """`name: value` lines, aligned; a nested table's figures indented under its name."""
-    width = max(map(len, result), default=0)
-    lines = []
-    for key, value in result.items():
-        if isinstance(value, dict):
-            lines += [f"{indent}{key}:", render_figures(value, indent + "  ")]
-        elif isinstance(value, (list, tuple)):
-            lines.append(f"{indent}{key:<{width}}  {', '.join(map(str, value))}")
-        else:
-            lines.append(f"{indent}{key:<{width}}  {value}")
-    return "\n".join(lines)
 
 
 def _bench_detection(args: argparse.Namespace) -> int:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sim.cli.progress import Progress
-from sim.core import stopping
+from sim.core import children, stopping
+from sim.scenario import targets
 from sim.scenario.catalogue import SCENARIOS_DIR
 from sim.strategies.by_name import STRATEGIES
 
@@ -116,3 +118,25 @@ def write_html(path: Path, run: Any, replay: str, mutant: str | None) -> None:
 
     write_report(run, replay, path, mutant)
     print(f"report: {path}", file=sys.stderr)
+
+
+def rerun_on_target(scenarios: Sequence[Any], argv: Sequence[str]) -> int | None:
+    """Run this command in the process of the scenarios' target when it is not this process's (its exit status);
+    None when it runs here. Scenarios of several targets are a usage error: one command runs one target."""
+    wanted = sorted({scenario.target for scenario in scenarios})
+    if len(wanted) > 1:
+        raise UsageError(f"these scenarios run on {', '.join(wanted)}: give one target's scenarios (or --target), or "
+                         "compare targets with python -m sim releases")
+    if not wanted or wanted[0] == targets.loaded():
+        return None
+    return in_target_process(wanted[0], argv)
+
+
+def in_target_process(target: str, argv: Sequence[str]) -> int:
+    """Re-run this command (with `argv`) in a child process that loads `target` first; its exit status. A stop
+    request is passed to the child, which stops as the command does (a swarm keeps its results), so this process
+    only waits for it."""
+    env = {**os.environ, targets.TARGET_ENV: target}
+    with stopping.graceful():
+        code = children.run([sys.executable, "-m", "sim", *argv], env=env).returncode
+    return stopping.child_exit(code)

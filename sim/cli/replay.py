@@ -14,8 +14,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from sim.cli.common import EXIT_OK, EXIT_VIOLATION, UsageError, add_mutant_option, add_report_option, load_scenarios, seed_int, write_html
-from sim.scenario import targets
+from sim.cli.common import EXIT_OK, EXIT_VIOLATION, UsageError, add_mutant_option, add_report_option, load_scenarios, rerun_on_target, seed_int, write_html
 
 DIFF_LINES_MAX = 20
 UNMODIFIED = "no mutant (the unmodified reference)"
@@ -125,7 +124,7 @@ def _replay(args: argparse.Namespace) -> int:
 
     if args.seed is not None:
         scenario = load_scenarios([args.target])[0]
-        if (elsewhere := targets.elsewhere([scenario], args.argv)) is not None:
+        if (elsewhere := rerun_on_target([scenario], args.argv)) is not None:
             return elsewhere
         result = run_once(scenario, args.seed)
         expected_digest = None
@@ -134,7 +133,7 @@ def _replay(args: argparse.Namespace) -> int:
         document = load_repro(repro_path)
         check_mutant(repro_path, document, args.under_mutant)
         scenario = repro_scenario(repro_path, document)
-        if (elsewhere := targets.elsewhere([scenario], args.argv)) is not None:
+        if (elsewhere := rerun_on_target([scenario], args.argv)) is not None:
             return elsewhere
         try:
             result = run_once(scenario, document["seed"], recorded_decisions(repro_path, document))

@@ -29,6 +29,7 @@ from sim.cli.common import (
     load_scenarios,
     positive_int,
     progress,
+    rerun_on_target,
     seed_int,
     speaker,
     write_html,
@@ -36,7 +37,6 @@ from sim.cli.common import (
 from sim.cli.progress import Throttled
 from sim.core import stopping
 from sim.core.words import counted
-from sim.scenario import targets
 
 AUTO_SHRINK_LIMIT_S = 10.0  # `run` shrinks each failure on the way; a longer search is `shrink --time-limit`
 
@@ -47,7 +47,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.must_fail_under and args.under_mutant:
         raise UsageError("--must-fail-under runs each scenario under the mutants it names, so it takes no --mutant")
     scenarios = load_scenarios(args.paths or [CATALOGUE], args.target)
-    elsewhere = targets.elsewhere(scenarios, args.argv)
+    elsewhere = rerun_on_target(scenarios, args.argv)
     if elsewhere is not None:
         return elsewhere
     lines = progress(args, len(scenarios))

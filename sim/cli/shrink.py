@@ -7,10 +7,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sim.cli.common import EXIT_VIOLATION, UsageError, add_json_options, add_mutant_option, add_report_option, exit_interrupted, progress, write_html
+from sim.cli.common import (
+    EXIT_VIOLATION,
+    UsageError,
+    add_json_options,
+    add_mutant_option,
+    add_report_option,
+    exit_interrupted,
+    progress,
+    rerun_on_target,
+    write_html,
+)
 from sim.cli.replay import check_mutant, load_repro, recorded_decisions, repro_scenario
 from sim.core import stopping
-from sim.scenario import targets
 
 SHRINK_LIMIT_S = 30.0
 
@@ -28,7 +37,7 @@ def _shrink(args: argparse.Namespace) -> int:
         raise UsageError(f"{repro_path}: invariant: expected str in a repro file")
     check_mutant(repro_path, document, args.under_mutant)
     scenario = repro_scenario(repro_path, document)
-    if (elsewhere := targets.elsewhere([scenario], args.argv)) is not None:
+    if (elsewhere := rerun_on_target([scenario], args.argv)) is not None:
         return elsewhere
     lines = progress(args, None)
     try:

@@ -20,6 +20,7 @@ from sim.cli.common import (
     add_target_option,
     exit_interrupted,
     positive_int,
+    rerun_on_target,
     seed_int,
     speaker,
 )
@@ -55,7 +56,7 @@ def _swarm(args: argparse.Namespace) -> int:
     if args.feedback and shard.count != 1:
         raise UsageError(f"--feedback with --shard {args.shard}: a feedback campaign cannot be sharded (each run depends on the runs before it)")
     workloads = load_workloads([Path(path) for path in paths], registry(), _target(args.target))
-    elsewhere = targets.elsewhere(workloads, args.argv)
+    elsewhere = rerun_on_target(workloads, args.argv)
     if elsewhere is not None:
         return elsewhere
     if args.under_mutant and workloads[0].target != targets.REFERENCE:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from contract.history import HistoryEvent
-from sim.strategies.decisions import Decision
+from sim.kernel.decisions import Decision
 from sim.strategies.serialization import to_json
 
 TIME_WIDTH = 12

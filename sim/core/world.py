@@ -18,10 +18,10 @@ from contract.events.base import Event
 from contract.events.runtime import RunStopped
 from contract.history import HistoryEvent
 from sim.core import stopping, timefreeze, trace
+from sim.kernel.decisions import Decision, Draw
 from sim.kernel.errors import BudgetExceeded, Deadlock, DivergenceError, SimulationError
 from sim.kernel.scheduler import DEFAULT_MAX_EVENTS, Kernel
 from sim.runtime.simulated import SimRuntime
-from sim.strategies.decisions import Decision, Draw
 from sim.strategies.random_walk import RandomWalk
 from sim.strategies.strategy import Strategy
 

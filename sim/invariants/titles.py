@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 from contract.events import CommitPublished, ExternalRotated, FrontendTitleFailed, SessionTitled, SessionTitleIndeterminate
 from contract.history import HistoryEvent
+from contract.vocabulary import TITLE_SOURCES
 from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 from sim.invariants.lineage import lineage_roots, session_row
 from sim.invariants.transcript import live_sessions_by_root
-from sim.scenario.model import TITLE_SOURCES
 
 
 class TitleFollowsConversation(Invariant):

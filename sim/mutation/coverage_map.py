@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from sim.core.words import counted
+from sim.mutation.line_trace import LineTrace, forget_caches
+from sim.mutation.mutants import sim_json
 from sim.mutation.reach import Reach
 from sim.scenario.catalogue import ROOT, content_hash
 
@@ -160,8 +162,6 @@ def merge(coverage: CoverageMap, document: dict[str, Any]) -> None:
 
 def trace_in_children(shards: Sequence[Sequence[str]], jobs: int) -> list[dict[str, Any]]:
     """Each shard of scenario paths traced by its own `python -m sim trace-lines`, `jobs` at a time."""
-    from sim.mutation.kill_matrix import sim_json
-
     def one(paths: Sequence[str]) -> dict[str, Any]:
         code, document, errors = sim_json(["trace-lines", *paths])
         if code != 0 or document is None:
@@ -175,8 +175,6 @@ def trace_in_children(shards: Sequence[Sequence[str]], jobs: int) -> list[dict[s
 
 def trace_document(paths: Sequence[Path], root: Path = ROOT) -> dict[str, Any]:
     """What one tracing process reports: the lines its loading executes (`common`), then each scenario's."""
-    from sim.mutation.line_trace import LineTrace, forget_caches
-
     tracer = LineTrace(root, TRACED)
     common: dict[str, set[int]] = {}
     traced = []

@@ -18,9 +18,6 @@ Without a map (`--full`) every mutant runs the whole catalogue, as the matrix al
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -29,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.core import children, stopping
-from sim.mutation.mutants import Mutant, StaleMutant, load_mutants, mutant_process, overlay
+from sim.core import stopping
+from sim.mutation.mutants import Mutant, StaleMutant, load_mutants, overlay, sim_json
 
 if TYPE_CHECKING:
     from sim.mutation.coverage_map import CoverageMap
@@ -101,30 +98,6 @@ class MutantResult:
             return "survived every scenario"
         missed = [f"{name} (never executes its lines)" if name in self.unreached_claimers else name for name in self.missed_expected()]
         return f"expected killers did not kill: {', '.join(missed)}" if missed else ""
-
-
-def sim_json(args: Sequence[str], *, folder: Path | None = None, mutant: str | None = None,
-             ) -> tuple[int, dict[str, Any] | None, str]:
-    """`python -m sim ARGS --json` in a child process (over the reference in the overlay `folder`, under `mutant`,
-    when given): its exit status, its document (None if it printed none), its stderr."""
-    argv = [*args, "--json"]
-    command, env = [sys.executable, "-m", "sim", *argv], None
-    if folder is not None and mutant is not None:
-        command, env = mutant_process(folder, mutant, argv)
-    done = children.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        return done.returncode, json.loads(done.stdout), done.stderr
-    except json.JSONDecodeError:
-        return done.returncode, None, done.stderr
-
-
-def sim_document(args: Sequence[str]) -> dict[str, Any]:
-    """A child command's JSON document, or {"error": its last stderr line} when it printed none (a benchmark
-    records the failure beside the other measurements instead of stopping)."""
-    code, document, errors = sim_json(args)
-    if document is None:
-        return {"error": errors.strip().splitlines()[-1] if errors.strip() else f"exit {code}"}
-    return document
 
 
 def sanity_pass(scenario: Path) -> str | None:

@@ -15,8 +15,10 @@ in the same folder is not a mutant: it lists the operator mutants known to be eq
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import tomllib
@@ -24,8 +26,9 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from sim.core import stopping
+from sim.core import children, stopping
 from sim.mutation.reach import Reach, edit_reach
 from sim.scenario.catalogue import MUTANTS_DIR, ROOT
 
@@ -137,3 +140,27 @@ def overlay_process(folder: Path, argv: Sequence[str]) -> tuple[list[str], dict[
     """
     path = os.pathsep.join(filter(None, [str(folder), str(ROOT), os.environ.get("PYTHONPATH")]))
     return [sys.executable, "-P", "-m", "sim", *argv], {**os.environ, OVERLAY_ENV: str(folder), "PYTHONPATH": path}
+
+
+def sim_json(args: Sequence[str], *, folder: Path | None = None, mutant: str | None = None,
+             ) -> tuple[int, dict[str, Any] | None, str]:
+    """`python -m sim ARGS --json` in a child process (over the reference in the overlay `folder`, under `mutant`,
+    when given): its exit status, its document (None if it printed none), its stderr."""
+    argv = [*args, "--json"]
+    command, env = [sys.executable, "-m", "sim", *argv], None
+    if folder is not None and mutant is not None:
+        command, env = mutant_process(folder, mutant, argv)
+    done = children.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        return done.returncode, json.loads(done.stdout), done.stderr
+    except json.JSONDecodeError:
+        return done.returncode, None, done.stderr
+
+
+def sim_document(args: Sequence[str]) -> dict[str, Any]:
+    """A child command's JSON document, or {"error": its last stderr line} when it printed none (a benchmark
+    records the failure beside the other measurements instead of stopping)."""
+    code, document, errors = sim_json(args)
+    if document is None:
+        return {"error": errors.strip().splitlines()[-1] if errors.strip() else f"exit {code}"}
+    return document

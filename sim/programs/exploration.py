@@ -24,12 +24,12 @@ from typing import Any
 from sim.core.search import exhaustion, until_exhausted, within_budget
 from sim.core.timefreeze import frozen_time
 from sim.core.world import RunOutcome, RunResult, World
+from sim.kernel.decisions import Recorded, non_default
 from sim.kernel.errors import DivergenceError
 from sim.programs.failure import Failure
 from sim.programs.runnable import DEFAULT_MAX_STEPS, Program, Settings, program_name
 from sim.programs.shrinker import ProgramShrinker
 from sim.strategies.by_name import DEFAULT_STRATEGY, strategy_for
-from sim.strategies.decisions import Recorded, non_default
 from sim.strategies.replay import ReplayStrategy
 from sim.strategies.serialization import expand, sparse
 from sim.strategies.strategy import Strategy

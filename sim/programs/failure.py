@@ -1,38 +1,23 @@
 """What made a run fail, read out of the run: the exception, the task that raised it, or the deadlock.
 
 A task's exception reaches the root task wrapped in one exception group per nursery it crossed, often
-beside the Cancelled its siblings got; `unwrap` digs out the one that matters, and the task that raised
+beside the Cancelled its siblings got; `unwrap` (`sim.kernel.errors`) digs out the one that matters, and the task that raised
 it is the first task (in the order tasks ended) whose exception is or contains it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sim.core.world import RunOutcome, RunResult
-from sim.kernel.errors import Cancelled, Deadlock, SimulationError
-from sim.strategies.decisions import Decision, non_default
+from sim.kernel.decisions import Decision, non_default
+from sim.kernel.errors import Deadlock, SimulationError, leaves, unwrap
 
 if TYPE_CHECKING:
     from sim.programs.runnable import Settings
-
-
-def leaves(error: BaseException) -> Iterator[BaseException]:
-    """The exceptions inside any nesting of exception groups, in order."""
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            yield from leaves(inner)
-    else:
-        yield error
-
-
-def unwrap(error: BaseException) -> BaseException:
-    """The exception that failed a run, out of its exception groups: the first one that is not a Cancelled."""
-    found = list(leaves(error))
-    return next((leaf for leaf in found if not isinstance(leaf, Cancelled)), found[0])
 
 
 def raising_task(error: BaseException, task_errors: Sequence[tuple[str, BaseException]]) -> str | None:

@@ -13,9 +13,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sim.core.world import World
+from sim.kernel.decisions import non_default
 from sim.programs.failure import Failure
 from sim.shrinking.decision_passes import DecisionPasses, Decisions
-from sim.strategies.decisions import non_default
 from sim.strategies.prefix import PrefixReplay
 
 if TYPE_CHECKING:

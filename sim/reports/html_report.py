@@ -24,9 +24,10 @@ from contract.events import LeaseAcquired, LeaseReleased
 from contract.history import HistoryEvent
 from contract.ids import HolderId
 from sim.core.trace import render_text
+from sim.invariants import INVARIANTS
 from sim.invariants.invariant import Violation
+from sim.kernel.decisions import Decision, non_default
 from sim.scenario.runner import RunReport
-from sim.strategies.decisions import Decision, non_default
 
 COMMIT_KINDS = ("commit.archived", "commit.published")
 LIFETIME_KINDS = ("task.spawn", "task.exit")
@@ -320,8 +321,6 @@ def _heading(report: RunReport, violation: Violation | None, mutant: str | None)
 
 def _invariant_text(name: str) -> str:
     """What the violated invariant requires, and the races it guards (a harness failure names none)."""
-    from sim.invariants import INVARIANTS
-
     invariant = INVARIANTS.get(name)
     if invariant is None:
         return ""

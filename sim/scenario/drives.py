@@ -17,7 +17,7 @@ from contract.ids import SessionId
 from faults.plan import Moments
 from faults.triggers import Trigger
 from reference.store import TitleInUseError
-from sim.programs.failure import unwrap
+from sim.kernel.errors import unwrap
 from sim.scenario.builder import AgentSlot, SystemBuilder
 from sim.scenario.fault_context import SystemFaultContext
 from sim.scenario.model import DriveAction, DriveSpec

@@ -18,10 +18,10 @@ from sim.core.search import Shard, exhaustion, until_exhausted, within_budget
 from sim.core.timefreeze import frozen_time
 from sim.core.world import RunOutcome, RunResult, World
 from sim.invariants import Violation
-from sim.scenario import targets
+from sim.kernel.decisions import Recorded
+from sim.scenario import targeting, targets
 from sim.scenario.model import Scenario
 from sim.strategies.by_name import strategy_for
-from sim.strategies.decisions import Recorded
 from sim.strategies.replay import ReplayStrategy
 from sim.strategies.strategy import Strategy
 
@@ -58,7 +58,7 @@ class Verdict:
 
     @property
     def invariants_checked(self) -> int:
-        return len(targets.invariants_for(self.scenario))
+        return len(targeting.invariants_for(self.scenario))
 
     def problems(self) -> list[str]:
         """Why the scenario's expectation does not hold; empty when it passed."""
@@ -95,7 +95,7 @@ def run_once(scenario: Scenario, seed: int, decisions: Sequence[Recorded] | None
         strategy = ReplayStrategy(decisions) if decisions is not None else strategy_for(scenario.explore.strategy)
     world = World(seed, strategy, max_steps=scenario.explore.max_steps, max_time_s=scenario.explore.max_time_s)
     with frozen_time(), targets.batch(scenario):
-        system = targets.make_system(world, scenario, targets.invariants_for(scenario))
+        system = targeting.make_system(world, scenario, targeting.invariants_for(scenario))
         system.install()
         result = world.run(system.main)
     if force_fail:

@@ -1,6 +1,6 @@
 """The passes that make a failing run's decision list smaller, shared by the scenario and program shrinkers.
 
-A decision list is a run's choice sequence (`sim.strategies.decisions`). Each pass proposes edited lists to
+A decision list is a run's choice sequence (`sim.kernel.decisions`). Each pass proposes edited lists to
 `_try_decisions`, which runs one under lenient replay (`PrefixReplay`: a choice that no longer fits takes
 the default) and adopts the run it produced when it fails the same way and is smaller; `_best_decisions` is
 the list of the smallest failing run so far. A pass returns whether it made the run smaller. In order: the
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sim.strategies.decisions import Recorded, non_default
+from sim.kernel.decisions import Recorded, non_default
 
 Decisions = tuple[Recorded, ...]
 

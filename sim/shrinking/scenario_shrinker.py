@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import re
 import time
 import tomllib
@@ -30,17 +29,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contract.vocabulary import message_tokens
 from sim.core import stopping
 from sim.core.timefreeze import frozen_time
 from sim.core.words import counted
-from sim.invariants.overflow import message_tokens
+from sim.kernel.decisions import Recorded, non_default
 from sim.reports.text_report import replay_command, write_repro
 from sim.scenario.loader import load_scenario
 from sim.scenario.model import DriveSpec, Scenario
 from sim.scenario.names import registry
 from sim.scenario.runner import RunReport, run_once
+from sim.scenario.toml_writer import toml_text
 from sim.shrinking.decision_passes import DecisionPasses
-from sim.strategies.decisions import Recorded, non_default
 from sim.strategies.follow import FollowSchedule, Recording, Schedule
 from sim.strategies.prefix import PrefixReplay
 
@@ -443,65 +443,3 @@ def _drive_label(drive: dict[str, Any]) -> str:
         if action in drive:
             return f"{action} {json.dumps(drive[action], ensure_ascii=False)}"
     return str(drive.get("command", "drive"))
-
-
-# ---- writing TOML -------------------------------------------------------------------------------
-
-
-def toml_text(document: dict[str, Any]) -> str:
-    """A scenario document as TOML: top-level values, then tables, then arrays of tables."""
-    plain = {key: value for key, value in document.items() if not _is_table(value) and not _is_table_list(value)}
-    lines = [f"{_key_text(key)} = {_value_text(value)}" for key, value in plain.items()]
-    for key, value in document.items():
-        if _is_table(value):
-            lines += ["", f"[{_key_text(key)}]", *_entries(value)]
-        elif _is_table_list(value):
-            for entry in value:
-                lines += ["", f"[[{_key_text(key)}]]", *_entries(entry)]
-    return "\n".join(lines) + "\n"
-
-
-def _is_table(value: Any) -> bool:
-    return isinstance(value, dict)
-
-
-def _is_table_list(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(entry, dict) for entry in value)
-
-
-def _entries(table: dict[str, Any]) -> list[str]:
-    return [f"{_key_text(key)} = {_value_text(value)}" for key, value in table.items()]
-
-
-def _key_text(key: str) -> str:
-    bare = key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
-    return key if bare else _string_text(key)
-
-
-def _string_text(text: str) -> str:
-    # JSON escapes are TOML escapes, except that TOML also wants DEL escaped.
-    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
-
-
-def _value_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return _string_text(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _float_text(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(map(_value_text, value)) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{_key_text(k)} = {_value_text(v)}" for k, v in value.items()) + " }" if value else "{}"
-    raise TypeError(f"no TOML form for {type(value).__name__} {value!r}")
-
-
-def _float_text(value: float) -> str:
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return repr(value)

@@ -29,7 +29,7 @@ from sim.core import stopping
 from sim.core.heap import freeze_long_lived
 from sim.core.search import Shard, within_budget
 from sim.core.timefreeze import frozen_time
-from sim.programs.failure import unwrap
+from sim.kernel.errors import unwrap
 from sim.scenario.runner import RunReport, run_once
 from sim.swarm.feedback import BATCH, NO_BIAS, Bias, Feedback
 from sim.swarm.generate import enabled_kinds, generate

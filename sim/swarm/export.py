@@ -15,7 +15,7 @@ from sim.reports.text_report import replay_command, write_repro
 from sim.scenario.loader import load_scenario
 from sim.scenario.names import registry
 from sim.scenario.runner import RunReport, run_once
-from sim.shrinking.scenario_shrinker import toml_text
+from sim.scenario.toml_writer import toml_text
 from sim.swarm.feedback import NO_BIAS, Bias
 from sim.swarm.generate import scenario_document
 from sim.swarm.workload_model import Workload

@@ -16,7 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from sim.scenario import targets
+from sim.scenario import targeting, targets
 from sim.swarm.workload_model import AFTER_EVENT, ActionKind, ActionRate, FaultDraw, Workload
 
 # The drive action each action kind makes (`sim.swarm.generate._action`).
@@ -40,7 +40,7 @@ class Cut:
 
 def on_target(workload: Workload, target: str) -> tuple[Workload, list[Cut]]:
     """The workload with only what `target` (a parsed target name) can take, and what was cut."""
-    can = targets.capabilities(target)
+    can = targeting.capabilities(target)
     cuts: list[Cut] = []
     faults = {}
     for kind, draw in workload.swarm.faults.items():
