@@ -190,8 +190,8 @@ class SwarmBatch(_SimItem):
 
     def runtest(self) -> None:
         from sim.scenario.names import registry
-        from sim.swarm.campaign import run_indices
         from sim.swarm.export import export_run
+        from sim.swarm.generated_runs import run_indices
         from sim.swarm.results import failure_classes
         from sim.swarm.workload_loader import load_workload
 

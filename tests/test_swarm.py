@@ -17,9 +17,10 @@ from sim.scenario.runner import run_once
 from sim.scenario.scenario_error import ScenarioError
 from sim.shrinking.scenario_shrinker import shrink
 from sim.swarm import generate, load_workload, load_workloads
-from sim.swarm.campaign import campaign, failure_class, run_generated
+from sim.swarm.campaign import campaign
 from sim.swarm.export import export_run
 from sim.swarm.generate import scenario_document
+from sim.swarm.generated_runs import failure_class, run_generated
 from sim.swarm.results import document, merge
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,10 +18,11 @@ from sim.scenario.loader import load_scenario
 from sim.scenario.names import registry
 from sim.scenario.runner import run_once
 from sim.swarm import load_workload, load_workloads
-from sim.swarm.campaign import campaign, run_generated, summarise
+from sim.swarm.campaign import campaign
 from sim.swarm.export import export_run
 from sim.swarm.feedback import BATCH, NO_BIAS, Bias, Feedback, enable_key
 from sim.swarm.generate import enabled_kinds, scenario_document
+from sim.swarm.generated_runs import run_generated, summarise
 from sim.swarm.results import document
 from sim.swarm.signature import signature
 

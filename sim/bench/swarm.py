@@ -37,8 +37,9 @@ from sim.scenario.loader import load_scenario
 from sim.scenario.names import registry
 from sim.scenario.runner import run_once
 from sim.shrinking.scenario_shrinker import shrink
-from sim.swarm.campaign import campaign, run_generated, workload_of
+from sim.swarm.campaign import campaign
 from sim.swarm.export import export_run
+from sim.swarm.generated_runs import run_generated, workload_of
 from sim.swarm.workload_model import Workload
 
 SHRINK_LIMIT_S = 60.0

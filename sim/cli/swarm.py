@@ -106,7 +106,7 @@ def _run_line(run: Any) -> str:
 def _results(done: Any, workloads: Sequence[Any], args: argparse.Namespace, lines: Progress) -> dict[str, Any]:
     """The results document, with each failure class's first run exported as a scenario file (and shrunk)."""
     from sim.swarm import results
-    from sim.swarm.campaign import workload_of
+    from sim.swarm.generated_runs import workload_of
 
     exported = {}
     for key, runs in results.failure_classes(done.runs).items():

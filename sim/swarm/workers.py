@@ -24,8 +24,8 @@ from typing import IO, Any
 
 from sim.core import children, stopping
 from sim.core.search import Shard, within_budget
-from sim.swarm.campaign import RunSummary, run_indices
 from sim.swarm.feedback import Bias
+from sim.swarm.generated_runs import RunSummary, run_indices
 from sim.swarm.workload_model import Workload
 
 
