@@ -197,7 +197,8 @@ class SwarmBatch(_SimItem):
 
         workload = load_workload(self.path, registry())
         root_seed = self.config.getoption("--sim-seed") or 0
-        classes = failure_classes(run_indices([workload], root_seed, self.indices))
+        summaries, _ = run_indices([workload], root_seed, self.indices)
+        classes = failure_classes(summaries)
         if not classes:
             return
         out = Path(str(self.config.rootpath)) / REPRO_FOLDER / SWARM_FOLDER

@@ -95,7 +95,9 @@ def requested() -> bool:
 
 class Until(Generic[T]):
     """The items of a loop over runs, until a stop is requested: then it ends before the next item, and `cut`
-    says that the request, not the end of the items, ended it."""
+    says that the request, not the end of the items, ended it. In a stretch that stops at its next run
+    (`graceful(at_next_run=True)`) it goes on, so that the next run raises `Stopped`: a search cut short there
+    would read as a complete one."""
 
     def __init__(self, items: Iterable[T]) -> None:
         self._items = iter(items)
@@ -106,7 +108,7 @@ class Until(Generic[T]):
 
     def __next__(self) -> T:
         item = next(self._items)
-        if _requests:
+        if _requests and not (_graceful and _graceful[-1][1]):
             self.cut = True
             raise StopIteration
         return item

@@ -21,7 +21,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sim.core.search import exhaustion, until_exhausted, within_budget
+from sim.core import stopping
+from sim.core.search import exhaustion, search
 from sim.core.timefreeze import frozen_time
 from sim.core.world import RunOutcome, RunResult, World
 from sim.kernel.decisions import Recorded, non_default
@@ -44,7 +45,8 @@ REPRO_FORMAT = 2  # 2 added the program's kind and preemption; a format-1 file i
 class Exploration:
     """What one search did: how many runs, under which strategy, and the first failure if there was one.
 
-    `failure` is the shrunk failure (when shrinking was on), `found` the run the search first failed in.
+    `failure` is the shrunk failure (when shrinking was on), `found` the run the search first failed in;
+    `interrupted`, that a stop request (`sim.core.stopping`) ended the search between two runs.
     """
 
     program: str
@@ -53,6 +55,7 @@ class Exploration:
     cpu_s: float
     failure: Failure | None
     found: Failure | None = None
+    interrupted: bool = False
 
     @property
     def failed(self) -> bool:
@@ -65,7 +68,8 @@ class Exploration:
     def __str__(self) -> str:
         ran = f"{self.program}: {self.runs} runs under {self.strategy.name}, {self.cpu_s:.2f}s"
         if self.failure is None:
-            return f"{ran}{', its whole bounded space' if self.exhausted else ''}: no failure"
+            cut = f" ({stopping.interrupted_after(self.runs)})" if self.interrupted else ""
+            return f"{ran}{', its whole bounded space' if self.exhausted else ''}: no failure{cut}"
         found = self.found or self.failure
         shrunk = ""
         if found is not self.failure:
@@ -108,17 +112,16 @@ def explore(
         raise ValueError(f"seed must be a whole number of at least 0, not {seed!r}")
     target = Program(program, args, Settings(max_steps, max_time_s, preemption))
     searcher = strategy_for(strategy) if isinstance(strategy, str) else strategy
-    started, count, found = time.process_time(), 0, None
-    with frozen_time(), target.batch():
-        for run_seed in until_exhausted(within_budget(itertools.count(seed), budget_runs, budget_s), searcher):
-            count += 1
-            found = _failure(target, World(run_seed, searcher, max_steps=max_steps, max_time_s=max_time_s))
-            if found is not None:
-                break
+    started = time.process_time()
+    with frozen_time(), target.batch():  # the shrinker's runs share them too
+        searched = search(itertools.count(seed), lambda run_seed: _failure(target, World(run_seed, searcher, max_steps=max_steps,
+                                                                                            max_time_s=max_time_s)),
+                          runs=budget_runs, time_budget_s=budget_s, strategy=searcher, until=_failed)
+        found = searched.last
         failure = ProgramShrinker(target, found, shrink_time_s).shrink() if found is not None and shrink else found
     if failure is not None and repro_dir is not None:
         failure = replace(failure, repro=write_program_repro(failure, target, Path(repro_dir), name=repro_name))
-    return Exploration(target.name, searcher, count, time.process_time() - started, failure, found)
+    return Exploration(target.name, searcher, searched.runs, time.process_time() - started, failure, found, searched.interrupted)
 
 
 def _budget(runs: int | None, time_budget_s: float | None) -> tuple[int | None, float | None]:
@@ -130,6 +133,10 @@ def _budget(runs: int | None, time_budget_s: float | None) -> tuple[int | None, 
     if time_budget_s is not None and not time_budget_s > 0:
         raise ValueError(f"time_budget_s must be above 0, not {time_budget_s!r}")
     return (DEFAULT_RUNS if runs is None and time_budget_s is None else runs), time_budget_s
+
+
+def _failed(failure: Failure | None) -> bool:
+    return failure is not None
 
 
 def _failure(target: Program, world: World) -> Failure | None:

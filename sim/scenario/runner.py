@@ -9,12 +9,11 @@ reached. A catalogue scenario that passes because its fault never fired protects
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sim.core import stopping
-from sim.core.search import Shard, exhaustion, until_exhausted, within_budget
+from sim.core.search import Shard, exhaustion, search
 from sim.core.timefreeze import frozen_time
 from sim.core.world import RunOutcome, RunResult, World
 from sim.invariants import Violation
@@ -121,9 +120,11 @@ def check(scenario: Scenario, runs: int | None = None, seed: int | None = None, 
                          stop_at_first=stop_at_first, force_fail=force_fail, on_run=on_run)
 
 
-def explore_seeds(scenario: Scenario, seeds: Iterable[int], strategy: Strategy, *, stop_at_first: bool = True,
-                  force_fail: bool = False, on_run: Callable[[RunReport], None] | None = None) -> Verdict:
-    """One run per seed, all under one strategy object, and the verdict over them.
+def explore_seeds(scenario: Scenario, seeds: Iterable[int], strategy: Strategy, *, runs: int | None = None,
+                  time_budget_s: float | None = None, stop_at_first: bool = True, force_fail: bool = False,
+                  on_run: Callable[[RunReport], None] | None = None) -> Verdict:
+    """One run per seed, within `runs` runs or `time_budget_s` CPU seconds, all under one strategy object, and the
+    verdict over them.
 
     One object for every run, so a strategy that learns across runs keeps what it learnt: PCT's horizon,
     the portfolio's rotation, the exhaustive search's tree. A search that has covered its whole space
@@ -131,18 +132,17 @@ def explore_seeds(scenario: Scenario, seeds: Iterable[int], strategy: Strategy, 
     `on_run` hears of each finished run (progress lines).
     """
     verdict = Verdict(scenario, fired=[0] * len(scenario.faults))
-    started = time.process_time()
-    runs = stopping.Until(until_exhausted(seeds, strategy))
-    with frozen_time(), targets.batch(scenario):
-        for seed in runs:
-            report = run_once(scenario, seed, strategy=strategy, force_fail=force_fail)
-            _tally(verdict, report)
-            if on_run is not None:
-                on_run(report)
-            if report.failed and stop_at_first:
-                break
-    verdict.interrupted = runs.cut
-    verdict.cpu_s = time.process_time() - started
+
+    def tally(report: RunReport) -> None:
+        _tally(verdict, report)
+        if on_run is not None:
+            on_run(report)
+
+    searched = search(seeds, lambda seed: run_once(scenario, seed, strategy=strategy, force_fail=force_fail),
+                      runs=runs, time_budget_s=time_budget_s, strategy=strategy, batch=targets.batch(scenario),
+                      until=lambda report: report.failed and stop_at_first, on_run=tally)
+    verdict.interrupted = searched.interrupted
+    verdict.cpu_s = searched.cpu_s
     return verdict
 
 
@@ -187,5 +187,5 @@ def search_scenario(
     `on_run` hears of each finished run (progress lines).
     """
     searcher = strategy_for(strategy)
-    seeds = within_budget(shard.seeds(first_seed), runs, time_budget_s)
-    return ScenarioSearch(explore_seeds(scenario, seeds, searcher, on_run=on_run), searcher, shard, first_seed)
+    verdict = explore_seeds(scenario, shard.seeds(first_seed), searcher, runs=runs, time_budget_s=time_budget_s, on_run=on_run)
+    return ScenarioSearch(verdict, searcher, shard, first_seed)

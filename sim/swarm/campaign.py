@@ -19,10 +19,9 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any
 
 from sim.core import stopping
-from sim.core.search import Shard, within_budget
+from sim.core.search import Shard
 from sim.swarm.feedback import BATCH, NO_BIAS, Bias, Feedback
 from sim.swarm.generated_runs import RunSummary, run_indices, workload_of
 from sim.swarm.workers import Workers, batch_order, share_order
@@ -63,9 +62,9 @@ def campaign(workloads: Sequence[Workload], root_seed: int, *, shard: Shard = Sh
             raise ValueError(f"a feedback campaign cannot be sharded (shard {shard}): each run depends on the runs before it")
         done.cpu_s = _with_feedback(done, workloads, runs, time_budget_s, jobs, on_run)
     elif jobs == 1:
-        indices = stopping.Until(within_budget(shard.seeds(0), runs, time_budget_s))
-        done.runs = run_indices(workloads, root_seed, indices, on_run, exitfirst=exitfirst)
-        done.interrupted = indices.cut
+        done.runs, searched = run_indices(workloads, root_seed, shard.seeds(0), runs=runs, time_budget_s=time_budget_s,
+                                          on_run=on_run, exitfirst=exitfirst)
+        done.interrupted = searched.interrupted
     else:
         done.runs, done.cpu_s, done.interrupted = _in_workers(workloads, root_seed, shard, runs, time_budget_s, jobs, on_run)
     done.cpu_s += time.process_time() - started
@@ -109,9 +108,8 @@ def _with_feedback(done: Campaign, workloads: Sequence[Workload], runs: int | No
             biases = {index: by_workload[workload_of(workloads, index).name] for index in batch}
             done.biases.update(biases)
             if workers is None:
-                order = stopping.Until(batch)
-                summaries = run_indices(workloads, done.root_seed, order, biases=biases)
-                done.interrupted = order.cut
+                summaries, searched = run_indices(workloads, done.root_seed, batch, biases=biases)
+                done.interrupted = searched.interrupted
             else:
                 summaries = _batch_in_workers(workers, batch, biases, jobs)
                 done.interrupted = workers.interrupted

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.core.heap import freeze_long_lived
-from sim.core.timefreeze import frozen_time
+from sim.core.search import Searched, search
 from sim.kernel.errors import unwrap
 from sim.scenario.runner import RunReport, run_once
 from sim.swarm.feedback import NO_BIAS, Bias
@@ -77,20 +77,25 @@ def summarise(workloads: Sequence[Workload], root_seed: int, index: int, report:
                       failure_class(report), marks)
 
 
-def run_indices(workloads: Sequence[Workload], root_seed: int, indices: Iterable[int],
-                on_run: Callable[[RunSummary], None] | None = None,
-                biases: dict[int, Bias] | None = None, exitfirst: bool = False) -> list[RunSummary]:
-    """The summaries of the given runs (each with its bias, if any), in order, inside one wall-clock freeze;
-    with `exitfirst`, up to and including the first that failed."""
+def run_indices(workloads: Sequence[Workload], root_seed: int, indices: Iterable[int], *, runs: int | None = None,
+                time_budget_s: float | None = None, on_run: Callable[[RunSummary], None] | None = None,
+                biases: dict[int, Bias] | None = None,
+                exitfirst: bool = False) -> tuple[list[RunSummary], Searched[RunSummary]]:
+    """The summaries of the given runs (each with its bias, if any), in order, within `runs` runs or `time_budget_s`
+    CPU seconds; with `exitfirst`, up to and including the first that failed. And what the search did: its CPU
+    seconds, and whether a stop request ended it."""
     freeze_long_lived()
-    summaries = []
-    with frozen_time():
-        for index in indices:
-            bias = NO_BIAS if biases is None else biases[index]
-            summary = summarise(workloads, root_seed, index, run_generated(workloads, root_seed, index, bias), bias)
-            summaries.append(summary)
-            if on_run is not None:
-                on_run(summary)
-            if exitfirst and summary.failure is not None:
-                break
-    return summaries
+    summaries: list[RunSummary] = []
+
+    def one(index: int) -> RunSummary:
+        bias = NO_BIAS if biases is None else biases[index]
+        return summarise(workloads, root_seed, index, run_generated(workloads, root_seed, index, bias), bias)
+
+    def heard(summary: RunSummary) -> None:
+        summaries.append(summary)
+        if on_run is not None:
+            on_run(summary)
+
+    searched = search(indices, one, runs=runs, time_budget_s=time_budget_s, on_run=heard,
+                      until=lambda summary: exitfirst and summary.failure is not None)
+    return summaries, searched
