@@ -1,4 +1,4 @@
-"""Exploration strategies: PCT's priorities, the bounded search's exhaustion, Hypothesis's shrinking,
+"""Exploration strategies: PCT's priorities, the bounded search's exhaustion,
 replay of every strategy's runs, and `explore`: its seed partition, budgets and exit codes."""
 
 from __future__ import annotations
