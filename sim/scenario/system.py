@@ -3,7 +3,7 @@
 `ScenarioSystem` puts the parts together: the builder (`builder.py`) makes the store, the processes and the
 agents, and serves the gateway agents (`gateways.py`); faults act through the `FaultContext`
 (`fault_context.py`) and drives through their dispatcher (`drives.py`); crashes follow the crash model
-(`crash.py`); invariants read the system through its view (`view.py`). What is left here is the wiring, and
+(`processes.py`); invariants read the system through its view (`view.py`). What is left here is the wiring, and
 the fan-out of every recorded event: to fault triggers, to the moments drives wait for, to coverage, and to
 the invariants that read its class; and the run's memory bound, the size of the store (`explore.max_store_mb`).
 """
