@@ -10,10 +10,13 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import checkout_env
 
 from contract import docs, events, points
 from contract.events import BY_KIND, LeaseAcquired, RealStoreBusyFired, SessionAdopted, StallFired, from_trace
@@ -215,6 +218,9 @@ FUNCTION_LEVEL = {
                             "the harness only for the items it collects",
     "sim/mutation/coverage_map.py": "a tracing child imports the loader under the line tracer: what loading executes "
                                     "is charged to every scenario",
+    "sim/scenario/loader.py": "checking a scenario against its target reads the reference's points: importing the "
+                              "loader (every command does) imports no reference, which a command's process imports "
+                              "under the coverage tracer, or after a released target's own modules",
 }
 
 
@@ -276,6 +282,14 @@ def test_a_function_imports_sim_modules_only_where_it_is_said_why():
     found = {f"{path.relative_to(ROOT)}:{line}" for path in sorted((ROOT / "sim").rglob("*.py"))
              for _, line, in_function in _sim_imports(ast.parse(path.read_text(encoding="utf-8"))) if in_function}
     assert found and {where for where in found if not where.startswith(tuple(FUNCTION_LEVEL))} == set()
+
+
+def test_the_command_line_starts_without_importing_the_reference_or_the_faults():
+    """A command's process imports the reference later: under the coverage map's line tracer (what importing it
+    executes is charged to every scenario), or after a released target's own modules."""
+    program = "import sys, sim.cli, sim.pytest_plugin; print(sorted({m.split('.')[0] for m in sys.modules} & {'reference', 'faults'}))"
+    done = subprocess.run([sys.executable, "-P", "-c", program], capture_output=True, text=True, env=checkout_env(), check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_a_field_left_out_while_none_must_say_its_default():

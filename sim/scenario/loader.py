@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from sim.scenario import targeting, targets
+from sim.scenario import targets
 from sim.scenario.declare import build
 from sim.scenario.model import (
     FAULT,
@@ -116,6 +116,8 @@ def on_target(scenario: Scenario, target: str) -> Scenario:
     except ValueError as error:
         raise Location(scenario.path).key("target").error(str(error).partition(": ")[2] or "a known target", repr(target)) from None
     scenario = dataclasses.replace(scenario, target=name)
+    from sim.scenario import targeting  # it reads the reference's points: importing the loader imports no reference
+
     targeting.check(scenario)
     return scenario
 
