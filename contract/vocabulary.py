@@ -1,4 +1,4 @@
-"""The names the system under test and the oracle must agree on, written once.
+"""The names and rules the system under test and the oracle must agree on, written once.
 
 A session's end reason is shared data: the store writes it, the oracle judges lineages by it, and a target
 other than the reference (hermes-agent) writes the same strings (its `hermes_state_common.py`, section 1.3 of
@@ -36,6 +36,16 @@ DELIBERATE_END_REASONS = frozenset({
 # Explicit closes (a terminal's or a hook's, hermes #106459): refused by publication, cleared only by a turn on
 # the session that the host still routes.
 EXPLICIT_CLOSE_REASONS = frozenset({"tui_close", "cli_close", "webhook_complete"})
+
+# Who gave a session its title, by rising authority: a title never yields to one of lower authority.
+TITLE_SOURCES = ("derived", "llm", "user")
+
+CHARS_PER_TOKEN = 4  # the model's count: a token per four characters
+
+
+def message_tokens(content: str) -> int:
+    """The model's count of one message: a token per four characters, at least one."""
+    return 1 + len(content) // CHARS_PER_TOKEN
 
 # Task names: the reference names a task after the work it runs, and the oracle reads whose work a step is from
 # the name, so the prefixes are shared data like the end reasons.

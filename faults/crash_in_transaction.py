@@ -26,7 +26,7 @@ class DiedInTransaction(BaseException):
 
     The process dies (`die`) once the store call has unwound, so after SQLite rolled the transaction back, as
     it does for a connection that dies inside one: nothing (an invariant judging the crash, another process)
-    reads the store halfway through a transaction. The caller's connection calls `die` (`sim.scenario.crash`).
+    reads the store halfway through a transaction. The caller's connection calls `die` (`sim.scenario.processes`).
     """
 
     def __init__(self, message: str, die: Callable[[], None]) -> None:

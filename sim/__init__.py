@@ -13,22 +13,22 @@ The Python API that the CLI, the tests and the pytest plugin share:
   recording left a choice at its default).
 """
 
-from sim.exploration import Exploration, explore, replay
-from sim.failure import Failure, unwrap
-from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock, DivergenceError, TooSlowError
-from sim.strategies.base import Strategy
-from sim.strategies.decisions import Default, Draw, TaskChoice
+from sim.core.timefreeze import frozen_time
+from sim.core.world import RunOutcome, RunResult, World
+from sim.kernel.decisions import Default, Draw, TaskChoice
+from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock, DivergenceError, TooSlowError, unwrap
+from sim.programs.exploration import Exploration, explore, replay
+from sim.programs.failure import Failure
+from sim.strategies.by_name import STRATEGIES
 from sim.strategies.dfs import PreemptionBoundedDFS
 from sim.strategies.fifo import Fifo
 from sim.strategies.pct import PCT
 from sim.strategies.portfolio import Portfolio
 from sim.strategies.random_walk import RandomWalk
-from sim.strategies.registry import STRATEGIES
 from sim.strategies.replay import ReplayStrategy
+from sim.strategies.strategy import Strategy
 from sim.strategies.task_pct import TaskPCT
 from sim.threads.unmodelled import NotSimulated
-from sim.timefreeze import frozen_time
-from sim.world import RunOutcome, RunResult, World
 
 __all__ = [
     "BudgetExceeded", "Cancelled", "Deadlock", "Default", "DivergenceError", "Draw", "Exploration", "Failure", "Fifo",

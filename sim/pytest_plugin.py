@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sim import targets
+from sim.scenario import targets
 
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr  # what Item.repr_failure returns; pytest exports no public name
@@ -109,8 +109,8 @@ class ScenarioFailed(Exception):
 
 def _claim_problems(scenario: Any, out: Path) -> list[str]:
     """The scenario's `must_fail_under` claims that do not hold (each mutant in its own child process)."""
-    from sim.mutants import load_mutants, require
-    from sim.mutate import claim_problems, kill_matrix
+    from sim.mutation.kill_matrix import claim_problems, kill_matrix
+    from sim.mutation.mutants import load_mutants, require
 
     names = list(scenario.expect.must_fail_under)
     require(names, load_mutants())
@@ -128,9 +128,9 @@ class _SimItem(pytest.Item):
 
 class ScenarioItem(_SimItem):
     def runtest(self) -> None:
-        from sim import report
-        from sim.registry import registry
+        from sim.reports import text_report
         from sim.scenario.loader import load_scenario
+        from sim.scenario.names import registry
         from sim.scenario.runner import check
 
         scenario = load_scenario(self.path, registry())
@@ -145,7 +145,7 @@ class ScenarioItem(_SimItem):
             return
         lines = [f"{scenario.name}: " + "; ".join(verdict.problems() + claims)]
         if verdict.failing is not None:
-            lines += ["", report.failure_block(verdict.failing, report.write_repro(verdict.failing, out))]
+            lines += ["", text_report.failure_block(verdict.failing, text_report.write_repro(verdict.failing, out))]
         raise ScenarioFailed("\n".join(lines))
 
     def _run_on_target(self, scenario: Any) -> None:
@@ -173,8 +173,8 @@ class SwarmFile(pytest.File):
     """A workload: its campaign's runs as items of SWARM_BATCH consecutive run indices."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from sim.registry import registry
-        from sim.swarm.loader import load_workload
+        from sim.scenario.names import registry
+        from sim.swarm.workload_loader import load_workload
 
         load_workload(self.path, registry())  # a bad workload is one collection error, not one per batch
         runs = self.config.getoption("--sim-swarm-runs")
@@ -189,15 +189,16 @@ class SwarmBatch(_SimItem):
         self.indices = indices
 
     def runtest(self) -> None:
-        from sim.registry import registry
-        from sim.swarm.campaign import run_indices
+        from sim.scenario.names import registry
         from sim.swarm.export import export_run
-        from sim.swarm.loader import load_workload
+        from sim.swarm.generated_runs import run_indices
         from sim.swarm.results import failure_classes
+        from sim.swarm.workload_loader import load_workload
 
         workload = load_workload(self.path, registry())
         root_seed = self.config.getoption("--sim-seed") or 0
-        classes = failure_classes(run_indices([workload], root_seed, self.indices))
+        summaries, _ = run_indices([workload], root_seed, self.indices)
+        classes = failure_classes(summaries)
         if not classes:
             return
         out = Path(str(self.config.rootpath)) / REPRO_FOLDER / SWARM_FOLDER
@@ -286,7 +287,7 @@ def _repro_dir(config: pytest.Config) -> Path:
 
 def _explore(item: pytest.Function, program: Any, options: dict[str, Any]) -> None:
     __tracebackhide__ = True
-    from sim.exploration import explore
+    from sim.programs.exploration import explore
 
     config = item.config
     if config.getoption("--sim-runs") is not None:
@@ -306,8 +307,8 @@ def _explore(item: pytest.Function, program: Any, options: dict[str, Any]) -> No
 
 def _replay(item: pytest.Function, program: Any, repro: Path) -> None:
     __tracebackhide__ = True
-    from sim.exploration import replay
-    from sim.failure import Failure
+    from sim.programs.exploration import replay
+    from sim.programs.failure import Failure
 
     try:
         failure = Failure.of(replay(repro, program))

@@ -4,7 +4,7 @@ could lose a kill is a list that must come out empty, and each is shown to fill 
 from __future__ import annotations
 
 from sim.bench.mutate import COMPARISONS, compare, render
-from sim.mutate import MutantResult
+from sim.mutation.kill_matrix import MutantResult
 
 
 def result(name: str, kills: dict[str, str], *, survived: tuple[str, ...] = (), expected: tuple[str, ...] = (),

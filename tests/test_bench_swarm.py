@@ -10,8 +10,8 @@ from support import run_cli
 
 from sim.bench.swarm import SHRINK_TARGET, bench_swarm, first_detection
 from sim.cli.swarm import default_workloads
-from sim.registry import registry
-from sim.swarm.loader import load_workloads
+from sim.scenario.names import registry
+from sim.swarm.workload_loader import load_workloads
 
 
 def _workloads():

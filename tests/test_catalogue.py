@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sim.mutants import load_mutants
-from sim.registry import registry
+from sim.mutation.mutants import load_mutants
 from sim.scenario.loader import load_paths
+from sim.scenario.names import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = load_paths([ROOT / "scenarios"], registry())

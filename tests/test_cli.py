@@ -166,5 +166,5 @@ def test_sigterm_to_mutate_leaves_no_overlay_behind(tmp_path, whole_group):
     else:
         mutate.send_signal(signal.SIGTERM)
     mutate.communicate(timeout=120)
-    assert mutate.returncode == 130  # interrupted (sim.stopping), SIGTERM as Ctrl+C
+    assert mutate.returncode == 130  # interrupted (sim.core.stopping), SIGTERM as Ctrl+C
     assert not list(temp.glob("mutant-*")), "an overlay folder was left behind"

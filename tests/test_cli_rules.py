@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from support import checkout_env
 
-from sim.mutants import load_mutants
+from sim.mutation.mutants import load_mutants
 
 ROOT = Path(__file__).resolve().parent.parent
 R1 = ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"

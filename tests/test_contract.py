@@ -10,16 +10,20 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import checkout_env
 
 from contract import docs, events, points
 from contract.events import BY_KIND, LeaseAcquired, RealStoreBusyFired, SessionAdopted, StallFired, from_trace
 from contract.events.base import layout, trace
 from contract.ids import AttemptId, HolderId, SessionId
 from reference.store import SessionStore
-from sim.registry import registry, store_operations
+from sim.scenario.names import registry, store_operations
 
 ROOT = Path(__file__).resolve().parent.parent
 RACE = re.compile(r"R([1-9]|1[0-9]|2[0-6])")
@@ -146,7 +150,7 @@ ALLOWED = {
     "reference": {"contract"},
     "faults": {"contract", "reference"},
     # A released program's adapter is driven by the harness and judged by the oracle: it builds on all of them,
-    # and only sim's target registry reaches it, by name (sim/targets.py).
+    # and only sim's target registry reaches it, by name (sim/scenario/targets.py).
     "targets": {"contract", "faults", "sim"},
 }
 
@@ -169,15 +173,123 @@ def test_packages_import_only_what_lies_beneath_them(package):
     assert set(imported) <= ALLOWED[package], imported
 
 
-# In sim, the harness that builds the system and the registry of names reach into the reference and the faults;
-# so does the command line, which checks which `reference` an overlay imported and lists the fault kinds, and
-# the harness of the real run, which starts the reference's workers and reads the store they leave.
-HARNESS = ("sim/scenario/", "sim/registry.py", "sim/cli/", "sim/stress/")
+# In sim, the harness that builds the system (with the registry of names, `sim/scenario/names.py`) reaches into the
+# reference and the faults; so does the command line, which checks which `reference` an overlay imported and lists
+# the fault kinds, and the harness of the real run, which starts the reference's workers and reads the store they
+# leave.
+HARNESS = ("sim/scenario/", "sim/cli/", "sim/stress/")
 
 
 def test_in_sim_only_the_harness_imports_the_reference_and_the_faults():
     found = {path for name, files in _imported_packages("sim").items() if name in ("reference", "faults") for path in files}
     assert found and all(path.startswith(HARNESS) for path in found), sorted(found)
+
+
+# ---- within sim, subpackages depend on one another in one direction ----------------------------------
+
+# What each part of sim may import when it runs (at module level or inside a function); an import for annotations
+# only, under `if TYPE_CHECKING:`, binds nothing at run time and is free. A new edge is a decision: made here.
+SIM_ALLOWED: dict[str, set[str]] = {
+    "kernel": set(),  # tasks, the clock, cancellation, sync primitives, the decision types it records
+    "strategies": {"kernel"},  # pick among the kernel's runnable tasks
+    "runtime": {"kernel"},  # the Runtime API on the kernel
+    "invariants": set(),  # the oracle reads the contract's events and the store, never the simulator
+    "core": {"kernel", "runtime", "strategies"},  # the World, its trace, the frozen clock, the search loop, stopping
+    "threads": {"core", "kernel"},
+    "scenario": {"core", "invariants", "kernel", "runtime", "strategies"},
+    "reports": {"core", "invariants", "kernel", "scenario", "strategies"},
+    "shrinking": {"core", "kernel", "reports", "scenario", "strategies"},
+    "programs": {"core", "kernel", "shrinking", "strategies", "threads"},
+    "swarm": {"core", "invariants", "kernel", "reports", "scenario"},
+    "mutation": {"core", "scenario"},
+    "stress": {"core", "invariants", "mutation"},
+    "bench": {"core", "kernel", "mutation", "programs", "scenario", "shrinking", "strategies", "swarm", "threads"},
+    "pytest_plugin": {"mutation", "programs", "reports", "scenario", "swarm"},
+    "__init__": {"core", "kernel", "programs", "strategies", "threads"},  # the public API: `sim.explore`, `sim.World`
+    "__main__": {"cli"},
+    "cli": {"bench", "core", "invariants", "kernel", "mutation", "programs", "reports", "scenario", "shrinking",
+            "strategies", "stress", "swarm"},
+}
+
+# Where a function imports a sim module, and why; none of them breaks a cycle (the graph above has none).
+FUNCTION_LEVEL = {
+    "sim/cli/": "a command imports what it runs (the benchmarks' trio and peers, the mutation and swarm machinery)",
+    "sim/pytest_plugin.py": "the plugin loads in every pytest session where the project is installed, and imports "
+                            "the harness only for the items it collects",
+    "sim/mutation/coverage_map.py": "a tracing child imports the loader under the line tracer: what loading executes "
+                                    "is charged to every scenario",
+    "sim/scenario/loader.py": "checking a scenario against its target reads the reference's points: importing the "
+                              "loader (every command does) imports no reference, which a command's process imports "
+                              "under the coverage tracer, or after a released target's own modules",
+}
+
+
+def _part_of_sim(path: Path) -> str:
+    """The part of sim a file belongs to: its subpackage, or its own name for a module at sim's top."""
+    parts = path.relative_to(ROOT / "sim").parts
+    return parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
+
+
+def _sim_imports(tree: ast.AST, in_function: bool = False) -> Iterator[tuple[str, int, bool]]:
+    """Every `sim.` module a tree imports when it runs, its line, and whether a function imports it."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from _sim_imports(ast.Module(body=node.orelse, type_ignores=[]), in_function)
+            continue
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, node.lineno, in_function) for alias in node.names if alias.name.startswith("sim."))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "sim":
+            yield from ((f"sim.{alias.name}", node.lineno, in_function) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("sim."):
+            yield node.module or "", node.lineno, in_function
+        yield from _sim_imports(node, in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+
+def _sim_edges() -> dict[tuple[str, str], list[str]]:
+    """(importing part, imported part) -> where, for every import of one part of sim by another."""
+    parts = {_part_of_sim(path) for path in (ROOT / "sim").iterdir() if path.suffix == ".py" or (path / "__init__.py").exists()}
+    edges: dict[tuple[str, str], list[str]] = {}
+    for path in sorted((ROOT / "sim").rglob("*.py")):
+        importer = _part_of_sim(path)
+        for module, line, _ in _sim_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            name = module.split(".")[1]
+            imported = name if name in parts else "__init__"  # `from sim import World`: the public API
+            if imported != importer:
+                edges.setdefault((importer, imported), []).append(f"{path.relative_to(ROOT)}:{line}")
+    return edges
+
+
+def test_every_part_of_sim_has_its_place_in_the_allowed_graph():
+    parts = {_part_of_sim(path) for path in (ROOT / "sim").iterdir() if path.suffix == ".py" or (path / "__init__.py").exists()}
+    assert parts == set(SIM_ALLOWED)
+
+
+def test_the_parts_of_sim_import_only_what_the_allowed_graph_lets_them():
+    leaks = {f"{importer} -> {imported}": where for (importer, imported), where in _sim_edges().items()
+             if imported not in SIM_ALLOWED[importer]}
+    assert leaks == {}
+
+
+def test_the_allowed_graph_of_sim_has_no_cycle():
+    graph = {part: set(allowed) for part, allowed in SIM_ALLOWED.items()}
+    while graph:
+        lowest = {part for part, allowed in graph.items() if not allowed & set(graph)}
+        assert lowest, f"a cycle among {sorted(graph)}"
+        graph = {part: allowed for part, allowed in graph.items() if part not in lowest}
+
+
+def test_a_function_imports_sim_modules_only_where_it_is_said_why():
+    found = {f"{path.relative_to(ROOT)}:{line}" for path in sorted((ROOT / "sim").rglob("*.py"))
+             for _, line, in_function in _sim_imports(ast.parse(path.read_text(encoding="utf-8"))) if in_function}
+    assert found and {where for where in found if not where.startswith(tuple(FUNCTION_LEVEL))} == set()
+
+
+def test_the_command_line_starts_without_importing_the_reference_or_the_faults():
+    """A command's process imports the reference later: under the coverage map's line tracer (what importing it
+    executes is charged to every scenario), or after a released target's own modules."""
+    program = "import sys, sim.cli, sim.pytest_plugin; print(sorted({m.split('.')[0] for m in sys.modules} & {'reference', 'faults'}))"
+    done = subprocess.run([sys.executable, "-P", "-c", program], capture_output=True, text=True, env=checkout_env(), check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_a_field_left_out_while_none_must_say_its_default():

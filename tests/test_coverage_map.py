@@ -1,4 +1,4 @@
-"""The catalogue's coverage map (sim/coverage_map.py): kept for one digest of the code, each scenario under the
+"""The catalogue's coverage map (sim/mutation/coverage_map.py): kept for one digest of the code, each scenario under the
 hash of its file, traced again exactly when what it records can have changed."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from sim.coverage_map import CoverageMap, ScenarioLines, code_digest, load, obtain, save, scenario_hash, trace_document
-from sim.reach import Reach
+from sim.mutation.coverage_map import CoverageMap, ScenarioLines, code_digest, load, obtain, save, scenario_hash, trace_document
+from sim.mutation.reach import Reach
 
 ROOT = Path(__file__).resolve().parent.parent
 R1 = ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from docs_examples import GUIDE, blocks, run_examples, shell_commands
 
-from sim.registry import registry
-from sim.scenario.errors import ScenarioError
 from sim.scenario.loader import SCENARIO, load_scenario
+from sim.scenario.names import registry
+from sim.scenario.scenario_error import ScenarioError
 from sim.scenario.schema import Registered
 
 

@@ -9,12 +9,12 @@ import pytest
 from faults import FAULT_KINDS
 from faults.triggers import Trigger
 from sim import World
-from sim.registry import registry
+from sim.core.timefreeze import frozen_time
+from sim.kernel.decisions import Draw
 from sim.scenario.loader import load_scenario
+from sim.scenario.names import registry
 from sim.scenario.runner import run_once
-from sim.strategies.decisions import Draw
 from sim.strategies.replay import ReplayStrategy
-from sim.timefreeze import frozen_time
 
 
 @dataclass

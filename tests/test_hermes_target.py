@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from support import ROOT, checkout_env
 
-from sim import targets
 from sim.invariants import INVARIANTS
-from sim.registry import registry
-from sim.scenario.errors import ScenarioError
+from sim.scenario import targets
 from sim.scenario.loader import load_scenario
+from sim.scenario.names import registry
+from sim.scenario.scenario_error import ScenarioError
 from targets.hermes.system import _status as system_status
 
 SEED_000 = ROOT / "scenarios" / "hermes" / "seed_000_ctrl_c_next_turn_second_writer.toml"

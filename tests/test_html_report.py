@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from support import run_cli
 
-from sim.html_report import render, task_lanes
-from sim.invariants.base import Violation
-from sim.registry import registry
+from sim.invariants.invariant import Violation
+from sim.reports.html_report import render, task_lanes
 from sim.scenario.loader import load_scenario
+from sim.scenario.names import registry
 from sim.scenario.runner import RunReport, run_once
 
 ROOT = Path(__file__).resolve().parent.parent

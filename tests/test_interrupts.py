@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from support import checkout_env, run_cli
 
-from sim import targets
+from sim.scenario import targets
 
 ROOT = Path(__file__).resolve().parent.parent
 R1 = ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"

@@ -94,11 +94,11 @@ from contract.ids import AttemptId, HolderId, SessionId
 from reference.config import CompactionConfig
 from reference.store import SessionStore
 from sim.invariants import INVARIANTS, Invariant, InvariantSet
-from sim.invariants.base import handles
 from sim.invariants.facts import AttemptSet
+from sim.invariants.invariant import handles
 from sim.invariants.transcript import NoDuplicatePersistedTurn
-from sim.registry import registry
 from sim.scenario.loader import load_scenario
+from sim.scenario.names import registry
 from sim.scenario.runner import run_once
 
 H1 = HolderId.of("p1", 100, 1)

@@ -12,8 +12,8 @@ import pytest
 from support import DemoEvent
 
 from sim import World
+from sim.core.timefreeze import EPOCH
 from sim.kernel.errors import Interrupted
-from sim.timefreeze import EPOCH
 
 
 def test_time_advances_only_when_no_task_can_run():
@@ -127,8 +127,8 @@ def test_event_budget_bounds_a_run_whose_events_outpace_its_steps():
 
 
 def test_a_scenario_whose_store_outgrows_its_bound_ends_as_a_memory_overrun(tmp_path):
-    from sim.registry import registry
     from sim.scenario.loader import load_scenario
+    from sim.scenario.names import registry
     from sim.scenario.runner import run_once
 
     path = tmp_path / "big_store.toml"
@@ -145,8 +145,8 @@ def test_a_run_stopped_mid_compaction_closes_without_complaint(tmp_path):
     import gc
     import sys
 
-    from sim.registry import registry
     from sim.scenario.loader import load_scenario
+    from sim.scenario.names import registry
     from sim.scenario.runner import run_once
 
     r1 = Path(__file__).resolve().parent.parent / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"

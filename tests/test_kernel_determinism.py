@@ -13,7 +13,7 @@ from random_programs import digests, programs, run_program
 from support import checkout_env
 
 from sim import DivergenceError, World, replay
-from sim.strategies.decisions import Draw, TaskChoice
+from sim.kernel.decisions import Draw, TaskChoice
 
 HERE = Path(__file__).parent
 

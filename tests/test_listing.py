@@ -12,9 +12,9 @@ import pytest
 from support import run_cli
 
 from sim.cli.listing import UNDESCRIBED, descriptions
-from sim.mutants import load_mutants
-from sim.registry import registry
+from sim.mutation.mutants import load_mutants
 from sim.scenario.builder import SEED_MESSAGE_CHARS
+from sim.scenario.names import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "scenarios" / "README.md"

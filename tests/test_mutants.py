@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reference.fixes import FIXES
-from sim.mutants import ROOT, Mutant, StaleMutant, load_mutants, overlay
+from sim.mutation.mutants import ROOT, Mutant, StaleMutant, load_mutants, overlay
 
 MUTANTS = load_mutants()
 
@@ -63,8 +63,8 @@ def test_the_environment_carries_mutant_settings_only_to_the_cli_entry():
 
 
 def test_a_forced_failure_is_an_argument_of_the_run(tmp_path):
-    from sim.registry import registry
     from sim.scenario.loader import load_scenario
+    from sim.scenario.names import registry
     from sim.scenario.runner import FORCED_FAIL, run_once
 
     scenario = load_scenario(ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml", registry())

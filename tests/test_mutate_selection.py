@@ -1,4 +1,4 @@
-"""Which scenarios `mutate` runs a curated mutant against (sim/mutate.py): with a coverage map, its claimers that
+"""Which scenarios `mutate` runs a curated mutant against (sim/mutation/kill_matrix.py): with a coverage map, its claimers that
 execute its lines, then the others that do until the first kill; a mutant no scenario reaches is a gap."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from support import run_cli
 
-from sim import mutate
-from sim.coverage_map import CoverageMap, ScenarioLines, scenario_hash
-from sim.mutants import Mutant, load_mutants
-from sim.mutate import MutantResult, claim_problems, full_plan, run_mutant, selected_plan
+from sim.mutation import kill_matrix
+from sim.mutation.coverage_map import CoverageMap, ScenarioLines, scenario_hash
+from sim.mutation.kill_matrix import MutantResult, claim_problems, full_plan, run_mutant, selected_plan
+from sim.mutation.mutants import Mutant, load_mutants
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTANT = load_mutants()["hard-cancel-through-fence"]
@@ -63,7 +63,7 @@ def test_a_stale_mutant_is_reported_stale_and_never_run(tmp_path, monkeypatch):
     scenarios, coverage = catalogue(tmp_path, {"a": 1})
     stale = Mutant(MUTANT.fix, MUTANT.file, "text that is not there", "x", MUTANT.path)
     plan = selected_plan(stale, scenarios, coverage)
-    monkeypatch.setattr(mutate, "sim_json", lambda argv, **_: pytest.fail("a stale mutant was run"))
+    monkeypatch.setattr(kill_matrix, "sim_json", lambda argv, **_: pytest.fail("a stale mutant was run"))
     assert run_mutant(stale, plan, tmp_path).verdict == "STALE"
 
 
@@ -83,7 +83,7 @@ class Child:
             name = Path(path).stem
             violation = {"invariant": "hard_cancel_frees_lease"} if name in self.kills else None
             ran.append({"scenario": name, "violation": violation, "replay": f"replay {name}" if violation else None})
-            if violation and mutate.STOP_AT_VIOLATION in argv:
+            if violation and kill_matrix.STOP_AT_VIOLATION in argv:
                 break
         return 1 if any(v["violation"] for v in ran) else 0, {"scenarios": ran}, ""
 
@@ -94,18 +94,18 @@ class Child:
 def test_once_a_claimer_kills_no_other_scenario_runs(tmp_path, monkeypatch):
     scenarios, coverage = catalogue(tmp_path, {"a": 1, "e": 1, "b": 1})
     child = Child({"a", "e", "b"})
-    monkeypatch.setattr(mutate, "sim_json", child)
+    monkeypatch.setattr(kill_matrix, "sim_json", child)
     result = run_mutant(MUTANT, selected_plan(MUTANT, scenarios, coverage), tmp_path)
-    assert child.scenarios_run() == [["a", "e"]] and mutate.STOP_AT_VIOLATION not in child.calls[0]
+    assert child.scenarios_run() == [["a", "e"]] and kill_matrix.STOP_AT_VIOLATION not in child.calls[0]
     assert result.verdict == "killed" and result.invariants == {"a": "hard_cancel_frees_lease", "e": "hard_cancel_frees_lease"}
 
 
 def test_when_the_claimers_miss_the_others_run_until_the_first_violation(tmp_path, monkeypatch):
     scenarios, coverage = catalogue(tmp_path, {"a": 1, "b": 3, "c": 2, "d": 4})
     child = Child({"b", "d"})
-    monkeypatch.setattr(mutate, "sim_json", child)
+    monkeypatch.setattr(kill_matrix, "sim_json", child)
     result = run_mutant(MUTANT, selected_plan(MUTANT, scenarios, coverage), tmp_path)
-    assert child.scenarios_run() == [["a"], ["c", "b", "d"]] and mutate.STOP_AT_VIOLATION in child.calls[1]
+    assert child.scenarios_run() == [["a"], ["c", "b", "d"]] and kill_matrix.STOP_AT_VIOLATION in child.calls[1]
     assert list(result.killed_by) == ["b"] and result.survived == ["a", "c"]
     assert result.verdict == "MISSED"
     assert result.problem() == "expected killers did not kill: a, e (never executes its lines)"
@@ -114,19 +114,19 @@ def test_when_the_claimers_miss_the_others_run_until_the_first_violation(tmp_pat
 def test_the_full_matrix_runs_every_scenario(tmp_path, monkeypatch):
     scenarios, _ = catalogue(tmp_path, {})
     child = Child({"a", "e", "b"})
-    monkeypatch.setattr(mutate, "sim_json", child)
+    monkeypatch.setattr(kill_matrix, "sim_json", child)
     result = run_mutant(MUTANT, full_plan(MUTANT.name, scenarios), tmp_path)
-    assert child.scenarios_run() == [["a", "e"], ["b", "c", "d"]] and not any(mutate.STOP_AT_VIOLATION in c for c in child.calls)
+    assert child.scenarios_run() == [["a", "e"], ["b", "c", "d"]] and not any(kill_matrix.STOP_AT_VIOLATION in c for c in child.calls)
     assert sorted(result.killed_by) == ["a", "b", "e"] and result.verdict == "killed" and result.reaching is None
 
 
 def test_a_mutant_no_scenario_reaches_is_a_gap_not_a_survivor(tmp_path, monkeypatch):
     scenarios, coverage = catalogue(tmp_path, {})
-    monkeypatch.setattr(mutate, "sim_json", lambda argv, **_: pytest.fail("an unreached mutant was run"))
+    monkeypatch.setattr(kill_matrix, "sim_json", lambda argv, **_: pytest.fail("an unreached mutant was run"))
     result = run_mutant(MUTANT, selected_plan(MUTANT, scenarios, coverage), tmp_path)
     assert result.verdict == "UNREACHED" and result.unreached
     assert result.problem() == "a gap: no scenario executes the lines it edits"
-    assert mutate.result_json(result)["unreached"] is True
+    assert kill_matrix.result_json(result)["unreached"] is True
     assert claim_problems([result]) == {
         name: [f"must_fail_under: mutant {MUTANT.name} never executes in it (the scenario's runs do not execute the lines it edits)"]
         for name in ("a", "e")}

@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from support import checkout_env
 
-from sim import operators
-from sim.mutants import ROOT, overlay_with
-from sim.operators import (
+from sim.mutation import operators
+from sim.mutation.mutants import ROOT, overlay_with
+from sim.mutation.operators import (
     SKIPPED,
-    Candidate,
     Equivalent,
     Killers,
     MutantRun,
+    OperatorCandidate,
     OperatorReport,
     all_candidates,
     catalogue_verdict,
@@ -96,7 +96,7 @@ def test_observers_are_never_dropped_or_swapped_and_a_read_before_its_binding_is
 
 
 @pytest.mark.parametrize("candidate", module_candidates(FILE, SYNTHETIC), ids=lambda c: c.id)
-def test_text_outside_the_edit_is_byte_identical(candidate: Candidate):
+def test_text_outside_the_edit_is_byte_identical(candidate: OperatorCandidate):
     mutated = candidate.apply(SYNTHETIC)
     assert mutated[:candidate.start] == SYNTHETIC[:candidate.start]
     assert mutated[candidate.start + len(candidate.replacement):] == SYNTHETIC[candidate.end:]
@@ -252,10 +252,10 @@ def test_every_checked_in_equivalent_pins_its_line_and_says_why():
 # ---- selection by the coverage map ---------------------------------------------------------------
 
 
-def _catalogue_reaching(tmp_path: Path, candidate: Candidate, reached: bool) -> tuple[Any, Any]:
+def _catalogue_reaching(tmp_path: Path, candidate: OperatorCandidate, reached: bool) -> tuple[Any, Any]:
     """A one-scenario catalogue whose map has it execute the candidate's lines, or not."""
-    from sim.coverage_map import CoverageMap, ScenarioLines, scenario_hash
-    from sim.reach import edit_reach
+    from sim.mutation.coverage_map import CoverageMap, ScenarioLines, scenario_hash
+    from sim.mutation.reach import edit_reach
 
     source = reference_sources()[candidate.file]
     needed = edit_reach(candidate.file, source, candidate.apply(source))
@@ -267,7 +267,7 @@ def _catalogue_reaching(tmp_path: Path, candidate: Candidate, reached: bool) -> 
     return one, operators.Selection(coverage, (one,))
 
 
-def _function_body_candidate() -> Candidate:
+def _function_body_candidate() -> OperatorCandidate:
     """A candidate inside a function body (one at import level is reached by every scenario)."""
     return next(c for c in all_candidates(reference_sources()) if c.file == "reference/pool.py" and c.operator == "compare")
 

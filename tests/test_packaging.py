@@ -11,7 +11,7 @@ from pathlib import Path
 
 from support import checkout_env
 
-from sim.catalogue import MUTANTS_DIR, SCENARIOS_DIR
+from sim.scenario.catalogue import MUTANTS_DIR, SCENARIOS_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 

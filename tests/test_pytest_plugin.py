@@ -9,7 +9,7 @@ from pathlib import Path
 
 from support import checkout_env
 
-from sim.mutants import OVERLAY_ENV, load_mutants, overlay
+from sim.mutation.mutants import OVERLAY_ENV, load_mutants, overlay
 
 ROOT = Path(__file__).resolve().parent.parent
 R1 = ROOT / "scenarios" / "ctrl_c_during_summary_blocks_next_turn.toml"

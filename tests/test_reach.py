@@ -1,5 +1,5 @@
 """Where an edit can first change a run: the unmutated lines a run must execute for a mutant to differ from the
-reference (sim/reach.py), checked on small modules and against what the line tracer reports."""
+reference (sim/mutation/reach.py), checked on small modules and against what the line tracer reports."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.line_trace import LineTrace
-from sim.reach import Reach, edit_reach
+from sim.mutation.line_trace import LineTrace
+from sim.mutation.reach import Reach, edit_reach
 
 MODULE = textwrap.dedent('''\
     LIMIT = 3

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sim.registry import registry
 from sim.scenario.loader import load_scenario
+from sim.scenario.names import registry
 from sim.scenario.runner import check, run_once
 
 ROOT = Path(__file__).resolve().parent.parent

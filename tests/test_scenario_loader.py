@@ -452,7 +452,7 @@ def test_the_readme_embeds_the_rendered_key_reference():
 
 def test_the_readme_example_loads_against_the_real_reference(tmp_path):
     """Against the reference's own names, not the fake registry's (tests/test_docs.py also runs it)."""
-    from sim.registry import registry as reference_registry
+    from sim.scenario.names import registry as reference_registry
 
     example = re.search(r"```toml\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
     assert example is not None

@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 from support import run_cli
 
-from sim.shrink import _drive_renaming, toml_text
-from sim.strategies.decisions import Draw, TaskChoice
+from sim.core.world import World
+from sim.kernel.decisions import Draw, TaskChoice
+from sim.scenario.toml_writer import toml_text
+from sim.shrinking.scenario_shrinker import _drive_renaming
 from sim.strategies.follow import FollowSchedule, Recording
 from sim.strategies.prefix import PrefixReplay
 from sim.strategies.replay import ReplayStrategy
-from sim.world import World
 
 ROOT = Path(__file__).resolve().parent.parent
 LATE_RELEASE = ROOT / "scenarios" / "late_release_frees_new_holders_lease.toml"

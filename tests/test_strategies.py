@@ -1,4 +1,4 @@
-"""Exploration strategies: PCT's priorities, the bounded search's exhaustion, Hypothesis's shrinking,
+"""Exploration strategies: PCT's priorities, the bounded search's exhaustion,
 replay of every strategy's runs, and `explore`: its seed partition, budgets and exit codes."""
 
 from __future__ import annotations
@@ -19,20 +19,19 @@ import sim
 from sim import World, replay
 from sim.bench.classic_bugs import BUGS
 from sim.cli import main as cli_main
-from sim.registry import registry
-from sim.scenario.explore import explore
+from sim.core.search import Shard
+from sim.core.timefreeze import frozen_time
+from sim.kernel.decisions import non_default
 from sim.scenario.loader import load_paths
-from sim.scenario.runner import run_once
-from sim.search import Shard
-from sim.strategies.base import Strategy
-from sim.strategies.decisions import non_default
+from sim.scenario.names import registry
+from sim.scenario.runner import run_once, search_scenario
+from sim.strategies.by_name import STRATEGIES
 from sim.strategies.dfs import PreemptionBoundedDFS, SearchExhausted
 from sim.strategies.pct import PCT
 from sim.strategies.portfolio import Portfolio
 from sim.strategies.random_walk import RandomWalk
-from sim.strategies.registry import STRATEGIES
+from sim.strategies.strategy import Strategy
 from sim.strategies.task_pct import TaskPCT
-from sim.timefreeze import frozen_time
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "scenarios" / "message_during_rotation_lost_or_doubled.toml"
@@ -408,7 +407,7 @@ def test_a_malformed_shard_is_refused(text):
 
 def test_a_time_budget_keeps_exploring_until_it_is_spent():
     scenario = load_paths([SCENARIO], registry())[0]
-    found = explore(scenario, "random", first_seed=0, shard=Shard(1, 3), time_budget_s=0.3)
+    found = search_scenario(scenario, "random", first_seed=0, shard=Shard(1, 3), time_budget_s=0.3)
     assert found.verdict.runs > 1 and 0.3 <= found.verdict.cpu_s < 3
     assert found.exhausted is None
 
@@ -460,6 +459,6 @@ def test_explore_exits_1_with_a_repro_on_a_violation(tmp_path):
 
 def test_the_command_line_offers_exactly_the_runner_strategies():
     from sim.cli import STRATEGY_CHOICES
-    from sim.strategies.registry import DEFAULT_STRATEGY, STRATEGIES
+    from sim.strategies.by_name import DEFAULT_STRATEGY, STRATEGIES
 
     assert STRATEGY_CHOICES == list(STRATEGIES) and DEFAULT_STRATEGY in STRATEGIES

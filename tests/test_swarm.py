@@ -9,18 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from sim.registry import registry
-from sim.scenario.errors import ScenarioError
+from sim.core.search import Shard
+from sim.core.timefreeze import frozen_time
 from sim.scenario.loader import load_scenario
+from sim.scenario.names import registry
 from sim.scenario.runner import run_once
-from sim.search import Shard
-from sim.shrink import shrink
+from sim.scenario.scenario_error import ScenarioError
+from sim.shrinking.scenario_shrinker import shrink
 from sim.swarm import generate, load_workload, load_workloads
-from sim.swarm.campaign import campaign, failure_class, run_generated
+from sim.swarm.campaign import campaign
 from sim.swarm.export import export_run
 from sim.swarm.generate import scenario_document
+from sim.swarm.generated_runs import failure_class, run_generated
 from sim.swarm.results import document, merge
-from sim.timefreeze import frozen_time
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ROOT / "scenarios" / "swarm"
@@ -97,7 +98,7 @@ def test_each_run_enables_a_subset_of_the_kinds():
 
 
 def test_every_fault_and_action_kind_is_exercised_by_the_catalogue_workloads():
-    from sim.swarm.model import ActionKind
+    from sim.swarm.workload_model import ActionKind
 
     workloads = load_workloads([WORKLOADS], registry())
     assert {kind for w in workloads for kind in w.swarm.faults} == set(registry().fault_kinds)
@@ -283,7 +284,7 @@ def test_a_trigger_acts_only_until_its_deadline(tmp_path):
 
 
 def test_every_workload_key_is_documented_in_the_guide():
-    from sim.swarm.model import ACTIONS, FAULT_KEYS, SWARM, WORLD_RANGES
+    from sim.swarm.workload_model import ACTIONS, FAULT_KEYS, SWARM, WORLD_RANGES
 
     guide = (ROOT / "scenarios" / "README.md").read_text(encoding="utf-8")
     section = guide[guide.index("## Generated workloads"):guide.index("## Key reference")]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from support import checkout_env, run_cli
 
-from sim.mutants import load_mutants, overlay
+from sim.mutation.mutants import load_mutants, overlay
 
 ROOT = Path(__file__).resolve().parent.parent
 SINGLE = ROOT / "scenarios" / "swarm" / "single_agent.toml"
@@ -133,7 +133,7 @@ def test_failure_classes_of_a_baseline_are_known_and_only_new_ones_fail(tmp_path
 
 
 def test_a_generated_scenario_is_the_same_under_any_hash_seed(tmp_path):
-    program = ("import json, sys; from sim.registry import registry; from sim.swarm import load_workloads; "
+    program = ("import json, sys; from sim.scenario.names import registry; from sim.swarm import load_workloads; "
                "from sim.swarm.generate import scenario_document; "
                f"ws = load_workloads([{str(SINGLE.parent)!r}], registry()); "
                "print(json.dumps([scenario_document(w, 3, i) for w in ws for i in range(3)], sort_keys=True))")

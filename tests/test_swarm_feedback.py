@@ -12,18 +12,19 @@ import pytest
 from support import run_cli
 
 from sim.bench.swarm_feedback import compare_feedback, first_find, render, unmutated_failures
-from sim.registry import registry
+from sim.core.search import Shard
+from sim.core.timefreeze import frozen_time
 from sim.scenario.loader import load_scenario
+from sim.scenario.names import registry
 from sim.scenario.runner import run_once
-from sim.search import Shard
 from sim.swarm import load_workload, load_workloads
-from sim.swarm.campaign import campaign, run_generated, summarise
+from sim.swarm.campaign import campaign
 from sim.swarm.export import export_run
 from sim.swarm.feedback import BATCH, NO_BIAS, Bias, Feedback, enable_key
 from sim.swarm.generate import enabled_kinds, scenario_document
+from sim.swarm.generated_runs import run_generated, summarise
 from sim.swarm.results import document
 from sim.swarm.signature import signature
-from sim.timefreeze import frozen_time
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ROOT / "scenarios" / "swarm"

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from support import ROOT, checkout_env, run_cli
 
-from sim import targets
-from sim.registry import reference_points, registry
-from sim.scenario.errors import ScenarioError
+from sim.scenario import targeting, targets
+from sim.scenario.names import reference_points, registry
+from sim.scenario.scenario_error import ScenarioError
 from sim.swarm.generate import generate
-from sim.swarm.loader import load_workload, load_workloads
+from sim.swarm.workload_loader import load_workload, load_workloads
 
 RELEASE = "hermes==0.19.0"
 CATALOGUE = ROOT / "scenarios" / "swarm"
@@ -45,7 +45,7 @@ def drawn_beyond(scenario: object, can: targets.Capabilities) -> list[str]:
 
 @pytest.mark.parametrize("release", ["hermes==0.16.0", RELEASE])
 def test_every_workload_on_a_release_draws_only_what_the_release_can_take(release):
-    can = targets.capabilities(release)
+    can = targeting.capabilities(release)
     workloads = load_workloads([CATALOGUE, HERMES], registry(), release)
     kinds: set[str] = set()
     for workload in workloads:

@@ -21,10 +21,10 @@ import pytest
 from support import ROOT, checkout_env
 
 import sim
+from sim.core.world import RunOutcome, World
 from sim.kernel.errors import BudgetExceeded, Deadlock
 from sim.strategies.random_walk import RandomWalk
 from sim.threads.program import run_threads
-from sim.world import RunOutcome, World
 
 
 def run(program: Any, *args: Any, seed: int = 0, **options: Any) -> Any:
@@ -465,10 +465,10 @@ def test_a_thread_abandoned_while_it_waits_with_a_timeout_is_not_resumed_at_its_
     """A crashed process's threads are abandoned where they wait. A wait with a timeout left its deadline live on
     the kernel's timers, which then resumed the ended thread: the kernel waited on it for the stall limit of real
     time and detached it (each crash of a hermes run cost 30 s of wall time)."""
+    from sim.core.timefreeze import frozen_time
     from sim.threads.patching import threads_patched
     from sim.threads.run import ThreadRun
     from sim.threads.tracing import Preemption
-    from sim.timefreeze import frozen_time
 
     world = World(0, RandomWalk())
     run = ThreadRun(world, preemption=Preemption("sync"), stall_s=0.2)

@@ -25,12 +25,12 @@ from sim.bench import classic_threads
 from sim.bench.classic_bugs import BUGS, Program
 from sim.bench.figures import runs_table, summary
 from sim.bench.peers import measure_peers
-from sim.exploration import explore, replay
-from sim.failure import Failure
+from sim.core.timefreeze import frozen_time
+from sim.programs.exploration import explore, replay
+from sim.programs.failure import Failure
+from sim.strategies.by_name import strategy_for
 from sim.strategies.dfs import PreemptionBoundedDFS
-from sim.strategies.registry import strategy_for
 from sim.threads.patching import threads_patched
-from sim.timefreeze import frozen_time
 
 SINGLE_STRATEGIES = ("random", "pct-d1", "pct", "pct-d10", "task-pct-d10", "dfs")
 STRATEGIES = (*SINGLE_STRATEGIES, "portfolio")

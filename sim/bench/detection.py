@@ -17,11 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sim.bench.figures import runs_table, summary
-from sim.mutate import sim_document
+from sim.core.words import counted
+from sim.mutation.mutants import sim_document
 from sim.scenario.model import Scenario
 from sim.scenario.runner import explore_seeds
-from sim.strategies.registry import strategy_for
-from sim.words import counted
+from sim.strategies.by_name import strategy_for
 
 DETECTION_STRATEGIES = ("random", "pct", "portfolio")
 ROOT_STRIDE = 100_000

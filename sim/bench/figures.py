@@ -1,5 +1,5 @@
-"""What the detection and classic benchmarks share: the figures of one search repeated over root seeds,
-and the text table of runs to detection, one row per subject and one column per strategy."""
+"""What the benchmarks share: the figures of one search repeated over root seeds, the text table of runs to
+detection (one row per subject, one column per strategy), and a result's figures as aligned `name: value` lines."""
 
 from __future__ import annotations
 
@@ -29,3 +29,17 @@ def runs_table(labels: Sequence[str], rows: Sequence[tuple[Sequence[str], dict[s
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in table]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return lines
+
+
+def render_figures(result: dict[str, Any], indent: str = "") -> str:
+    """`name: value` lines, aligned; a nested table's figures indented under its name."""
+    width = max(map(len, result), default=0)
+    lines = []
+    for key, value in result.items():
+        if isinstance(value, dict):
+            lines += [f"{indent}{key}:", render_figures(value, indent + "  ")]
+        elif isinstance(value, (list, tuple)):
+            lines.append(f"{indent}{key:<{width}}  {', '.join(map(str, value))}")
+        else:
+            lines.append(f"{indent}{key:<{width}}  {value}")
+    return "\n".join(lines)

@@ -17,8 +17,8 @@ from typing import Any
 from contract.trio_runtime import TrioRuntime
 from sim.bench.workload import PAIRS, ROUNDS, workload
 from sim.bench.yardstick import interleaved_best, raw_probe, raw_probe_steps
-from sim.timefreeze import frozen_time
-from sim.world import World
+from sim.core.timefreeze import frozen_time
+from sim.core.world import World
 
 
 def bench_kernel(repeats: int = 5, pairs: int = PAIRS, rounds: int = ROUNDS) -> dict[str, Any]:

@@ -18,9 +18,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sim.coverage_map import CoverageMap, obtain
-from sim.mutants import StaleMutant, load_mutants
-from sim.mutate import MutantResult, kill_matrix
+from sim.bench.figures import render_figures
+from sim.mutation.coverage_map import CoverageMap, obtain
+from sim.mutation.kill_matrix import MutantResult, kill_matrix
+from sim.mutation.mutants import StaleMutant, load_mutants
 
 
 def bench_mutate(scenarios: Sequence[Any], mutants: Sequence[str], *, jobs: int, out: Path,
@@ -113,8 +114,6 @@ def _pairs(results: Sequence[MutantResult]) -> int:
 
 
 def render(result: dict[str, Any]) -> str:
-    from sim.cli.bench import render_figures
-
     lost = [key for key in COMPARISONS if result[key]]
     verdict = "the selection lost nothing" if not lost else f"the selection DIFFERS from the full matrix: {', '.join(lost)}"
     return render_figures(result) + f"\n\n{verdict}"

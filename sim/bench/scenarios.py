@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sim.bench.yardstick import raw_steps_per_s
+from sim.core.timefreeze import frozen_time
 from sim.scenario.runner import run_once
-from sim.timefreeze import frozen_time
 
 
 def bench_scenarios(scenarios: Sequence[Any], runs: int = 20, on_done: Callable[[str], None] | None = None) -> dict[str, Any]:

@@ -29,11 +29,18 @@ from typing import Any
 
 from sim.bench.figures import summary
 from sim.bench.yardstick import interleaved_best, raw_probe, raw_probe_steps
-from sim.heap import freeze_long_lived
-from sim.mutate import sim_document
-from sim.swarm.campaign import campaign, run_generated
-from sim.swarm.model import Workload
-from sim.timefreeze import frozen_time
+from sim.core.heap import freeze_long_lived
+from sim.core.timefreeze import frozen_time
+from sim.core.trace import digest
+from sim.mutation.mutants import sim_document
+from sim.scenario.loader import load_scenario
+from sim.scenario.names import registry
+from sim.scenario.runner import run_once
+from sim.shrinking.scenario_shrinker import shrink
+from sim.swarm.campaign import campaign
+from sim.swarm.export import export_run
+from sim.swarm.generated_runs import run_generated, workload_of
+from sim.swarm.workload_model import Workload
 
 SHRINK_LIMIT_S = 60.0
 SHRINK_TARGET = 0.30  # a shrunk find keeps at most this share of the original's drives plus faults
@@ -65,14 +72,6 @@ def first_detection(workloads: Sequence[Workload], root: int, max_runs: int, ski
 
 def shrink_find(workloads: Sequence[Workload], root: int, index: int, out_dir: Path, mutant: str | None) -> dict[str, Any]:
     """Export run `index` of root seed `root`, shrink it, and replay the shrunk scenario twice by digest."""
-    from sim.registry import registry
-    from sim.scenario.loader import load_scenario
-    from sim.scenario.runner import run_once
-    from sim.shrink import shrink
-    from sim.swarm.campaign import workload_of
-    from sim.swarm.export import export_run
-    from sim.trace import digest
-
     invariant = run_generated(workloads, root, index).violations[0].invariant
     exported = export_run(workload_of(workloads, index), root, index, invariant, out_dir, mutant=mutant)
     report = exported.report

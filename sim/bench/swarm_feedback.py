@@ -25,16 +25,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from sim import children
 from sim.bench.figures import summary
-from sim.registry import registry
+from sim.core import children
+from sim.core.timefreeze import frozen_time
 from sim.scenario.loader import scenario_from_document
+from sim.scenario.names import registry
 from sim.scenario.runner import run_once
-from sim.swarm.campaign import campaign, run_generated, summarise, workload_of
+from sim.swarm.campaign import campaign
 from sim.swarm.feedback import BATCH, NO_BIAS, Bias, Feedback
 from sim.swarm.generate import generated_path, scenario_document
-from sim.swarm.model import Workload
-from sim.timefreeze import frozen_time
+from sim.swarm.generated_runs import run_generated, summarise, workload_of
+from sim.swarm.workload_model import Workload
 
 MODES = ("plain", "feedback")
 _ONE_RUN = threading.Lock()  # mutants are raced from threads; the runs they check happen here one by one

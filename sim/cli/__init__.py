@@ -3,7 +3,7 @@
 Exit 0 all hold, 1 a violation, 2 bad input or usage, 130 interrupted. `--json` prints one JSON document on
 stdout and nothing else there; every failure prints the command that replays it. `python -m sim` and the
 `compaction-sim` console script are the same entry (`entry`), which makes Ctrl+C and SIGTERM stop requests
-(`sim.stopping`).
+(`sim.core.stopping`).
 
 Under `--mutant NAME` a command re-runs itself in a child process whose `reference` package is a mutated
 copy; the parent tells the child which overlay and which mutant through two environment variables, and any
@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim import targets
 from sim.cli.bench import add_bench, add_swarm_detect, add_swarm_race
 from sim.cli.common import EXIT_USAGE, PROG, STRATEGY_CHOICES, UsageError, speaker
 from sim.cli.determinism import add_determinism, add_digests
@@ -33,6 +32,7 @@ from sim.cli.run import add_run
 from sim.cli.shrink import add_shrink
 from sim.cli.stress import add_stress
 from sim.cli.swarm import add_merge, add_swarm, add_swarm_worker
+from sim.scenario import targets
 
 __all__ = ["STRATEGY_CHOICES", "build_parser", "entry", "main"]
 
@@ -74,17 +74,17 @@ class FromParent:
 
     overlay: Path | None
     mutant: str | None
-    stops: str | None  # "listening" or "stopping": the parent passes its stop requests on (sim.stopping)
+    stops: str | None  # "listening" or "stopping": the parent passes its stop requests on (sim.core.stopping)
 
 
 def _from_parent() -> FromParent:
-    """The one place that reads the environment variables a parent process sets (see sim.mutants, sim.stopping).
+    """The one place that reads the environment variables a parent process sets (see sim.mutation.mutants, sim.core.stopping).
 
     The stop variable is taken out of the environment: a process this one starts otherwise than through
-    `sim.children` (a stress worker, a test run) has no parent passing stop requests on.
+    `sim.core.children` (a stress worker, a test run) has no parent passing stop requests on.
     """
-    from sim.mutants import NAME_ENV, OVERLAY_ENV
-    from sim.stopping import BY_PARENT_ENV
+    from sim.core.stopping import BY_PARENT_ENV
+    from sim.mutation.mutants import NAME_ENV, OVERLAY_ENV
 
     overlay = os.environ.get(OVERLAY_ENV)
     return FromParent(Path(overlay) if overlay else None, os.environ.get(NAME_ENV) or None, os.environ.pop(BY_PARENT_ENV, None))
@@ -93,8 +93,8 @@ def _from_parent() -> FromParent:
 def under_mutant(mutant: str, argv: Sequence[str]) -> int:
     """Re-run this command in a child process whose `reference` package has the mutant applied; the child
     stops as the command does, so this process only waits for it."""
-    from sim import children, stopping
-    from sim.mutants import StaleMutant, load_mutants, mutant_process, overlay, require
+    from sim.core import children, stopping
+    from sim.mutation.mutants import StaleMutant, load_mutants, mutant_process, overlay, require
 
     mutants = load_mutants()
     require([mutant], mutants)
@@ -129,9 +129,9 @@ def _mutant_to_apply(args: argparse.Namespace, parent: FromParent) -> str | None
 
 
 def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
-    from sim import stopping
-    from sim.mutants import CatalogueError
-    from sim.scenario.errors import ScenarioError
+    from sim.core import stopping
+    from sim.mutation.mutants import CatalogueError
+    from sim.scenario.scenario_error import ScenarioError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _internal_parser(prog) if argv and argv[0] in INTERNAL else build_parser(prog)
@@ -160,8 +160,8 @@ def _invoked_as(program: str) -> str:
 
 
 def entry() -> int:
-    """The process entry (`python -m sim`, `compaction-sim`): Ctrl+C and SIGTERM stop the command (sim.stopping)."""
-    from sim import stopping
+    """The process entry (`python -m sim`, `compaction-sim`): Ctrl+C and SIGTERM stop the command (sim.core.stopping)."""
+    from sim.core import stopping
 
     prog = _invoked_as(sys.argv[0])
     by_parent = _from_parent().stops

@@ -9,8 +9,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sim import stopping
+from sim.bench.figures import render_figures
 from sim.cli.common import CATALOGUE, DEFAULT_OUT, EXIT_OK, UsageError, add_json_options, add_mutant_option, load_scenarios, positive_int, progress
+from sim.core import stopping
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -42,24 +43,10 @@ def _measure(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def render_figures(result: dict[str, Any], indent: str = "") -> str:
-    """`name: value` lines, aligned; a nested table's figures indented under its name."""
-    width = max(map(len, result), default=0)
-    lines = []
-    for key, value in result.items():
-        if isinstance(value, dict):
-            lines += [f"{indent}{key}:", render_figures(value, indent + "  ")]
-        elif isinstance(value, (list, tuple)):
-            lines.append(f"{indent}{key:<{width}}  {', '.join(map(str, value))}")
-        else:
-            lines.append(f"{indent}{key:<{width}}  {value}")
-    return "\n".join(lines)
-
-
 def _bench_detection(args: argparse.Namespace) -> int:
     from sim.bench.detection import DETECTION_STRATEGIES, bench_detection, render
-    from sim.mutants import load_mutants
-    from sim.mutate import claimed_mutants
+    from sim.mutation.kill_matrix import claimed_mutants
+    from sim.mutation.mutants import load_mutants
 
     scenarios = load_scenarios(args.paths or [CATALOGUE])
     mutants = sorted(load_mutants())
@@ -96,8 +83,8 @@ def _bench_mutate(args: argparse.Namespace) -> int:
 
 def _swarm_workloads(paths: list[str]) -> list[Any]:
     from sim.cli.swarm import default_workloads
-    from sim.registry import registry
-    from sim.swarm.loader import load_workloads
+    from sim.scenario.names import registry
+    from sim.swarm.workload_loader import load_workloads
 
     return load_workloads([Path(path) for path in paths or [default_workloads()]], registry())
 
@@ -121,7 +108,7 @@ def _bench_swarm(args: argparse.Namespace) -> int:
 
 def _chosen_mutants(names: str | None) -> list[str]:
     """The curated mutants `--mutants` names (all of them by default); an unknown name is a usage error."""
-    from sim.mutants import load_mutants
+    from sim.mutation.mutants import load_mutants
 
     curated = sorted(load_mutants())
     if names is None:

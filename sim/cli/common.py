@@ -3,25 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim import stopping
-from sim.catalogue import SCENARIOS_DIR
 from sim.cli.progress import Progress
-from sim.strategies.registry import STRATEGIES
+from sim.core import children, stopping
+from sim.scenario import targets
+from sim.scenario.catalogue import SCENARIOS_DIR
+from sim.strategies.by_name import STRATEGIES
 
 if TYPE_CHECKING:
-    from sim.coverage_map import Obtained
+    from sim.mutation.coverage_map import Obtained
 
 PROG = "python -m sim"  # how the commands name themselves, unless run as the `compaction-sim` console script
 EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_USAGE = 2
 DEFAULT_OUT = Path("out")
-COVERAGE_MAP = DEFAULT_OUT / "coverage-map.json"  # which reference lines each scenario runs (sim/coverage_map.py)
+COVERAGE_MAP = DEFAULT_OUT / "coverage-map.json"  # which reference lines each scenario runs (sim/mutation/coverage_map.py)
 STRATEGY_CHOICES = list(STRATEGIES)
 CATALOGUE = str(SCENARIOS_DIR)
 
@@ -53,8 +55,8 @@ def _int_at_least(text: str, low: int, expected: str) -> int:
 def load_scenarios(paths: Sequence[str], target: str | None = None) -> list[Any]:
     """Scenario files or folders, validated against this checkout's registry (ScenarioError on bad input), on
     `target` if given (`--target`), else each on its own."""
-    from sim.registry import registry
     from sim.scenario.loader import load_paths, on_target
+    from sim.scenario.names import registry
 
     missing = [path for path in paths if not Path(path).exists()]
     if missing:
@@ -72,7 +74,7 @@ def add_target_option(command: argparse.ArgumentParser) -> None:
 
 def coverage_map(scenarios: Sequence[Any], jobs: int, lines: Progress) -> Obtained:
     """The catalogue's coverage map for a mutation check, built or reused, and said which on stderr."""
-    from sim.coverage_map import obtain
+    from sim.mutation.coverage_map import obtain
 
     lines.say("coverage map: the reference lines each scenario runs, to run each mutant only where it can be killed")
     obtained = obtain(scenarios, COVERAGE_MAP, jobs)
@@ -112,7 +114,29 @@ def exit_interrupted(args: argparse.Namespace, count: int, unit: str = "run", of
 
 
 def write_html(path: Path, run: Any, replay: str, mutant: str | None) -> None:
-    from sim.html_report import write_report
+    from sim.reports.html_report import write_report
 
     write_report(run, replay, path, mutant)
     print(f"report: {path}", file=sys.stderr)
+
+
+def rerun_on_target(scenarios: Sequence[Any], argv: Sequence[str]) -> int | None:
+    """Run this command in the process of the scenarios' target when it is not this process's (its exit status);
+    None when it runs here. Scenarios of several targets are a usage error: one command runs one target."""
+    wanted = sorted({scenario.target for scenario in scenarios})
+    if len(wanted) > 1:
+        raise UsageError(f"these scenarios run on {', '.join(wanted)}: give one target's scenarios (or --target), or "
+                         "compare targets with python -m sim releases")
+    if not wanted or wanted[0] == targets.loaded():
+        return None
+    return in_target_process(wanted[0], argv)
+
+
+def in_target_process(target: str, argv: Sequence[str]) -> int:
+    """Re-run this command (with `argv`) in a child process that loads `target` first; its exit status. A stop
+    request is passed to the child, which stops as the command does (a swarm keeps its results), so this process
+    only waits for it."""
+    env = {**os.environ, targets.TARGET_ENV: target}
+    with stopping.graceful():
+        code = children.run([sys.executable, "-m", "sim", *argv], env=env).returncode
+    return stopping.child_exit(code)

@@ -15,7 +15,6 @@ import subprocess
 import sys
 from typing import Any
 
-from sim import stopping, targets
 from sim.cli.common import (
     CATALOGUE,
     EXIT_OK,
@@ -30,14 +29,16 @@ from sim.cli.common import (
     speaker,
 )
 from sim.cli.progress import Progress, Throttled
-from sim.words import counted
+from sim.core import stopping
+from sim.core.words import counted
+from sim.scenario import targets
 
 HASH_SEEDS = ("1", "2")
 
 
 def _digests(args: argparse.Namespace) -> int:
+    from sim.core.timefreeze import frozen_time
     from sim.scenario.runner import run_once
-    from sim.timefreeze import frozen_time
 
     scenarios = load_scenarios(args.paths, args.target) if args.paths else []
     programs = _programs(args.programs)
@@ -73,7 +74,7 @@ def _one_target(scenarios: list[Any]) -> str:
 
 
 def _programs(references: list[str]) -> dict[str, Any]:
-    from sim.programs import resolve
+    from sim.programs.runnable import resolve
 
     found: dict[str, Any] = {}
     for reference in references:
@@ -86,9 +87,9 @@ def _programs(references: list[str]) -> dict[str, Any]:
 
 def _program_digests(main: Any, seeds: int) -> list[str]:
     """Each seed's trace digest, the runs in seed order under one portfolio (what an exploration does)."""
-    from sim.programs import Program, Settings
+    from sim.core.world import World
+    from sim.programs.runnable import Program, Settings
     from sim.strategies.portfolio import Portfolio
-    from sim.world import World
 
     program, strategy = Program(main, (), Settings()), Portfolio()
     with program.batch():
@@ -96,7 +97,7 @@ def _program_digests(main: Any, seeds: int) -> list[str]:
 
 
 def _check_determinism(args: argparse.Namespace) -> int:
-    from sim import children
+    from sim.core import children
 
     paths = args.paths or ([] if args.programs else [CATALOGUE])
     scenarios = load_scenarios(paths, args.target) if paths else []  # bad input is reported here, once

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sim import stopping
 from sim.cli.common import (
     DEFAULT_OUT,
     EXIT_OK,
@@ -24,12 +23,13 @@ from sim.cli.common import (
     speaker,
 )
 from sim.cli.progress import Throttled
+from sim.core import stopping
 
 
 def _explore(args: argparse.Namespace) -> int:
     """Search one scenario until the budget runs out (exit 0) or the first violation (exit 1)."""
-    from sim import report
-    from sim.scenario.explore import explore
+    from sim.reports import text_report
+    from sim.scenario.runner import search_scenario
 
     scenarios = load_scenarios([args.path])
     if len(scenarios) != 1:
@@ -44,11 +44,11 @@ def _explore(args: argparse.Namespace) -> int:
     runs = args.runs if args.runs is not None or args.time_budget is not None else scenario.explore.runs
     lines = Throttled(speaker(args), enabled=not args.json or args.progress)
     with stopping.graceful():
-        found = explore(scenario, strategy, first_seed=scenario.explore.seed if args.seed is None else args.seed,
+        found = search_scenario(scenario, strategy, first_seed=scenario.explore.seed if args.seed is None else args.seed,
                         shard=shard, runs=runs, time_budget_s=args.time_budget,
                         on_run=lambda run: lines.done(f"{lines.count + 1} runs, latest seed {run.seed}"))
     mutant = args.under_mutant
-    repro = None if found.verdict.failing is None else report.write_repro(found.verdict.failing, args.out, mutant=mutant)
+    repro = None if found.verdict.failing is None else text_report.write_repro(found.verdict.failing, args.out, mutant=mutant)
     if args.json:
         print(json.dumps(_exploration_json(found, strategy, repro, mutant), sort_keys=True))
     else:
@@ -60,7 +60,7 @@ def _explore(args: argparse.Namespace) -> int:
 
 def parse_shard(text: str) -> Any:
     """`I/N` with 1 <= I <= N, counted from 1 like `run_tests.sh --slice`; the library's Shard counts from 0."""
-    from sim.search import Shard
+    from sim.core.search import Shard
 
     index, slash, count = text.partition("/")
     if not (slash and index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
@@ -88,7 +88,7 @@ def _exhaustion_line(found: Any) -> str | None:
 
 
 def _exploration_text(found: Any, strategy: str, repro: Path | None, mutant: str | None) -> str:
-    from sim import report
+    from sim.reports import text_report
 
     lines = [_exploration_summary(found, strategy)]
     lines += filter(None, [_exhaustion_line(found)])
@@ -96,14 +96,14 @@ def _exploration_text(found: Any, strategy: str, repro: Path | None, mutant: str
         lines += [f"  note: {problem}" for problem in found.verdict.problems()]
         lines.append("no violation so far" if found.verdict.interrupted else "no violation")
     else:
-        lines += ["", report.failure_block(found.verdict.failing, repro, mutant=mutant)]
+        lines += ["", text_report.failure_block(found.verdict.failing, repro, mutant=mutant)]
     return "\n".join(lines)
 
 
 def _exploration_json(found: Any, strategy: str, repro: Path | None, mutant: str | None) -> dict[str, Any]:
-    from sim import report
+    from sim.reports import text_report
 
-    document = report.verdict_json(found.verdict, repro, mutant=mutant)
+    document = text_report.verdict_json(found.verdict, repro, mutant=mutant)
     document.update(strategy=strategy, shard=shard_text(found.shard), first_seed=found.first_seed + found.shard.index,
                     seed_step=found.shard.count, exhausted=found.exhausted)
     if found.exhausted is not None:

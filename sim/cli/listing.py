@@ -15,9 +15,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from sim import targets
-from sim.catalogue import ROOT, SCENARIOS_DIR
 from sim.cli.common import EXIT_OK, UsageError, load_scenarios
+from sim.scenario import targets
+from sim.scenario.catalogue import ROOT, SCENARIOS_DIR
 
 # The config fields are described in the reference's CONFIG.md table, in this column.
 CONFIG_TABLE, CONFIG_COLUMN = "CONFIG.md", 3
@@ -32,7 +32,7 @@ def descriptions(subject: str) -> dict[str, str]:
     place). Config fields: the rows of CONFIG.md, whose first cell holds a row's names in backticks.
     Backticks are dropped, since the line is read on a terminal.
     """
-    from sim.registry import registry
+    from sim.scenario.names import registry
 
     if subject in ("events", "points"):
         described = registry().events if subject == "events" else registry().points
@@ -53,26 +53,26 @@ def _named(subject: str, names: Any) -> list[dict[str, Any]]:
 
 
 def _events() -> list[dict[str, Any]]:
-    from sim.registry import registry
+    from sim.scenario.names import registry
 
     return _named("events", registry().events)
 
 
 def _marks() -> list[dict[str, Any]]:
-    from sim.registry import registry
+    from sim.scenario.names import registry
 
     return _named("events", registry().coverage_marks)
 
 
 def _points() -> list[dict[str, Any]]:
-    from sim.registry import registry
+    from sim.scenario.names import registry
 
     return _named("points", registry().points)
 
 
 def _config() -> list[dict[str, Any]]:
-    from sim.registry import registry
     from sim.scenario.builder import config_defaults
+    from sim.scenario.names import registry
 
     items = _named("config", registry().config_fields)
     defaults = config_defaults()
@@ -84,7 +84,7 @@ def _config() -> list[dict[str, Any]]:
 
 def _mutants() -> list[dict[str, Any]]:
     from reference.fixes import FIXES
-    from sim.mutants import load_mutants
+    from sim.mutation.mutants import load_mutants
 
     fixes = {fix.name: fix for fix in FIXES}
     return [{"name": name, "race": fixes[name].race if name in fixes else "",
@@ -126,7 +126,7 @@ def _default_text(value: Any) -> str:
 
 
 def _invariants(target: str | None = None) -> list[dict[str, Any]]:
-    """Every invariant; with a target, whether it applies there, or why not (`sim.targets.applies`)."""
+    """Every invariant; with a target, whether it applies there, or why not (`sim.scenario.targets.applies`)."""
     from sim.invariants import INVARIANTS
 
     items = []

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sim import stopping
 from sim.cli.common import (
     CATALOGUE,
     DEFAULT_OUT,
@@ -26,7 +25,8 @@ from sim.cli.common import (
     progress,
     speaker,
 )
-from sim.words import counted
+from sim.core import stopping
+from sim.core.words import counted
 
 OPERATOR_OPTIONS = ("seed", "budget", "max", "timeout", "min_score", "killers", "swarm", "swarm_runs", "only")
 KILLERS = ("catalogue", "swarm", "both")
@@ -50,7 +50,7 @@ def _mutate(args: argparse.Namespace) -> int:
         return _mutate_curated(args)
     if args.full:
         raise UsageError("--full: only for the curated matrix and --operators, not with --revert")
-    from sim.revert_check import check as revert_check
+    from sim.mutation.revert_check import check as revert_check
 
     return revert_check(args.revert, args.test_args, paths=args.paths, repo=args.repo, as_json=args.json)
 
@@ -60,8 +60,8 @@ def _mutate_curated(args: argparse.Namespace) -> int:
     whole catalogue; exit 1 if one survives, is missed or is reached by no scenario."""
     import time
 
-    from sim.mutants import load_mutants, require
-    from sim.mutate import kill_matrix, result_json, sanity_pass
+    from sim.mutation.kill_matrix import kill_matrix, result_json, sanity_pass
+    from sim.mutation.mutants import load_mutants, require
 
     scenarios = load_scenarios(args.scenarios)
     known = load_mutants()
@@ -106,7 +106,7 @@ def _mutate_curated(args: argparse.Namespace) -> int:
 
 def _print_matrix(results: Sequence[Any], failed: Sequence[Any], scenarios: Sequence[Any], figures: dict[str, Any],
                   elapsed: float) -> None:
-    from sim.mutate import render_matrix
+    from sim.mutation.kill_matrix import render_matrix
 
     print("sanity pass: a forced failure is reported as a failure\n")
     print(render_matrix(results, [s.name for s in scenarios]))
@@ -130,8 +130,8 @@ def _curated_line(result: Any) -> str:
 
 def _mutate_operators(args: argparse.Namespace) -> int:
     """Sampled operator mutants against the catalogue; exit 1 when the score is under --min-score."""
-    from sim import operators
-    from sim.mutate import sanity_pass
+    from sim.mutation import operators
+    from sim.mutation.kill_matrix import sanity_pass
 
     if args.revert or args.repo or args.paths or args.test_args or args.mutant_names:
         raise UsageError("--operators takes none of --revert, --repo, --paths, --mutant or test arguments")
@@ -227,7 +227,7 @@ def _add_operator_options(mutate: argparse.ArgumentParser) -> None:
 
 def _trace_lines(args: argparse.Namespace) -> int:
     """The reference lines each scenario's runs execute, and those loading them executes (the coverage map's part)."""
-    from sim.coverage_map import trace_document
+    from sim.mutation.coverage_map import trace_document
 
     print(json.dumps(trace_document(args.paths), sort_keys=True))
     return EXIT_OK

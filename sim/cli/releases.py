@@ -18,13 +18,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sim import targets
 from sim.cli.common import EXIT_OK, UsageError, add_json_options, load_scenarios, positive_int, progress
-from sim.scenario.errors import ScenarioError
+from sim.scenario import targets
+from sim.scenario.scenario_error import ScenarioError
 
 
 def _releases(args: argparse.Namespace) -> int:
-    from sim import children
+    from sim.core import children
     from sim.scenario.loader import on_target
 
     try:

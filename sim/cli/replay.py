@@ -1,7 +1,7 @@
 """`replay`: a repro file (or a scenario at a seed) again, byte for byte, with its timeline.
 
 A repro file records the mutant its run was made under, and replay applies it again without being told;
-it finds the scenario from any directory (sim.catalogue) and refuses one that has changed since, showing
+it finds the scenario from any directory (sim.scenario.catalogue) and refuses one that has changed since, showing
 what differs, rather than replaying a different scenario.
 """
 
@@ -14,8 +14,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from sim import targets
-from sim.cli.common import EXIT_OK, EXIT_VIOLATION, UsageError, add_mutant_option, add_report_option, load_scenarios, seed_int, write_html
+from sim.cli.common import EXIT_OK, EXIT_VIOLATION, UsageError, add_mutant_option, add_report_option, load_scenarios, rerun_on_target, seed_int, write_html
 
 DIFF_LINES_MAX = 20
 UNMODIFIED = "no mutant (the unmodified reference)"
@@ -47,7 +46,7 @@ def load_repro(path: Path) -> dict[str, Any]:
 def _check_seal(path: Path, document: dict[str, Any]) -> None:
     """The seal notices a seed, invariant or decision list edited by hand, which a replay would not tell from a
     change to the code (a file written before seals has none)."""
-    from sim.report import seal
+    from sim.reports.text_report import seal
 
     sealed = document.get("seal")
     if not isinstance(sealed, dict):
@@ -94,7 +93,7 @@ def check_mutant(path: Path, document: dict[str, Any], active: str | None) -> No
 
 def repro_scenario(path: Path, document: dict[str, Any]) -> Any:
     """The scenario a repro names, found from any directory, and still the file it was recorded from."""
-    from sim.catalogue import content_hash, find_scenario
+    from sim.scenario.catalogue import content_hash, find_scenario
 
     reference = document["scenario"]
     found = find_scenario(reference, path)
@@ -119,13 +118,13 @@ def _difference(recorded_text: Any, current: Path) -> str:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from sim import report
     from sim.kernel.errors import DivergenceError
+    from sim.reports import text_report
     from sim.scenario.runner import run_once
 
     if args.seed is not None:
         scenario = load_scenarios([args.target])[0]
-        if (elsewhere := targets.elsewhere([scenario], args.argv)) is not None:
+        if (elsewhere := rerun_on_target([scenario], args.argv)) is not None:
             return elsewhere
         result = run_once(scenario, args.seed)
         expected_digest = None
@@ -134,7 +133,7 @@ def _replay(args: argparse.Namespace) -> int:
         document = load_repro(repro_path)
         check_mutant(repro_path, document, args.under_mutant)
         scenario = repro_scenario(repro_path, document)
-        if (elsewhere := targets.elsewhere([scenario], args.argv)) is not None:
+        if (elsewhere := rerun_on_target([scenario], args.argv)) is not None:
             return elsewhere
         try:
             result = run_once(scenario, document["seed"], recorded_decisions(repro_path, document))
@@ -150,7 +149,7 @@ def _replay(args: argparse.Namespace) -> int:
     if expected_digest is not None:
         print(f"\ntrace digest {result.result.digest()[:16]}: identical to the recording")
     if result.violations:
-        print("\n" + report.failure_block(result, None, mutant=args.under_mutant))
+        print("\n" + text_report.failure_block(result, None, mutant=args.under_mutant))
         return EXIT_VIOLATION
     print(f"\n{scenario.name} seed {result.seed}: all invariants hold")
     return EXIT_OK
@@ -158,10 +157,10 @@ def _replay(args: argparse.Namespace) -> int:
 
 def _replay_text(args: argparse.Namespace) -> str:
     """The command that replays what `replay` just ran: the repro file, or the scenario at its seed."""
-    from sim import report
+    from sim.reports import text_report
 
     if args.seed is None:
-        return report.replay_command(Path(args.target), args.under_mutant)
+        return text_report.replay_command(Path(args.target), args.under_mutant)
     mutant = f" --mutant {shlex.quote(args.under_mutant)}" if args.under_mutant else ""
     return f"python -m sim replay {shlex.quote(str(Path(args.target).resolve()))} --seed {args.seed}{mutant}"
 

@@ -1,7 +1,7 @@
 """`run`: scenario files or folders over their seeds, with a verdict table; failures get a repro, are shrunk
 and can be written as an HTML report. With `--must-fail-under`, each scenario's claims are checked too: under
 every mutant it names, it must report a violation (one whose runs never execute the lines the mutant edits
-cannot, and is reported so without being run: sim/coverage_map.py)."""
+cannot, and is reported so without being run: sim/mutation/coverage_map.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sim import stopping, targets
 from sim.cli.common import (
     CATALOGUE,
     DEFAULT_OUT,
@@ -30,23 +29,25 @@ from sim.cli.common import (
     load_scenarios,
     positive_int,
     progress,
+    rerun_on_target,
     seed_int,
     speaker,
     write_html,
 )
 from sim.cli.progress import Throttled
-from sim.words import counted
+from sim.core import stopping
+from sim.core.words import counted
 
 AUTO_SHRINK_LIMIT_S = 10.0  # `run` shrinks each failure on the way; a longer search is `shrink --time-limit`
 
 
 def _run(args: argparse.Namespace) -> int:
-    from sim import report
+    from sim.reports import text_report
 
     if args.must_fail_under and args.under_mutant:
         raise UsageError("--must-fail-under runs each scenario under the mutants it names, so it takes no --mutant")
     scenarios = load_scenarios(args.paths or [CATALOGUE], args.target)
-    elsewhere = targets.elsewhere(scenarios, args.argv)
+    elsewhere = rerun_on_target(scenarios, args.argv)
     if elsewhere is not None:
         return elsewhere
     lines = progress(args, len(scenarios))
@@ -59,11 +60,11 @@ def _run(args: argparse.Namespace) -> int:
             scenario = _with_all_invariants(scenario) if args.all_invariants else scenario
             verdict = _check(args, scenario)
             verdicts.append(verdict)
-            lines.done(f"{scenario.name}: {report.verdict_state(verdict, verdict.passed)}, {verdict.runs} runs, {verdict.cpu_s:.2f}s")
+            lines.done(f"{scenario.name}: {text_report.verdict_state(verdict, verdict.passed)}, {verdict.runs} runs, {verdict.cpu_s:.2f}s")
             repro = shrunk = None
             if verdict.failing is not None:
-                repro = report.write_repro(verdict.failing, args.out, mutant=args.under_mutant)
-                blocks.append(report.failure_block(verdict.failing, repro, mutant=args.under_mutant))
+                repro = text_report.write_repro(verdict.failing, args.out, mutant=args.under_mutant)
+                blocks.append(text_report.failure_block(verdict.failing, repro, mutant=args.under_mutant))
                 failures.append((verdict.failing, repro))
                 if not args.no_shrink and not stopping.requested():  # a user who asked to stop waits for no search
                     shrunk = _auto_shrink(verdict.failing, repro, args.out, args.under_mutant)
@@ -84,7 +85,7 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps({"scenarios": [_verdict_document(args, claims, *entry) for entry in documents],
                           "passed": not failed and not interrupted, "interrupted": interrupted}, sort_keys=True))
     else:
-        print(report.verdict_table(verdicts, claims))
+        print(text_report.verdict_table(verdicts, claims))
         for verdict in failed:
             print(f"\n{verdict.scenario.name}: " + "; ".join(verdict.problems() + claims.get(verdict.scenario.name, [])))
         for block in blocks:
@@ -114,16 +115,16 @@ def _check(args: argparse.Namespace, scenario: Any) -> Any:
 
 
 def _verdict_document(args: argparse.Namespace, claims: dict[str, list[str]], verdict: Any, repro: Path | None, shrunk: Any) -> dict[str, Any]:
-    from sim import report
+    from sim.reports import text_report
 
-    document = report.verdict_json(verdict, repro, mutant=args.under_mutant, more_problems=claims.get(verdict.scenario.name, []))
+    document = text_report.verdict_json(verdict, repro, mutant=args.under_mutant, more_problems=claims.get(verdict.scenario.name, []))
     return {**document, "shrink": None if shrunk is None else shrunk.as_dict()}
 
 
 def _check_claims(scenarios: Sequence[Any], args: argparse.Namespace) -> dict[str, list[str]]:
     """Each scenario under each mutant its `must_fail_under` names: scenario -> the claims that do not hold."""
-    from sim.mutants import load_mutants, require
-    from sim.mutate import claim_problems, claimed_mutants, kill_matrix
+    from sim.mutation.kill_matrix import claim_problems, claimed_mutants, kill_matrix
+    from sim.mutation.mutants import load_mutants, require
 
     names = claimed_mutants(scenarios)
     require(names, load_mutants())
@@ -155,20 +156,20 @@ def _write_trace(failing: Any, folder: Path) -> None:
 
 
 def _auto_shrink(failing: Any, repro: Path, out: Path, mutant: str | None) -> Any:
-    from sim.shrink import shrink
+    from sim.shrinking.scenario_shrinker import shrink
 
     return shrink(failing.scenario, failing.seed, failing.result.decisions, failing.violations[0].invariant,
                   source=repro, out_dir=out, time_limit=AUTO_SHRINK_LIMIT_S, mutant=mutant)
 
 
 def _report_first_failure(path: Path, failures: Sequence[tuple[Any, Path]], mutant: str | None) -> None:
-    from sim import report
+    from sim.reports import text_report
 
     if not failures:
         print(f"--report: every run held, so {path} was not written", file=sys.stderr)
         return
     failing, repro = failures[0]
-    write_html(path, failing, report.replay_command(repro, mutant), mutant)
+    write_html(path, failing, text_report.replay_command(repro, mutant), mutant)
 
 
 def add_run(commands: Any) -> None:

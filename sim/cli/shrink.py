@@ -7,17 +7,27 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sim import stopping, targets
-from sim.cli.common import EXIT_VIOLATION, UsageError, add_json_options, add_mutant_option, add_report_option, exit_interrupted, progress, write_html
+from sim.cli.common import (
+    EXIT_VIOLATION,
+    UsageError,
+    add_json_options,
+    add_mutant_option,
+    add_report_option,
+    exit_interrupted,
+    progress,
+    rerun_on_target,
+    write_html,
+)
 from sim.cli.replay import check_mutant, load_repro, recorded_decisions, repro_scenario
+from sim.core import stopping
 
 SHRINK_LIMIT_S = 30.0
 
 
 def _shrink(args: argparse.Namespace) -> int:
     """Shrink a repro's run; exit 1, since the shrunk run still shows the violation."""
-    from sim import report
-    from sim.shrink import ShrinkError, shrink
+    from sim.reports import text_report
+    from sim.shrinking.scenario_shrinker import ShrinkError, shrink
 
     if args.time_limit <= 0:
         raise UsageError("--time-limit must be positive")
@@ -27,7 +37,7 @@ def _shrink(args: argparse.Namespace) -> int:
         raise UsageError(f"{repro_path}: invariant: expected str in a repro file")
     check_mutant(repro_path, document, args.under_mutant)
     scenario = repro_scenario(repro_path, document)
-    if (elsewhere := targets.elsewhere([scenario], args.argv)) is not None:
+    if (elsewhere := rerun_on_target([scenario], args.argv)) is not None:
         return elsewhere
     lines = progress(args, None)
     try:
@@ -41,7 +51,7 @@ def _shrink(args: argparse.Namespace) -> int:
     except ShrinkError as error:
         raise UsageError(f"{repro_path}: {error}") from None
     if args.report is not None:
-        write_html(args.report, result.report, report.replay_command(result.repro_path, args.under_mutant), args.under_mutant)
+        write_html(args.report, result.report, text_report.replay_command(result.repro_path, args.under_mutant), args.under_mutant)
     print(json.dumps(result.as_dict(), sort_keys=True) if args.json else result.summary())
     if result.interrupted:
         return exit_interrupted(args, result.runs)

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from contract.events import CommitArchived, CommitPublished, FenceCancelWon, LeaseAcquired, RealStoreBusyFired, TurnPersisted
-from sim import stopping
 from sim.cli.common import EXIT_OK, EXIT_VIOLATION, UsageError, speaker
+from sim.core import stopping
 
 
 def _stress(args: argparse.Namespace) -> int:
-    from sim.mutants import load_mutants
-    from sim.stress.runner import StressOptions, StressRun
+    from sim.mutation.mutants import load_mutants
+    from sim.stress.stress_run import StressOptions, StressRun
 
     if args.duration <= 0 or args.processes < 1:
         raise UsageError("--duration must be positive and --processes at least 1")

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sim import stopping, targets
 from sim.cli.common import (
     DEFAULT_OUT,
     EXIT_OK,
@@ -21,26 +20,29 @@ from sim.cli.common import (
     add_target_option,
     exit_interrupted,
     positive_int,
+    rerun_on_target,
     seed_int,
     speaker,
 )
 from sim.cli.explore import parse_shard
 from sim.cli.progress import Progress, Throttled
+from sim.core import stopping
+from sim.scenario import targets
 
 SHRINK_LIMIT_S = 10.0
 
 
 def default_workloads() -> str:
-    from sim.catalogue import SCENARIOS_DIR
+    from sim.scenario.catalogue import SCENARIOS_DIR
 
     return str(Path(SCENARIOS_DIR) / "swarm")
 
 
 def _swarm(args: argparse.Namespace) -> int:
     """Run the campaign's shard; exit 1 if a run broke an invariant or an expected coverage mark was missed."""
-    from sim.registry import registry
+    from sim.scenario.names import registry
     from sim.swarm.campaign import campaign
-    from sim.swarm.loader import load_workloads
+    from sim.swarm.workload_loader import load_workloads
 
     paths = args.paths or [default_workloads()]
     missing = [path for path in paths if not Path(path).exists()]
@@ -54,7 +56,7 @@ def _swarm(args: argparse.Namespace) -> int:
     if args.feedback and shard.count != 1:
         raise UsageError(f"--feedback with --shard {args.shard}: a feedback campaign cannot be sharded (each run depends on the runs before it)")
     workloads = load_workloads([Path(path) for path in paths], registry(), _target(args.target))
-    elsewhere = targets.elsewhere(workloads, args.argv)
+    elsewhere = rerun_on_target(workloads, args.argv)
     if elsewhere is not None:
         return elsewhere
     if args.under_mutant and workloads[0].target != targets.REFERENCE:
@@ -104,7 +106,7 @@ def _run_line(run: Any) -> str:
 def _results(done: Any, workloads: Sequence[Any], args: argparse.Namespace, lines: Progress) -> dict[str, Any]:
     """The results document, with each failure class's first run exported as a scenario file (and shrunk)."""
     from sim.swarm import results
-    from sim.swarm.campaign import workload_of
+    from sim.swarm.generated_runs import workload_of
 
     exported = {}
     for key, runs in results.failure_classes(done.runs).items():
@@ -130,7 +132,7 @@ def _export(workload: Any, args: argparse.Namespace, index: int, invariant: str,
 
 
 def _shrunk(exported: Any, invariant: str, out: Path, mutant: str | None) -> dict[str, Any]:
-    from sim.shrink import shrink
+    from sim.shrinking.scenario_shrinker import shrink
 
     report = exported.report
     result = shrink(report.scenario, report.seed, report.result.decisions, invariant, source=exported.repro, out_dir=out,
@@ -233,9 +235,9 @@ def add_swarm(commands: Any) -> None:
 
 def _swarm_worker(args: argparse.Namespace) -> int:
     """One of a campaign's `-j` workers: the orders come on stdin, the runs' summaries go out on stdout."""
-    from sim.registry import registry
-    from sim.swarm.loader import load_workloads
+    from sim.scenario.names import registry
     from sim.swarm.workers import answer_channel, serve
+    from sim.swarm.workload_loader import load_workloads
 
     workloads = load_workloads([Path(path) for path in args.paths], registry(), args.target)
     return serve(workloads, args.root, sys.stdin, answer_channel())

@@ -1,6 +1,5 @@
 """The invariants, by name. Each lives in the module of the mechanism it guards."""
 
-from sim.invariants.base import Invariant, InvariantSet, SystemView, Violation
 from sim.invariants.compressor import (
     BreakerBlocksOnlyWhenLatched,
     CommitBelowThresholdClearsStrikes,
@@ -49,6 +48,7 @@ from sim.invariants.host import (
     TurnFailsOnlyExpectedly,
     WorkerRaisesOnlyAfterFault,
 )
+from sim.invariants.invariant import Invariant, InvariantSet, SystemView, Violation
 from sim.invariants.lease import (
     AbandonedAttemptFreesLease,
     AppendsNeverRefusedByLease,

@@ -37,8 +37,8 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import CooldownRow
-from sim.invariants.base import Invariant, SystemView, Violation, handles
 from sim.invariants.facts import CRASHES, AttemptSet, AttemptTable, ProcessTable
+from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 
 
 class CompressorClaims:

@@ -47,7 +47,7 @@ from contract.ids import AttemptId, HolderId, SessionId
 from contract.vocabulary import GRACE_TASK, JOB_TASK, SUMMARY_TASK
 
 if TYPE_CHECKING:
-    from sim.invariants.base import SystemView
+    from sim.invariants.invariant import SystemView
 
 
 # Ways a host stops waiting for an attempt: from then on the attempt is a zombie to the host.

@@ -31,8 +31,8 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId
-from sim.invariants.base import Invariant, SystemView, Violation, handles
 from sim.invariants.facts import ADMISSIONS, CRASHES, HARD_CANCELS, PRESSES, AttemptTable, job_attempt, summary_attempt
+from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 
 
 class NoCommitAfterCancel(Invariant):

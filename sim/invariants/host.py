@@ -57,7 +57,6 @@ from contract.events import (
 from contract.history import HistoryEvent, is_of
 from contract.ids import AttemptId, HolderId, SessionId
 from contract.points import HOST_WAIT, STORE_PREFIX
-from sim.invariants.base import Invariant, SystemView, Violation, handles
 from sim.invariants.facts import (
     ADMISSIONS,
     CRASHES,
@@ -71,6 +70,7 @@ from sim.invariants.facts import (
     pressing_task,
     summary_attempt,
 )
+from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 from sim.invariants.lineage_reads import JudgesRefusedTurns
 
 

@@ -30,8 +30,8 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from contract.store import StoreView
-from sim.invariants.base import Invariant, SystemView, Violation, handles
 from sim.invariants.facts import CRASHES, AttemptTable, job_attempt
+from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 
 LEASE_REFUSALS = ("Lease", "Busy", "InProgress")
 RELEASE_POINT = "db.release_lease"  # the store call that frees a lease

@@ -31,8 +31,8 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
-from sim.invariants.base import Invariant, SystemView, Violation, handles
 from sim.invariants.facts import CRASHES, AttemptTable
+from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 from sim.invariants.lineage_reads import continuations, lineage_roots, session_row
 
 # Closes a terminal or a hook makes explicitly (#106459), named here rather than read from the store's taxonomy.

@@ -10,7 +10,7 @@ from contract.events import AppendFailed, Event
 from contract.history import HistoryEvent
 from contract.store import SessionRow, StoreView
 from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
-from sim.invariants.base import Invariant, SystemView, handles
+from sim.invariants.invariant import Invariant, SystemView, handles
 
 # The model_config keys by which a branch, delegate or reset child names the session it forked from.
 FORK_MARKERS = ("_branched_from", "_delegate_from", "_reset_from")

@@ -37,7 +37,7 @@ from contract.events import (
 )
 from contract.events.base import Event
 from contract.history import HistoryEvent
-from sim.invariants.base import Violation
+from sim.invariants.invariant import Violation
 from sim.invariants.lineage_reads import JudgesRefusedTurns
 
 _TURN_STARTS = (FrontendTurnSubmitted, GatewayTurnStarted)

@@ -10,16 +10,11 @@ from __future__ import annotations
 from contract.events import CompactionBlocked, CompactionFinished, CompactionRefused, Event, HostReturned, SessionAutoReset, TurnContextOverflow, TurnPersisted
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
-from sim.invariants.base import Invariant, SystemView, Violation, handles
+from contract.vocabulary import message_tokens
+from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 
 EXHAUSTED = frozenset({"ineffective", "no_progress", "would_grow"})
-CHARS_PER_TOKEN = 4
 ROW_MARK = "_row_id"  # the key an agent marks a message durable with: the row it was written to
-
-
-def message_tokens(content: str) -> int:
-    """The model's count of one message: a token per four characters, at least one."""
-    return 1 + len(content) // CHARS_PER_TOKEN
 
 
 class NoFalseAutoReset(Invariant):

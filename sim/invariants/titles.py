@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from contract.events import CommitPublished, Event, ExternalRotated, FrontendTitleFailed, SessionTitled, SessionTitleIndeterminate
 from contract.history import HistoryEvent
-from sim.invariants.base import Invariant, SystemView, Violation, handles
+from contract.vocabulary import TITLE_SOURCES
+from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 from sim.invariants.lineage_reads import lineage_roots, live_sessions_by_root, session_row
-from sim.scenario.model import TITLE_SOURCES
 
 
 class TitleFollowsConversation(Invariant):

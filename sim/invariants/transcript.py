@@ -38,8 +38,8 @@ from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import MessageRow
 from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
-from sim.invariants.base import AgentView, Invariant, SystemView, Violation, handles
 from sim.invariants.facts import COMMITS, CRASHES, AttemptTable
+from sim.invariants.invariant import AgentView, Invariant, SystemView, Violation, handles
 from sim.invariants.lineage_reads import lineage_roots, live_sessions_by_root
 
 NOT_COMMITTED = ("failed", "error", "unchanged")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
 
-if TYPE_CHECKING:
-    from sim.kernel.deadlock import BlockedTask
+from sim.kernel.deadlock import BlockedTask, describe
 
 
 class Cancelled(BaseException):
@@ -40,8 +39,6 @@ class Deadlock(SimulationError):
     """
 
     def __init__(self, message: str, blocked: tuple[BlockedTask, ...], cycle: tuple[BlockedTask, ...]) -> None:
-        from sim.kernel.deadlock import describe
-
         super().__init__(message, describe(blocked, cycle))
         self.blocked = blocked
         self.cycle = cycle
@@ -64,3 +61,19 @@ class Interrupted(KeyboardInterrupt):
 
 class DivergenceError(Exception):
     """A replayed decision list no longer fits what the code does at that step."""
+
+
+def leaves(error: BaseException) -> Iterator[BaseException]:
+    """The exceptions inside any nesting of exception groups, in order."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from leaves(inner)
+    else:
+        yield error
+
+
+def unwrap(error: BaseException) -> BaseException:
+    """The exception that failed a run (a task's, reaching the root task wrapped in one group per nursery it
+    crossed), out of its exception groups: the first one that is not a Cancelled."""
+    found = list(leaves(error))
+    return next((leaf for leaf in found if not isinstance(leaf, Cancelled)), found[0])

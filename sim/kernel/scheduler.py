@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from contract.events.base import Event
 from contract.events.runtime import TaskExit, TaskSpawn
-from sim.history import HistoryEvent
+from contract.history import HistoryEvent
 from sim.kernel.deadlock import blocked_task, wait_for
+from sim.kernel.decisions import TaskChoice
 from sim.kernel.errors import BudgetExceeded, Cancelled, Deadlock, DivergenceError, Interrupted, MemoryBudgetExceeded
-from sim.strategies.decisions import TaskChoice
 
 if TYPE_CHECKING:
     from sim.kernel.cancel import CancelScope
+    from sim.kernel.decisions import Decision
     from sim.kernel.nursery import Nursery
-    from sim.strategies.base import Strategy
-    from sim.strategies.decisions import Decision
+    from sim.strategies.strategy import Strategy
 
 # Trap opcodes: what a task asks of the kernel when it yields.
 CHECKPOINT = 0

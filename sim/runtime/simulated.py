@@ -16,14 +16,14 @@ from sim.kernel.sync import Barrier, Condition, Lock, ReceiveChannel, Semaphore,
 from sim.kernel.sync import Event as KernelEvent  # the contract's Event is what `emit` records
 
 if TYPE_CHECKING:
-    from sim.world import World
+    from sim.core.world import World
 
 T = TypeVar("T")
 
 _DRAW_BITS = 53
 
 
-class RecordedRandom:
+class RecordedStream:
     """A named random stream whose every draw goes through the strategy and into the decision list."""
 
     def __init__(self, world: World, stream: str) -> None:
@@ -45,7 +45,7 @@ class SimRuntime:
     def __init__(self, world: World) -> None:
         self._world = world
         self._kernel = world.kernel
-        self._streams: dict[str, RecordedRandom] = {}
+        self._streams: dict[str, RecordedStream] = {}
 
     def now(self) -> float:
         return self._kernel.now_s
@@ -118,8 +118,8 @@ class SimRuntime:
     def current_task_name(self) -> str:
         return self._kernel.current_name()
 
-    def rng(self, stream: str) -> RecordedRandom:
+    def rng(self, stream: str) -> RecordedStream:
         generator = self._streams.get(stream)
         if generator is None:
-            generator = self._streams[stream] = RecordedRandom(self._world, stream)
+            generator = self._streams[stream] = RecordedStream(self._world, stream)
         return generator

@@ -20,10 +20,10 @@ from reference.pool import CompressionPool
 from reference.provider import ProviderScript, ScriptedProvider
 from reference.store import SessionStore
 from reference.transcript import new_message
-from sim.scenario.crash import ProcessConnection, ProcessRuntime, SimProcess
+from sim.core.world import World
 from sim.scenario.gateways import Gateways
 from sim.scenario.model import AgentSpec, Scenario
-from sim.world import World
+from sim.scenario.processes import ProcessConnection, ProcessRuntime, SimProcess
 
 PROVIDER_PREFIX = "provider_"
 FRONTEND_KEYS = {"ctrl_c_grace_s": 2.0}

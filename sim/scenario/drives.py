@@ -17,11 +17,11 @@ from contract.ids import SessionId
 from faults.plan import Moments
 from faults.triggers import Trigger
 from reference.store import TitleInUseError
-from sim.failure import unwrap
+from sim.kernel.errors import unwrap
 from sim.scenario.builder import AgentSlot, SystemBuilder
-from sim.scenario.crash import SimProcess
 from sim.scenario.fault_context import SystemFaultContext
 from sim.scenario.model import DriveAction, DriveSpec
+from sim.scenario.processes import SimProcess
 
 DRIVE_TASK = "drive"  # a drive runs in the task `drive.<index>.<action>`
 DEFAULT_END_REASON = "tui_shutdown"  # what a terminal stamps when it closes a session without saying why

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sim.scenario.builder import AgentSlot
-    from sim.scenario.crash import SimProcess
+    from sim.scenario.processes import SimProcess
 
 GATEWAY = "gateway"
 GATEWAY_TASK = "gateway"  # a gateway agent's queue is served in the task `gateway.<agent>`

@@ -18,9 +18,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from sim import targets
+from sim.scenario import targets
 from sim.scenario.declare import build
-from sim.scenario.errors import ScenarioError
 from sim.scenario.model import (
     FAULT,
     NAME_PATTERN,
@@ -37,6 +36,7 @@ from sim.scenario.model import (
     SessionSpec,
     WorldSpec,
 )
+from sim.scenario.scenario_error import ScenarioError
 from sim.scenario.schema import Context, Location, Spec, describe, quote
 
 
@@ -116,7 +116,9 @@ def on_target(scenario: Scenario, target: str) -> Scenario:
     except ValueError as error:
         raise Location(scenario.path).key("target").error(str(error).partition(": ")[2] or "a known target", repr(target)) from None
     scenario = dataclasses.replace(scenario, target=name)
-    targets.check(scenario)
+    from sim.scenario import targeting  # it reads the reference's points: importing the loader imports no reference
+
+    targeting.check(scenario)
     return scenario
 
 

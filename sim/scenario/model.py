@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from contract.vocabulary import TITLE_SOURCES
 from sim.scenario.declare import inline, key, table_of, tagged_table_of
 from sim.scenario.schema import (
     Choice,
@@ -35,7 +36,6 @@ from sim.scenario.schema import (
 
 NAME_PATTERN = re.compile(r"[a-z0-9_]+")
 NAME_TEXT = "a name of lowercase letters, digits and _"
-TITLE_SOURCES = ("derived", "llm", "user")  # who gave a title, by rising authority
 FRONTENDS = ("cli", "gateway")
 
 
@@ -156,7 +156,7 @@ class WorldSpec:
 WORLD = table_of(WorldSpec, "What exists when the run starts.", default={})
 
 
-TARGET_PATTERN = r"reference|[a-z]+==[0-9]+\.[0-9]+\.[0-9]+"  # what `sim.targets.parse` then checks
+TARGET_PATTERN = r"reference|[a-z]+==[0-9]+\.[0-9]+\.[0-9]+"  # what `sim.scenario.targets.parse` then checks
 TARGET_TEXT = '"reference" or a release like "hermes==0.19.0"'
 
 

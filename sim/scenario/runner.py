@@ -1,4 +1,5 @@
-"""Running a scenario: one seeded run, and a scenario's whole exploration with its verdict.
+"""Running a scenario: one seeded run, a scenario's whole exploration with its verdict, and the search of one
+shard of its seeds under a run or time budget (`python -m sim explore`).
 
 A run builds the reference system in a fresh World, checks the invariants as events happen and at the end,
 and reports what fired and what was reached. A scenario passes only if its expectation holds over every run
@@ -8,20 +9,20 @@ reached. A catalogue scenario that passes because its fault never fired protects
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sim import stopping, targets
+from sim.core import stopping
+from sim.core.search import Shard, exhaustion, search
+from sim.core.timefreeze import frozen_time
+from sim.core.world import RunOutcome, RunResult, World
 from sim.invariants import Violation
+from sim.kernel.decisions import Recorded
+from sim.scenario import targeting, targets
 from sim.scenario.model import Scenario
-from sim.search import until_exhausted
-from sim.strategies.base import Strategy
-from sim.strategies.decisions import Recorded
-from sim.strategies.registry import strategy_for
+from sim.strategies.by_name import strategy_for
 from sim.strategies.replay import ReplayStrategy
-from sim.timefreeze import frozen_time
-from sim.world import RunOutcome, RunResult, World
+from sim.strategies.strategy import Strategy
 
 FORCED_FAIL = "forced_fail"
 RUN_COMPLETES = "run_completes"
@@ -56,7 +57,7 @@ class Verdict:
 
     @property
     def invariants_checked(self) -> int:
-        return len(targets.invariants_for(self.scenario))
+        return len(targeting.invariants_for(self.scenario))
 
     def problems(self) -> list[str]:
         """Why the scenario's expectation does not hold; empty when it passed."""
@@ -93,7 +94,7 @@ def run_once(scenario: Scenario, seed: int, decisions: Sequence[Recorded] | None
         strategy = ReplayStrategy(decisions) if decisions is not None else strategy_for(scenario.explore.strategy)
     world = World(seed, strategy, max_steps=scenario.explore.max_steps, max_time_s=scenario.explore.max_time_s)
     with frozen_time(), targets.batch(scenario):
-        system = targets.make_system(world, scenario, targets.invariants_for(scenario))
+        system = targeting.make_system(world, scenario, targeting.invariants_for(scenario))
         system.install()
         result = world.run(system.main)
     if force_fail:
@@ -119,28 +120,29 @@ def check(scenario: Scenario, runs: int | None = None, seed: int | None = None, 
                          stop_at_first=stop_at_first, force_fail=force_fail, on_run=on_run)
 
 
-def explore_seeds(scenario: Scenario, seeds: Iterable[int], strategy: Strategy, *, stop_at_first: bool = True,
-                  force_fail: bool = False, on_run: Callable[[RunReport], None] | None = None) -> Verdict:
-    """One run per seed, all under one strategy object, and the verdict over them.
+def explore_seeds(scenario: Scenario, seeds: Iterable[int], strategy: Strategy, *, runs: int | None = None,
+                  time_budget_s: float | None = None, stop_at_first: bool = True, force_fail: bool = False,
+                  on_run: Callable[[RunReport], None] | None = None) -> Verdict:
+    """One run per seed, within `runs` runs or `time_budget_s` CPU seconds, all under one strategy object, and the
+    verdict over them.
 
     One object for every run, so a strategy that learns across runs keeps what it learnt: PCT's horizon,
     the portfolio's rotation, the exhaustive search's tree. A search that has covered its whole space
-    (`exhausted`) ends the exploration early, and a stop request (`sim.stopping`) before the next run.
+    (`exhausted`) ends the exploration early, and a stop request (`sim.core.stopping`) before the next run.
     `on_run` hears of each finished run (progress lines).
     """
     verdict = Verdict(scenario, fired=[0] * len(scenario.faults))
-    started = time.process_time()
-    runs = stopping.Until(until_exhausted(seeds, strategy))
-    with frozen_time(), targets.batch(scenario):
-        for seed in runs:
-            report = run_once(scenario, seed, strategy=strategy, force_fail=force_fail)
-            _tally(verdict, report)
-            if on_run is not None:
-                on_run(report)
-            if report.failed and stop_at_first:
-                break
-    verdict.interrupted = runs.cut
-    verdict.cpu_s = time.process_time() - started
+
+    def tally(report: RunReport) -> None:
+        _tally(verdict, report)
+        if on_run is not None:
+            on_run(report)
+
+    searched = search(seeds, lambda seed: run_once(scenario, seed, strategy=strategy, force_fail=force_fail),
+                      runs=runs, time_budget_s=time_budget_s, strategy=strategy, batch=targets.batch(scenario),
+                      until=lambda report: report.failed and stop_at_first, on_run=tally)
+    verdict.interrupted = searched.interrupted
+    verdict.cpu_s = searched.cpu_s
     return verdict
 
 
@@ -153,3 +155,37 @@ def _tally(verdict: Verdict, report: RunReport) -> None:
     if report.failed:
         verdict.violating_runs += 1
         verdict.failing = verdict.failing or report
+
+
+@dataclass
+class ScenarioSearch:
+    """What one search did: the verdict over its runs, the strategy object that ran them, and where."""
+
+    verdict: Verdict
+    strategy: Strategy
+    shard: Shard
+    first_seed: int
+
+    @property
+    def exhausted(self) -> bool | None:
+        return exhaustion(self.strategy)
+
+
+def search_scenario(
+    scenario: Scenario,
+    strategy: str,
+    *,
+    first_seed: int,
+    shard: Shard = Shard(),
+    runs: int | None = None,
+    time_budget_s: float | None = None,
+    on_run: Callable[[RunReport], None] | None = None,
+) -> ScenarioSearch:
+    """Run this shard's seeds until the first violation, `runs` runs or `time_budget_s` CPU seconds.
+
+    The seeds come from a shard of the seed space (`sim.core.search`), so machines need no coordination.
+    `on_run` hears of each finished run (progress lines).
+    """
+    searcher = strategy_for(strategy)
+    verdict = explore_seeds(scenario, shard.seeds(first_seed), searcher, runs=runs, time_budget_s=time_budget_s, on_run=on_run)
+    return ScenarioSearch(verdict, searcher, shard, first_seed)

@@ -25,7 +25,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from contract.params import REQUIRED, Param, ParamType
-from sim.scenario.errors import ScenarioError
+from sim.scenario.scenario_error import ScenarioError
 
 if TYPE_CHECKING:
     from sim.scenario.loader import ScenarioRegistry

@@ -3,7 +3,7 @@
 `ScenarioSystem` puts the parts together: the builder (`builder.py`) makes the store, the processes and the
 agents, and serves the gateway agents (`gateways.py`); faults act through the `FaultContext`
 (`fault_context.py`) and drives through their dispatcher (`drives.py`); crashes follow the crash model
-(`crash.py`); invariants read the system through its view (`view.py`). What is left here is the wiring, and
+(`processes.py`); invariants read the system through its view (`view.py`). What is left here is the wiring, and
 the fan-out of every recorded event: to fault triggers, to the moments drives wait for, to coverage, and to
 the invariants that read its class; and the run's memory bound, the size of the store (`explore.max_store_mb`).
 """
@@ -14,13 +14,13 @@ from typing import Any
 
 from contract.history import HistoryEvent
 from faults.plan import FaultPlan, Moments
+from sim.core.world import World
 from sim.invariants import INVARIANTS, InvariantSet, Violation
 from sim.scenario.builder import SystemBuilder
 from sim.scenario.drives import Drives
 from sim.scenario.fault_context import SystemFaultContext
 from sim.scenario.model import Scenario
 from sim.scenario.view import ScenarioView
-from sim.world import World
 
 MB = 1_000_000
 

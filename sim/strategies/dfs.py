@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sim.kernel.errors import DivergenceError
-from sim.strategies.base import Strategy
+from sim.strategies.strategy import Strategy
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Task

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from sim.strategies.base import Strategy
+from sim.strategies.strategy import Strategy
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Task

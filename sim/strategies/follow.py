@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sim.strategies.base import Strategy
+from sim.strategies.strategy import Strategy
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Task
@@ -28,7 +28,7 @@ DEFAULT_CHOICE = 0
 
 
 @dataclass(frozen=True)
-class Pick:
+class TaskPick:
     """The `rank`-th of the runnable tasks named `name` ran."""
 
     name: str
@@ -39,7 +39,7 @@ class Pick:
 class Schedule:
     """What a run chose, by name: the picks in order, and each stream's draws in order."""
 
-    picks: tuple[Pick, ...] = ()
+    picks: tuple[TaskPick, ...] = ()
     draws: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     def renamed(self, rename: Callable[[str], str | None]) -> Schedule:
@@ -48,13 +48,13 @@ class Schedule:
         for pick in self.picks:
             name = rename(pick.name)
             if name is not None:
-                picks.append(Pick(name, pick.rank))
+                picks.append(TaskPick(name, pick.rank))
         return Schedule(tuple(picks), self.draws)
 
 
-def _pick(runnable: Sequence[Task], choice: int) -> Pick:
+def _pick(runnable: Sequence[Task], choice: int) -> TaskPick:
     name = runnable[choice].name
-    return Pick(name, sum(1 for task in runnable[:choice] if task.name == name))
+    return TaskPick(name, sum(1 for task in runnable[:choice] if task.name == name))
 
 
 class Recording(Strategy):
@@ -63,7 +63,7 @@ class Recording(Strategy):
     def __init__(self, inner: Strategy) -> None:
         self.inner = inner
         self.name = inner.name
-        self._picks: list[Pick] = []
+        self._picks: list[TaskPick] = []
         self._draws: dict[str, list[int]] = {}
 
     def begin(self, seed: int) -> None:

@@ -25,9 +25,9 @@ import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from sim.rng import derive_seed
-from sim.strategies.base import Strategy
+from contract.streams import derive_seed
 from sim.strategies.random_walk import RandomWalk
+from sim.strategies.strategy import Strategy
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Task

@@ -35,9 +35,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from sim.strategies.base import Strategy
 from sim.strategies.pct import PCT
 from sim.strategies.random_walk import RandomWalk
+from sim.strategies.strategy import Strategy
 from sim.strategies.task_pct import TaskLengths, TaskPCT
 
 if TYPE_CHECKING:

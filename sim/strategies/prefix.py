@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from sim.strategies.base import Strategy
-from sim.strategies.decisions import Draw, Recorded, TaskChoice
+from sim.kernel.decisions import Draw, Recorded, TaskChoice
+from sim.strategies.strategy import Strategy
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Task

@@ -6,8 +6,8 @@ import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from sim.rng import derive_seed
-from sim.strategies.base import Strategy
+from contract.streams import derive_seed
+from sim.strategies.strategy import Strategy
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Task

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from sim.kernel.decisions import Default, Draw, Recorded, TaskChoice
 from sim.kernel.errors import DivergenceError
-from sim.strategies.base import Strategy
-from sim.strategies.decisions import Default, Draw, Recorded, TaskChoice
+from sim.strategies.strategy import Strategy
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Task

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sim.strategies.decisions import DEFAULT, Decision, Draw, Recorded, TaskChoice, is_default
+from sim.kernel.decisions import DEFAULT, Decision, Draw, Recorded, TaskChoice, is_default
 
 TASK = "task"
 DRAW = "draw"

@@ -6,6 +6,6 @@ harness: its result is an ordinary scripted `Scenario`, run with `sim.scenario.r
 """
 
 from sim.swarm.generate import generate
-from sim.swarm.loader import load_workload, load_workloads
+from sim.swarm.workload_loader import load_workload, load_workloads
 
 __all__ = ["generate", "load_workload", "load_workloads"]

@@ -21,8 +21,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from sim.swarm.model import ActionKind, Workload
 from sim.swarm.signature import FAULT, ON
+from sim.swarm.workload_model import ActionKind, Workload
 
 BATCH = 10  # runs that share one bias: the feedback is folded in once per batch, in index order
 FACTOR_RANGE = (0.5, 2.0)

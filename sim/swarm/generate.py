@@ -19,21 +19,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from contract.streams import derive_seed
+from contract.vocabulary import TITLE_SOURCES
 from sim.invariants.lineage_reads import FORK_MARKERS
-from sim.registry import registry
-from sim.rng import derive_seed
 from sim.scenario.loader import scenario_from_document
 from sim.scenario.model import Scenario
+from sim.scenario.names import registry
+from sim.scenario.targets import REFERENCE
 from sim.swarm.feedback import NO_BIAS, Bias, enable_key
-from sim.swarm.model import AFTER_EVENT, ActionKind, FaultDraw, Workload
 from sim.swarm.streams import Stream, Streams
-from sim.targets import REFERENCE
+from sim.swarm.workload_model import AFTER_EVENT, ActionKind, FaultDraw, Workload
 
 MAX_ACTIONS_PER_AGENT = 60  # per action kind: a bound on one run's length whatever the rate
 SEED_MASK = (1 << 63) - 1  # a run seed fits a scenario's explore.seed (a TOML integer)
 # An automatic end, a deliberate one and an explicit close: each is handled differently by lineage (#106459).
 END_REASONS = ("tui_shutdown", "session_reset", "idle", "cli_close")
-TITLE_SOURCES = ("derived", "llm", "user")
 TITLE_POOL = 3  # titles are drawn from a few shared texts, so conversations compete for one (numbering, refusal)
 PROBE_TEXT = "probe"
 DURATION_PARAMS = ("duration", "past_host_by", "restart_after")  # parameters that keep something busy for a while

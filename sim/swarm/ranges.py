@@ -24,7 +24,7 @@ class Span:
 
 
 @dataclass(frozen=True)
-class Pick:
+class ValuePick:
     """Values of which a run draws one."""
 
     values: tuple[Any, ...]
@@ -51,19 +51,19 @@ class RangeOf(Spec):
 
 
 class PickOf(Spec):
-    """One value of `item`'s kind, or a non-empty list of them: a Pick either way."""
+    """One value of `item`'s kind, or a non-empty list of them: a ValuePick either way."""
 
     def __init__(self, description: str = "", *, item: Spec, **kw: Any) -> None:
         super().__init__(description, **kw)
         self.item = item
         self.type_name = f"{item.type_name}, or a non-empty list of them"
 
-    def check(self, value: Any, where: Location, ctx: Context) -> Pick:
+    def check(self, value: Any, where: Location, ctx: Context) -> ValuePick:
         if not isinstance(value, list):
-            return Pick((self.item.check(value, where, ctx),))
+            return ValuePick((self.item.check(value, where, ctx),))
         if not value:
             raise self.reject(value, where, ctx)
-        return Pick(tuple(self.item.check(entry, where.index(i), ctx) for i, entry in enumerate(value)))
+        return ValuePick(tuple(self.item.check(entry, where.index(i), ctx) for i, entry in enumerate(value)))
 
 
 _CONFIG_DRAWS: dict[type, Spec] = {
@@ -76,7 +76,7 @@ class ConfigRanges(Spec):
 
     type_name = "a table of reference config fields, each a value, a range [low, high] or a list to pick from"
 
-    def check(self, value: Any, where: Location, ctx: Context) -> dict[str, Span | Pick]:
+    def check(self, value: Any, where: Location, ctx: Context) -> dict[str, Span | ValuePick]:
         if not isinstance(value, dict):
             raise self.reject(value, where, ctx)
         fields: Mapping[str, type] = ctx.registry.config_fields

@@ -16,7 +16,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sim.swarm.campaign import Campaign, RunSummary
+from sim.swarm.campaign import Campaign
+from sim.swarm.generated_runs import RunSummary
 from sim.swarm.signature import family_counts
 
 FORMAT = 2  # 2: the signature marks and the feedback flag

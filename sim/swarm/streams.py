@@ -13,8 +13,8 @@ import math
 from collections.abc import Sequence
 from typing import TypeVar
 
-from sim.rng import derive_seed
-from sim.swarm.ranges import Pick, Span
+from contract.streams import derive_seed
+from sim.swarm.ranges import Span, ValuePick
 
 T = TypeVar("T")
 _UNIT = float(1 << 53)
@@ -57,7 +57,7 @@ class Stream:
             return span.low + self.below(span.high - span.low + 1)
         return span.low + (span.high - span.low) * self.unit()
 
-    def value(self, draw: Span | Pick) -> object:
+    def value(self, draw: Span | ValuePick) -> object:
         return self.span(draw) if isinstance(draw, Span) else self.pick(draw.values)
 
     def poisson(self, mean: float) -> int:

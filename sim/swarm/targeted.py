@@ -1,7 +1,7 @@
 """A workload on its target: cut, once, to what the target can take, so no generated run is thrown away.
 
 The generator draws from the workload as it is; on a released target it must draw nothing the target would
-refuse as bad input (`sim.targets.Capabilities`), or runs would be made only to be discarded. So at load the
+refuse as bad input (`sim.scenario.targets.Capabilities`), or runs would be made only to be discarded. So at load the
 workload loses what the target cannot take: fault kinds it lacks, points it has not, `after_event` kinds it never
 emits, parameters it cannot honour, action kinds whose drive it cannot take, settings it lacks or has at one
 value only, gateway agents. Each cut says what and why. A workload file that names its target itself must need
@@ -16,8 +16,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from sim import targets
-from sim.swarm.model import AFTER_EVENT, ActionKind, ActionRate, FaultDraw, Workload
+from sim.scenario import targeting, targets
+from sim.swarm.workload_model import AFTER_EVENT, ActionKind, ActionRate, FaultDraw, Workload
 
 # The drive action each action kind makes (`sim.swarm.generate._action`).
 ACTION_DRIVES = {
@@ -40,7 +40,7 @@ class Cut:
 
 def on_target(workload: Workload, target: str) -> tuple[Workload, list[Cut]]:
     """The workload with only what `target` (a parsed target name) can take, and what was cut."""
-    can = targets.capabilities(target)
+    can = targeting.capabilities(target)
     cuts: list[Cut] = []
     faults = {}
     for kind, draw in workload.swarm.faults.items():

@@ -1,6 +1,6 @@
 """A campaign's `-j` worker processes: `python -m sim swarm-worker` children, told their runs one order at a time.
 
-Each worker is a child process started through `sim.children`, so it stops with the campaign: a first Ctrl+C
+Each worker is a child process started through `sim.core.children`, so it stops with the campaign: a first Ctrl+C
 (or SIGTERM) stops every worker after its run in progress, and the campaign keeps every run they finished; a
 second one stops them at once. An order is one JSON line on the worker's stdin: a share of the shard
 (`{"shard": [index, count], "runs": R, "time_budget_s": T}`) or a feedback batch (`{"indices": [...],
@@ -17,16 +17,15 @@ import queue
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import IO, Any
 
-from sim import children, stopping
-from sim.search import Shard, within_budget
-from sim.swarm.campaign import RunSummary, run_indices
+from sim.core import children, stopping
+from sim.core.search import Shard
 from sim.swarm.feedback import Bias
-from sim.swarm.model import Workload
+from sim.swarm.generated_runs import RunSummary, run_indices
+from sim.swarm.workload_model import Workload
 
 
 class WorkerFailed(RuntimeError):
@@ -64,7 +63,7 @@ class Workers:
     """`jobs` worker processes over the same workloads and root seed, each answering its orders in turn."""
 
     def __init__(self, workloads: Sequence[Workload], root_seed: int, jobs: int) -> None:
-        # A worker runs in a process like this one: the campaign's target is loaded first (`sim.targets`: the
+        # A worker runs in a process like this one: the campaign's target is loaded first (`sim.scenario.targets`: the
         # environment says which), and its workloads are cut to that target as here.
         self._command = [sys.executable, "-m", "sim", "swarm-worker", *(str(w.path) for w in workloads), "--root", str(root_seed),
                          "--target", workloads[0].target]
@@ -145,21 +144,23 @@ def serve(workloads: Sequence[Workload], root_seed: int, orders: IO[str], answer
     """Answer orders until stdin ends (exit 0) or a stop request cuts one short (exit 130)."""
     with stopping.graceful():
         for line in orders:
-            started = time.process_time()
-            indices, biases = _runs_of(json.loads(line))
-            runs = stopping.Until(indices)
-            run_indices(workloads, root_seed, runs, on_run=lambda summary: _answer(answers, summary_json(summary)),
-                        biases=biases)
-            _answer(answers, {"done": True, "cpu_s": time.process_time() - started, "interrupted": runs.cut})
-            if runs.cut:
+            order = json.loads(line)
+            _, searched = run_indices(workloads, root_seed, _indices_of(order), runs=order.get("runs"),
+                                      time_budget_s=order.get("time_budget_s"), biases=_biases_of(order),
+                                      on_run=lambda summary: _answer(answers, summary_json(summary)))
+            _answer(answers, {"done": True, "cpu_s": searched.cpu_s, "interrupted": searched.interrupted})
+            if searched.interrupted:
                 return stopping.EXIT_INTERRUPTED
     return 0
 
 
-def _runs_of(order: Mapping[str, Any]) -> tuple[Any, dict[int, Bias] | None]:
-    if "shard" in order:
-        return within_budget(Shard(*order["shard"]).seeds(0), order["runs"], order["time_budget_s"]), None
-    return order["indices"], {int(index): bias_from_json(bias) for index, bias in order["biases"].items()}
+def _indices_of(order: Mapping[str, Any]) -> Iterable[int]:
+    """A share of the shard (under the order's budget) or a feedback batch."""
+    return Shard(*order["shard"]).seeds(0) if "shard" in order else order["indices"]
+
+
+def _biases_of(order: Mapping[str, Any]) -> dict[int, Bias] | None:
+    return None if "shard" in order else {int(index): bias_from_json(bias) for index, bias in order["biases"].items()}
 
 
 def _answer(answers: IO[str], document: Mapping[str, Any]) -> None:

@@ -2,7 +2,7 @@
 
 A simulated thread reads the run's virtual clock, and the read is a scheduling point (what a thread does
 with the time it read races with what others do meanwhile); `sleep` parks it on the kernel's timer heap, so a
-300 s lease TTL costs no wall time. The values agree with the frozen wall clock (`sim.timefreeze`) that any
+300 s lease TTL costs no wall time. The values agree with the frozen wall clock (`sim.core.timefreeze`) that any
 other reference to the clock sees during a run: virtual time 0 is `timefreeze.EPOCH`, and the monotonic
 clocks read the same number, as the frozen ones do. Any other thread gets the clock it had before.
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from sim.core.timefreeze import EPOCH
 from sim.threads.baton import current
-from sim.timefreeze import EPOCH
 
 EPOCH_S = EPOCH.timestamp()
 EPOCH_NS = int(EPOCH_S) * 1_000_000_000

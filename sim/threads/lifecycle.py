@@ -15,9 +15,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from sim.core.world import in_coroutine_task
 from sim.threads.baton import SimThread, current
 from sim.threads.unmodelled import NotSimulated
-from sim.world import in_coroutine_task
 
 
 class JoinWait:

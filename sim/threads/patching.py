@@ -30,8 +30,8 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
+from sim.core.timefreeze import frozen_time
 from sim.threads import clock, entropy, lifecycle, locks, sqlite, unmodelled
-from sim.timefreeze import frozen_time
 
 _LockType = _thread.LockType
 _RLockType = _thread.RLock

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from sim.core.timefreeze import frozen_time
 from sim.threads.patching import begin_run, end_run, threads_patched
 from sim.threads.run import ThreadRun
 from sim.threads.tracing import Preemption
-from sim.timefreeze import frozen_time
 
 if TYPE_CHECKING:
+    from sim.core.world import RunResult, World
     from sim.runtime.simulated import SimRuntime
-    from sim.world import RunResult, World
 
 ROOT_TASK = "program"
 # Real seconds a thread may keep the baton before it is taken to be blocked outside the simulator.

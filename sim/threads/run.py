@@ -34,8 +34,8 @@ from sim.threads.baton import Baton, SimThread, ThreadAbandoned, current
 from sim.threads.tracing import Preemption
 
 if TYPE_CHECKING:
+    from sim.core.world import World
     from sim.kernel.scheduler import Kernel, WaitTarget
-    from sim.world import World
 
 TIMED_OUT = object()  # what a parked thread is resumed with when its deadline passed first
 # Virtual thread idents: what `threading.get_ident()` returns in a run, the same in every process and run.

@@ -57,12 +57,12 @@ from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from faults.plan import FaultPlan, Moments
 from faults.triggers import Trigger
+from sim.core.world import World
 from sim.invariants import InvariantSet, Violation
 from sim.kernel.sync import Event as KernelEvent
 from sim.threads.baton import SimThread, current
 from sim.threads.run import ThreadRun
 from sim.threads.tracing import Preemption
-from sim.world import World
 from targets.hermes import observe
 from targets.hermes.frontend import COMPRESS, EXIT, Cli
 from targets.hermes.provider import reply, script_main_model

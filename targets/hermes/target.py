@@ -1,7 +1,7 @@
 """hermes-agent as a target of the scenario language: what it can be asked to do, and what the oracle can judge.
 
 A scenario names it `target = "hermes==0.19.0"` (or `--target`). The release runs in a process of its own
-(releases share module names), which `sim.targets` starts; `enter` loads the release there, stubs its probes
+(releases share module names), which `sim.scenario.targets` starts; `enter` loads the release there, stubs its probes
 and hooks its seams. Asking a release for something it cannot do (a drive, a fault, a point, a setting) is
 bad input naming the target and what it can do instead, never a silent pass. What it can do is declared once,
 `capabilities(version)`: `check` reads it, and so does a generated workload, which draws nothing else
@@ -29,8 +29,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sim.scenario.errors import ScenarioError
-from sim.targets import Capabilities, TargetUnavailable, selects
+from sim.scenario.scenario_error import ScenarioError
+from sim.scenario.targets import Capabilities, TargetUnavailable, selects
 from targets.hermes.observe import POINT_NAMES, WRITE_OPS
 
 FAMILY = "hermes"

@@ -1,0 +1,1 @@
+"""Shrinking a failing scenario run: fewer faults and drives, and the decision passes shared with programs."""
