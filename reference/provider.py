@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from contract.points import PROVIDER_PROGRESS, PROVIDER_SUMMARY
 from contract.runtime import Runtime
-from reference.transcript import CHARS_PER_TOKEN, Message, estimate_tokens
+from contract.vocabulary import CHARS_PER_TOKEN
+from reference.transcript import Message, estimate_tokens
 
 ProgressCallback = Callable[[], None]
 

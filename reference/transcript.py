@@ -17,6 +17,7 @@ from contract.events import AppendFailed, AppendOk
 from contract.events.turns import transcript_fingerprint
 from contract.ids import SessionId
 from contract.runtime import Runtime
+from contract.vocabulary import message_tokens
 from reference.db import Database
 from reference.store import MAYBE_WRITTEN, MessageRow
 
@@ -24,7 +25,6 @@ Message = dict[str, Any]
 
 PERSISTED = "_db_persisted"
 ROW_ID = "_row_id"
-CHARS_PER_TOKEN = 4
 
 
 def new_message(role: str, content: str, timestamp: float, **extra: Any) -> Message:
@@ -205,7 +205,7 @@ def fingerprint(messages: Iterable[Message]) -> str:
 
 def estimate_tokens(messages: Iterable[Message]) -> int:
     """A rough count (one token per four characters, at least one per message) for thresholds and growth."""
-    return sum(1 + len(m.get("content") or "") // CHARS_PER_TOKEN for m in messages)
+    return sum(message_tokens(m.get("content") or "") for m in messages)
 
 
 def from_row(row: MessageRow) -> Message:

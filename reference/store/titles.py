@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import sqlite3
 
+from contract.vocabulary import TITLE_SOURCES
+
 from . import lineage, sessions
 from .errors import TitleInUseError
 from .rows import SessionRow
 
-AUTHORITY = {"derived": 0, "llm": 1, "user": 2}
+AUTHORITY = {source: rank for rank, source in enumerate(TITLE_SOURCES)}
 NUMBERING_CAP = 1000
 
 
