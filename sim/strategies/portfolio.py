@@ -35,7 +35,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from sim.strategies.base import Strategy
+from sim.strategies.base import AccessObserver, Strategy
+from sim.strategies.dpor import SourceDPOR
 from sim.strategies.pct import PCT
 from sim.strategies.random_walk import RandomWalk
 from sim.strategies.task_pct import TaskLengths, TaskPCT
@@ -46,6 +47,13 @@ if TYPE_CHECKING:
 
 def default_members(lengths: TaskLengths) -> list[Strategy]:
     return [RandomWalk(), PCT(1), TaskPCT(10, lengths=lengths)]
+
+
+def thread_members(members: Sequence[Strategy]) -> list[Strategy]:
+    """The rotation for a thread program: one DPOR search takes four runs in seven, the first two among them."""
+    random_walk, pct_d1, task_pct = members
+    dpor = SourceDPOR()
+    return [dpor, dpor, pct_d1, dpor, random_walk, dpor, task_pct]
 
 
 class Portfolio(Strategy):
@@ -62,12 +70,22 @@ class Portfolio(Strategy):
         self.name = "portfolio"
         self._steps: dict[int, int] = {}
         self._counting = False  # whether this run's steps go into `lengths` (a task-PCT run counts its own)
+        self._seed = 0
 
     @property
     def exhausted(self) -> bool:
         return all(member.exhausted for member in self.members)
 
+    def observe_threads(self) -> AccessObserver | None:
+        """A thread program: DPOR joins the default members, first, as this first run begins (no choice made yet)."""
+        if self._teaching and self.runs == 1 and not isinstance(self.members[0], SourceDPOR):
+            self.members = thread_members(self.members)
+            self.runs = 0
+            self.begin(self._seed)
+        return self.current.observe_threads()
+
     def begin(self, seed: int) -> None:
+        self._seed = seed
         if self.exhausted:
             raise ValueError("every member of this portfolio is an exhausted search")
         while True:
