@@ -271,24 +271,26 @@ class SourceDPOR(Strategy):
         last_of: dict[int, int] = {}  # tid -> its latest step
         history: History = {}
         steps = self._steps
+        replayed = self._replayed
         for index, step in enumerate(steps):
-            previous = last_of.get(step.tid)
-            before = dict(steps[previous].clock) if previous is not None else {}
+            tid = step.tid
+            previous = last_of.get(tid)
+            before = steps[previous].clock if previous is not None else {}
             clock = dict(before)
             for key, write in step.accesses.items():
                 for other, racy in _conflicting(history, key, write):
-                    other_tid = steps[other].tid
-                    if other_tid == step.tid:
+                    other_step = steps[other]
+                    if other_step.tid == tid:
                         continue
-                    if racy and key[1] != ORDER and other > before.get(other_tid, -1) and index >= self._replayed:
+                    if racy and index >= replayed and other > before.get(other_step.tid, -1):
                         self._reverse(other, index)
-                    for tid, at in steps[other].clock.items():
-                        if clock.get(tid, -1) < at:
-                            clock[tid] = at
-                _remember(history, key, write, index, step.tid)
-            clock[step.tid] = index
+                    for other_tid, at in other_step.clock.items():
+                        if clock.get(other_tid, -1) < at:
+                            clock[other_tid] = at
+                _remember(history, key, write, index, tid)
+            clock[tid] = index
             step.clock = clock
-            last_of[step.tid] = index
+            last_of[tid] = index
 
     def _reverse(self, first: int, second: int) -> None:
         """Make sure the choice point of step `first` tries a thread that can start the race's reversal."""
@@ -342,7 +344,7 @@ def _clock_without(steps: list[_Step], index: int) -> dict[int, int]:
     return {}
 
 
-History = dict[int, dict[Any, tuple[int, dict[int, int]]]]  # object -> part -> (last write, reads since it by tid)
+History = dict[int, dict[Any, list[Any]]]  # object -> part -> [its last write, {tid: its read since that write}]
 
 
 def _conflicting(history: History, key: Key, write: bool) -> list[tuple[int, bool]]:
@@ -350,17 +352,21 @@ def _conflicting(history: History, key: Key, write: bool) -> list[tuple[int, boo
     write of the part, and with a write the reads since it; a whole-object access meets every part, a part the whole."""
     number, part = key
     if number == WILDCARD[0]:
-        parts = [(name, entry) for table in history.values() for name, entry in table.items()]
+        entries = [(name, entry) for table in history.values() for name, entry in table.items()]
     else:
-        table = history.get(number, {})
-        if part is None:
-            parts = list(table.items())
+        table = history.get(number)
+        if table is None:
+            entries = []
+        elif part is None:
+            entries = list(table.items())
         else:
-            parts = [(name, entry) for name in (part, None) if (entry := table.get(name)) is not None]
-        parts += list(history.get(WILDCARD[0], {}).items())
+            entries = [(name, table[name]) for name in (part, None) if name in table]
+        wild = history.get(WILDCARD[0])
+        if wild is not None:
+            entries += wild.items()
     found = []
-    for name, (last_write, reads) in parts:
-        racy = name != ORDER
+    for name, (last_write, reads) in entries:
+        racy = name != ORDER and part != ORDER
         if last_write >= 0:
             found.append((last_write, racy))
         if write:
@@ -370,14 +376,16 @@ def _conflicting(history: History, key: Key, write: bool) -> list[tuple[int, boo
 
 def _remember(history: History, key: Key, write: bool, index: int, tid: int) -> None:
     number, part = key
-    table = history.setdefault(number, {})
+    table = history.get(number)
+    if table is None:
+        table = history[number] = {}
+    entry = table.get(part)
     if write:
-        table[part] = (index, {})
+        table[part] = [index, {}]
+    elif entry is None:
+        table[part] = [-1, {tid: index}]
     else:
-        last_write, reads = table.get(part, (-1, {}))
-        reads = dict(reads)
-        reads[tid] = index
-        table[part] = (last_write, reads)
+        entry[1][tid] = index
 
 
 def _conflict(sleeper: Accesses, step: Accesses, seen: int) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import dis
 import operator
+from collections.abc import Callable
 from types import BuiltinFunctionType, CodeType, FrameType, FunctionType, ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +54,8 @@ _STOPS = frozenset({"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", 
 _INPLACE = 13  # BINARY_OP's first in-place operator (NB_INPLACE_ADD)
 _CELLS: dict[str, tuple[str, str]] = {}  # one object per closure variable name: cells are known by name
 
-Instruction = tuple[str, int, Any, int, int, bool]  # opname, arg, argval, next offset, jump target, starts a line
+# opname, arg, argval, next offset, jump target, starts a line, its handler (see _HANDLERS), its own offset
+Instruction = tuple[str, int, Any, int, int, bool, Callable[["FrameWatch", Any], int], int]
 
 
 class _Method:
@@ -88,7 +90,8 @@ def _table(code: CodeType) -> dict[int, Instruction]:
             following = listed[index + 1].offset if index + 1 < len(listed) else -1
             target = instruction.argval if instruction.opcode in dis.hasjrel or instruction.opcode in dis.hasjabs else -1
             table[instruction.offset] = (instruction.opname, instruction.arg or 0, instruction.argval, following,
-                                         target, instruction.starts_line is not None)
+                                         target, instruction.starts_line is not None,
+                                         _HANDLERS.get(instruction.opname, _unmodelled), instruction.offset)
         _TABLES[code] = table
     return table
 
@@ -161,7 +164,7 @@ class FrameWatch:
         assert paused is not None
         frame.f_trace_opcodes = False
         self.paused = None
-        opname, _, _, following, target, _ = paused
+        opname, _, _, following, target, _, _, _ = paused
         offset = frame.f_lasti
         stack = self.stack
         if opname == "CALL":
@@ -179,10 +182,13 @@ class FrameWatch:
                 stack.pop()
         self._evaluate(frame, offset)
 
-    def _pause(self, frame: FrameType, instruction: Instruction) -> None:
+    def _pause(self, instruction: Instruction) -> int:
+        """Stop following until the next opcode event shows what the instruction did."""
         self.paused = instruction
+        self.paused_at = instruction[7]
         self.returned = UNKNOWN
-        frame.f_trace_opcodes = True
+        self._frame.f_trace_opcodes = True  # type: ignore[union-attr]  # set for the length of _evaluate
+        return -1
 
     def _evaluate(self, frame: FrameType, offset: int) -> None:
         """Follow the bytecode from `offset` to the end of the line (or a pause), recording each access."""
@@ -190,181 +196,25 @@ class FrameWatch:
         self._frame = frame
         self.start = offset
         table = self.table
-        first = True
-        while offset >= 0:
-            instruction = table.get(offset)
-            if instruction is None or (instruction[5] and not first):
-                break
-            first = False
-            self.paused_at = offset
-            following = self._step(frame, instruction)
+        instruction = table.get(offset)
+        while instruction is not None:
+            following = instruction[6](self, instruction)
             if following < offset:
                 offset = following
-                break  # a jump back: CPython reports a line there, where the evaluation goes on
+                break  # a jump back (or a stop, -1): CPython reports a line there, where the evaluation goes on
             offset = following
+            instruction = table.get(offset)
+            if instruction is not None and instruction[5]:
+                break  # the next line
         self.next = offset
         self._frame = None
-
-    def _step(self, frame: FrameType, instruction: Instruction) -> int:
-        """One instruction on the known stack; returns the next offset to follow, or -1 to stop."""
-        opname, arg, argval, following, target, _ = instruction
-        stack = self.stack
-        if opname in _NOTHING:
-            return following
-        if opname in ("LOAD_FAST", "LOAD_FAST_CHECK"):
-            stack.append(self._local(argval))
-        elif opname == "LOAD_CONST":
-            stack.append(argval)
-        elif opname == "STORE_FAST":
-            self._store_local(argval, _pop(stack))
-        elif opname == "LOAD_GLOBAL":
-            if arg & 1:
-                stack.append(_NULL)
-            stack.append(self._global(frame, argval))
-        elif opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
-            _pop(stack) if opname == "STORE_GLOBAL" else None
-            self._touch(frame.f_globals, argval, True)
-        elif opname in ("LOAD_DEREF", "LOAD_CLASSDEREF"):
-            self._touch(_cell(argval), None, False)
-            stack.append(self._local(argval))
-        elif opname in ("STORE_DEREF", "DELETE_DEREF"):
-            value = _pop(stack) if opname == "STORE_DEREF" else UNKNOWN
-            self._touch(_cell(argval), None, True)
-            self._store_local(argval, value)
-        elif opname == "MAKE_FUNCTION":
-            for _ in range(1 + bin(arg & 0x0F).count("1")):
-                _pop(stack)
-            stack.append(UNKNOWN)
-        elif opname == "LOAD_CLOSURE":
-            stack.append(UNKNOWN)
-        elif opname == "PUSH_NULL":
-            stack.append(_NULL)
-        elif opname == "POP_TOP":
-            _pop(stack)
-        elif opname == "COPY":
-            stack.append(stack[-arg] if len(stack) >= arg else UNKNOWN)
-        elif opname == "SWAP":
-            while len(stack) < arg:
-                stack.insert(0, UNKNOWN)
-            stack[-1], stack[-arg] = stack[-arg], stack[-1]
-        elif opname in ("LOAD_ATTR", "LOAD_METHOD"):
-            self._load_attribute(opname, arg, argval)
-        elif opname in ("STORE_ATTR", "DELETE_ATTR"):
-            owner = _pop(stack)
-            if opname == "STORE_ATTR":
-                _pop(stack)
-            self._touch(owner, ("attr", argval), True)
-        elif opname == "BINARY_SUBSCR":
-            key, container = _pop(stack), _pop(stack)
-            self._touch(container, _item_part(container, key), False)
-            stack.append(_item(container, key))
-        elif opname in ("STORE_SUBSCR", "DELETE_SUBSCR"):
-            key, container = _pop(stack), _pop(stack)
-            if opname == "STORE_SUBSCR":
-                _pop(stack)
-            self._touch(container, _item_part(container, key), True)
-        elif opname == "CONTAINS_OP":
-            container, item = _pop(stack), _pop(stack)
-            keyed = type(container) in (dict, set, collections.OrderedDict, collections.defaultdict)
-            self._touch(container, _part(item) if keyed else None, False)
-            found = item in container if keyed and _part(item) is not None else None
-            stack.append(UNKNOWN if found is None else found != bool(arg))
-        elif opname == "IS_OP":
-            right, left = _pop(stack), _pop(stack)
-            known = UNKNOWN not in (left, right)
-            stack.append((left is right) != bool(arg) if known else UNKNOWN)
-        elif opname == "COMPARE_OP":
-            right, left = _pop(stack), _pop(stack)
-            self._read_whole(left)
-            self._read_whole(right)
-            compare = _COMPARE.get(argval)
-            simple = type(left) in _SIMPLE and type(right) in _SIMPLE and compare is not None
-            stack.append(compare(left, right) if simple else UNKNOWN)  # type: ignore[misc]  # simple: compare is set
-        elif opname == "BINARY_OP":
-            _pop(stack)
-            left = _pop(stack)
-            if arg >= _INPLACE and type(left) in _CONTAINERS:  # `items += more` changes the list itself
-                self._touch(left, None, True)
-            stack.append(UNKNOWN)
-        elif opname.startswith("UNARY_"):
-            value = _pop(stack)
-            truth = self._test(value) if opname == "UNARY_NOT" else None
-            stack.append(UNKNOWN if truth is None else not truth)
-        elif opname in ("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET", "BUILD_STRING", "BUILD_SLICE"):
-            items = [_pop(stack) for _ in range(arg)][::-1]
-            known = opname == "BUILD_TUPLE" and UNKNOWN not in items
-            stack.append(tuple(items) if known else UNKNOWN)
-        elif opname in ("BUILD_MAP", "BUILD_CONST_KEY_MAP"):
-            for _ in range(2 * arg if opname == "BUILD_MAP" else arg + 1):
-                _pop(stack)
-            stack.append(UNKNOWN)
-        elif opname in ("LIST_APPEND", "SET_ADD", "LIST_EXTEND", "SET_UPDATE", "DICT_UPDATE", "DICT_MERGE"):
-            self._read_whole(_pop(stack))
-        elif opname == "MAP_ADD":
-            _pop(stack), _pop(stack)
-        elif opname in ("LIST_TO_TUPLE", "GET_LEN"):
-            value = _pop(stack) if opname == "LIST_TO_TUPLE" else stack[-1] if stack else UNKNOWN
-            stack.append(UNKNOWN)
-            self._read_whole(value)
-        elif opname == "FORMAT_VALUE":
-            if arg & 0x04:
-                _pop(stack)
-            _pop(stack)
-            stack.append(UNKNOWN)
-        elif opname == "UNPACK_SEQUENCE":
-            value = _pop(stack)
-            self._read_whole(value)
-            known = type(value) in (tuple, list) and len(value) == arg
-            stack.extend(reversed(value) if known else [UNKNOWN] * arg)
-        elif opname == "GET_ITER":
-            value = _pop(stack)
-            self._read_whole(value)
-            stack.append(_Iter(value if type(value) in _CONTAINERS else None) if value is not UNKNOWN else UNKNOWN)
-        elif opname == "FOR_ITER":
-            iterator = stack[-1] if stack else UNKNOWN
-            if type(iterator) is _Iter and iterator.source is not None:
-                self._touch(iterator.source, None, False)
-            self._pause(self._frame, instruction)  # type: ignore[arg-type]  # set for the length of _evaluate
-            return -1
-        elif opname == "BEFORE_WITH":
-            _pop(stack)
-            stack.extend((UNKNOWN, UNKNOWN))
-        elif opname == "CALL":
-            return self._call(instruction)
-        elif opname in ("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP"):
-            return target
-        elif opname in _POP_JUMPS or opname in _NONE_JUMPS:
-            value = _pop(stack)
-            if opname in _NONE_JUMPS:
-                decided = None if value is UNKNOWN else (value is None) == _NONE_JUMPS[opname]
-            else:
-                truth = self._test(value)
-                decided = None if truth is None else truth == _POP_JUMPS[opname]
-            if decided is None:
-                self._pause(self._frame, instruction)  # type: ignore[arg-type]  # set for the length of _evaluate
-                return -1
-            return target if decided else following
-        elif opname in ("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
-            truth = self._test(stack[-1] if stack else UNKNOWN)
-            if truth is None:
-                self._pause(self._frame, instruction)  # type: ignore[arg-type]  # set for the length of _evaluate
-                return -1
-            if truth == (opname == "JUMP_IF_TRUE_OR_POP"):
-                return target
-            stack.pop()
-        elif opname in _STOPS:
-            return -1
-        else:
-            self.run.touch_everything(self.sim)
-            self.stack = []
-            return -1
-        return following
 
     def _call(self, instruction: Instruction) -> int:
         """CALL: a builtin container's method or a builtin function is an access here; Python code is its own."""
         stack = self.stack
-        arguments = [_pop(stack) for _ in range(instruction[1])][::-1]
-        second, first = _pop(stack), _pop(stack)
+        arguments: list[Any] = [stack.pop() if stack else UNKNOWN for _ in range(instruction[1])][::-1]
+        second = stack.pop() if stack else UNKNOWN
+        first = stack.pop() if stack else UNKNOWN
         function = second if first is _NULL else first
         if type(function) is _Method:
             stack.append(self._container_method(function, arguments))
@@ -375,8 +225,13 @@ class FrameWatch:
             known = function is len and len(arguments) == 1 and type(arguments[0]) in (*_CONTAINERS, tuple, str)
             stack.append(len(arguments[0]) if known else UNKNOWN)
             return instruction[3]
-        self._pause(self._frame, instruction)  # type: ignore[arg-type]  # set for the length of _evaluate
-        return -1
+        return self._pause(instruction)
+
+    def _jump_if(self, instruction: Instruction, truth: bool | None, when: bool) -> int:
+        """A conditional jump on a value the tracer tested: followed, or a pause when it cannot tell."""
+        if truth is None:
+            return self._pause(instruction)
+        return instruction[4] if truth == when else instruction[3]
 
     def _container_method(self, method: _Method, arguments: list[Any]) -> Any:
         container, name = method.container, method.name
@@ -388,9 +243,9 @@ class FrameWatch:
             return container.get(*arguments) if UNKNOWN not in arguments else UNKNOWN
         return UNKNOWN
 
-    def _load_attribute(self, opname: str, arg: int, name: str) -> None:
+    def _load_attribute(self, opname: str, name: str) -> None:
         stack = self.stack
-        owner = _pop(stack)
+        owner = stack.pop() if stack else UNKNOWN
         if type(owner) is ModuleType:
             if opname == "LOAD_METHOD":
                 stack.append(_NULL)
@@ -420,7 +275,9 @@ class FrameWatch:
             self._locals = dict(self._frame.f_locals)  # type: ignore[union-attr]  # set for the length of _evaluate
         self._locals[name] = value
 
-    def _global(self, frame: FrameType, name: str) -> Any:
+    def _global(self, name: str) -> Any:
+        frame = self._frame
+        assert frame is not None
         scope = frame.f_globals
         value = scope.get(name, UNKNOWN)
         if value is UNKNOWN:
@@ -469,3 +326,299 @@ def _cell(name: str) -> tuple[str, str]:
     if cell is None:
         cell = _CELLS[name] = ("cell", name)
     return cell
+
+
+# ---- one handler per opcode: the instruction on the known stack; each returns the next offset, or -1 to stop ----
+
+Handler = Callable[[FrameWatch, Instruction], int]
+
+
+def _nothing(watch: FrameWatch, instruction: Instruction) -> int:
+    return instruction[3]
+
+
+def _stop(watch: FrameWatch, instruction: Instruction) -> int:
+    return -1
+
+
+def _unmodelled(watch: FrameWatch, instruction: Instruction) -> int:
+    """An opcode the tracer does not follow: the step may touch anything, and the stack is lost."""
+    watch.run.touch_everything(watch.sim)
+    watch.stack = []
+    return -1
+
+
+def _load_fast(watch: FrameWatch, instruction: Instruction) -> int:
+    watch.stack.append(watch._local(instruction[2]))
+    return instruction[3]
+
+
+def _load_const(watch: FrameWatch, instruction: Instruction) -> int:
+    watch.stack.append(instruction[2])
+    return instruction[3]
+
+
+def _store_fast(watch: FrameWatch, instruction: Instruction) -> int:
+    stack = watch.stack
+    watch._store_local(instruction[2], stack.pop() if stack else UNKNOWN)
+    return instruction[3]
+
+
+def _load_global(watch: FrameWatch, instruction: Instruction) -> int:
+    if instruction[1] & 1:
+        watch.stack.append(_NULL)
+    watch.stack.append(watch._global(instruction[2]))
+    return instruction[3]
+
+
+def _store_global(watch: FrameWatch, instruction: Instruction) -> int:
+    if instruction[0] == "STORE_GLOBAL":
+        _pop(watch.stack)
+    watch._touch(watch._frame.f_globals, instruction[2], True)  # type: ignore[union-attr]  # set for the length of _evaluate
+    return instruction[3]
+
+
+def _load_deref(watch: FrameWatch, instruction: Instruction) -> int:
+    watch._touch(_cell(instruction[2]), None, False)
+    watch.stack.append(watch._local(instruction[2]))
+    return instruction[3]
+
+
+def _store_deref(watch: FrameWatch, instruction: Instruction) -> int:
+    value = _pop(watch.stack) if instruction[0] == "STORE_DEREF" else UNKNOWN
+    watch._touch(_cell(instruction[2]), None, True)
+    watch._store_local(instruction[2], value)
+    return instruction[3]
+
+
+def _make_function(watch: FrameWatch, instruction: Instruction) -> int:
+    for _ in range(1 + bin(instruction[1] & 0x0F).count("1")):  # the code, then one per flag
+        _pop(watch.stack)
+    watch.stack.append(UNKNOWN)
+    return instruction[3]
+
+
+def _push_unknown(watch: FrameWatch, instruction: Instruction) -> int:
+    watch.stack.append(UNKNOWN)
+    return instruction[3]
+
+
+def _push_null(watch: FrameWatch, instruction: Instruction) -> int:
+    watch.stack.append(_NULL)
+    return instruction[3]
+
+
+def _pop_top(watch: FrameWatch, instruction: Instruction) -> int:
+    _pop(watch.stack)
+    return instruction[3]
+
+
+def _copy(watch: FrameWatch, instruction: Instruction) -> int:
+    stack, depth = watch.stack, instruction[1]
+    stack.append(stack[-depth] if len(stack) >= depth else UNKNOWN)
+    return instruction[3]
+
+
+def _swap(watch: FrameWatch, instruction: Instruction) -> int:
+    stack, depth = watch.stack, instruction[1]
+    while len(stack) < depth:
+        stack.insert(0, UNKNOWN)
+    stack[-1], stack[-depth] = stack[-depth], stack[-1]
+    return instruction[3]
+
+
+def _load_attribute(watch: FrameWatch, instruction: Instruction) -> int:
+    watch._load_attribute(instruction[0], instruction[2])
+    return instruction[3]
+
+
+def _store_attribute(watch: FrameWatch, instruction: Instruction) -> int:
+    owner = _pop(watch.stack)
+    if instruction[0] == "STORE_ATTR":
+        _pop(watch.stack)
+    watch._touch(owner, ("attr", instruction[2]), True)
+    return instruction[3]
+
+
+def _binary_subscript(watch: FrameWatch, instruction: Instruction) -> int:
+    stack = watch.stack
+    key, container = _pop(stack), _pop(stack)
+    watch._touch(container, _item_part(container, key), False)
+    stack.append(_item(container, key))
+    return instruction[3]
+
+
+def _store_subscript(watch: FrameWatch, instruction: Instruction) -> int:
+    stack = watch.stack
+    key, container = _pop(stack), _pop(stack)
+    if instruction[0] == "STORE_SUBSCR":
+        _pop(stack)
+    watch._touch(container, _item_part(container, key), True)
+    return instruction[3]
+
+
+def _contains(watch: FrameWatch, instruction: Instruction) -> int:
+    stack = watch.stack
+    container, item = _pop(stack), _pop(stack)
+    keyed = type(container) in (dict, set, collections.OrderedDict, collections.defaultdict)
+    part = _part(item) if keyed else None
+    watch._touch(container, part, False)
+    stack.append(UNKNOWN if part is None else (item in container) != bool(instruction[1]))
+    return instruction[3]
+
+
+def _is(watch: FrameWatch, instruction: Instruction) -> int:
+    stack = watch.stack
+    right, left = _pop(stack), _pop(stack)
+    known = left is not UNKNOWN and right is not UNKNOWN
+    stack.append((left is right) != bool(instruction[1]) if known else UNKNOWN)
+    return instruction[3]
+
+
+def _compare(watch: FrameWatch, instruction: Instruction) -> int:
+    stack = watch.stack
+    right, left = _pop(stack), _pop(stack)
+    watch._read_whole(left)
+    watch._read_whole(right)
+    compare = _COMPARE.get(instruction[2])
+    simple = compare is not None and type(left) in _SIMPLE and type(right) in _SIMPLE
+    stack.append(compare(left, right) if simple else UNKNOWN)  # type: ignore[misc]  # simple: compare is set
+    return instruction[3]
+
+
+def _binary(watch: FrameWatch, instruction: Instruction) -> int:
+    stack = watch.stack
+    _pop(stack)
+    left = _pop(stack)
+    if instruction[1] >= _INPLACE and type(left) in _CONTAINERS:  # `items += more` changes the list itself
+        watch._touch(left, None, True)
+    stack.append(UNKNOWN)
+    return instruction[3]
+
+
+def _unary(watch: FrameWatch, instruction: Instruction) -> int:
+    value = _pop(watch.stack)
+    truth = watch._test(value) if instruction[0] == "UNARY_NOT" else None
+    watch.stack.append(UNKNOWN if truth is None else not truth)
+    return instruction[3]
+
+
+def _build(watch: FrameWatch, instruction: Instruction) -> int:
+    stack = watch.stack
+    items = [_pop(stack) for _ in range(instruction[1])][::-1]
+    known = instruction[0] == "BUILD_TUPLE" and UNKNOWN not in items
+    stack.append(tuple(items) if known else UNKNOWN)
+    return instruction[3]
+
+
+def _build_map(watch: FrameWatch, instruction: Instruction) -> int:
+    for _ in range(2 * instruction[1] if instruction[0] == "BUILD_MAP" else instruction[1] + 1):
+        _pop(watch.stack)
+    watch.stack.append(UNKNOWN)
+    return instruction[3]
+
+
+def _read_popped(watch: FrameWatch, instruction: Instruction) -> int:
+    """LIST_APPEND, LIST_EXTEND, ...: the popped iterable is read (the target is a new container)."""
+    watch._read_whole(_pop(watch.stack))
+    return instruction[3]
+
+
+def _map_add(watch: FrameWatch, instruction: Instruction) -> int:
+    _pop(watch.stack)
+    _pop(watch.stack)
+    return instruction[3]
+
+
+def _to_tuple(watch: FrameWatch, instruction: Instruction) -> int:
+    stack = watch.stack
+    value = _pop(stack) if instruction[0] == "LIST_TO_TUPLE" else stack[-1] if stack else UNKNOWN
+    stack.append(UNKNOWN)
+    watch._read_whole(value)
+    return instruction[3]
+
+
+def _format(watch: FrameWatch, instruction: Instruction) -> int:
+    if instruction[1] & 0x04:  # with a format spec
+        _pop(watch.stack)
+    _pop(watch.stack)
+    watch.stack.append(UNKNOWN)
+    return instruction[3]
+
+
+def _unpack(watch: FrameWatch, instruction: Instruction) -> int:
+    value, count = _pop(watch.stack), instruction[1]
+    watch._read_whole(value)
+    known = type(value) in (tuple, list) and len(value) == count
+    watch.stack.extend(reversed(value) if known else [UNKNOWN] * count)
+    return instruction[3]
+
+
+def _get_iter(watch: FrameWatch, instruction: Instruction) -> int:
+    value = _pop(watch.stack)
+    watch._read_whole(value)
+    watch.stack.append(UNKNOWN if value is UNKNOWN else _Iter(value if type(value) in _CONTAINERS else None))
+    return instruction[3]
+
+
+def _for_iter(watch: FrameWatch, instruction: Instruction) -> int:
+    iterator = watch.stack[-1] if watch.stack else UNKNOWN
+    if type(iterator) is _Iter and iterator.source is not None:
+        watch._touch(iterator.source, None, False)
+    return watch._pause(instruction)  # whether it is exhausted shows where the frame goes next
+
+
+def _before_with(watch: FrameWatch, instruction: Instruction) -> int:
+    _pop(watch.stack)
+    watch.stack.extend((UNKNOWN, UNKNOWN))  # __exit__ and what __enter__ returned
+    return instruction[3]
+
+
+def _call(watch: FrameWatch, instruction: Instruction) -> int:
+    return watch._call(instruction)
+
+
+def _jump(watch: FrameWatch, instruction: Instruction) -> int:
+    return instruction[4]
+
+
+def _pop_jump(watch: FrameWatch, instruction: Instruction) -> int:
+    return watch._jump_if(instruction, watch._test(_pop(watch.stack)), _POP_JUMPS[instruction[0]])
+
+
+def _none_jump(watch: FrameWatch, instruction: Instruction) -> int:
+    value = _pop(watch.stack)
+    return watch._jump_if(instruction, None if value is UNKNOWN else value is None, _NONE_JUMPS[instruction[0]])
+
+
+def _jump_or_pop(watch: FrameWatch, instruction: Instruction) -> int:
+    stack = watch.stack
+    truth = watch._test(stack[-1] if stack else UNKNOWN)
+    if truth is None:
+        return watch._pause(instruction)
+    if truth == (instruction[0] == "JUMP_IF_TRUE_OR_POP"):
+        return instruction[4]
+    stack.pop()
+    return instruction[3]
+
+
+_HANDLERS: dict[str, Handler] = {
+    **dict.fromkeys(_NOTHING, _nothing), **dict.fromkeys(_STOPS, _stop),
+    "LOAD_FAST": _load_fast, "LOAD_FAST_CHECK": _load_fast, "LOAD_CONST": _load_const, "STORE_FAST": _store_fast,
+    "LOAD_GLOBAL": _load_global, "STORE_GLOBAL": _store_global, "DELETE_GLOBAL": _store_global,
+    "LOAD_DEREF": _load_deref, "LOAD_CLASSDEREF": _load_deref, "STORE_DEREF": _store_deref, "DELETE_DEREF": _store_deref,
+    "MAKE_FUNCTION": _make_function, "LOAD_CLOSURE": _push_unknown, "PUSH_NULL": _push_null, "POP_TOP": _pop_top,
+    "COPY": _copy, "SWAP": _swap, "LOAD_ATTR": _load_attribute, "LOAD_METHOD": _load_attribute,
+    "STORE_ATTR": _store_attribute, "DELETE_ATTR": _store_attribute, "BINARY_SUBSCR": _binary_subscript,
+    "STORE_SUBSCR": _store_subscript, "DELETE_SUBSCR": _store_subscript, "CONTAINS_OP": _contains, "IS_OP": _is,
+    "COMPARE_OP": _compare, "BINARY_OP": _binary, "UNARY_NOT": _unary, "UNARY_NEGATIVE": _unary,
+    "UNARY_POSITIVE": _unary, "UNARY_INVERT": _unary,
+    **dict.fromkeys(("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET", "BUILD_STRING", "BUILD_SLICE"), _build),
+    "BUILD_MAP": _build_map, "BUILD_CONST_KEY_MAP": _build_map,
+    **dict.fromkeys(("LIST_APPEND", "SET_ADD", "LIST_EXTEND", "SET_UPDATE", "DICT_UPDATE", "DICT_MERGE"), _read_popped),
+    "MAP_ADD": _map_add, "LIST_TO_TUPLE": _to_tuple, "GET_LEN": _to_tuple, "FORMAT_VALUE": _format,
+    "UNPACK_SEQUENCE": _unpack, "GET_ITER": _get_iter, "FOR_ITER": _for_iter, "BEFORE_WITH": _before_with,
+    "CALL": _call, **dict.fromkeys(("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP"), _jump),
+    **dict.fromkeys(_POP_JUMPS, _pop_jump), **dict.fromkeys(_NONE_JUMPS, _none_jump),
+    "JUMP_IF_TRUE_OR_POP": _jump_or_pop, "JUMP_IF_FALSE_OR_POP": _jump_or_pop,
+}
