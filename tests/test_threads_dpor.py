@@ -19,6 +19,15 @@ from sim.timefreeze import frozen_time
 # ---- programs -------------------------------------------------------------------------------------
 
 
+def run_all(work: Any, arguments: Any) -> None:
+    """A thread per argument, each running `work` on it; all started, then all joined."""
+    workers = [threading.Thread(target=work, args=(argument,)) for argument in arguments]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
 def lost_update() -> int:
     state = {"balance": 100}
 
@@ -26,11 +35,7 @@ def lost_update() -> int:
         balance = state["balance"]
         state["balance"] = balance + amount
 
-    workers = [threading.Thread(target=deposit, args=(amount,)) for amount in (10, 20)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    run_all(deposit, (10, 20))
     assert state["balance"] == 130, state
     return state["balance"]
 
@@ -43,11 +48,7 @@ def locked_update() -> int:
             balance = state["balance"]
             state["balance"] = balance + amount
 
-    workers = [threading.Thread(target=deposit, args=(amount,)) for amount in (10, 20)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    run_all(deposit, (10, 20))
     return state["balance"]
 
 
@@ -59,11 +60,7 @@ def apart() -> list[int]:
         for _ in range(3):
             cell[0] = cell[0] + 1
 
-    workers = [threading.Thread(target=count, args=(cell,)) for cell in mine]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    run_all(count, mine)
     return [cell[0] for cell in mine]
 
 
@@ -74,11 +71,7 @@ def last_writer() -> str:
     def write(name: str) -> None:
         state["by"] = name
 
-    workers = [threading.Thread(target=write, args=(name,)) for name in "ab"]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    run_all(write, "ab")
     return state["by"]
 
 
@@ -90,11 +83,7 @@ def contended() -> None:
         for _ in range(3):
             state["by"] = name
 
-    workers = [threading.Thread(target=write, args=(name,)) for name in "abc"]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    run_all(write, "abc")
 
 
 def search(program: Any, runs: int = 50) -> tuple[SourceDPOR, list[Any]]:
@@ -245,3 +234,21 @@ def test_locks_and_joins_order_steps_and_only_acquires_race():
     touched = touched_by(locked_update)
     parts = {(type(target).__name__, part, write) for target, part, write in touched if type(target).__name__ in ("Lock", "Thread")}
     assert {("Lock", None, True), ("Lock", ORDER, True), ("Thread", ORDER, True), ("Thread", ORDER, False)} <= parts
+
+
+def take(nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    return nodes.pop()
+
+
+def after_a_call_and_a_branch(state: dict[str, Any], nodes: list[dict[str, Any]], account: Account) -> None:
+    state["taken"].append(take(nodes)["name"])  # the item of what `take` returned, then the list's append
+    state["seen"] = account and state["flag"]  # an instance's truth is not tested by the tracer: a branch
+
+
+def test_a_line_goes_on_after_a_call_returns_and_after_a_branch_the_tracer_could_not_decide():
+    node, taken, state = {"name": "A"}, [], {"flag": True}
+    state["taken"] = taken
+    touched = touched_by(after_a_call_and_a_branch, state, [node], Account())
+    assert any(target is node and part == "name" and not write for target, part, write in touched)
+    assert any(target is taken and part is None and write for target, part, write in touched)
+    assert any(target is state and part == "flag" and not write for target, part, write in touched)
