@@ -24,7 +24,7 @@ import collections
 import dis
 import operator
 from collections.abc import Callable
-from types import BuiltinFunctionType, CodeType, FrameType, FunctionType, ModuleType
+from types import BuiltinFunctionType, CodeType, FrameType, FunctionType, MethodType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -122,7 +122,8 @@ def _truth(value: Any) -> bool | None:
 class FrameWatch:
     """The local tracer of one frame of the program: a scheduling point at each line, then the line's accesses."""
 
-    __slots__ = ("run", "sim", "table", "stack", "next", "paused", "paused_at", "start", "returned", "_locals", "_frame")
+    __slots__ = ("run", "sim", "table", "stack", "next", "paused", "paused_at", "start", "returned", "capture", "_locals",
+                 "_frame")
 
     def __init__(self, run: ThreadRun, sim: SimThread, code: CodeType) -> None:
         self.run = run
@@ -134,6 +135,7 @@ class FrameWatch:
         self.paused_at = -1  # its offset: opcode events from `start` up to it are the evaluated stretch itself
         self.start = -1  # where the last evaluation began
         self.returned: Any = UNKNOWN  # what the call paused at returned, if its callee was traced
+        self.capture = False  # whether the paused call's callee is a plain function, whose return is its value
         self._locals: dict[str, Any] | None = None
         self._frame: FrameType | None = None
 
@@ -152,8 +154,8 @@ class FrameWatch:
         elif event == "return":
             caller = frame.f_back
             watch = caller.f_trace if caller is not None else None
-            if type(watch) is FrameWatch and watch.paused is not None:
-                watch.returned = arg
+            if type(watch) is FrameWatch and watch.paused is not None and watch.capture:
+                watch.returned = arg  # the value of the call the caller paused at (a plain function's frame)
         return self
 
     # ---- following the bytecode ---------------------------------------------------------------------
@@ -184,6 +186,7 @@ class FrameWatch:
 
     def _pause(self, instruction: Instruction) -> int:
         """Stop following until the next opcode event shows what the instruction did."""
+        self.capture = False
         self.paused = instruction
         self.paused_at = instruction[7]
         self.returned = UNKNOWN
@@ -225,7 +228,11 @@ class FrameWatch:
             known = function is len and len(arguments) == 1 and type(arguments[0]) in (*_CONTAINERS, tuple, str)
             stack.append(len(arguments[0]) if known else UNKNOWN)
             return instruction[3]
-        return self._pause(instruction)
+        following = self._pause(instruction)
+        # Only a plain function's own frame returns the call's value: a C callable may call back into the
+        # program (a generator `list` drains), whose frames return other values to this one.
+        self.capture = type(function) in (FunctionType, MethodType)
+        return following
 
     def _jump_if(self, instruction: Instruction, truth: bool | None, when: bool) -> int:
         """A conditional jump on a value the tracer tested: followed, or a pause when it cannot tell."""
