@@ -195,7 +195,7 @@ SIM_ALLOWED: dict[str, set[str]] = {
     "runtime": {"kernel"},  # the Runtime API on the kernel
     "invariants": set(),  # the oracle reads the contract's events and the store, never the simulator
     "core": {"kernel", "runtime", "strategies"},  # the World, its trace, the frozen clock, the search loop, stopping
-    "threads": {"core", "kernel"},
+    "threads": {"core", "kernel", "strategies"},  # a thread reports what each step touches to the DPOR strategy
     "scenario": {"core", "invariants", "kernel", "runtime", "strategies"},
     "reports": {"core", "invariants", "kernel", "scenario", "strategies"},
     "shrinking": {"core", "kernel", "reports", "scenario", "strategies"},

@@ -10,6 +10,7 @@ import functools
 from collections.abc import Callable
 
 from sim.strategies.dfs import PreemptionBoundedDFS
+from sim.strategies.dpor import SourceDPOR
 from sim.strategies.fifo import Fifo
 from sim.strategies.pct import PCT
 from sim.strategies.portfolio import Portfolio
@@ -24,6 +25,7 @@ STRATEGIES: dict[str, Callable[[], Strategy]] = {
     "pct-d10": functools.partial(PCT, depth=10),
     "task-pct-d10": TaskPCT,
     "dfs": PreemptionBoundedDFS,
+    "dpor": SourceDPOR,
     "fifo": Fifo,
     "portfolio": Portfolio,
 }

@@ -11,10 +11,20 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Task
+
+
+class AccessObserver(Protocol):
+    """What a strategy that reduces by conflicts hears from the thread runtime: what each running task touches."""
+
+    def access(self, tid: int, target: Any, part: Any, write: bool) -> None: ...
+
+    def record(self, tid: int, key: tuple[int, Any], write: bool) -> None: ...
+
+    def boundary(self) -> None: ...
 
 
 class Strategy(ABC):
@@ -49,3 +59,8 @@ class Strategy(ABC):
     def exhausted(self) -> bool:
         """Whether a systematic search has run every execution in its space; never true for sampling."""
         return False
+
+    def observe_threads(self) -> AccessObserver | None:
+        """Called by the thread runtime as a run of a thread program begins: the observer of what its steps touch,
+        or None when this strategy does not use it (then the runtime does not trace accesses at all)."""
+        return None

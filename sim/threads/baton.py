@@ -249,10 +249,19 @@ def user_frame(frame: FrameType | None) -> FrameType | None:
 
 
 def is_program_file(path: str) -> bool:
-    """Whether a code file is the program's (or an installed package's), not the simulator's or the stdlib's."""
-    if path.startswith(_SIM_DIR) or path.startswith("<"):
-        return False
-    return not path.startswith(_STDLIB_DIR) or path.startswith(_PACKAGE_DIRS)
+    """Whether a code file is the program's (or an installed package's), not the simulator's or the stdlib's.
+
+    Known answers are kept: every lock a run makes walks its maker's stack with this (`locks._made_at`), and
+    the walk from a thread the kernel starts passes a dozen frames, about 40 us a run before it was kept.
+    """
+    known = _PROGRAM_FILES.get(path)
+    if known is None:
+        known = _PROGRAM_FILES[path] = not (path.startswith(_SIM_DIR) or path.startswith("<")) and (
+            not path.startswith(_STDLIB_DIR) or path.startswith(_PACKAGE_DIRS))
+    return known
+
+
+_PROGRAM_FILES: dict[str, bool] = {}
 
 
 def _never_abort() -> bool:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sim.core.world import in_coroutine_task
+from sim.strategies.dpor import ORDER
 from sim.threads.baton import SimThread, current
 from sim.threads.unmodelled import NotSimulated
 
@@ -73,6 +74,7 @@ def start(previous: Callable[[threading.Thread], None]) -> Callable[[threading.T
         if self._started.is_set():  # type: ignore[attr-defined]  # threading.Thread's private state
             raise RuntimeError("threads can only be started once")
         sim.run.start(self)
+        sim.run.touch(sim, self, ORDER, True)  # the new thread's first step comes after this one
         sim.run.checkpoint(sim, "start")
 
     return start
@@ -92,10 +94,10 @@ def join(previous: Callable[..., None]) -> Callable[..., None]:
             raise RuntimeError("cannot join current thread")
         run = sim.run
         run.checkpoint(sim, "join")
-        if target.run is not run or target.task is None or target.task.done:
-            return
-        deadline = None if timeout is None else run.now() + max(timeout, 0.0)
-        run.park(sim, JoinWait(target), target.joiners, deadline)
+        if target.run is run and target.task is not None and not target.task.done:
+            deadline = None if timeout is None else run.now() + max(timeout, 0.0)
+            run.park(sim, JoinWait(target), target.joiners, deadline)
+        run.touch(sim, self, ORDER, False)  # what comes after a join comes after the thread's end
 
     return join
 

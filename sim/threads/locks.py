@@ -21,6 +21,7 @@ from collections import deque
 from types import FrameType
 from typing import Any
 
+from sim.strategies.dpor import ORDER
 from sim.threads.baton import SimThread, current, is_program_file
 
 _allocate_lock = _thread.allocate_lock
@@ -110,17 +111,21 @@ class _SimLockBase:
         if blocking and self._preempts:
             run.checkpoint(sim, "acquire")
         if self._real.acquire(False):
-            self.owner = sim
-            return True
+            return self._taken(sim)
+        run.touch(sim, self, None, False)
         if not blocking or timeout == 0:
             run.checkpoint(sim, "acquire failed")
             return False
         deadline = None if timeout < 0 else run.now() + timeout
         while run.park(sim, _Wait(self, sim), self._waiters, deadline):
             if self._real.acquire(False):
-                self.owner = sim
-                return True
+                return self._taken(sim)
         return False
+
+    def _taken(self, sim: SimThread) -> bool:
+        self.owner = sim
+        sim.run.touch(sim, self, None, True)
+        return True
 
     @classmethod
     def adopt(cls, real: Any, name: str) -> _SimLockBase:
@@ -133,8 +138,10 @@ class _SimLockBase:
     def _released(self) -> None:
         """The real lock is free again: the longest waiter of the releasing run may try for it."""
         self.owner = None
+        sim = current()
+        if sim is not None:
+            sim.run.touch(sim, self, ORDER, True)  # the next acquire comes after; acquires race each other
         if self._waiters:
-            sim = current()
             run = sim.run if sim is not None else self._waiters[0].run
             run.wake_first(self._waiters)
 

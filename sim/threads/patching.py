@@ -35,6 +35,7 @@ from sim.threads import clock, entropy, lifecycle, locks, sqlite, unmodelled
 
 _LockType = _thread.LockType
 _RLockType = _thread.RLock
+_LOCK_TYPES = frozenset((_LockType, _RLockType))
 # Modules whose own references must stay real: the machinery threads and imports run on, and the simulator.
 _KEEP_REAL = ("threading", "_thread", "importlib", "_frozen_importlib", "sim", "contract", "freezegun", "_pytest",
               "pytest", "pluggy", "trio", "hypothesis", "queue", "time", "os", "socket",
@@ -122,31 +123,41 @@ def _numbered_classes() -> tuple[type, ...]:
 
 
 def _scan(patches: _Patches) -> None:
-    """Point the program's captured references at the replacements, and its module-level locks at simulated ones."""
+    """Point the program's captured references at the replacements, and its module-level locks at simulated ones.
+
+    It reads every global of every loaded module and every attribute of the classes they define, about ten
+    thousand values once a test suite is loaded, at the start of each batch: so each module's values are
+    tested at C speed (set intersections) and only a module or class with a hit is walked in Python.
+    """
+    replaced = patches.replaced.keys()
     for module_name, module in list(sys.modules.items()):
         if not isinstance(module, ModuleType) or module_name.split(".")[0] in _KEEP_REAL or module_name in _KEEP_REAL:
             continue
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict):
             continue
-        for owner, name, value in _members(module, namespace, module_name):
-            found = patches.replaced.get(id(value))
-            if found is not None and found[0] is value:
-                patches.swap(owner, name, found[1])
-            elif type(value) is _LockType:
-                patches.swap(owner, name, locks.Lock.adopt(value, f"{module_name}.{name}"))
-            elif type(value) is _RLockType:
-                patches.swap(owner, name, locks.RLock.adopt(value, f"{module_name}.{name}"))
+        values = list(namespace.values())
+        if not replaced.isdisjoint(map(id, values)) or not _LOCK_TYPES.isdisjoint(map(type, values)):
+            for name, value in list(namespace.items()):
+                if id(value) in replaced or type(value) in _LOCK_TYPES:
+                    _adopt(patches, module, name, value, module_name)
+        metaclasses = {kind for kind in set(map(type, values)) if issubclass(kind, type)}
+        for value in itertools.compress(values, map(metaclasses.__contains__, map(type, values))):
+            if value.__module__ == module_name and not _LOCK_TYPES.isdisjoint(map(type, vars(value).values())):
+                for attribute, member in list(vars(value).items()):
+                    if type(member) in _LOCK_TYPES:
+                        _adopt(patches, value, attribute, member, module_name)
 
 
-def _members(module: ModuleType, namespace: dict[str, Any], module_name: str) -> Iterator[tuple[Any, str, Any]]:
-    """A module's globals, and the attributes of the classes it defines."""
-    for name, value in list(namespace.items()):
-        yield module, name, value
-        if isinstance(value, type) and value.__module__ == module_name:
-            for attribute, member in list(vars(value).items()):
-                if type(member) in (_LockType, _RLockType):
-                    yield value, attribute, member
+def _adopt(patches: _Patches, owner: Any, name: str, value: Any, module_name: str) -> None:
+    """One captured reference: a replaced function points at its replacement, a real lock becomes a simulated one."""
+    found = patches.replaced.get(id(value))
+    if found is not None and found[0] is value:
+        patches.swap(owner, name, found[1])
+    elif type(value) is _LockType:
+        patches.swap(owner, name, locks.Lock.adopt(value, f"{module_name}.{name}"))
+    elif type(value) is _RLockType:
+        patches.swap(owner, name, locks.RLock.adopt(value, f"{module_name}.{name}"))
 
 
 @contextmanager

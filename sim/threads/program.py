@@ -28,7 +28,9 @@ DEFAULT_STALL_S = 10.0
 def run_threads(world: World, program: Callable[..., Any], *args: Any, preemption: Preemption | None = None,
                 stall_s: float = DEFAULT_STALL_S) -> RunResult:
     """Run `program(*args)` and the threads it starts on `world`, to completion, deadlock or budget."""
-    run = ThreadRun(world, preemption=preemption or Preemption(), stall_s=stall_s)
+    preemption = preemption or Preemption()
+    observer = world.kernel.strategy.observe_threads() if preemption.granularity == "lines" else None
+    run = ThreadRun(world, preemption=preemption, stall_s=stall_s, observer=observer)
 
     async def root(rt: SimRuntime) -> Any:
         run.start_main(lambda: program(*args))

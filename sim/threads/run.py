@@ -30,12 +30,14 @@ from contract.events.runtime import TaskExit
 from sim.kernel.errors import DivergenceError
 from sim.kernel.scheduler import CHECKPOINT, PARK, SLEEP_UNTIL, Task, task_choice
 from sim.kernel.sync import Event
+from sim.strategies.dpor import ORDER, WILDCARD
 from sim.threads.baton import Baton, SimThread, ThreadAbandoned, current
 from sim.threads.tracing import Preemption
 
 if TYPE_CHECKING:
     from sim.core.world import World
     from sim.kernel.scheduler import Kernel, WaitTarget
+    from sim.strategies.strategy import AccessObserver
 
 TIMED_OUT = object()  # what a parked thread is resumed with when its deadline passed first
 # Virtual thread idents: what `threading.get_ident()` returns in a run, the same in every process and run.
@@ -75,8 +77,10 @@ class Timeout:
 class ThreadRun:
     """The threads of one run of a program, and the operations they perform on the kernel."""
 
-    def __init__(self, world: World, *, preemption: Preemption, stall_s: float, strict: bool = True) -> None:
+    def __init__(self, world: World, *, preemption: Preemption, stall_s: float, strict: bool = True,
+                 observer: AccessObserver | None = None) -> None:
         self.world = world
+        self.observer = observer  # told what each step touches, when the strategy reduces by it (DPOR)
         self.kernel = world.kernel
         self.preemption = preemption
         self.strict = strict
@@ -177,11 +181,13 @@ class ThreadRun:
 
     def _entered(self, sim: SimThread) -> None:
         """First thing in a new OS thread: it becomes the program's thread (tracing, if lines preempt)."""
+        self.touch(sim, sim.thread, ORDER, True)
         self.preemption.enter(self, sim)
 
     def _thread_done(self, task: Task, value: Any, error: BaseException | None) -> None:
         sim: SimThread = task.coro  # type: ignore[assignment]  # a thread's task runs its SimThread, not a coroutine
         thread = sim.thread
+        self.touch(sim, thread, ORDER, True)  # its last step: a join sees everything before it
         thread._is_stopped = True
         threading._active.pop(thread.ident, None)  # type: ignore[attr-defined]  # threading's private registry of live threads
         for waiter in list(sim.joiners):
@@ -208,6 +214,18 @@ class ThreadRun:
                 thread._is_stopped = True  # type: ignore[attr-defined]  # threading.Thread's private state, which the run drives
                 threading._active.pop(thread.ident, None)  # type: ignore[attr-defined]  # threading's private registry of live threads
 
+    # ---- what threads touch, for a strategy that reorders only conflicting steps ----------------------
+
+    def touch(self, sim: SimThread, target: Any, part: Any, write: bool) -> None:
+        """`sim`'s current step read or wrote `part` of `target` (None: all of it)."""
+        if self.observer is not None:
+            self.observer.access(sim.task.tid, target, part, write)  # type: ignore[union-attr]  # set when the thread was spawned, before it can run
+
+    def touch_everything(self, sim: SimThread) -> None:
+        """`sim`'s current step did something the runtime cannot see into: it conflicts with every step."""
+        if self.observer is not None:
+            self.observer.record(sim.task.tid, WILDCARD, True)  # type: ignore[union-attr]  # as in touch
+
     # ---- what threads do at a scheduling point ------------------------------------------------------
 
     def now(self) -> float:
@@ -224,6 +242,8 @@ class ThreadRun:
         """
         if sim.abandoning:
             raise ThreadAbandoned()
+        if self.observer is not None:
+            self.observer.boundary()
         kernel = self.kernel
         runnable = kernel.runnable
         if kernel.extra_steps >= kernel.max_steps or not _threads_only(runnable):
@@ -274,6 +294,8 @@ class ThreadRun:
             self.checkpoint(sim, "sleep(0)")
         else:
             sim.trap(SLEEP_UNTIL, self.kernel.now_s + seconds)
+            if self.observer is not None:
+                self.observer.boundary()
 
     def park(self, sim: SimThread, target: WaitTarget, waiters: deque[SimThread], deadline: float | None = None) -> bool:
         """Block `sim` in `waiters` until `wake` picks it (True) or the virtual `deadline` passes (False)."""
@@ -285,6 +307,8 @@ class ThreadRun:
         try:
             return sim.trap(PARK, (target, _not_abortable)) is not TIMED_OUT
         finally:
+            if self.observer is not None:
+                self.observer.boundary()
             if timeout is not None:
                 # Also when the wait unwinds (the thread abandoned as its process crashed): a deadline left live
                 # would resume the ended task, and the kernel would wait for it for the stall limit of real time.

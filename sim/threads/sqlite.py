@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 SQLITE_BUSY = 5
 _BUSY_TIMEOUT = re.compile(r"^\s*PRAGMA\s+(?:\w+\.)?busy_timeout\s*(?:=\s*|\(\s*)(\d+)", re.IGNORECASE)
+_SELECT = re.compile(r"^\s*SELECT\b", re.IGNORECASE)  # a statement that only reads (for what a step touches)
 _real_connect = sqlite3.connect
 
 
@@ -83,6 +84,7 @@ def run_statement(connection: Any, call: Callable[[], Any], label: str = "sql") 
         except sqlite3.OperationalError as error:
             if getattr(error, "sqlite_errorcode", None) != SQLITE_BUSY or database is None:
                 raise
+            run.touch(sim, database, None, False)  # a statement that found the lock taken saw the database's state
             if deadline is None:
                 deadline = run.now() + connection._sim_timeout_s
             if deadline <= run.now() or not run.park(sim, database, database.waiters, deadline):
@@ -90,6 +92,7 @@ def run_statement(connection: Any, call: Callable[[], Any], label: str = "sql") 
             continue
         connection._sim_user = sim
         if database is not None:
+            run.touch(sim, database, None, label != "select")
             database.settled(run, connection)
         return result
 
@@ -124,7 +127,8 @@ class SimulatedCursor:
     connection: Any
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
-        result = run_statement(self.connection, lambda: super(SimulatedCursor, self).execute(sql, parameters))  # type: ignore[misc]  # a mixin: the program's cursor class follows it
+        label = "select" if _SELECT.match(sql) else "sql"
+        result = run_statement(self.connection, lambda: super(SimulatedCursor, self).execute(sql, parameters), label)  # type: ignore[misc]  # a mixin: the program's cursor class follows it
         _apply_busy_timeout(self.connection, sql)
         return result
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from sim.threads.accesses import FrameWatch
+
 if TYPE_CHECKING:
     from sim.threads.baton import SimThread
     from sim.threads.run import ThreadRun
@@ -57,6 +59,8 @@ class Preemption:
             sys.settrace(self._tracer(run, sim))
 
     def _tracer(self, run: ThreadRun, sim: SimThread) -> Tracer:
+        if run.observer is not None and self.granularity == "lines":
+            return self._access_tracer(run, sim)
         checkpoint = run.checkpoint
         traces = self.traces
         opcodes = self.granularity == "opcodes"
@@ -74,6 +78,17 @@ class Preemption:
                 frame.f_trace_opcodes = True
                 frame.f_trace_lines = False
             return local
+
+        return on_call
+
+    def _access_tracer(self, run: ThreadRun, sim: SimThread) -> Tracer:
+        """Lines as scheduling points, as `_tracer` makes them, each also telling the run what it touched."""
+        traces = self.traces
+
+        def on_call(frame: FrameType, event: str, arg: Any) -> Tracer | None:
+            if not traces(frame.f_code.co_filename):
+                return None
+            return FrameWatch(run, sim, frame.f_code)
 
         return on_call
 
