@@ -180,7 +180,8 @@ def make_system(world: Any, scenario: Any, invariants: Sequence[type]) -> Any:
 
 
 def batch(scenario: Any) -> AbstractContextManager[Any]:
-    """What a batch of the scenario's runs shares on its target (a released one patches threading for them)."""
+    """What a batch of the scenario's runs shares on its target (a released one patches threading for them); a
+    workload, whose runs share its target, opens one the same way."""
     found = plugin(scenario.target)
     return nullcontext() if found is None else found[0].batch()
 

@@ -25,7 +25,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim import stopping
+from sim import stopping, targets
 from sim.failure import unwrap
 from sim.heap import freeze_long_lived
 from sim.scenario.runner import RunReport, run_once
@@ -109,11 +109,12 @@ def summarise(workloads: Sequence[Workload], root_seed: int, index: int, report:
 def run_indices(workloads: Sequence[Workload], root_seed: int, indices: Iterable[int],
                 on_run: Callable[[RunSummary], None] | None = None,
                 biases: dict[int, Bias] | None = None, exitfirst: bool = False) -> list[RunSummary]:
-    """The summaries of the given runs (each with its bias, if any), in order, inside one wall-clock freeze;
+    """The summaries of the given runs (each with its bias, if any), in order, inside one wall-clock freeze and one
+    batch of the workloads' target (a released one patches threading once for all of them, not once per run);
     with `exitfirst`, up to and including the first that failed."""
     freeze_long_lived()
     summaries = []
-    with frozen_time():
+    with frozen_time(), targets.batch(workloads[0]):
         for index in indices:
             bias = NO_BIAS if biases is None else biases[index]
             summary = summarise(workloads, root_seed, index, run_generated(workloads, root_seed, index, bias), bias)

@@ -18,11 +18,10 @@ import contextlib
 import json
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 from targets.hermes import locks, probes, store
-from targets.hermes.loader import load
+from targets.hermes.loader import load, make_home
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -84,7 +83,7 @@ def _lock(args: argparse.Namespace) -> int:
 
 
 def _home() -> Path:
-    home = Path(tempfile.mkdtemp(prefix="hermes-home-"))
+    home = make_home("hermes-home-")
     probes.write_config(home)
     return home
 
@@ -97,7 +96,7 @@ def _release_prints_to_stderr() -> contextlib.AbstractContextManager:
 def _check(args: argparse.Namespace) -> int:
     from targets.hermes.check import run_check
 
-    home = Path(tempfile.mkdtemp(prefix="hermes-home-")) if args.no_stubs else _home()
+    home = make_home("hermes-home-") if args.no_stubs else _home()
     with _release_prints_to_stderr():
         report = run_check(load(args.version, home), stub=not args.no_stubs)
     print(json.dumps(report.__dict__, indent=1))

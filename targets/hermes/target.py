@@ -23,7 +23,6 @@ invariant applies when every event it needs is emitted and every other it reads 
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -181,7 +180,7 @@ _home: list[Path] = []
 
 def enter(version: str) -> None:
     """Load the release into this process (once), its probes stubbed and its seams hooked."""
-    from targets.hermes import loader, observe, probes
+    from targets.hermes import loader, observe, probes, tls
 
     reason = missing(version)
     if reason is not None:
@@ -190,10 +189,11 @@ def enter(version: str) -> None:
         if _loaded[0] != version:
             raise ScenarioError("", "target", f"hermes=={_loaded[0]}, the release this process runs", f"hermes=={version}")
         return
-    home = Path(tempfile.mkdtemp(prefix=f"hermes-{version}-"))
+    home = loader.make_home(f"hermes-{version}-")
     probes.write_config(home)
     loader.load(version, home)
     probes.stub_probes()
+    tls.share_contexts()
     _warm_up(home)
     observe.install()
     _loaded.append(version)
