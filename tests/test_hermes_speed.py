@@ -1,11 +1,14 @@
-"""What makes a hermes run cheaper without changing it: TLS contexts made once per process, HERMES_HOME on a memory
-filesystem and removed at exit, a campaign's runs inside one batch of its target.
+"""What makes a hermes run cheaper without changing it (TLS contexts made once per process, HERMES_HOME on a memory
+filesystem and removed at exit, a campaign's runs inside one batch of its target), and `bench hermes`, which
+measures it.
 
-None of these needs a release: each is checked on what it changes (a function of `ssl`, a folder, a batch).
+The first need no release: each is checked on what it changes (a function of `ssl`, a folder, a batch). The bench
+runs a release when the store has it, and skips naming it otherwise.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import ssl
 import subprocess
@@ -14,6 +17,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from support import ROOT
 
 from sim import targets
@@ -21,6 +25,15 @@ from sim.registry import registry
 from sim.swarm import campaign
 from sim.swarm.loader import load_workloads
 from targets.hermes import loader, tls
+from targets.hermes.store import ReleaseMissing, release
+
+
+def installed(version: str) -> None:
+    """Skip, naming the release and how to install it, when it is not in the store."""
+    try:
+        release(version).require()
+    except ReleaseMissing as missing:
+        pytest.skip(str(missing))
 
 
 class Maker:
@@ -101,3 +114,27 @@ def test_a_campaigns_runs_share_one_batch_of_their_target(monkeypatch):
     workloads = load_workloads([ROOT / "scenarios" / "swarm" / "single_agent.toml"], registry(), None)
     campaign.run_indices(workloads, 1, range(3))
     assert depths == [0, 1, 1, 1]  # one batch opened by the campaign, each run's inside it
+
+
+def bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-P", "-m", "sim", "bench", "hermes", *args], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+
+
+def test_bench_hermes_of_anything_but_a_hermes_release_is_exit_2_naming_it():
+    for target, said in (("reference", "measures a hermes release"), ("hermes==0.12.0", "--target hermes==0.12.0")):
+        done = bench("--target", target)
+        assert done.returncode == 2 and said in done.stderr, done.stderr
+
+
+def test_bench_hermes_times_seed_000_simulated_and_with_real_threads_in_one_run():
+    installed("0.19.0")
+    done = bench("--runs", "2", "--repeats", "1", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    simulated, real = result["simulated"], result["real_threads"]
+    assert simulated["failed_runs"] == 2 and real["lost_in_every_run"]  # both lose the user's messages
+    assert real["median_wall_s"] >= 10.0  # the terminal's grace, waited for real
+    assert simulated["median_virtual_s"] >= 300.0 and simulated["virtual_s_per_wall_s"] > 1.0
+    assert result["wall_speedup"] == round(real["median_wall_s"] / simulated["median_wall_s"], 1)
+    assert result["generated"]["runs"] == 2 and result["generated"]["median_cpu_s"] > 0

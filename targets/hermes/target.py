@@ -152,6 +152,11 @@ def _check_setting(path: str, can: Capabilities, key: str, value: Any) -> None:
 _FIXED_BEFORE = {"in_place": False, "lease_ttl_s": 300.0}
 
 
+def compacts_in_place(version: str) -> bool:
+    """Whether the release has in-place compaction (and the lease refresher with its TTL setting)."""
+    return not _older(version, IN_PLACE_FROM)
+
+
 def _older(version: str, than: str) -> bool:
     return tuple(map(int, version.split("."))) < tuple(map(int, than.split(".")))
 
