@@ -223,7 +223,7 @@ class HermesSystem:
                                   quiet_mode=True, skip_context_files=True, skip_memory=True, enabled_toolsets=[],
                                   session_db=self.dbs[spec.process], session_id=spec.session)
         apply_settings(agent, self.settings_values)
-        script_main_model(agent, ANSWER)
+        script_main_model(agent, f"{ANSWER} of {spec.name}", numbered=True)
         return agent
 
     def _turn_started(self, cli: Cli, number: str) -> None:
