@@ -133,3 +133,40 @@ def test_releases_prints_a_scenario_by_target_table(tmp_path):
     cells = json.loads(done.stdout)["cells"]["seed_000_ctrl_c_next_turn_second_writer"]
     assert cells["hermes==0.16.0"] == "not expressible"  # no in-place compaction before 0.18.2
     assert cells[RELEASE].startswith("FAIL") and cells["reference"] == "pass"
+
+
+def test_numbered_answers_are_never_one_message_twice():
+    from types import SimpleNamespace
+
+    from targets.hermes.provider import script_main_model
+
+    agent = SimpleNamespace()
+    script_main_model(agent, "the answer of a1", numbered=True)
+    said = [agent._interruptible_api_call({}).choices[0].message.content,
+            agent._interruptible_streaming_api_call({}).choices[0].message.content]
+    assert said == ["the answer of a1 #1", "the answer of a1 #2"]
+
+
+def test_the_view_reads_hermes_wall_clock_times_as_virtual_seconds(tmp_path):
+    import sqlite3
+
+    from sim.threads.clock import EPOCH_S
+    from targets.hermes.view import HermesStore
+
+    path = tmp_path / "state.db"
+    with sqlite3.connect(path) as db:
+        db.executescript("CREATE TABLE sessions (id TEXT, parent_session_id TEXT, started_at REAL, ended_at REAL, "
+                         "end_reason TEXT, message_count INTEGER);"
+                         "CREATE TABLE messages (id INTEGER, session_id TEXT, role TEXT, content TEXT, timestamp REAL);"
+                         "CREATE TABLE compression_locks (session_id TEXT, holder TEXT, acquired_at REAL, expires_at REAL);")
+        db.execute("INSERT INTO sessions VALUES ('s1', NULL, ?, NULL, NULL, 1)", (EPOCH_S + 0.85,))
+        db.execute("INSERT INTO messages VALUES (1, 's1', 'user', 'hi', ?)", (EPOCH_S + 2.5,))
+        db.execute("INSERT INTO compression_locks VALUES ('s1', 'h', ?, ?)", (EPOCH_S + 0.85, EPOCH_S + 0.85 + 199.309))
+    store = HermesStore(path)
+    try:
+        lease = store.lease_row("s1")
+        assert lease is not None and (lease.acquired_at, lease.expires_at) == (0.85, 200.159)
+        assert store.get_session("s1").started_at == 0.85  # type: ignore[union-attr]  # the row inserted above
+        assert [row.timestamp for row in store.all_messages("s1")] == [2.5]
+    finally:
+        store.close()
