@@ -1930,3 +1930,14 @@ def test_an_auto_reset_is_judged_by_the_attempt_its_turn_decided_on():
                           E(finished(A2, "unchanged", "ineffective"), 5, "w2"), E(RESET, 9, "turn")]
     assert check("no_false_auto_reset", decided_on_a_block) == [
         "s was auto-reset though its last compression was unchanged (cooldown), not exhausted"]
+
+
+def test_a_commit_credits_what_its_attempt_took_as_input_where_no_watermark_was_captured():
+    """A target without a watermark (a hermes release) says what an attempt works from by its input rows: a row
+    among them was summarized, a row appended during the summary (above them) was swept away."""
+    summarized = [E(persisted(1), 0), E(CompactionInput(session=S, attempt=A1, rows=[1]), 1),
+                  E(CommitArchived(session=S, attempt=A1, rows=1), 2)]
+    swept = [E(CompactionInput(session=S, attempt=A1, rows=[]), 0), E(persisted(1), 1),
+             E(CommitArchived(session=S, attempt=A1, rows=1), 2)]
+    assert check("acknowledged_appends_survive", summarized, lost_append) == []
+    assert check("acknowledged_appends_survive", swept, lost_append)

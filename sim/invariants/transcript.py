@@ -276,17 +276,18 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
     description = (
         "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one "
         "if ended on purpose), or the first commit on its session after it summarized it under a watermark that "
-        "covers it (a copy that commit cloned onward is followed the same way)."
+        "covers it or from an input that held it (a copy that commit cloned onward is followed the same way)."
     )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._acknowledged: list[tuple[TurnPersisted, HistoryEvent]] = []
         self._appended_at: dict[int, int] = {}  # row id -> the seq of the append that wrote it
-        # session -> (seq, watermark, what its caller held when the attempt started) of each commit on it
-        self._commits: dict[str, list[tuple[int, int, frozenset[Payload]]]] = {}
+        # session -> (seq, watermark, what its caller held when the attempt started, its input rows) of each commit on it
+        self._commits: dict[str, list[tuple[int, int, frozenset[Payload], frozenset[int]]]] = {}
         self._highest: list[tuple[int, int]] = [(0, -1)]  # (a new highest row id an append reported, its seq)
         self._held_at_start: dict[AttemptId, frozenset[Payload]] = {}  # attempt -> its caller's messages then
+        self._inputs: dict[AttemptId, frozenset[int]] = {}  # attempt -> the rows it took as input
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent) -> None:
@@ -296,6 +297,13 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         slot = self.slot_of_task(record.task)
         if slot is not None:
             self._held_at_start[event.attempt] = frozenset(map(message_payload, slot.agent.messages))
+
+    @handles(CompactionInput)
+    def took_input(self, event: CompactionInput, record: HistoryEvent) -> None:
+        """The rows an attempt took as input are what its commit summarizes (as `told_messages_kept_once_in_order`
+        credits them): on a target without a watermark (a hermes release) the only bound of it; the reference's
+        input is below its watermark already."""
+        self._inputs[event.attempt] = frozenset(event.rows)
 
     @handles(TurnPersisted)
     def persisted(self, event: TurnPersisted, record: HistoryEvent) -> None:
@@ -323,7 +331,7 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         whose stalled write is acknowledged with one of them later (its own /compress had carried it there) is
         judged from this moment, so the commit that summarized the copy in between counts (a harness-only
         fault, so the store read here is the one at this event)."""
-        self._commits.setdefault(event.parent, []).append((record.seq, 0, frozenset()))
+        self._commits.setdefault(event.parent, []).append((record.seq, 0, frozenset(), frozenset()))
         for row in self.system.store.all_messages(event.child):
             self._appended_at.setdefault(row.id, record.seq)
 
@@ -348,7 +356,8 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         self._unfinished.pop(attempt, None)
         captured = self._watermarks.get(attempt)
         watermark = captured[1] if captured is not None and captured[0] == session else 0
-        self._commits.setdefault(session, []).append((record.seq, watermark, self._held_at_start.get(attempt, frozenset())))
+        self._commits.setdefault(session, []).append((record.seq, watermark, self._held_at_start.get(attempt, frozenset()),
+                                                      self._inputs.get(attempt, frozenset())))
 
     def at_end(self, history: Sequence[HistoryEvent]) -> Violation | None:
         store = self.system.store
@@ -379,7 +388,8 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
 
     def _summarized(self, row: MessageRow, since: int, same_payload: list[MessageRow]) -> bool:
         """Whether the first commit on the row's session after `since` summarized it under a covering
-        watermark; a row that commit did not summarize but carried onward is judged by its next copy.
+        watermark, or took it as input; a row that commit did not summarize but carried onward is judged by its
+        next copy.
 
         A row the commit carried is superseded (a clone of the foreign tail), or archived above the watermark:
         a rotation's own pre-publish flush is archived in the parent while its handoff carries the row into
@@ -391,10 +401,11 @@ class AcknowledgedAppendsSurvive(_CommitEffects):
         message its caller already held when the attempt started (a turn whose write failed) is in the summary's
         input, and the flush writes it above the watermark only for the commit to archive it."""
         while True:
-            commit = next(((seq, wm, held) for seq, wm, held in self._commits.get(row.session_id, []) if seq > since), None)
+            commit = next((found for found in self._commits.get(row.session_id, []) if found[0] > since), None)
             if commit is None:
                 return False
-            if row.compacted and (row.id <= commit[1] or payload(row) in commit[2]):
+            _, watermark, held, took = commit
+            if row.compacted and (row.id <= watermark or row.id in took or payload(row) in held):
                 return True
             later = [copy for copy in same_payload if copy.id > row.id]
             if not later:
