@@ -155,3 +155,14 @@ def test_a_store_that_refuses_to_end_a_session_leaves_the_run_to_finish(tmp_path
     done = run_cli("run", str(path), "--runs", "1", "--no-shrink", "--json", "--out", "out", cwd=tmp_path)
     verdict = json.loads(done.stdout)["scenarios"][0]
     assert "run_completes" not in verdict["violated"] and verdict["faults_fired"] == [1], verdict
+
+
+def test_a_process_that_dies_under_its_users_action_ends_the_action_not_the_run(tmp_path):
+    installed()
+    path = tmp_path / "dies_ending.toml"
+    path.write_text(f'target = "{RELEASE}"\n[world]\nsessions = [{{ id = "s1", messages = 4 }}]\n'
+                    '[[drive]]\nat = "0s"\ncommand = "end_session"\n'
+                    '[[fault]]\nkind = "crash"\npoint = "db.end_session"\nnth = 1\nprocess = "p1"\n', encoding="utf-8")
+    done = run_cli("run", str(path), "--runs", "1", "--no-shrink", "--json", "--out", "out", cwd=tmp_path)
+    verdict = json.loads(done.stdout)["scenarios"][0]
+    assert "run_completes" not in verdict["violated"] and verdict["faults_fired"] == [1], verdict

@@ -59,7 +59,7 @@ from faults.plan import FaultPlan, Moments
 from faults.triggers import Trigger
 from sim.invariants import InvariantSet, Violation
 from sim.kernel.sync import Event as KernelEvent
-from sim.threads.baton import SimThread, current
+from sim.threads.baton import SimThread, ThreadAbandoned, current
 from sim.threads.run import ThreadRun
 from sim.threads.tracing import Preemption
 from sim.world import World
@@ -155,11 +155,20 @@ class HermesSystem:
                     nursery.start_soon(self._drive, drive, trigger, name=f"drive.{index}.{drive.action}")
             for spec in self.scenario.world.agents:
                 if spec.process not in self.dead:
-                    await self.threads.call(lambda cli=self.clis[spec.name]: cli.type(EXIT), name=f"quit.{spec.name}", process=spec.process)  # type: ignore[misc]  # the default binds this agent's terminal
+                    await self.act(lambda cli=self.clis[spec.name]: cli.type(EXIT), f"quit.{spec.name}", spec.process)  # type: ignore[misc]  # the default binds this agent's terminal
             self._closing = True
             await self._quiet.wait()
         finally:
             observe.ACTIVE.remove(self)
+
+    async def act(self, call: Callable[[], Any], name: str, process: str) -> None:
+        """What a user does in a process (types, presses Ctrl+C, ends the session, closes the terminal), on a thread
+        of that process: a crash of the process meanwhile ends it there, as it ends every thread of the process."""
+        try:
+            await self.threads.call(call, name=name, process=process)
+        except ThreadAbandoned:
+            if process not in self.dead:
+                raise
 
     def _on_idle(self) -> bool:
         """Nothing can run and no timer is pending: a drive or fault waiting for an event that cannot come gives up;
@@ -244,12 +253,12 @@ class HermesSystem:
             await self.context.ctrl_c(drive.agent)
             return
         if action == "end_session":
-            await self.threads.call(lambda: self._end_session(spec, drive), name=f"end.{drive.agent}", process=spec.process)
+            await self.act(lambda: self._end_session(spec, drive), f"end.{drive.agent}", spec.process)
             return
         # a message typed while a turn runs is hermes's own interrupt (cli.py): Ctrl+C with a typed message
         text = COMPRESS if action == "compress" else drive.typed if action == "ctrl_c" else (drive.turn or "")
         cli = self.clis[drive.agent]
-        await self.threads.call(lambda: cli.type(text), name=f"type.{drive.agent}", process=spec.process)
+        await self.act(lambda: cli.type(text), f"type.{drive.agent}", spec.process)
 
     def _end_session(self, spec: Any, drive: Any) -> None:
         """The frontend ends the session; a store that refuses (a fault at `db.end_session`) leaves it open, which
@@ -474,7 +483,7 @@ class HermesFaultContext:
         if process in self._system.dead:
             return
         cli = self._system.clis[name]
-        await self._system.threads.call(cli.ctrl_c, name=f"ctrl_c.{name}", process=process)
+        await self._system.act(cli.ctrl_c, f"ctrl_c.{name}", process)
 
     def alive(self, process: str) -> bool:
         return process not in self._system.dead
