@@ -47,6 +47,7 @@ class Capabilities:
     fixed: Mapping[str, tuple[Any, str]]  # `world.config` keys the target has at one value only -> (value, why)
     frontends: frozenset[str]
     events: frozenset[str]  # the event kinds it emits: what an `after_event` trigger can wait for
+    title_sources: frozenset[str] = frozenset({"derived", "llm", "user"})  # who may give a title drive's title
 
 
 def parse(text: str) -> str:

@@ -39,7 +39,8 @@ TURN = '[[drive]]\nat = "0s"\nturn = "q"\n'
 
 
 @pytest.mark.parametrize("config, body, key, said", [
-    ("", '[[drive]]\nat = "0s"\ntitle = "t"\n', "drive[0]", "a drive hermes==0.19.0 can take"),
+    ("", '[[drive]]\nat = "0s"\ncommand = "stop"\n', "drive[0]", "a drive hermes==0.19.0 can take"),
+    ("", '[[drive]]\nat = "0s"\ntitle = "t"\ntitle_source = "llm"\n', "drive[0].title_source", "keeps no title source"),
     ("", TURN + '[[fault]]\nkind = "lease_expiry"\npoint = "lease.refresh"\nnth = 1\n', "fault[0].kind",
      "a fault hermes==0.19.0 can take"),
     ("", TURN + '[[fault]]\nkind = "stall"\npoint = "host.wait"\nnth = 1\nduration = "1s"\n', "fault[0].point",
@@ -71,6 +72,7 @@ def test_an_invariant_applies_to_hermes_only_when_hermes_shows_what_it_needs():
     assert applies["dead_holder_reclaimable"] is None  # the holder hook names the attempt and crashes their pid
     assert applies["commit_holds_lease"] is None
     assert "setting pool_cap" in (applies["pool_admission_bounded"] or "")
+    assert applies["title_follows_conversation"] is None  # titles given by /title, and rotations (R17)
     assert all(targets.applies(invariant, "reference") is None for invariant in INVARIANTS.values())
 
 
@@ -170,3 +172,14 @@ def test_the_view_reads_hermes_wall_clock_times_as_virtual_seconds(tmp_path):
         assert [row.timestamp for row in store.all_messages("s1")] == [2.5]
     finally:
         store.close()
+
+
+def test_a_rotation_renumbers_the_title_on_every_release_and_the_reference_carries_it(tmp_path):
+    """R17: the user's title comes back "trip planning #2" on the child, and stays on the ended parent."""
+    installed()
+    scenario = ROOT / "scenarios" / "hermes" / "rotation_renumbers_title.toml"
+    done = sim_cli("releases", str(scenario), "--targets", f"hermes==0.16.0,{RELEASE},reference", "--runs", "1", "--json",
+                   "--out", str(tmp_path))
+    cells = json.loads(done.stdout)["cells"]["rotation_renumbers_title"]
+    assert cells["hermes==0.16.0"] == cells[RELEASE] == "FAIL title_follows_conversation (seed 0)", cells
+    assert cells["reference"] == "pass", cells

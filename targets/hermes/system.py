@@ -40,6 +40,7 @@ from contract.events import (
     CompactionInput,
     CompactionSummaryStarted,
     FrontendSessionEnded,
+    FrontendTitleFailed,
     LeaseAcquired,
     LeaseAcquireFailed,
     LeaseContended,
@@ -49,6 +50,8 @@ from contract.events import (
     LeaseReleaseFailed,
     ProcessCrashed,
     SessionReopened,
+    SessionTitled,
+    SessionTitleIndeterminate,
     TurnPersisted,
 )
 from contract.events.base import Event
@@ -214,6 +217,8 @@ class HermesSystem:
         db = next(iter(self.dbs.values()))
         for session in self.scenario.world.sessions:
             db.create_session(session.id, "cli", parent_session_id=session.parent)
+            if session.title is not None:
+                db.set_session_title(session.id, session.title)
             for i in range(session.messages):
                 text = f"{session.id} message {i} ".ljust(SEED_MESSAGE_CHARS, ".")
                 db.append_message(session.id, "user" if i % 2 == 0 else "assistant", text)
@@ -255,6 +260,9 @@ class HermesSystem:
         if action == "end_session":
             await self.act(lambda: self._end_session(spec, drive), f"end.{drive.agent}", spec.process)
             return
+        if action == "title":
+            await self.act(lambda: self._title(spec, drive.title), f"title.{drive.agent}", spec.process)
+            return
         # a message typed while a turn runs is hermes's own interrupt (cli.py): Ctrl+C with a typed message
         text = COMPRESS if action == "compress" else drive.typed if action == "ctrl_c" else (drive.turn or "")
         cli = self.clis[drive.agent]
@@ -270,6 +278,20 @@ class HermesSystem:
         except Exception:
             return
         self.rt.emit(FrontendSessionEnded(session=session, reason=drive.end_reason))
+
+    def _title(self, spec: Any, title: str) -> None:
+        """The terminal's /title: `set_session_title` on the agent's session, which refuses a title another session
+        shows (ValueError); any other error leaves it unknown whether the title was stored."""
+        session = SessionId(self.agents[spec.name].session_id)
+        try:
+            self.dbs[spec.process].set_session_title(session, title)
+        except ValueError as error:
+            self.rt.emit(FrontendTitleFailed(session=session, title=title, error=str(error)))
+            return
+        except Exception:
+            self.rt.emit(SessionTitleIndeterminate(session=session, title=title, source="user"))
+            return
+        self.rt.emit(SessionTitled(session=session, title=title, source="user", stored=title))
 
     # ---- hooks (observe.py calls these on the run's threads) -----------------------------------------
 
