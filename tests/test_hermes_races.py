@@ -134,3 +134,13 @@ def test_each_scripted_race_that_fails_on_a_release_is_classified_as_its_race(ve
     failing = {name: (race, races) for name, (race, failed, races) in found.items() if failed}
     assert failing and all(race in races for race, races in failing.values()), failing
     assert all(races == [] for _, failed, races in found.values() if not failed)
+
+
+def test_only_a_duplicate_written_by_the_rotating_turn_is_r10():
+    rotation = [("t1", CompactionInput(session=S, attempt=A1, rows=[1])),
+                ("t1", CommitPublished(parent=S, child=SessionId("c1"), attempt=A1)),
+                ("t1", AppendOk(session=SessionId("c1"), ids=[5]))]
+    assert races_of(report(rotation, ("no_duplicate_persisted_turn", (2,)))) == ("R10",)
+    assert races_of(report(rotation, ("told_messages_kept_once_in_order", (2,)))) == ()  # a loss, not a duplicate
+    other_task = rotation[:2] + [("t2", AppendOk(session=SessionId("c1"), ids=[5]))]
+    assert races_of(report(other_task, ("no_duplicate_persisted_turn", (2,)))) == ()

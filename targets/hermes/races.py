@@ -7,10 +7,11 @@ it came about, and several races share a harm. The rules, one mechanism per race
 | race | the mechanism in the run's events |
 |---|---|
 | R1 | a turn abandoned after Ctrl+C's grace (`frontend.turn_abandoned`) while its agent's compaction held the lease |
-| R10 | the duplicated row (the violation's `append.ok`) went into a rotation's child after it was made, or into its parent while the rotation ran |
+| R10 | a duplicate (`no_duplicate_persisted_turn`) whose row the rotating turn wrote into the child after the rotation, or into the parent while it ran |
 | R11 | an attempt that did not commit (`compaction.finished`, status `failed`, `error` or `unchanged`) |
 | R12 | the duplicated or misplaced row's session had an in-place commit fail (`compaction.commit_failed`) before it |
 | R14 | the lost row (the violation's append) was appended after an attempt took its input there and before it committed there |
+| R17 | a rotation (`commit.published`): it carries the title |
 | R19 | two attempts rotated one parent, the later one acquiring its lease after the earlier one had released it |
 | R20 | `no_orphan_parent` itself, which reads the orphan parent in the store (the other invariants R20 feeds judge other races' harm too) |
 | R24 | a process crashed while one of its attempts held a lease |
@@ -197,11 +198,11 @@ def _process(holder: HolderId) -> str:
 
 
 def _written_by_rotation(run: Run, violation: Violation) -> bool:
-    """R10: the turn that rotated wrote the row again, into the parent while its rotation ran (0.19.0 flushes the
-    turn there before ending it) or into the child after (the end-of-turn flush); another writer's row lost in a
-    rotation is R14's."""
+    """R10: a row duplicated by the turn that rotated, into the parent while its rotation ran (0.19.0 flushes the
+    turn there before ending it) or into the child after (the end-of-turn flush). Only a duplicate: a row lost in
+    a rotation is R14's harm, or no race's."""
     append = run.witness_append(violation)
-    if append is None:
+    if append is None or violation.invariant != "no_duplicate_persisted_turn":
         return False
     return any(task == append.task and (parent == append.session and began < append.seq < published
                                         or run.children.get(append.session) == published and published < append.seq)
@@ -229,6 +230,7 @@ MECHANISMS: dict[str, Callable[[Run, Violation], bool]] = {
     "R11": lambda run, violation: run.not_committed,
     "R12": _after_failed_commit,
     "R14": _appended_during_compaction,
+    "R17": lambda run, violation: bool(run.publishers),
     "R19": lambda run, violation: run.rotated_after_release(),
     "R20": lambda run, violation: violation.invariant == "no_orphan_parent",
     "R24": lambda run, violation: run.crashed_holding,
