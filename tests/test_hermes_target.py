@@ -39,7 +39,8 @@ TURN = '[[drive]]\nat = "0s"\nturn = "q"\n'
 
 
 @pytest.mark.parametrize("config, body, key, said", [
-    ("", '[[drive]]\nat = "0s"\ntitle = "t"\n', "drive[0]", "a drive hermes==0.19.0 can take"),
+    ("", '[[drive]]\nat = "0s"\ncommand = "stop"\n', "drive[0]", "a drive hermes==0.19.0 can take"),
+    ("", '[[drive]]\nat = "0s"\ntitle = "t"\ntitle_source = "llm"\n', "drive[0].title_source", "keeps no title source"),
     ("", TURN + '[[fault]]\nkind = "lease_expiry"\npoint = "lease.refresh"\nnth = 1\n', "fault[0].kind",
      "a fault hermes==0.19.0 can take"),
     ("", TURN + '[[fault]]\nkind = "stall"\npoint = "host.wait"\nnth = 1\nduration = "1s"\n', "fault[0].point",
@@ -71,6 +72,7 @@ def test_an_invariant_applies_to_hermes_only_when_hermes_shows_what_it_needs():
     assert applies["dead_holder_reclaimable"] is None  # the holder hook names the attempt and crashes their pid
     assert applies["commit_holds_lease"] is None
     assert "setting pool_cap" in (applies["pool_admission_bounded"] or "")
+    assert applies["title_follows_conversation"] is None  # titles given by /title, and rotations (R17)
     assert all(targets.applies(invariant, "reference") is None for invariant in INVARIANTS.values())
 
 
@@ -133,3 +135,51 @@ def test_releases_prints_a_scenario_by_target_table(tmp_path):
     cells = json.loads(done.stdout)["cells"]["seed_000_ctrl_c_next_turn_second_writer"]
     assert cells["hermes==0.16.0"] == "not expressible"  # no in-place compaction before 0.18.2
     assert cells[RELEASE].startswith("FAIL") and cells["reference"] == "pass"
+
+
+def test_numbered_answers_are_never_one_message_twice():
+    from types import SimpleNamespace
+
+    from targets.hermes.provider import script_main_model
+
+    agent = SimpleNamespace()
+    script_main_model(agent, "the answer of a1", numbered=True)
+    said = [agent._interruptible_api_call({}).choices[0].message.content,
+            agent._interruptible_streaming_api_call({}).choices[0].message.content]
+    assert said == ["the answer of a1 #1", "the answer of a1 #2"]
+
+
+def test_the_view_reads_hermes_wall_clock_times_as_virtual_seconds(tmp_path):
+    import sqlite3
+
+    from sim.threads.clock import EPOCH_S
+    from targets.hermes.view import HermesStore
+
+    path = tmp_path / "state.db"
+    with sqlite3.connect(path) as db:
+        db.executescript("CREATE TABLE sessions (id TEXT, parent_session_id TEXT, started_at REAL, ended_at REAL, "
+                         "end_reason TEXT, message_count INTEGER);"
+                         "CREATE TABLE messages (id INTEGER, session_id TEXT, role TEXT, content TEXT, timestamp REAL);"
+                         "CREATE TABLE compression_locks (session_id TEXT, holder TEXT, acquired_at REAL, expires_at REAL);")
+        db.execute("INSERT INTO sessions VALUES ('s1', NULL, ?, NULL, NULL, 1)", (EPOCH_S + 0.85,))
+        db.execute("INSERT INTO messages VALUES (1, 's1', 'user', 'hi', ?)", (EPOCH_S + 2.5,))
+        db.execute("INSERT INTO compression_locks VALUES ('s1', 'h', ?, ?)", (EPOCH_S + 0.85, EPOCH_S + 0.85 + 199.309))
+    store = HermesStore(path)
+    try:
+        lease = store.lease_row("s1")
+        assert lease is not None and (lease.acquired_at, lease.expires_at) == (0.85, 200.159)
+        assert store.get_session("s1").started_at == 0.85  # type: ignore[union-attr]  # the row inserted above
+        assert [row.timestamp for row in store.all_messages("s1")] == [2.5]
+    finally:
+        store.close()
+
+
+def test_a_rotation_renumbers_the_title_on_every_release_and_the_reference_carries_it(tmp_path):
+    """R17: the user's title comes back "trip planning #2" on the child, and stays on the ended parent."""
+    installed()
+    scenario = ROOT / "scenarios" / "hermes" / "rotation_renumbers_title.toml"
+    done = sim_cli("releases", str(scenario), "--targets", f"hermes==0.16.0,{RELEASE},reference", "--runs", "1", "--json",
+                   "--out", str(tmp_path))
+    cells = json.loads(done.stdout)["cells"]["rotation_renumbers_title"]
+    assert cells["hermes==0.16.0"] == cells[RELEASE] == "FAIL title_follows_conversation (seed 0)", cells
+    assert cells["reference"] == "pass", cells

@@ -1975,3 +1975,14 @@ def test_the_events_of_the_facts_an_invariant_reads_count_among_its_reads():
     assert "process.crashed" in _RemembersAttempts.reads()
     assert _RemembersAttempts.applicability(frozenset({"host.started"}), frozenset(), frozenset(), True) == (
         "needs process.crashed, which the target does not emit")
+
+
+def test_a_commit_credits_what_its_attempt_took_as_input_where_no_watermark_was_captured():
+    """A target without a watermark (a hermes release) says what an attempt works from by its input rows: a row
+    among them was summarized, a row appended during the summary (above them) was swept away."""
+    summarized = [E(persisted(1), 0), E(CompactionInput(session=S, attempt=A1, rows=[1]), 1),
+                  E(CommitArchived(session=S, attempt=A1, rows=1), 2)]
+    swept = [E(CompactionInput(session=S, attempt=A1, rows=[]), 0), E(persisted(1), 1),
+             E(CommitArchived(session=S, attempt=A1, rows=1), 2)]
+    assert check("acknowledged_appends_survive", summarized, lost_append) == []
+    assert check("acknowledged_appends_survive", swept, lost_append)

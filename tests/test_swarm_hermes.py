@@ -54,10 +54,13 @@ def test_every_workload_on_a_release_draws_only_what_the_release_can_take(releas
             assert scenario.target == release
             assert drawn_beyond(scenario, can) == [], (workload.name, index)
             kinds |= {fault.kind for fault in scenario.faults} | {str(drive.action) for drive in scenario.drives}
-    # ... and still draws every kind of what it can take
-    assert kinds == set(can.faults) | set(can.drives)
+    # ... and still draws every kind of what it can take, but titles: the release takes the user's only (/title),
+    # and a generated title is any source's
+    assert kinds == set(can.faults) | set(can.drives) - {"title"}
     single = next(workload for workload in workloads if workload.name == "single_agent")
     assert "swarm.faults.late_worker (hermes has no late_worker fault)" in [str(cut).replace(release, "hermes") for cut in single.cuts]
+    gateway = next(workload for workload in workloads if workload.name == "gateway")
+    assert any(cut.keys == ("swarm", "actions", "title") and "user only" in str(cut) for cut in gateway.cuts), gateway.cuts
 
 
 def test_a_release_before_in_place_compaction_draws_none_of_its_store_writes():
@@ -146,12 +149,18 @@ def test_a_worker_answers_on_a_channel_nothing_else_prints_to():
     assert done.stdout == "{}\n" and "printed by the code under test" in done.stderr, (done.stdout, done.stderr)
 
 
-def test_a_store_that_refuses_to_end_a_session_leaves_the_run_to_finish(tmp_path):
+@pytest.mark.parametrize("name, fault, then", [
+    # a store that refuses to end the session leaves it open, and the turn after runs
+    ("end_refused", '[[fault]]\nkind = "db_write_failure"\npoint = "db.end_session"\nnth = 1\n',
+     '[[drive]]\nat = "1s"\nturn = "then a question"\n'),
+    # a process that dies under its user's action ends the action (its thread), not the run
+    ("dies_ending", '[[fault]]\nkind = "crash"\npoint = "db.end_session"\nnth = 1\nprocess = "p1"\n', ""),
+])
+def test_an_end_session_that_fails_or_dies_in_the_store_leaves_the_run_to_finish(tmp_path, name, fault, then):
     installed()
-    path = tmp_path / "end_refused.toml"
+    path = tmp_path / f"{name}.toml"
     path.write_text(f'target = "{RELEASE}"\n[world]\nsessions = [{{ id = "s1", messages = 4 }}]\n'
-                    '[[drive]]\nat = "0s"\ncommand = "end_session"\n[[drive]]\nat = "1s"\nturn = "then a question"\n'
-                    '[[fault]]\nkind = "db_write_failure"\npoint = "db.end_session"\nnth = 1\n', encoding="utf-8")
+                    '[[drive]]\nat = "0s"\ncommand = "end_session"\n' + then + fault, encoding="utf-8")
     done = run_cli("run", str(path), "--runs", "1", "--no-shrink", "--json", "--out", "out", cwd=tmp_path)
     verdict = json.loads(done.stdout)["scenarios"][0]
     assert "run_completes" not in verdict["violated"] and verdict["faults_fired"] == [1], verdict

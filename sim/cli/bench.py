@@ -30,6 +30,8 @@ def _measure(args: argparse.Namespace) -> int:
         return _bench_swarm(args)
     if args.target == "mutate":
         return _bench_mutate(args)
+    if args.target == "hermes":
+        return _bench_hermes(args)
     if args.target == "kernel":
         from sim.bench.kernel import bench_kernel
 
@@ -78,6 +80,28 @@ def _bench_mutate(args: argparse.Namespace) -> int:
     result = bench_mutate(scenarios, mutants, jobs=args.jobs, out=DEFAULT_OUT / "bench-mutate",
                           on_done=progress(args, 2 * len(mutants)).done)  # each mutant selected, then in the full matrix
     print(json.dumps(result, sort_keys=True) if args.json else render(result))
+    return EXIT_OK
+
+
+def _bench_hermes(args: argparse.Namespace) -> int:
+    """In the release's process (this command re-runs itself there): its runs timed, beside real threads."""
+    from sim.cli.common import in_target_process
+    from sim.scenario import targets
+
+    try:
+        target = targets.parse(args.release)
+    except ValueError as error:
+        raise UsageError(f"--target {error}") from None
+    if targets.plugin(target) is None or not target.startswith("hermes=="):
+        raise UsageError(f"--target {target}: bench hermes measures a hermes release, like hermes==0.19.0")
+    if targets.loaded() != target:
+        return in_target_process(target, args.argv)
+    from targets.hermes.bench import bench_hermes
+
+    units = 3  # seed 000 simulated, the generated runs, seed 000 with real threads
+    result = bench_hermes(target, runs=args.runs or 30, real_runs=args.repeats, generated_runs=args.runs or 30,
+                          on_done=progress(args, units).done)
+    print(json.dumps(result, sort_keys=True) if args.json else render_figures(result))
     return EXIT_OK
 
 
@@ -187,13 +211,17 @@ def add_swarm_detect(commands: Any) -> None:
 
 def add_bench(commands: Any) -> None:
     bench = commands.add_parser("bench", help="measure the simulator (ratios measured in one run)")
-    bench.add_argument("target", choices=["kernel", "scenarios", "detection", "classic", "swarm", "mutate"])
+    bench.add_argument("target", choices=["kernel", "scenarios", "detection", "classic", "swarm", "mutate", "hermes"])
     bench.add_argument("paths", nargs="*", default=[], metavar="PATH",
                        help="scenarios, detection, mutate: files or folders (default: the catalogue); swarm: workloads (default: scenarios/swarm/)")
     add_json_options(bench)
-    bench.add_argument("--repeats", type=positive_int, default=5, help="kernel: measurements per runtime; the best is kept")
+    bench.add_argument("--repeats", type=positive_int, default=5, help="kernel: measurements per runtime; the best is kept; "
+                                                                      "hermes: runs with real threads (10 s each)")
     bench.add_argument("--runs", type=positive_int,
-                       help="scenarios, detection's coverage: runs per scenario (default 20); swarm: runs timed for speed (default 200)")
+                       help="scenarios, detection's coverage: runs per scenario (default 20); swarm: runs timed for speed (default 200); "
+                            "hermes: simulated runs of seed 000, and generated runs (default 30 each)")
+    bench.add_argument("--target", dest="release", default="hermes==0.19.0", metavar="TARGET",
+                       help="hermes: the release measured (default hermes==0.19.0)")
     bench.add_argument("--seeds", type=positive_int, help="detection, classic: root seeds per mutant/bug, scenario and strategy (default 20); "
                                                           "swarm: root seeds per mutant (default 10)")
     bench.add_argument("--cap", type=positive_int, default=2000, help="classic: runs before a search counts as undetected")

@@ -50,9 +50,10 @@ def _digests(args: argparse.Namespace) -> int:
         for scenario in scenarios:
             seeds = stopping.Until(range(args.seeds))
             result[scenario.name] = digests = []
-            for seed in seeds:
-                digests.append(run_once(scenario, seed).result.digest())
-                alive.done(f"{scenario.name}: {seed + 1} seeds so far")
+            with targets.batch(scenario):  # one batch for a scenario's seeds, as an exploration's
+                for seed in seeds:
+                    digests.append(run_once(scenario, seed).result.digest())
+                    alive.done(f"{scenario.name}: {seed + 1} seeds so far")
             if seeds.cut:
                 break
             lines.done(f"{scenario.name}: {args.seeds} seeds")

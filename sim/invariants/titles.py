@@ -29,6 +29,9 @@ class TitleFollowsConversation(Invariant):
 
     name = "title_follows_conversation"
     races = ("R17",)
+    # Titles given and rotations are the judgement; the lease-less writer's rotation and a title write of unknown
+    # outcome only refine it (a target without them is still judged).
+    needs = frozenset({"session.titled", "commit.published"})
     description = (
         "After a rotation and at the end, a conversation's live session shows the title last given to it, with "
         "the source that gave it (a carried auto title stays auto), and no other session of it shows one; an "

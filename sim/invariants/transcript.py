@@ -168,17 +168,18 @@ class AcknowledgedAppendsSurvive(Invariant):
     description = (
         "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one "
         "if ended on purpose), or the first commit on its session after it summarized it under a watermark that "
-        "covers it (a copy that commit cloned onward is followed the same way)."
+        "covers it or from an input that held it (a copy that commit cloned onward is followed the same way)."
     )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._acknowledged: list[tuple[TurnPersisted, HistoryEvent[Event]]] = []
         self._appended_at: dict[int, int] = {}  # row id -> the seq of the append that wrote it
-        # session -> (seq, watermark, what its caller held when the attempt started) of each commit on it
-        self._commits: dict[str, list[tuple[int, int, frozenset[Payload]]]] = {}
+        # session -> (seq, watermark, what its caller held when the attempt started, its input rows) of each commit on it
+        self._commits: dict[str, list[tuple[int, int, frozenset[Payload], frozenset[int]]]] = {}
         self._highest: list[tuple[int, int]] = [(0, -1)]  # (a new highest row id an append reported, its seq)
         self._held_at_start: dict[AttemptId, frozenset[Payload]] = {}  # attempt -> its caller's messages then
+        self._inputs: dict[AttemptId, frozenset[int]] = {}  # attempt -> the rows it took as input
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
@@ -188,6 +189,13 @@ class AcknowledgedAppendsSurvive(Invariant):
         slot = self.slot_of_task(record.task)
         if slot is not None:
             self._held_at_start[event.attempt] = frozenset(map(message_payload, slot.agent.messages))
+
+    @handles(CompactionInput)
+    def took_input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
+        """The rows an attempt took as input are what its commit summarizes (as `told_messages_kept_once_in_order`
+        credits them): on a target without a watermark (a hermes release) the only bound of it; the reference's
+        input is below its watermark already."""
+        self._inputs[event.attempt] = frozenset(event.rows)
 
     @handles(TurnPersisted)
     def persisted(self, event: TurnPersisted, record: HistoryEvent[TurnPersisted]) -> None:
@@ -215,7 +223,7 @@ class AcknowledgedAppendsSurvive(Invariant):
         whose stalled write is acknowledged with one of them later (its own /compress had carried it there) is
         judged from this moment, so the commit that summarized the copy in between counts (a harness-only
         fault, so the store read here is the one at this event)."""
-        self._commits.setdefault(event.parent, []).append((record.seq, 0, frozenset()))
+        self._commits.setdefault(event.parent, []).append((record.seq, 0, frozenset(), frozenset()))
         for row in self.system.store.all_messages(event.child):
             self._appended_at.setdefault(row.id, record.seq)
 
@@ -238,7 +246,8 @@ class AcknowledgedAppendsSurvive(Invariant):
         its lease release) must not have that commit credited again at the crash, a later moment at which the
         copy it cloned onward would be judged against the same commit's watermark (the facts credit it once)."""
         watermark = self.facts.commits.watermark(attempt, session)
-        self._commits.setdefault(session, []).append((record.seq, watermark, self._held_at_start.get(attempt, frozenset())))
+        self._commits.setdefault(session, []).append((record.seq, watermark, self._held_at_start.get(attempt, frozenset()),
+                                                      self._inputs.get(attempt, frozenset())))
 
     def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         store = self.system.store
@@ -269,7 +278,8 @@ class AcknowledgedAppendsSurvive(Invariant):
 
     def _summarized(self, row: MessageRow, since: int, same_payload: list[MessageRow]) -> bool:
         """Whether the first commit on the row's session after `since` summarized it under a covering
-        watermark; a row that commit did not summarize but carried onward is judged by its next copy.
+        watermark, or took it as input; a row that commit did not summarize but carried onward is judged by its
+        next copy.
 
         A row the commit carried is superseded (a clone of the foreign tail), or archived above the watermark:
         a rotation's own pre-publish flush is archived in the parent while its handoff carries the row into
@@ -281,10 +291,11 @@ class AcknowledgedAppendsSurvive(Invariant):
         message its caller already held when the attempt started (a turn whose write failed) is in the summary's
         input, and the flush writes it above the watermark only for the commit to archive it."""
         while True:
-            commit = next(((seq, wm, held) for seq, wm, held in self._commits.get(row.session_id, []) if seq > since), None)
+            commit = next((found for found in self._commits.get(row.session_id, []) if found[0] > since), None)
             if commit is None:
                 return False
-            if row.compacted and (row.id <= commit[1] or payload(row) in commit[2]):
+            _, watermark, held, took = commit
+            if row.compacted and (row.id <= watermark or row.id in took or payload(row) in held):
                 return True
             later = [copy for copy in same_payload if copy.id > row.id]
             if not later:

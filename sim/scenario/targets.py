@@ -46,6 +46,7 @@ class Capabilities:
     fixed: Mapping[str, tuple[Any, str]]  # `world.config` keys the target has at one value only -> (value, why)
     frontends: frozenset[str]
     events: frozenset[str]  # the event kinds it emits: what an `after_event` trigger can wait for
+    title_sources: frozenset[str] = frozenset({"derived", "llm", "user"})  # who may give a title drive's title
 
 
 def parse(text: str) -> str:
@@ -116,6 +117,7 @@ def applies(invariant: type, target: str) -> str | None:
 
 
 def batch(scenario: Any) -> AbstractContextManager[Any]:
-    """What a batch of the scenario's runs shares on its target (a released one patches threading for them)."""
+    """What a batch of the scenario's runs shares on its target (a released one patches threading for them); a
+    workload, whose runs share its target, opens one the same way."""
     found = plugin(scenario.target)
     return nullcontext() if found is None else found[0].batch()

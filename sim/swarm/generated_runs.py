@@ -17,6 +17,7 @@ from typing import Any
 from sim.core.heap import freeze_long_lived
 from sim.core.search import Searched, search
 from sim.kernel.errors import unwrap
+from sim.scenario import targets
 from sim.scenario.runner import RunReport, run_once
 from sim.swarm.feedback import NO_BIAS, Bias
 from sim.swarm.generate import enabled_kinds, generate
@@ -82,7 +83,8 @@ def run_indices(workloads: Sequence[Workload], root_seed: int, indices: Iterable
                 biases: dict[int, Bias] | None = None,
                 exitfirst: bool = False) -> tuple[list[RunSummary], Searched[RunSummary]]:
     """The summaries of the given runs (each with its bias, if any), in order, within `runs` runs or `time_budget_s`
-    CPU seconds; with `exitfirst`, up to and including the first that failed. And what the search did: its CPU
+    CPU seconds, in one batch of the workloads' target (a released one patches threading once for all of them, not
+    once per run); with `exitfirst`, up to and including the first that failed. And what the search did: its CPU
     seconds, and whether a stop request ended it."""
     freeze_long_lived()
     summaries: list[RunSummary] = []
@@ -96,6 +98,6 @@ def run_indices(workloads: Sequence[Workload], root_seed: int, indices: Iterable
         if on_run is not None:
             on_run(summary)
 
-    searched = search(indices, one, runs=runs, time_budget_s=time_budget_s, on_run=heard,
+    searched = search(indices, one, runs=runs, time_budget_s=time_budget_s, on_run=heard, batch=targets.batch(workloads[0]),
                       until=lambda summary: exitfirst and summary.failure is not None)
     return summaries, searched

@@ -16,6 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from contract.vocabulary import TITLE_SOURCES
 from sim.scenario import targeting, targets
 from sim.swarm.workload_model import AFTER_EVENT, ActionKind, ActionRate, FaultDraw, Workload
 
@@ -50,12 +51,23 @@ def on_target(workload: Workload, target: str) -> tuple[Workload, list[Cut]]:
     actions = workload.swarm.actions
     for kind in ActionKind:
         rate = actions.of(kind)
-        if rate.rate != 0 and ACTION_DRIVES[kind] not in can.drives:
-            cuts.append(Cut(("swarm", "actions", str(kind)), f"{target} takes no {ACTION_DRIVES[kind]} drive"))
+        refused = _refused_action(kind, can)
+        if rate.rate != 0 and refused is not None:
+            cuts.append(Cut(("swarm", "actions", str(kind)), refused))
             actions = dataclasses.replace(actions, **{str(kind): ActionRate(0.0, rate.probability)})
     world = _world_on(workload.swarm.world, can, cuts)
     swarm = dataclasses.replace(workload.swarm, faults=faults, actions=actions, world=world)
     return dataclasses.replace(workload, target=target, swarm=swarm), cuts
+
+
+def _refused_action(kind: ActionKind, can: targets.Capabilities) -> str | None:
+    """Why the target cannot take the drives an action kind makes (None: it can). A generated title is given by
+    any source (`TITLE_SOURCES`), so a target that takes some sources only takes none of them."""
+    if ACTION_DRIVES[kind] not in can.drives:
+        return f"{can.target} takes no {ACTION_DRIVES[kind]} drive"
+    if kind is ActionKind.TITLE and can.title_sources != frozenset(TITLE_SOURCES):
+        return f"{can.target} takes titles from {', '.join(sorted(can.title_sources))} only, and a generated title is any source's"
+    return None
 
 
 def _fault_on(draw: FaultDraw, can: targets.Capabilities, cuts: list[Cut]) -> FaultDraw | None:

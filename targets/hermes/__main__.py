@@ -6,6 +6,8 @@
     baseline VERSION [--mode M] [--grace S] [--runs N] [--json]
                                     seed 000's interleaving with real threads and real time
     seams                           the seams table of SEAMS.md, counted from the installed releases
+    races VERSION [--runs N] [--seed S] [--json]
+                                    the swarm's first run showing each race the release fails (races.py)
 
 Exit status: 0 done, 1 a failed install or an escaped probe, 2 bad usage or a release with no lock.
 `check` and `baseline` load the release into this process, so they take one version each.
@@ -18,13 +20,21 @@ import contextlib
 import json
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 from targets.hermes import locks, probes, store
-from targets.hermes.loader import load
+from targets.hermes.loader import load, make_home
+from targets.hermes.target import RELEASES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+WORKLOADS = Path(__file__).resolve().parents[2] / "scenarios" / "swarm" / "hermes"
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of runs of at least 1, got {text}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,6 +70,13 @@ def _parser() -> argparse.ArgumentParser:
     baseline.add_argument("--json", action="store_true")
     baseline.set_defaults(run=_baseline)
     commands.add_parser("seams", help="print the seams table from the installed releases").set_defaults(run=_seams)
+    hunt = commands.add_parser("races", help="the swarm's first run showing each race the release fails")
+    hunt.add_argument("version", choices=RELEASES, metavar="VERSION")
+    hunt.add_argument("--runs", type=_positive, default=2000, metavar="N", help="runs at most (default 2000)")
+    hunt.add_argument("--seed", type=int, default=1, metavar="S", help="the campaign's root seed (default 1)")
+    hunt.add_argument("--workloads", type=Path, default=WORKLOADS, metavar="PATH", help="default scenarios/swarm/hermes")
+    hunt.add_argument("--json", action="store_true")
+    hunt.set_defaults(run=_races)
     return parser
 
 
@@ -84,7 +101,7 @@ def _lock(args: argparse.Namespace) -> int:
 
 
 def _home() -> Path:
-    home = Path(tempfile.mkdtemp(prefix="hermes-home-"))
+    home = make_home("hermes-home-")
     probes.write_config(home)
     return home
 
@@ -97,7 +114,7 @@ def _release_prints_to_stderr() -> contextlib.AbstractContextManager:
 def _check(args: argparse.Namespace) -> int:
     from targets.hermes.check import run_check
 
-    home = Path(tempfile.mkdtemp(prefix="hermes-home-")) if args.no_stubs else _home()
+    home = make_home("hermes-home-") if args.no_stubs else _home()
     with _release_prints_to_stderr():
         report = run_check(load(args.version, home), stub=not args.no_stubs)
     print(json.dumps(report.__dict__, indent=1))
@@ -121,6 +138,27 @@ def _baseline(args: argparse.Namespace) -> int:
             print(f"  {label:15s} {place}")
         print(f"  lost: {', '.join(last.lost) or 'nothing'}")
     return EXIT_OK
+
+
+def _races(args: argparse.Namespace) -> int:
+    from sim.scenario.names import registry
+    from sim.swarm.workload_loader import load_workloads
+    from targets.hermes import races, target
+
+    target.enter(args.version)
+    workloads = load_workloads([args.workloads], registry(), f"hermes=={args.version}")
+    wanted = races.SCRIPTED_FAILING[args.version]
+    with _release_prints_to_stderr():
+        hunt = races.first_finds(workloads, args.seed, range(args.runs), frozenset(wanted) - races.NOT_DRAWN.keys(), _said_found)
+    found = {"version": args.version, "root_seed": args.seed, **races.describe(hunt, wanted)}
+    print(json.dumps(found, indent=1) if args.json else
+          "\n".join(f"{race}: {'not within ' + str(hunt.runs) if index is None else 'run ' + str(index)}"
+                    for race, index in {**found["first_run"], **found["also_found"]}.items()))
+    return EXIT_OK
+
+
+def _said_found(race: str, index: int) -> None:
+    print(f"{race}: run {index}", file=sys.stderr, flush=True)
 
 
 def _seams(args: argparse.Namespace) -> int:

@@ -51,6 +51,7 @@ class Outcome:
     grace_s: float
     setup_s: float = 0.0  # AIAgent() and the earlier conversation's persist, probes stubbed
     wall_s: float = 0.0  # from the first turn's start to the end of the last thread
+    cpu_s: float = 0.0  # this process's CPU time (every thread) for the setup and the interleaving
     where: dict[str, str] = field(default_factory=dict)
     first_turn: dict[str, Any] = field(default_factory=dict)
     next_turn: dict[str, Any] = field(default_factory=dict)
@@ -125,6 +126,7 @@ def run_seed_000(loaded: LoadedRelease, mode: str, grace_s: float) -> Outcome:
     summary = GatedSummary()
     script_summary(summary)
     outcome = Outcome(loaded.version, mode, grace_s)
+    cpu = time.process_time()
     started = time.perf_counter()
     db = hermes_state.SessionDB(db_path=db_path)
     agent = make_agent(db, in_place=_in_place_flag(loaded, mode))
@@ -144,6 +146,7 @@ def run_seed_000(loaded: LoadedRelease, mode: str, grace_s: float) -> Outcome:
     summary.release.set()
     first.join(TURN_LIMIT_S)
     outcome.wall_s = time.perf_counter() - started
+    outcome.cpu_s = time.process_time() - cpu
     outcome.first_turn = _summary_of(cli.results.get("first turn"))
     outcome.next_turn = _summary_of(cli.results.get("next turn"))
     outcome.where = {label: where_is(db_path, text) for label, text in QUESTIONS.items()}

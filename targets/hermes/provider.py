@@ -8,6 +8,7 @@ the shape of an OpenAI chat completion, which is all either caller reads.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from types import SimpleNamespace
 from typing import Any
@@ -52,7 +53,14 @@ def script_summary(summary: Any) -> None:
     context_compressor.call_llm = summary
 
 
-def script_main_model(agent: Any, text: str) -> None:
-    """Make `agent`'s turns get `text` from the main model, streaming or not."""
-    agent._interruptible_api_call = lambda api_kwargs: reply(text)
-    agent._interruptible_streaming_api_call = lambda api_kwargs, on_first_delta=None: reply(text)
+def script_main_model(agent: Any, text: str, *, numbered: bool = False) -> None:
+    """Make `agent`'s turns get `text` from the main model, streaming or not; `numbered`: its n-th answer says
+    `text #n`, so that no two answers are one message (two agents answering at one virtual instant would
+    otherwise write rows an oracle cannot tell from a duplicated one: same role, content and timestamp)."""
+    calls = itertools.count(1)
+
+    def answer() -> SimpleNamespace:
+        return reply(f"{text} #{next(calls)}" if numbered else text)
+
+    agent._interruptible_api_call = lambda api_kwargs: answer()
+    agent._interruptible_streaming_api_call = lambda api_kwargs, on_first_delta=None: answer()

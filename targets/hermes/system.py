@@ -40,6 +40,7 @@ from contract.events import (
     CompactionInput,
     CompactionSummaryStarted,
     FrontendSessionEnded,
+    FrontendTitleFailed,
     LeaseAcquired,
     LeaseAcquireFailed,
     LeaseContended,
@@ -49,6 +50,8 @@ from contract.events import (
     LeaseReleaseFailed,
     ProcessCrashed,
     SessionReopened,
+    SessionTitled,
+    SessionTitleIndeterminate,
     TurnPersisted,
 )
 from contract.events.base import Event
@@ -60,7 +63,7 @@ from faults.triggers import Trigger
 from sim.core.world import World
 from sim.invariants import InvariantSet, Violation
 from sim.kernel.sync import Event as KernelEvent
-from sim.threads.baton import SimThread, current
+from sim.threads.baton import SimThread, ThreadAbandoned, current
 from sim.threads.run import ThreadRun
 from sim.threads.tracing import Preemption
 from targets.hermes import observe
@@ -155,11 +158,20 @@ class HermesSystem:
                     nursery.start_soon(self._drive, drive, trigger, name=f"drive.{index}.{drive.action}")
             for spec in self.scenario.world.agents:
                 if spec.process not in self.dead:
-                    await self.threads.call(lambda cli=self.clis[spec.name]: cli.type(EXIT), name=f"quit.{spec.name}", process=spec.process)  # type: ignore[misc]  # the default binds this agent's terminal
+                    await self.act(lambda cli=self.clis[spec.name]: cli.type(EXIT), f"quit.{spec.name}", spec.process)  # type: ignore[misc]  # the default binds this agent's terminal
             self._closing = True
             await self._quiet.wait()
         finally:
             observe.ACTIVE.remove(self)
+
+    async def act(self, call: Callable[[], Any], name: str, process: str) -> None:
+        """What a user does in a process (types, presses Ctrl+C, ends the session, closes the terminal), on a thread
+        of that process: a crash of the process meanwhile ends it there, as it ends every thread of the process."""
+        try:
+            await self.threads.call(call, name=name, process=process)
+        except ThreadAbandoned:
+            if process not in self.dead:
+                raise
 
     def _on_idle(self) -> bool:
         """Nothing can run and no timer is pending: a drive or fault waiting for an event that cannot come gives up;
@@ -205,6 +217,8 @@ class HermesSystem:
         db = next(iter(self.dbs.values()))
         for session in self.scenario.world.sessions:
             db.create_session(session.id, "cli", parent_session_id=session.parent)
+            if session.title is not None:
+                db.set_session_title(session.id, session.title)
             for i in range(session.messages):
                 text = f"{session.id} message {i} ".ljust(SEED_MESSAGE_CHARS, ".")
                 db.append_message(session.id, "user" if i % 2 == 0 else "assistant", text)
@@ -223,7 +237,7 @@ class HermesSystem:
                                   quiet_mode=True, skip_context_files=True, skip_memory=True, enabled_toolsets=[],
                                   session_db=self.dbs[spec.process], session_id=spec.session)
         apply_settings(agent, self.settings_values)
-        script_main_model(agent, ANSWER)
+        script_main_model(agent, f"{ANSWER} of {spec.name}", numbered=True)
         return agent
 
     def _turn_started(self, cli: Cli, number: str) -> None:
@@ -244,12 +258,15 @@ class HermesSystem:
             await self.context.ctrl_c(drive.agent)
             return
         if action == "end_session":
-            await self.threads.call(lambda: self._end_session(spec, drive), name=f"end.{drive.agent}", process=spec.process)
+            await self.act(lambda: self._end_session(spec, drive), f"end.{drive.agent}", spec.process)
+            return
+        if action == "title":
+            await self.act(lambda: self._title(spec, drive.title), f"title.{drive.agent}", spec.process)
             return
         # a message typed while a turn runs is hermes's own interrupt (cli.py): Ctrl+C with a typed message
         text = COMPRESS if action == "compress" else drive.typed if action == "ctrl_c" else (drive.turn or "")
         cli = self.clis[drive.agent]
-        await self.threads.call(lambda: cli.type(text), name=f"type.{drive.agent}", process=spec.process)
+        await self.act(lambda: cli.type(text), f"type.{drive.agent}", spec.process)
 
     def _end_session(self, spec: Any, drive: Any) -> None:
         """The frontend ends the session; a store that refuses (a fault at `db.end_session`) leaves it open, which
@@ -261,6 +278,20 @@ class HermesSystem:
         except Exception:
             return
         self.rt.emit(FrontendSessionEnded(session=session, reason=drive.end_reason))
+
+    def _title(self, spec: Any, title: str) -> None:
+        """The terminal's /title: `set_session_title` on the agent's session, which refuses a title another session
+        shows (ValueError); any other error leaves it unknown whether the title was stored."""
+        session = SessionId(self.agents[spec.name].session_id)
+        try:
+            self.dbs[spec.process].set_session_title(session, title)
+        except ValueError as error:
+            self.rt.emit(FrontendTitleFailed(session=session, title=title, error=str(error)))
+            return
+        except Exception:
+            self.rt.emit(SessionTitleIndeterminate(session=session, title=title, source="user"))
+            return
+        self.rt.emit(SessionTitled(session=session, title=title, source="user", stored=title))
 
     # ---- hooks (observe.py calls these on the run's threads) -----------------------------------------
 
@@ -474,7 +505,7 @@ class HermesFaultContext:
         if process in self._system.dead:
             return
         cli = self._system.clis[name]
-        await self._system.threads.call(cli.ctrl_c, name=f"ctrl_c.{name}", process=process)
+        await self._system.act(cli.ctrl_c, f"ctrl_c.{name}", process)
 
     def alive(self, process: str) -> bool:
         return process not in self._system.dead

@@ -8,7 +8,8 @@ bad input naming the target and what it can do instead, never a silent pass. Wha
 (`sim.swarm.targeted`).
 
 **Drives**: `turn` (typed at its terminal; while a turn runs, the terminal's typed interrupt), `ctrl_c`,
-`compress` (/compress), `end_session`. **Faults**: `stall` and `provider_error` at `provider.summary`,
+`compress` (/compress), `end_session`, `title` (/title: the user's, `SessionDB.set_session_title`; hermes keeps no
+title source, so a world's session title is the user's too). **Faults**: `stall` and `provider_error` at `provider.summary`,
 `stall` at `db.<op>`, `db_write_failure` and `db_busy` at `db.<op>` (inside `_execute_write`: before COMMIT in
 the transaction, after it outside), `ctrl_c`, `message_mid_compression` (another process's SessionDB appends),
 `crash` of a process (no restart). A lease lapses by the virtual clock (a stall past its TTL), as it would.
@@ -23,7 +24,6 @@ invariant applies when every event it needs is emitted and every other it reads 
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,7 +37,7 @@ FAMILY = "hermes"
 RELEASES = ("0.16.0", "0.17.0", "0.18.2", "0.19.0")
 IN_PLACE_FROM = "0.18.2"  # in-place compaction, the lease refresher and its TTL setting
 
-DRIVES = frozenset({"turn", "ctrl_c", "compress", "end_session"})
+DRIVES = frozenset({"turn", "ctrl_c", "compress", "end_session", "title"})
 SUMMARY = "provider.summary"
 IN_PLACE_OPS = ("archive_and_compact", "refresh_compression_lock", "record_compression_failure_cooldown")  # 0.18.2+
 def _point(op: str) -> str:
@@ -71,7 +71,8 @@ EMITS = frozenset({
     "attempt.claimed", "compaction.input", "compaction.summary_started", "compaction.finished", "commit.archived",
     "commit.published", "compaction.commit_failed", "lease.acquired", "lease.contended", "lease.acquire_failed",
     "lease.refreshed", "lease.refresh_failed", "lease.released", "lease.release_failed", "process.crashed",
-    "fault.fired", "task.spawn", "task.exit", "session.reopened",
+    "fault.fired", "task.spawn", "task.exit", "session.reopened", "session.titled", "frontend.title_failed",
+    "session.title_indeterminate",
 })
 ABSENT = frozenset({
     "fence.begin_ok", "fence.begin_refused", "fence.cancel_won", "fence.revoked", "fence.finish",
@@ -101,7 +102,7 @@ def capabilities(version: str) -> Capabilities:
         target=f"{FAMILY}=={version}", drives=DRIVES,
         faults={kind: tuple(point for place in places for point in where[place]) for kind, places in FAULTS.items()},
         refused=REFUSED, settings=tuple(key for key in SETTINGS if key not in fixed), fixed=fixed,
-        frontends=frozenset({"cli"}), events=EMITS)
+        frontends=frozenset({"cli"}), events=EMITS, title_sources=frozenset({"user"}))
 
 
 def check(scenario: Any, version: str) -> None:
@@ -125,6 +126,14 @@ def check(scenario: Any, version: str) -> None:
             if fault.params.get(param) is not None:
                 raise ScenarioError(path, f"fault[{index}].{param}", f"none: {target} cannot honour {param} (its processes are not restarted)",
                                     repr(fault.params[param]))
+    for index, drive in enumerate(scenario.drives):
+        if drive.title is not None and drive.title_source not in can.title_sources:
+            raise ScenarioError(path, f"drive[{index}].title_source", f"\"user\": {target} keeps no title source (its /title is the user's)",
+                                repr(drive.title_source))
+    for index, session in enumerate(scenario.world.sessions):
+        if session.title_source not in (None, *can.title_sources):
+            raise ScenarioError(path, f"world.sessions[{index}].title_source", f"none or \"user\": {target} keeps no title source",
+                                repr(session.title_source))
     for key, value in scenario.world.config.items():
         _check_setting(path, can, key, value)
     for index, agent in enumerate(scenario.world.agents):
@@ -151,6 +160,11 @@ def _check_setting(path: str, can: Capabilities, key: str, value: Any) -> None:
 
 
 _FIXED_BEFORE = {"in_place": False, "lease_ttl_s": 300.0}
+
+
+def compacts_in_place(version: str) -> bool:
+    """Whether the release has in-place compaction (and the lease refresher with its TTL setting)."""
+    return not _older(version, IN_PLACE_FROM)
 
 
 def _older(version: str, than: str) -> bool:
@@ -181,7 +195,7 @@ _home: list[Path] = []
 
 def enter(version: str) -> None:
     """Load the release into this process (once), its probes stubbed and its seams hooked."""
-    from targets.hermes import loader, observe, probes
+    from targets.hermes import loader, observe, probes, tls
 
     reason = missing(version)
     if reason is not None:
@@ -190,10 +204,11 @@ def enter(version: str) -> None:
         if _loaded[0] != version:
             raise ScenarioError("", "target", f"hermes=={_loaded[0]}, the release this process runs", f"hermes=={version}")
         return
-    home = Path(tempfile.mkdtemp(prefix=f"hermes-{version}-"))
+    home = loader.make_home(f"hermes-{version}-")
     probes.write_config(home)
     loader.load(version, home)
     probes.stub_probes()
+    tls.share_contexts()
     _warm_up(home)
     observe.install()
     _loaded.append(version)

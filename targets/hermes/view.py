@@ -6,6 +6,10 @@ read-only connection of the harness, answered in the contract's rows. The connec
 thread, so a read is never a scheduling point: the oracle looks without moving the run. It reads only what is
 committed, as any other process would.
 
+Times: hermes writes `time.time()`, the wall clock, which a run pins to `EPOCH_S` plus virtual time; the contract's
+rows say virtual seconds, which every invariant compares with event times. Each time column is read back as
+virtual seconds (rounded to the microsecond: at 1.8e9 seconds a float keeps about 0.2 us).
+
 Mapping: a session's `parent_session_id` is the row's parent, its `ended_at`/`end_reason` as they are; a message
 is active unless the release's `active` column says otherwise (0.16-0.17 have no such column: every row is
 active), compacted as its `compacted` column says; a summary row is one whose text starts with the release's
@@ -20,8 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from contract.store import MISSING_COOLDOWN, CooldownRow, LeaseRow, MessageRow, SessionRow, built
+from sim.threads.clock import EPOCH_S
 
 SUMMARY_PREFIXES = ("[CONTEXT COMPACTION", "[CONTEXT SUMMARY", "SUMMARY")
+
+
+def virtual(wall: float | None) -> float | None:
+    """A time hermes wrote (the pinned wall clock) as the run's virtual seconds."""
+    return None if wall is None else round(wall - EPOCH_S, 6)
 
 
 class HermesStore:
@@ -46,7 +56,7 @@ class HermesStore:
         title = "title" if "title" in self._session_columns else "NULL"
         rows = self._db.execute(f"SELECT id, parent_session_id, started_at, ended_at, end_reason, message_count, {title} "
                                 f"FROM sessions {where} ORDER BY {order}", args).fetchall()
-        return [built(SessionRow, (sid, parent, started, ended, reason, {}, count or 0, title_text, None))
+        return [built(SessionRow, (sid, parent, virtual(started), virtual(ended), reason, {}, count or 0, title_text, None))
                 for sid, parent, started, ended, reason, count, title_text in rows]
 
     def session_ids(self) -> list[str]:
@@ -66,7 +76,8 @@ class HermesStore:
         where = f" AND {self._active} = 1" if active_only else ""
         rows = self._db.execute(f"SELECT {self._message_columns} FROM messages WHERE session_id = ? AND id > ?{where} "
                                 "ORDER BY id", (sid, above)).fetchall()
-        return [built(MessageRow, (*row[:6], bool(row[6]), bool(row[7]), _is_summary(row[3]))) for row in rows]
+        return [built(MessageRow, (*row[:4], virtual(row[4]), row[5], bool(row[6]), bool(row[7]), _is_summary(row[3])))
+                for row in rows]
 
     def active_messages(self, sid: str, above: int = 0) -> list[MessageRow]:
         return self._messages(sid, above, True)
@@ -84,7 +95,7 @@ class HermesStore:
             return None
         row = self._db.execute("SELECT session_id, holder, acquired_at, expires_at FROM compression_locks WHERE session_id = ?",
                                (sid,)).fetchone()
-        return None if row is None else built(LeaseRow, row)
+        return None if row is None else built(LeaseRow, (row[0], row[1], virtual(row[2]), virtual(row[3])))
 
     def cooldown_row(self, sid: str) -> CooldownRow:
         if "compression_failure_cooldown_until" not in self._session_columns:
@@ -93,7 +104,7 @@ class HermesStore:
                                "compression_fallback_streak FROM sessions WHERE id = ?", (sid,)).fetchone()
         if row is None:
             return MISSING_COOLDOWN
-        return CooldownRow(until=row[0], error=row[1], ineffective_count=0, fallback_streak=row[2] or 0, exists=True)
+        return CooldownRow(until=virtual(row[0]), error=row[1], ineffective_count=0, fallback_streak=row[2] or 0, exists=True)
 
     def active_row_ids(self, sid: str) -> list[int]:
         """The ids of the session's active rows (what an attempt that starts now works from)."""

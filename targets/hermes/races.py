@@ -1,0 +1,299 @@
+"""Which race of hermes-compaction.md a failing run on a hermes release shows, and the swarm's first find of each.
+
+A failure is a race when the invariant it broke judges that race (`Invariant.races`) AND the run's events show
+the race's mechanism: an invariant names the harm (a message lost, two continuations), the mechanism says how
+it came about, and several races share a harm. The rules, one mechanism per race:
+
+| race | the mechanism in the run's events |
+|---|---|
+| R1 | a turn abandoned after Ctrl+C's grace (`frontend.turn_abandoned`) while its agent's compaction held the lease |
+| R10 | a duplicate (`no_duplicate_persisted_turn`) whose row the rotating turn wrote into the child after the rotation, or into the parent while it ran |
+| R11 | an attempt that did not commit (`compaction.finished`, status `failed`, `error` or `unchanged`) |
+| R12 | the duplicated or misplaced row's session had an in-place commit fail (`compaction.commit_failed`) before it |
+| R14 | the lost row (the violation's append) was appended after an attempt took its input there and before it committed there |
+| R17 | a rotation (`commit.published`): it carries the title |
+| R19 | two attempts rotated one parent, the later one acquiring its lease after the earlier one had released it |
+| R20 | `no_orphan_parent` itself, which reads the orphan parent in the store (the other invariants R20 feeds judge other races' harm too) |
+| R24 | a process crashed while one of its attempts held a lease |
+| R25 | an attempt acquired a lease a live attempt still held (it lapsed on the virtual clock), a commit without it, or a refresh after its attempt ended |
+
+`first_finds` runs a swarm campaign on the loaded release exactly as `python -m sim swarm` does (run `i` is
+`run_generated(workloads, root_seed, i)`) and notes the first run that shows each race.
+`python -m targets.hermes races VERSION` prints them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from contract.events import (
+    AppendOk,
+    CommitArchived,
+    CommitPublished,
+    CompactionCommitFailed,
+    CompactionFinished,
+    CompactionInput,
+    FrontendTurnAbandoned,
+    LeaseAcquired,
+    LeaseRefreshed,
+    LeaseReleased,
+    ProcessCrashed,
+    TurnPersisted,
+)
+from contract.events.base import Event
+from contract.history import HistoryEvent
+from contract.ids import HolderId
+from sim.core.heap import freeze_long_lived
+from sim.core.search import search
+from sim.invariants import INVARIANTS, Violation
+from sim.scenario import targets
+from sim.scenario.runner import RunReport
+from sim.swarm.generated_runs import run_generated
+from sim.swarm.workload_model import Workload
+
+NOT_COMMITTED = ("failed", "error", "unchanged")
+# The races each release is shown failing by a scripted scenario (SEAMS.md, "The races as scenarios").
+SCRIPTED_FAILING = {
+    "0.16.0": ("R1", "R14", "R17", "R19", "R24", "R25"),
+    "0.17.0": ("R1", "R10", "R11", "R14", "R17", "R19", "R24", "R25"),
+    "0.18.2": ("R1", "R10", "R11", "R12", "R14", "R17", "R19", "R24", "R25"),
+    "0.19.0": ("R1", "R10", "R11", "R12", "R14", "R17", "R24", "R25"),
+}
+# Races a generated run on a release cannot show, and why (a hunt does not wait for them).
+NOT_DRAWN = {"R17": "a generated title is any source's, and a release takes the user's only: no title is drawn"}
+
+
+@dataclass
+class Run:
+    """What the rules read of one run: its history, folded once into the facts they ask about."""
+
+    history: Sequence[HistoryEvent]
+    held: dict[str, set[HolderId]] = field(default_factory=dict)  # session -> holders now (during the fold)
+    crashed: set[str] = field(default_factory=set)
+    abandoned_holding: bool = False  # R1
+    crashed_holding: bool = False  # R24
+    overlapping: set[str] = field(default_factory=set)  # attempts that acquired a lease a live attempt held (R25)
+    acquired_at: dict[tuple[str, str], int] = field(default_factory=dict)  # (attempt, session) -> seq
+    released_at: dict[tuple[str, str], int] = field(default_factory=dict)
+    inputs: dict[str, tuple[str, int]] = field(default_factory=dict)  # attempt -> (session, seq of its input)
+    windows: list[tuple[str, int, int]] = field(default_factory=list)  # (session, input seq, commit seq) per commit
+    publishers: dict[str, list[str]] = field(default_factory=dict)  # parent -> attempts that rotated it, in order
+    rotating: list[tuple[str, str, int, int]] = field(default_factory=list)  # (its task, parent, input seq, publish seq)
+    children: dict[str, int] = field(default_factory=dict)  # child session -> seq of its commit.published
+    failed_in_place: dict[str, int] = field(default_factory=dict)  # session -> seq of its first failed commit
+    not_committed: bool = False  # R11
+    finished: set[str] = field(default_factory=set)
+    refreshed_after_end: bool = False  # R25: a refresher that outlived its attempt
+
+    @classmethod
+    def of(cls, history: Sequence[HistoryEvent]) -> Run:
+        run = cls(history)
+        for record in history:
+            run._fold(record)
+        return run
+
+    def _fold(self, record: HistoryEvent) -> None:
+        fold = FOLDS.get(type(record.event))
+        if fold is not None:
+            fold(self, record.event, record)
+
+    def _lease_acquired(self, event: LeaseAcquired, record: HistoryEvent) -> None:
+        holders = self.held.setdefault(str(event.session), set())
+        if any(_process(other) not in self.crashed and other.attempt != event.holder.attempt for other in holders):
+            self.overlapping.add(str(event.holder.attempt))
+        holders.add(event.holder)
+        self._note(self.acquired_at, event.holder, str(event.session), record.seq)
+
+    def _lease_refreshed(self, event: LeaseRefreshed, record: HistoryEvent) -> None:
+        self.refreshed_after_end |= str(event.holder.attempt) in self.finished
+
+    def _lease_released(self, event: LeaseReleased, record: HistoryEvent) -> None:
+        self.held.get(str(event.session), set()).discard(event.holder)
+        self._note(self.released_at, event.holder, str(event.session), record.seq)
+
+    def _crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
+        self.crashed.add(event.process)
+        self.crashed_holding |= any(_process(holder) == event.process for holder in self._holders())
+
+    def _abandoned(self, event: FrontendTurnAbandoned, record: HistoryEvent) -> None:
+        self.abandoned_holding |= any(holder.fields.get("agent") == event.agent for holder in self._holders())
+
+    def _input(self, event: CompactionInput, record: HistoryEvent) -> None:
+        self.inputs[str(event.attempt)] = (str(event.session), record.seq)
+
+    def _archived(self, event: CommitArchived, record: HistoryEvent) -> None:
+        self._committed(str(event.attempt), str(event.session), record.seq)
+
+    def _published(self, event: CommitPublished, record: HistoryEvent) -> None:
+        attempt, parent = str(event.attempt), str(event.parent)
+        self._committed(attempt, parent, record.seq)
+        self.publishers.setdefault(parent, []).append(attempt)
+        took = self.inputs.get(attempt)
+        if took is not None:
+            self.rotating.append((record.task, parent, took[1], record.seq))
+        self.children.setdefault(str(event.child), record.seq)
+
+    def _commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
+        self.failed_in_place.setdefault(str(event.session), record.seq)
+
+    def _finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
+        self.not_committed |= event.status in NOT_COMMITTED
+        self.finished.add(str(event.attempt))
+
+    def _holders(self) -> Iterator[HolderId]:
+        return (holder for holders in self.held.values() for holder in holders)
+
+    @staticmethod
+    def _note(table: dict[tuple[str, str], int], holder: HolderId, session: str, seq: int) -> None:
+        if holder.attempt is not None:
+            table.setdefault((str(holder.attempt), session), seq)
+
+    def _committed(self, attempt: str, session: str, seq: int) -> None:
+        took = self.inputs.get(attempt)
+        if took is not None and took[0] == session:
+            self.windows.append((session, took[1], seq))
+
+    def rotated_after_release(self) -> bool:
+        """R19: a parent rotated twice, the later attempt's acquire after the earlier one's release."""
+        for parent, attempts in self.publishers.items():
+            for earlier, later in zip(attempts, attempts[1:]):
+                released = self.released_at.get((earlier, parent))
+                acquired = self.acquired_at.get((later, parent))
+                if later != earlier and released is not None and acquired is not None and released < acquired:
+                    return True
+        return False
+
+    def lapsed(self) -> bool:
+        """R25: a second attempt held a lease its live holder still held."""
+        return bool(self.overlapping)
+
+    def witness_append(self, violation: Violation) -> Append | None:
+        """The violation's last witnessing append, if it has one."""
+        for seq in reversed(violation.witnesses):
+            record = self.history[seq] if 0 <= seq < len(self.history) else None
+            if record is not None and isinstance(record.event, (AppendOk, TurnPersisted)):
+                return Append(str(record.event.session), seq, record.task)
+        return None
+
+
+@dataclass(frozen=True)
+class Append:
+    """A row a violation names: where it was appended, when, by which task."""
+
+    session: str
+    seq: int
+    task: str
+
+
+FOLDS: dict[type[Event], Callable[[Run, Any, HistoryEvent], None]] = {
+    LeaseAcquired: Run._lease_acquired, LeaseRefreshed: Run._lease_refreshed, LeaseReleased: Run._lease_released,
+    ProcessCrashed: Run._crashed, FrontendTurnAbandoned: Run._abandoned, CompactionInput: Run._input,
+    CommitArchived: Run._archived, CommitPublished: Run._published, CompactionCommitFailed: Run._commit_failed,
+    CompactionFinished: Run._finished,
+}
+
+
+def _process(holder: HolderId) -> str:
+    return holder.fields.get("proc", "")
+
+
+def _written_by_rotation(run: Run, violation: Violation) -> bool:
+    """R10: a row duplicated by the turn that rotated, into the parent while its rotation ran (0.19.0 flushes the
+    turn there before ending it) or into the child after (the end-of-turn flush). Only a duplicate: a row lost in
+    a rotation is R14's harm, or no race's."""
+    append = run.witness_append(violation)
+    if append is None or violation.invariant != "no_duplicate_persisted_turn":
+        return False
+    return any(task == append.task and (parent == append.session and began < append.seq < published
+                                        or run.children.get(append.session) == published and published < append.seq)
+               for task, parent, began, published in run.rotating)
+
+
+def _appended_during_compaction(run: Run, violation: Violation) -> bool:
+    """R14: the lost row was appended to a session after an attempt took its input there and before that attempt
+    committed there."""
+    append = run.witness_append(violation)
+    return append is not None and any(session == append.session and began < append.seq < committed
+                                      for session, began, committed in run.windows)
+
+
+def _after_failed_commit(run: Run, violation: Violation) -> bool:
+    append = run.witness_append(violation)
+    if append is None:  # judged at the end: a failed commit anywhere before it
+        return bool(run.failed_in_place)
+    return run.failed_in_place.get(append.session, len(run.history)) < append.seq
+
+
+MECHANISMS: dict[str, Callable[[Run, Violation], bool]] = {
+    "R1": lambda run, violation: run.abandoned_holding,
+    "R10": _written_by_rotation,
+    "R11": lambda run, violation: run.not_committed,
+    "R12": _after_failed_commit,
+    "R14": _appended_during_compaction,
+    "R17": lambda run, violation: bool(run.publishers),
+    "R19": lambda run, violation: run.rotated_after_release(),
+    "R20": lambda run, violation: violation.invariant == "no_orphan_parent",
+    "R24": lambda run, violation: run.crashed_holding,
+    "R25": lambda run, violation: violation.invariant == "commit_holds_lease" or run.lapsed() or run.refreshed_after_end,
+}
+
+
+def races_of(report: RunReport) -> tuple[str, ...]:
+    """The races a run's violations show (sorted; empty for a run that held, or failed otherwise)."""
+    if not report.violations:
+        return ()
+    run = Run.of(report.result.history)
+    found = set()
+    for violation in report.violations:
+        invariant = INVARIANTS.get(violation.invariant)
+        for race in getattr(invariant, "races", ()):
+            mechanism = MECHANISMS.get(race)
+            if mechanism is not None and mechanism(run, violation):
+                found.add(race)
+    return tuple(sorted(found, key=lambda race: int(race[1:])))
+
+
+@dataclass
+class Hunt:
+    """A campaign's first find of each race: race -> run index, and how many runs it took."""
+
+    first: dict[str, int] = field(default_factory=dict)
+    runs: int = 0
+    failing: int = 0
+    unclassified: dict[str, int] = field(default_factory=dict)  # a failing run that showed no race: invariant -> first run
+
+
+def first_finds(workloads: Sequence[Workload], root_seed: int, runs: Iterable[int], wanted: frozenset[str] = frozenset(),
+                on_find: Callable[[str, int], None] | None = None) -> Hunt:
+    """Run the campaign's runs in order (one batch, through the one search loop) until every race in
+    `wanted` was seen (all given runs if `wanted` is empty); the first run index of each race."""
+    hunt = Hunt()
+
+    def heard(index: int, report: RunReport) -> None:
+        hunt.runs += 1
+        hunt.failing += report.failed
+        races = races_of(report)
+        if report.failed and not races:
+            hunt.unclassified.setdefault(report.violations[0].invariant, index)
+        for race in races:
+            if race not in hunt.first:
+                hunt.first[race] = index
+                if on_find is not None:
+                    on_find(race, index)
+
+    freeze_long_lived()
+    search(runs, lambda index: (index, run_generated(workloads, root_seed, index)), batch=targets.batch(workloads[0]),
+           on_run=lambda found: heard(*found), until=lambda _: bool(wanted) and wanted <= hunt.first.keys())
+    return hunt
+
+
+def describe(hunt: Hunt, wanted: Iterable[str]) -> dict[str, Any]:
+    """The hunt as a document: each wanted race's first run (or None), then the others found."""
+    wanted = list(wanted)
+    return {"runs": hunt.runs, "failing_runs": hunt.failing,
+            "first_run": {race: hunt.first.get(race) for race in wanted},
+            "not_drawn": {race: why for race, why in NOT_DRAWN.items() if race in wanted},
+            "also_found": {race: index for race, index in hunt.first.items() if race not in wanted},
+            "unclassified": hunt.unclassified}
