@@ -16,11 +16,11 @@ weights each fault's point, on the same streams, so the neutral bias draws exact
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from contract.streams import derive_seed
-from contract.vocabulary import TITLE_SOURCES
 from sim.invariants.lineage_reads import FORK_MARKERS
 from sim.scenario.loader import scenario_from_document
 from sim.scenario.model import Scenario
@@ -178,19 +178,21 @@ def _actions(workload: Workload, kind: ActionKind, world: dict[str, Any], stream
         count = min(stream.poisson(rate.rate * swarm.active_s / 60.0), MAX_ACTIONS_PER_AGENT)
         times = sorted(_rounded(stream.unit() * swarm.active_s) for _ in range(count))
         for number, at in enumerate(times, start=1):
-            drives += _action(kind, agent, at, number, stream)
+            drives += _action(kind, agent, at, number, stream, workload.title_sources)
     return drives
 
 
-def _action(kind: ActionKind, agent: str, at: float, number: int, stream: Stream) -> list[dict[str, Any]]:
-    """The drives of one action (a repeated Ctrl+C is two or three presses within a second)."""
+def _action(kind: ActionKind, agent: str, at: float, number: int, stream: Stream,
+            title_sources: Sequence[str]) -> list[dict[str, Any]]:
+    """The drives of one action (a repeated Ctrl+C is two or three presses within a second); a title comes from
+    one of the sources its target takes."""
     base = {"at": at, "agent": agent}
     if kind is ActionKind.TURN:
         return [{**base, "turn": f"turn {number} of {agent}"}]
     if kind is ActionKind.MESSAGE:
         return [{**base, "message": f"message {number} to {agent}"}]
     if kind is ActionKind.TITLE:
-        return [{**base, "title": f"title {1 + stream.below(TITLE_POOL)}", "title_source": stream.pick(TITLE_SOURCES)}]
+        return [{**base, "title": f"title {1 + stream.below(TITLE_POOL)}", "title_source": stream.pick(title_sources)}]
     if kind is ActionKind.END_SESSION:
         return [{**base, "command": "end_session", "end_reason": stream.pick(END_REASONS)}]
     if kind is ActionKind.CTRL_C_TYPED:

@@ -57,16 +57,17 @@ def on_target(workload: Workload, target: str) -> tuple[Workload, list[Cut]]:
             actions = dataclasses.replace(actions, **{str(kind): ActionRate(0.0, rate.probability)})
     world = _world_on(workload.swarm.world, can, cuts)
     swarm = dataclasses.replace(workload.swarm, faults=faults, actions=actions, world=world)
-    return dataclasses.replace(workload, target=target, swarm=swarm), cuts
+    sources = tuple(source for source in TITLE_SOURCES if source in can.title_sources)
+    return dataclasses.replace(workload, target=target, swarm=swarm, title_sources=sources), cuts
 
 
 def _refused_action(kind: ActionKind, can: targets.Capabilities) -> str | None:
-    """Why the target cannot take the drives an action kind makes (None: it can). A generated title is given by
-    any source (`TITLE_SOURCES`), so a target that takes some sources only takes none of them."""
+    """Why the target cannot take the drives an action kind makes (None: it can). A generated title comes from a
+    source the target takes (`Workload.title_sources`), so only a target that takes none refuses titles."""
     if ACTION_DRIVES[kind] not in can.drives:
         return f"{can.target} takes no {ACTION_DRIVES[kind]} drive"
-    if kind is ActionKind.TITLE and can.title_sources != frozenset(TITLE_SOURCES):
-        return f"{can.target} takes titles from {', '.join(sorted(can.title_sources))} only, and a generated title is any source's"
+    if kind is ActionKind.TITLE and not can.title_sources:
+        return f"{can.target} takes a title from no source"
     return None
 
 

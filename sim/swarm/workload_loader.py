@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from contract.vocabulary import TITLE_SOURCES
 from sim.scenario import targets
 from sim.scenario.declare import build
 from sim.scenario.loader import SWARM_TABLE, ScenarioRegistry, load_paths, name_or_stem, read_document
@@ -37,7 +38,7 @@ def load_workload(path: str | Path, registry: ScenarioRegistry, target: str | No
         actions=build(ActionRates, swarm["actions"], **{kind: build(ActionRate, rate) for kind, rate in swarm["actions"].items()}),
     )
     workload = build(Workload, checked, path=file, name=name_or_stem(checked["name"], Path(path), root), swarm=spec,
-                     expect=build(ExpectSpec, checked["expect"]), cuts=())
+                     expect=build(ExpectSpec, checked["expect"]), cuts=(), title_sources=TITLE_SOURCES)
     if target is None:
         try:
             target = targets.parse(workload.target)

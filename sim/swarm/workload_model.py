@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from contract.params import REQUIRED
+from contract.vocabulary import TITLE_SOURCES
 from sim.scenario.declare import key, table_of
 from sim.scenario.model import EXPECT, MAX_STORE_TEXT, NAME_PATTERN, NAME_TEXT, TARGET_PATTERN, TARGET_TEXT, ExpectSpec
 from sim.scenario.schema import Choice, Context, Derived, Duration, Float, Int, ListOf, Location, Probability, Reference, Registered, Spec, Str, Table
@@ -246,6 +247,7 @@ class Workload:
     swarm: SwarmSpec = key(SWARM)
     expect: ExpectSpec = key(EXPECT)
     cuts: tuple[Any, ...] = ()  # what its target could not take (`sim.swarm.targeted.Cut`), given --target
+    title_sources: tuple[str, ...] = TITLE_SOURCES  # who a generated title may come from: the sources its target takes
 
 
 WORKLOAD = table_of(Workload, "A workload file.", title="Top level of a workload")

@@ -61,8 +61,6 @@ SCRIPTED_FAILING = {
     "0.18.2": ("R1", "R10", "R11", "R12", "R14", "R17", "R19", "R24", "R25"),
     "0.19.0": ("R1", "R10", "R11", "R12", "R14", "R17", "R24", "R25"),
 }
-# Races a generated run on a release cannot show, and why (a hunt does not wait for them).
-NOT_DRAWN = {"R17": "a generated title is any source's, and a release takes the user's only: no title is drawn"}
 
 
 @dataclass
@@ -294,6 +292,5 @@ def describe(hunt: Hunt, wanted: Iterable[str]) -> dict[str, Any]:
     wanted = list(wanted)
     return {"runs": hunt.runs, "failing_runs": hunt.failing,
             "first_run": {race: hunt.first.get(race) for race in wanted},
-            "not_drawn": {race: why for race, why in NOT_DRAWN.items() if race in wanted},
             "also_found": {race: index for race, index in hunt.first.items() if race not in wanted},
             "unclassified": hunt.unclassified}
