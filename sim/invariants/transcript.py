@@ -179,7 +179,7 @@ class AcknowledgedAppendsSurvive(Invariant):
         self._commits: dict[str, list[tuple[int, int, frozenset[Payload], frozenset[int]]]] = {}
         self._highest: list[tuple[int, int]] = [(0, -1)]  # (a new highest row id an append reported, its seq)
         self._held_at_start: dict[AttemptId, frozenset[Payload]] = {}  # attempt -> its caller's messages then
-        self._inputs: dict[AttemptId, frozenset[int]] = {}  # attempt -> the rows it took as input
+        self._inputs: AttemptTable[AttemptId, frozenset[int]] = AttemptTable()  # attempt -> the rows it took as input
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
