@@ -1986,3 +1986,21 @@ def test_a_commit_credits_what_its_attempt_took_as_input_where_no_watermark_was_
              E(CommitArchived(session=S, attempt=A1, rows=1), 2)]
     assert check("acknowledged_appends_survive", summarized, lost_append) == []
     assert check("acknowledged_appends_survive", swept, lost_append)
+
+
+def test_an_invariant_states_its_property_once_in_its_docstring():
+    """Its description is its docstring's first paragraph, on one line; the paragraphs after it say why, for the
+    reader of the code only. A description set in the class wins."""
+
+    class _Stated(Invariant):
+        """A session has
+        one live head.
+
+        Because two heads fork the conversation."""
+
+        name = "stated"
+        races = ()
+
+    assert _Stated.description == "A session has one live head."
+    assert _Counts.description == "Counts what it is handed."
+    assert all(invariant.description and "\n" not in invariant.description for invariant in INVARIANTS.values())

@@ -12,6 +12,7 @@ explains itself in one line, and lists the events that witness it.
 
 from __future__ import annotations
 
+import inspect
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -125,6 +126,11 @@ class SystemView(Protocol):
     def agent_of_task(self, task: str) -> str | None: ...  # the agent whose user a task acts for; None if unknown
 
 
+def _first_paragraph(docstring: str) -> str:
+    """A docstring's first paragraph on one line: what an invariant states, as listings and reports print it."""
+    return " ".join(inspect.cleandoc(docstring).split("\n\n")[0].split())
+
+
 def handles(*classes: type[Event]) -> Callable[[Method], Method]:
     """Make the decorated method the invariant's reaction to events of these classes (subclasses included)."""
 
@@ -138,7 +144,7 @@ def handles(*classes: type[Event]) -> Callable[[Method], Method]:
 class Invariant:
     name: ClassVar[str]
     races: ClassVar[tuple[str, ...]]
-    description: ClassVar[str]
+    description: ClassVar[str]  # the property it judges, for listings and reports; by default its docstring's first paragraph
     # The event kinds it cannot judge without (the mechanism it judges must exist and be observed); None: every
     # kind it reads. The other kinds it reads only refine a judgement, so a target may lack their mechanism.
     needs: ClassVar[frozenset[str] | None] = None
@@ -149,6 +155,8 @@ class Invariant:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "description" not in vars(cls) and vars(cls).get("__doc__"):
+            cls.description = _first_paragraph(vars(cls)["__doc__"])  # the property is stated once, in the docstring
         handlers = dict(cls._handlers)  # a subclass keeps its bases' handlers and may override them by name
         for name, member in vars(cls).items():
             for event_class in getattr(member, "handled_events", ()):
