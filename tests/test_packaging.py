@@ -24,8 +24,7 @@ def test_the_wheel_ships_the_catalogue_the_mutants_and_the_console_script(tmp_pa
     assert done.returncode == 0, done.stderr
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {f"scenarios/{path.name}" for path in SCENARIOS_DIR.glob("*.toml")} <= names
-    assert {f"scenarios/swarm/{path.name}" for path in (SCENARIOS_DIR / "swarm").glob("*.toml")} <= names
+    assert {f"scenarios/{path.relative_to(SCENARIOS_DIR).as_posix()}" for path in SCENARIOS_DIR.rglob("*.toml")} <= names
     assert {f"mutants/{path.name}" for path in MUTANTS_DIR.glob("*.toml")} <= names
     assert {"reference/EVENTS.md", "reference/POINTS.md", "reference/CONFIG.md"} <= names
     (entry_points,) = [name for name in names if name.endswith(".dist-info/entry_points.txt")]
