@@ -99,3 +99,23 @@ def test_bench_scenarios_reports_each_scenario(tmp_path):
     lines = lines_of(done.stderr, "bench")
     assert [line.split(": ", 1)[1].split(":")[0] for line in lines] == [
         "[1/2] ctrl_c_during_summary_blocks_next_turn", "[2/2] turn_right_after_restart_keeps_user_message"]
+
+
+def test_a_throttled_line_comes_once_per_interval_of_its_clock(capsys):
+    from sim.cli.progress import Throttled
+
+    now = [0.0]
+    lines = Throttled("python -m sim explore", enabled=True, every_s=2.0, clock=lambda: now[0])
+    for moment in (0.5, 1.9, 2.0, 3.0, 4.5):
+        now[0] = moment
+        lines.done(f"at {moment}")
+    assert capsys.readouterr().err.splitlines() == ["python -m sim explore: at 2.0", "python -m sim explore: at 4.5"]
+    assert lines.count == 5
+
+
+def test_a_swarm_in_worker_processes_under_a_time_budget_is_not_silent(tmp_path):
+    """Its runs spend the workers' CPU, not this process's: the lines are timed by a clock that moves meanwhile."""
+    done = sim("swarm", "--time-budget", "3", "-j", "2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = lines_of(done.stderr, "swarm")
+    assert any(re.fullmatch(r"python -m sim swarm: run \d+ \(\w+, [\w-]+\): ok, \d+ steps, \d+s virtual", line) for line in lines), done.stderr

@@ -4,16 +4,17 @@ CI logs show it as it happens, and stdout keeps only the result (one JSON docume
 progress is off unless `--progress` asks for it). A unit is what a command finishes one at a time: a
 scenario for `run`, a mutant for `mutate` and `bench detection`, a scenario's seeds in one process for
 `check-determinism`, a shrinking pass for `shrink`. `explore` finishes runs by the thousand, so its lines
-are at most one every few CPU seconds.
+are at most one every few seconds.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
-import time
+from collections.abc import Callable
 
-EXPLORE_EVERY_S = 2.0  # CPU seconds between two of explore's lines
+EXPLORE_EVERY_S = 2.0  # seconds between two of explore's lines
 
 
 class Progress:
@@ -46,18 +47,26 @@ class Progress:
         return f"{self.count:>{len(str(self.total))}}/{self.total}"
 
 
-class Throttled(Progress):
-    """A Progress for units that come too fast to print each: a line only every `every_s` CPU seconds."""
+def elapsed_s() -> float:
+    """Real seconds since a fixed point, from a clock the wall-clock freeze leaves alone (`time.monotonic` is frozen
+    while runs execute here; this process's CPU time does not move while worker processes run a swarm's runs)."""
+    return os.times().elapsed
 
-    def __init__(self, command: str, *, enabled: bool, every_s: float = EXPLORE_EVERY_S) -> None:
+
+class Throttled(Progress):
+    """A Progress for units that come too fast to print each: a line only every `every_s` seconds."""
+
+    def __init__(self, command: str, *, enabled: bool, every_s: float = EXPLORE_EVERY_S,
+                 clock: Callable[[], float] = elapsed_s) -> None:
         super().__init__(command, None, enabled=enabled)
         self.every_s = every_s
-        self._last_s = time.process_time()
+        self._clock = clock
+        self._last_s = clock()
 
     def done(self, what: str) -> None:
         with self._lock:
             self.count += 1
-            now = time.process_time()
+            now = self._clock()
             if not self.enabled or now - self._last_s < self.every_s:
                 return
             self._last_s = now
