@@ -152,15 +152,17 @@ class HermesSystem:
             for spec in self.scenario.world.agents:
                 cli = self.clis[spec.name]
                 self.threads.start(threading.Thread(target=cli.chat_loop, name=f"cli.{spec.name}", daemon=True), spec.process)
-            async with rt.open_nursery() as nursery:
-                await self.plan.run_actions(nursery, self.moments)
-                for index, (drive, trigger) in enumerate(zip(self.scenario.drives, self._drive_triggers)):
-                    nursery.start_soon(self._drive, drive, trigger, name=f"drive.{index}.{drive.action}")
-            for spec in self.scenario.world.agents:
-                if spec.process not in self.dead:
-                    await self.act(lambda cli=self.clis[spec.name]: cli.type(EXIT), f"quit.{spec.name}", spec.process)  # type: ignore[misc]  # the default binds this agent's terminal
-            self._closing = True
-            await self._quiet.wait()
+            async with rt.open_nursery() as late:
+                async with rt.open_nursery() as nursery:
+                    await self.plan.run_actions(nursery, self.moments)
+                    for index, (drive, trigger) in enumerate(zip(self.scenario.drives, self._drive_triggers)):
+                        nursery.start_soon(self._drive, drive, trigger, name=f"drive.{index}.{drive.action}")
+                self.plan.act_in(late)
+                for spec in self.scenario.world.agents:
+                    if spec.process not in self.dead:
+                        await self.act(lambda cli=self.clis[spec.name]: cli.type(EXIT), f"quit.{spec.name}", spec.process)  # type: ignore[misc]  # the default binds this agent's terminal
+                self._closing = True
+                await self._quiet.wait()
         finally:
             observe.ACTIVE.remove(self)
 
