@@ -202,3 +202,18 @@ def test_a_rotation_cut_between_its_two_transactions_orphans_the_parent(tmp_path
     assert all(crash[f"hermes=={version}"] == orphaned for version in versions) and crash["reference"] == "pass", crash
     assert failure["hermes==0.16.0"] == failure["hermes==0.17.0"] == orphaned, failure
     assert failure["hermes==0.18.2"] == failure["hermes==0.19.0"] == failure["reference"] == "pass", failure
+
+
+def test_a_row_another_process_appended_is_never_credited_as_summarized(tmp_path):
+    """hermes summarizes the agent's messages in memory: a row a second process appended before the compaction is
+    archived by the in-place commit without being summarized, so it is lost, not in the attempt's input."""
+    installed()
+    scenario = tmp_path / "other_writer_before_compaction.toml"
+    scenario.write_text(scenario_text(
+        '[[fault]]\nkind = "message_mid_compression"\nat = "1s"\ntext = "from the second process"\n'
+        '[[drive]]\nat = "5s"\nturn = "a question that triggers compaction"\n[expect]\ninvariants = "all"\n',
+        config="threshold_tokens = 1000, in_place = true").replace("messages = 4 ", "messages = 40 "))
+    done = sim_cli("run", str(scenario), "--runs", "1", "--json", "--no-shrink", "--out", str(tmp_path))
+    verdict = json.loads(done.stdout)["scenarios"][0]
+    assert "acknowledged_appends_survive" in verdict["violated"], verdict
+    assert "from the second process" in verdict["violation"]["explanation"], verdict

@@ -109,6 +109,7 @@ class HermesSystem:
         self._failed_inside: dict[SimThread, BaseException | None] = {}
         self._numbers: dict[str, int] = defaultdict(int)  # attempts per process
         self._archived: set[AttemptId] = set()
+        self._appended_by: dict[int, str] = {}  # row -> the process that appended it during the run ("" another writer)
         self._published: set[AttemptId] = set()  # attempts whose rotation made its child
         self._refresh_failures: dict[str, int] = defaultdict(int)
         self._holder_process: dict[str, str] = {}
@@ -304,11 +305,16 @@ class HermesSystem:
         return self.threads.wait_for(sim, awaitable)
 
     def summarize(self, request: dict[str, Any]) -> Any:
-        """The summary model: the attempt's input is recorded, then the faults at `provider.summary` act."""
+        """The summary model: the attempt's input is recorded, then the faults at `provider.summary` act.
+
+        hermes summarizes the agent's messages in memory, never the store: its input is the session's active rows but
+        those another process appended during the run, which no agent of this process ever loaded (the rows the world
+        began with, and those this process wrote, it holds)."""
         sim = current()
         assert sim is not None and self.store is not None
         attempt, session = self._attempt_of(sim)
-        self.rt.emit(CompactionInput(session=session, attempt=attempt, rows=self.store.active_row_ids(session)))
+        rows = [row for row in self.store.active_row_ids(session) if self._appended_by.get(row, sim.process) == sim.process]
+        self.rt.emit(CompactionInput(session=session, attempt=attempt, rows=rows))
         self.rt.emit(CompactionSummaryStarted(attempt=attempt, generation=int(attempt.rsplit(".", 1)[1])))
         self.wait(self.plan.at_point("provider.summary"))
         return reply(SUMMARY_TEXT)
@@ -412,6 +418,7 @@ class HermesSystem:
             role = args[1] if len(args) > 1 else kwargs.get("role", "")
             agent, turn = self._turn_of.get(sim, ("", 0))
             caller = self.agents[agent].session_id if agent in self.agents else session
+            self._appended_by[result] = "" if writer == EXTERNAL else sim.process or ""
             emit(AppendOk(session=session, ids=[result], writer=writer))
             emit(TurnPersisted(session=session, caller_session=caller, turn=turn, role=role, row=result, writer=writer))
         elif op == "create_session" and stack and kwargs.get("parent_session_id") == stack[-1][1]:
