@@ -63,6 +63,12 @@ class FaultPlan:
         for fault in self._actions:
             nursery.start_soon(self._act_at_moment, fault, moments, name=fault.task_name)
 
+    def act_in(self, nursery: Any) -> None:
+        """Start the point-triggered action faults that fire from now on in `nursery`: for a system whose own
+        threads go on hitting points after the drives' nursery closed (a hermes turn runs on after its drive typed
+        it), so a crash at such a hit acts instead of raising into the code that hit the point."""
+        self._nursery = nursery
+
     async def _act_at_moment(self, fault: Fault, moments: Moments) -> None:
         if await moments.wait(fault.trigger) and fault.try_fire(self._ctx.rt.now()):
             await fault.act(self._ctx)

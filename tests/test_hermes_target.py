@@ -183,3 +183,37 @@ def test_a_rotation_renumbers_the_title_on_every_release_and_the_reference_carri
     cells = json.loads(done.stdout)["cells"]["rotation_renumbers_title"]
     assert cells["hermes==0.16.0"] == cells[RELEASE] == "FAIL title_follows_conversation (seed 0)", cells
     assert cells["reference"] == "pass", cells
+
+
+def test_a_rotation_cut_between_its_two_transactions_orphans_the_parent(tmp_path):
+    """R20: a crash between end_session and create_session orphans the parent on every release; a failed
+    create_session does only before 0.18.2, which reopen the parent; the reference publishes in one transaction."""
+    versions = ("0.16.0", "0.17.0", "0.18.2", "0.19.0")
+    for version in versions:
+        installed(f"hermes=={version}")
+    folder = ROOT / "scenarios" / "hermes"
+    done = sim_cli("releases", str(folder / "crash_between_end_and_child_orphans_parent.toml"),
+                   str(folder / "failed_child_creation_orphans_parent.toml"),
+                   "--targets", ",".join([*(f"hermes=={version}" for version in versions), "reference"]), "--json",
+                   "--out", str(tmp_path))
+    cells = json.loads(done.stdout)["cells"]
+    orphaned = "FAIL no_orphan_parent (seed 0)"
+    crash, failure = cells["crash_between_end_and_child_orphans_parent"], cells["failed_child_creation_orphans_parent"]
+    assert all(crash[f"hermes=={version}"] == orphaned for version in versions) and crash["reference"] == "pass", crash
+    assert failure["hermes==0.16.0"] == failure["hermes==0.17.0"] == orphaned, failure
+    assert failure["hermes==0.18.2"] == failure["hermes==0.19.0"] == failure["reference"] == "pass", failure
+
+
+def test_a_row_another_process_appended_is_never_credited_as_summarized(tmp_path):
+    """hermes summarizes the agent's messages in memory: a row a second process appended before the compaction is
+    archived by the in-place commit without being summarized, so it is lost, not in the attempt's input."""
+    installed()
+    scenario = tmp_path / "other_writer_before_compaction.toml"
+    scenario.write_text(scenario_text(
+        '[[fault]]\nkind = "message_mid_compression"\nat = "1s"\ntext = "from the second process"\n'
+        '[[drive]]\nat = "5s"\nturn = "a question that triggers compaction"\n[expect]\ninvariants = "all"\n',
+        config="threshold_tokens = 1000, in_place = true").replace("messages = 4 ", "messages = 40 "))
+    done = sim_cli("run", str(scenario), "--runs", "1", "--json", "--no-shrink", "--out", str(tmp_path))
+    verdict = json.loads(done.stdout)["scenarios"][0]
+    assert "acknowledged_appends_survive" in verdict["violated"], verdict
+    assert "from the second process" in verdict["violation"]["explanation"], verdict

@@ -345,3 +345,30 @@ def test_an_orphan_is_drawn_once_where_an_agent_starts_and_gets_an_opening_turn(
         assert len(orphans) == 1 and orphans[0] in started
         assert [(d["at"], d["agent"]) for d in document["drive"] if d["at"] == 0.0] == [(0.0, started[orphans[0]])]
         assert all(s["model_config"] == {next(iter(s["model_config"])): s["parent"]} for s in sessions[1:])
+
+
+def _failing(witness_kinds: list[str]) -> object:
+    """A run that broke one invariant, witnessed by events of these kinds in this order."""
+    from types import SimpleNamespace
+
+    from sim.invariants import Violation
+
+    history = [SimpleNamespace(kind=kind) for kind in witness_kinds]
+    return SimpleNamespace(violations=[Violation("aborted_attempt_leaves_parent_unchanged", "", tuple(range(len(history))), 0.0)],
+                           result=SimpleNamespace(history=history, error=None))
+
+
+def test_runs_of_one_bug_witnessed_by_more_or_fewer_rows_are_one_failure_class():
+    """The 10,000-run hermes campaign split one aborted attempt into 24 classes by how many rows it had appended."""
+    appended = [failure_class(_failing(["append.ok"] * rows + ["compaction.finished"])) for rows in (2, 3, 25)]  # type: ignore[arg-type]  # a stand-in report
+    assert appended[0] == appended[1] == appended[2] == ("aborted_attempt_leaves_parent_unchanged", "append.ok", "compaction.finished")
+    reordered = failure_class(_failing(["compaction.finished", "append.ok"]))  # type: ignore[arg-type]  # as above
+    interleaved = failure_class(_failing(["append.ok", "compaction.finished", "append.ok"]))  # type: ignore[arg-type]  # as above
+    assert len({appended[0], reordered, interleaved}) == 3  # which kinds witness it, and in which order, still tell classes apart
+
+
+def test_a_baseline_written_before_the_fold_knows_its_classes_folded():
+    from sim.swarm.results import known_classes
+
+    baseline = {"failures": [{"invariant": "x", "witnesses": ["append.ok", "append.ok", "compaction.finished"]}]}
+    assert known_classes(baseline) == {("x", "append.ok", "compaction.finished")}

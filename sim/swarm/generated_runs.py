@@ -3,8 +3,9 @@
 Run `i` of a campaign uses workload `i mod W` (W workloads, in the order given) and is generated from
 (root seed, i) alone, so any process can run any run: the campaign's own, or a `-j` worker's. A run is summarised
 by what a reader of the results needs: its size (steps, events, virtual seconds), the coverage marks it reached,
-and its failure class, the violated invariant with the kinds of its witnessing events (for a run that did not
-complete, the exception that ended it), so a thousand runs that hit the same bug read as one failure; and its
+and its failure class, the violated invariant with the kinds of its witnessing events, a run of one kind counted
+once (for a run that did not complete, the exception that ended it), so a thousand runs that hit the same bug read as
+one failure however many rows each one's witnesses name; and its
 signature (`sim.swarm.signature`), what it reached in finer grain.
 """
 
@@ -55,7 +56,18 @@ def failure_class(report: RunReport) -> tuple[str, ...] | None:
     if not violation.witnesses and report.result.error is not None:
         return (violation.invariant, type(unwrap(report.result.error)).__name__)
     history = report.result.history
-    return (violation.invariant, *(history[seq].kind for seq in violation.witnesses if 0 <= seq < len(history)))
+    return class_key(violation.invariant, (history[seq].kind for seq in violation.witnesses if 0 <= seq < len(history)))
+
+
+def class_key(invariant: str, witness_kinds: Iterable[str]) -> tuple[str, ...]:
+    """A failure class: the invariant, then its witnesses' kinds, a run of one kind counted once. How many rows an
+    aborted attempt had appended, or how often a write was retried, differs from run to run of one bug; which kinds
+    witness it, in which order, does not."""
+    kinds: list[str] = []
+    for kind in witness_kinds:
+        if not kinds or kinds[-1] != kind:
+            kinds.append(kind)
+    return (invariant, *kinds)
 
 
 def workload_of(workloads: Sequence[Workload], index: int) -> Workload:

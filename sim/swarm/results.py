@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sim.swarm.campaign import Campaign
-from sim.swarm.generated_runs import RunSummary
+from sim.swarm.generated_runs import RunSummary, class_key
 from sim.swarm.signature import family_counts
 
 FORMAT = 2  # 2: the signature marks and the feedback flag
@@ -85,8 +85,9 @@ def _finish(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def known_classes(baseline: Mapping[str, Any]) -> set[tuple[str, ...]]:
-    """The failure classes a results document reported: what a later campaign may call known."""
-    return {(failure["invariant"], *failure["witnesses"]) for failure in baseline["failures"]}
+    """The failure classes a results document reported: what a later campaign may call known (folded as a campaign
+    keys them now, so a baseline written before the fold still knows its classes)."""
+    return {class_key(failure["invariant"], failure["witnesses"]) for failure in baseline["failures"]}
 
 
 def merge(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -109,6 +109,7 @@ class HermesSystem:
         self._failed_inside: dict[SimThread, BaseException | None] = {}
         self._numbers: dict[str, int] = defaultdict(int)  # attempts per process
         self._archived: set[AttemptId] = set()
+        self._appended_by: dict[int, str] = {}  # row -> the process that appended it during the run ("" another writer)
         self._published: set[AttemptId] = set()  # attempts whose rotation made its child
         self._refresh_failures: dict[str, int] = defaultdict(int)
         self._holder_process: dict[str, str] = {}
@@ -152,15 +153,17 @@ class HermesSystem:
             for spec in self.scenario.world.agents:
                 cli = self.clis[spec.name]
                 self.threads.start(threading.Thread(target=cli.chat_loop, name=f"cli.{spec.name}", daemon=True), spec.process)
-            async with rt.open_nursery() as nursery:
-                await self.plan.run_actions(nursery, self.moments)
-                for index, (drive, trigger) in enumerate(zip(self.scenario.drives, self._drive_triggers)):
-                    nursery.start_soon(self._drive, drive, trigger, name=f"drive.{index}.{drive.action}")
-            for spec in self.scenario.world.agents:
-                if spec.process not in self.dead:
-                    await self.act(lambda cli=self.clis[spec.name]: cli.type(EXIT), f"quit.{spec.name}", spec.process)  # type: ignore[misc]  # the default binds this agent's terminal
-            self._closing = True
-            await self._quiet.wait()
+            async with rt.open_nursery() as late:
+                async with rt.open_nursery() as nursery:
+                    await self.plan.run_actions(nursery, self.moments)
+                    for index, (drive, trigger) in enumerate(zip(self.scenario.drives, self._drive_triggers)):
+                        nursery.start_soon(self._drive, drive, trigger, name=f"drive.{index}.{drive.action}")
+                self.plan.act_in(late)
+                for spec in self.scenario.world.agents:
+                    if spec.process not in self.dead:
+                        await self.act(lambda cli=self.clis[spec.name]: cli.type(EXIT), f"quit.{spec.name}", spec.process)  # type: ignore[misc]  # the default binds this agent's terminal
+                self._closing = True
+                await self._quiet.wait()
         finally:
             observe.ACTIVE.remove(self)
 
@@ -302,11 +305,16 @@ class HermesSystem:
         return self.threads.wait_for(sim, awaitable)
 
     def summarize(self, request: dict[str, Any]) -> Any:
-        """The summary model: the attempt's input is recorded, then the faults at `provider.summary` act."""
+        """The summary model: the attempt's input is recorded, then the faults at `provider.summary` act.
+
+        hermes summarizes the agent's messages in memory, never the store: its input is the session's active rows but
+        those another process appended during the run, which no agent of this process ever loaded (the rows the world
+        began with, and those this process wrote, it holds)."""
         sim = current()
         assert sim is not None and self.store is not None
         attempt, session = self._attempt_of(sim)
-        self.rt.emit(CompactionInput(session=session, attempt=attempt, rows=self.store.active_row_ids(session)))
+        rows = [row for row in self.store.active_row_ids(session) if self._appended_by.get(row, sim.process) == sim.process]
+        self.rt.emit(CompactionInput(session=session, attempt=attempt, rows=rows))
         self.rt.emit(CompactionSummaryStarted(attempt=attempt, generation=int(attempt.rsplit(".", 1)[1])))
         self.wait(self.plan.at_point("provider.summary"))
         return reply(SUMMARY_TEXT)
@@ -410,6 +418,7 @@ class HermesSystem:
             role = args[1] if len(args) > 1 else kwargs.get("role", "")
             agent, turn = self._turn_of.get(sim, ("", 0))
             caller = self.agents[agent].session_id if agent in self.agents else session
+            self._appended_by[result] = "" if writer == EXTERNAL else sim.process or ""
             emit(AppendOk(session=session, ids=[result], writer=writer))
             emit(TurnPersisted(session=session, caller_session=caller, turn=turn, role=role, row=result, writer=writer))
         elif op == "create_session" and stack and kwargs.get("parent_session_id") == stack[-1][1]:
