@@ -254,11 +254,10 @@ class AcknowledgedAppendsSurvive(_CreditsEachCommit):
 
     @handles(ExternalRotated)
     def rotated_externally(self, event: ExternalRotated, record: HistoryEvent[ExternalRotated]) -> None:
-        """A writer without the lease copied the head's active rows into a child: it summarized nothing, and a
-        row it carried is judged by its copy there, as a commit's clone is. The copies are written now: a turn
-        whose stalled write is acknowledged with one of them later (its own /compress had carried it there) is
-        judged from this moment, so the commit that summarized the copy in between counts (a harness-only
-        fault, so the store read here is the one at this event)."""
+        """A writer without the lease copied the head's active rows into a child: it summarized nothing, and a row it
+        carried is judged by its copy there, as a commit's clone is. The copies are timed from now, so a commit that
+        summarized one before a stalled write was acknowledged with it counts (a harness-only fault: the store read
+        here is the one at this event)."""
         self._commits.setdefault(event.parent, []).append((record.seq, 0, frozenset(), frozenset()))
         for row in self.system.store.all_messages(event.child):
             self._appended_at.setdefault(row.id, record.seq)
@@ -297,19 +296,14 @@ class AcknowledgedAppendsSurvive(_CreditsEachCommit):
         return self._highest[found][1] if found < len(self._highest) else sys.maxsize
 
     def _summarized(self, row: MessageRow, since: int, same_payload: list[MessageRow]) -> bool:
-        """Whether the first commit on the row's session after `since` summarized it under a covering
-        watermark, or took it as input; a row that commit did not summarize but carried onward is judged by its
-        next copy.
+        """Whether the first commit on the row's session after `since` summarized it under a covering watermark,
+        or took it as input; a row that commit carried onward is judged by its next copy.
 
-        A row the commit carried is superseded (a clone of the foreign tail), or archived above the watermark:
-        a rotation's own pre-publish flush is archived in the parent while its handoff carries the row into
-        the child. Such a flush row is acknowledged in the parent when the turn whose message it is fails
-        (a host interrupt while the commit is stalled in flight) and the next turn finds it already
-        persisted there. Its watermark does not cover it, so only its copy shows whether it survived.
-
-        A flush row is summarized, though, when its message was in what the attempt worked from: an unsaved
-        message its caller already held when the attempt started (a turn whose write failed) is in the summary's
-        input, and the flush writes it above the watermark only for the commit to archive it."""
+        A carried row is superseded (a clone of the foreign tail) or archived above the watermark: a rotation's own
+        pre-publish flush is archived in the parent while its handoff carries the row into the child, and it is
+        acknowledged there when its turn fails (a host interrupt while the commit stalls) and the next turn finds it
+        persisted. Such a flush row is summarized, though, when its message was one the caller already held unsaved
+        when the attempt started (a turn whose write failed): it is in the summary's input."""
         while True:
             commit = next((found for found in self._commits.get(row.session_id, []) if found[0] > since), None)
             if commit is None:
@@ -327,15 +321,10 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
     """An attempt that does not commit appends nothing to the session it tried to compact once that session has ended
     for good (a deliberate boundary, an explicit close, a rotation; not an automatic stamp).
 
-    R11: a failed rotation must not grow a parent that had already ended.
-
-    A rotation flushes the caller's unsaved turn into the parent before it publishes. While the parent is live
-    that flush is the turn's own write, made once and handed back stamped (the caller never writes it again),
-    so a later publish failure (a disk error) leaves the parent exactly as the turn alone would have. The same
-    holds for a parent carrying only an automatic end stamp (a terminal's tui_shutdown): the agent works on
-    past it, its turn writes its reply there all the same, and publication would have healed the stamp. An
-    append to a parent that had ended for good (a session reset, an explicit close, a rotation) is what grew
-    sessions without bound: no live head shows it, and every retry adds another copy.
+    A rotation flushes the caller's unsaved turn into the parent before it publishes. While the parent is live, or
+    carries only an automatic stamp the agent works past, that flush is the turn's own write, made once, so a later
+    publish failure leaves the parent as the turn alone would have. An append to a parent that had ended for good is
+    what grew sessions without bound (R11): no live head shows it, and every retry adds another copy.
     """
 
     name = "aborted_attempt_leaves_parent_unchanged"
@@ -375,12 +364,9 @@ class CallerTranscriptOnlyThroughCommit(Invariant):
     another attempt of the same process committed on the same session meanwhile (a /compress beside a turn's compaction:
     their agent's transcript is the one both work on).
 
-    R4: the host's list changes only through an admitted commit's result.
-
-    The caller's transcript is the messages the caller held when it called, as `host.returned` reports them on
-    return; a turn of the same agent that ran meanwhile (a message typed while /compress ran, a gateway message
-    beside a compaction) appends its own messages after them, which the attempt neither made nor could prevent,
-    so they are not charged to it. An edit, reorder or truncation of the caller's messages still shows.
+    The caller's transcript is what the caller held when it called, as `host.returned` reports it: a turn of the
+    same agent that ran meanwhile (a message typed while /compress ran) appends its own messages after it, which the
+    attempt neither made nor could prevent. An edit, reorder or truncation of the caller's messages still shows.
     """
 
     name = "caller_transcript_only_through_commit"
@@ -415,9 +401,6 @@ class CallerTranscriptOnlyThroughCommit(Invariant):
 class RewindSlotsStayUnderWatermark(Invariant):
     """An in-place commit keeps the verbatim rows among its tail_count rewind slots (the newest at or below its
     watermark) as hidden copies, never summarized; an append made meanwhile never takes their slot.
-
-    R14/#99545: the rewind slots are the newest rows at or below the watermark, so an append made meanwhile
-    never takes one and a carried row is never marked summarized.
 
     Only a slot row the commit carried verbatim (its payload is live after the commit) must be kept as a hidden
     copy: the newest row under the watermark may have been summarized (a turn's unsaved message took its
@@ -492,8 +475,8 @@ class DurableMessagesMatchRows(Invariant):
                     continue
                 row = self._rows.get(row_id)
                 if row is None:
-                    if unread is None:
-                        unread = self._reading_order()
+                    if unread is None:  # the last in id order first: a continuation's id ends in its minting time
+                        unread = reversed(self.system.store.session_ids())
                     row = self._read_until(row_id, unread)
                 held = message_payload(message)
                 if row is None or held != payload(row):
@@ -504,10 +487,6 @@ class DurableMessagesMatchRows(Invariant):
                         f"row {row_id}, but {found}: the live transcript was edited in place", record,
                     )
         return None
-
-    def _reading_order(self) -> Iterator[str]:
-        """Every session, the last in id order first: a continuation's id ends in its minting time, so new rows sit there."""
-        return reversed(self.system.store.session_ids())
 
     def _read_until(self, row_id: int, unread: Iterator[str]) -> MessageRow | None:
         """Row `row_id`, reading unread sessions until it is met (None once every session is read)."""
@@ -568,11 +547,9 @@ class CommitChangesTranscript(_ReadsEachCommit):
     """A commit never writes its input back unchanged: a candidate that reads as the rows it summarized is refused (no
     progress) before it is written, so no commit's transcript begins with its input rows verbatim.
 
-    A candidate that reads as its input changes nothing (§2 step 12): the attempt refuses it as no progress
-    and backs off, instead of archiving the rows only to write them again (the table grows by a copy of the
-    transcript each time, R12) and telling the user the conversation was compressed. The screen compares
-    marker-free messages: a row loaded without its summary flag made an unchanged summary-of-a-summary look
-    new. Judged on the store: the commit's new transcript must not begin with its input rows, verbatim."""
+    Such a candidate changes nothing (§2 step 12): archiving the rows only to write them again grows the table by a
+    copy of the transcript each time (R12) and tells the user the conversation was compressed. The screen compares
+    marker-free messages: a row loaded without its summary flag made an unchanged summary-of-a-summary look new."""
 
     name = "commit_changes_transcript"
     races = ("R12",)
@@ -603,12 +580,9 @@ class CommitKeepsAUserTurn(_ReadsEachCommit):
     """A commit whose input held a message the user wrote (not a summary) leaves at least one such message live in the
     session it wrote: the user's turn is never compacted away entirely.
 
-    A compacted transcript still holds a message the user wrote, when its input held one.
-
-    The summary is filed under the user role but is not the user's words; a transcript of a summary and
-    replies alone leaves the model nothing to answer, so the candidate anchors the last user message in front
-    of a kept tail that has none (hermes-compaction §2 step 12). Judged by the rows: the input's durable rows
-    as they were when the attempt took them, the committed session's live rows right after its commit.
+    The summary is filed under the user role but is not the user's words; a transcript of a summary and replies
+    alone leaves the model nothing to answer, so the candidate anchors the last user message in front of a kept tail
+    that has none (hermes-compaction §2 step 12). The input's rows are read as they were when the attempt took them.
     """
 
     name = "commit_keeps_a_user_turn"
@@ -897,12 +871,10 @@ class ReceivedMessageSurvivesGatewayCrash(Invariant):
     """With the gateway writing on receipt, a platform message whose turn went on to compact (its receipt write not
     failed) has a user row with its platform message id if the gateway's process dies during that turn.
 
-    #104653: a gateway that writes on receipt makes a platform message durable as it takes it, before its turn
-    compacts (a summary may take minutes), so killing the gateway's process during that compaction does not lose
-    the message: the conversation the restarted gateway continues holds it. No reply was shown yet, so the
-    invariants of what the user was told see nothing when such a message is lost (a receipt write that never
-    ran acknowledges nothing): the promise is the receipt write's own. A receipt write that failed
-    (`append.failed` before the compaction) is fail-open by design: the turn's flush is then the only writer.
+    #104653: writing on receipt makes a platform message durable before its turn compacts (a summary may take
+    minutes). No reply was shown yet, so the invariants of what the user was told see nothing when such a message is
+    lost: the promise is the receipt write's own. A receipt write that failed is fail-open by design: the turn's flush
+    is then the only writer.
     """
 
     name = "received_message_survives_gateway_crash"
@@ -957,13 +929,11 @@ class HeldRowsAreLive(Invariant):
     """Every message an agent holds as durable names its row, and that row is live in the agent's session, unless a
     commit retired it after the agent last loaded its transcript, or the store handed it back to the agent's own write.
 
-    durable_messages_match_rows compares what an agent holds as durable with its row's payload, which never
-    changes: an agent that loaded archived rows (summarized ones beside their summary) or held a message marked
-    durable with no row at all passed it. The agent answers from what it holds, so each durable message names its
-    row, and that row is live in the agent's session, unless a commit retired it after the agent last loaded its
-    transcript (another process's compaction, which the agent learns of only at its own next one), or the row is
-    one the store handed the agent's own write back (a message another writer summarized meanwhile). Judged where
-    the agent works from what it holds: when it starts a compaction, when it has replied, and at the end."""
+    durable_messages_match_rows compares a held message with its row's payload, which never changes: an agent that
+    loaded archived rows (summarized ones beside their summary), or held a durable message with no row, passed it. A
+    commit the agent had not loaded is another process's, which it learns of only at its own next compaction; a row
+    handed back to its own write may be one another writer summarized meanwhile. Judged where the agent works from
+    what it holds: when it starts a compaction, when it has replied, and at the end."""
 
     name = "held_rows_are_live"
     races = ("R15", "R19")
@@ -1047,14 +1017,11 @@ class TurnAppendAllOrNothing(Invariant):
     """A turn's flush writes its messages all or none: a turn the user was told failed at its flush leaves its question
     live only with a reply right after it (the next turn's flush writes both).
 
-    A turn's flush is one write of its question and reply: when it fails, the user is told the turn failed, and
-    the next turn's flush writes both. A flush that wrote them one at a time and failed at the reply left the
-    question live with no answer, a turn the user was told had failed half-saved, and nothing judged it: each row
-    that exists is a row some write made. Judged at the end, for each terminal turn that failed at its own flush
-    holding its reply (a turn stopped by Ctrl+C, or whose overflow recovery deferred it, has none): its question,
-    if live, is followed by a reply, unless a compaction wrote a session since the turn began (a candidate may keep
-    the question and summarize the reply; a rotation's pre-publish flush writes a turn's unsaved question before it
-    has a reply)."""
+    A flush that wrote them one at a time and failed at the reply left the question live with no answer, a turn the
+    user was told had failed half-saved. Judged at the end, for each terminal turn that failed at its own flush holding
+    its reply (a turn stopped by Ctrl+C, or whose overflow recovery deferred it, has none), unless a compaction wrote a
+    session since the turn began (a candidate may keep the question and summarize the reply; a rotation's pre-publish
+    flush writes a turn's unsaved question before it has a reply)."""
 
     name = "turn_append_all_or_nothing"
     races = ("R10", "R12")
@@ -1114,11 +1081,9 @@ class ReceivedMessageWrittenOnce(_CreditsEachCommit):
     """A platform message that a committed compaction summarized (its row was in the attempt's input, and the commit
     left no live row of it) is never written live again: the receipt write and the flush share one row.
 
-    #104653's promise, past a compaction: a platform message has one row in its conversation, which the gateway's
-    receipt write and the turn's flush share (found by its platform message id). Once a committed compaction
-    summarized that row (it was in the attempt's input and the commit kept no row of it live), the message is in
-    the summary; an append that writes it live again puts it in the model's context twice, the second time after
-    messages sent later. Neither copy is an active duplicate, so no_duplicate_persisted_turn cannot see it.
+    #104653: the gateway's receipt write and the turn's flush share the message's one row (found by its platform
+    message id). Once summarized, an append that writes it live again puts it in the model's context twice, the second
+    time after messages sent later; neither copy is an active duplicate, so no_duplicate_persisted_turn cannot see it.
     """
 
     name = "received_message_written_once"
@@ -1171,17 +1136,15 @@ class AdoptedTipReachesAgent(Invariant):
     """An agent whose attempt adopts a compression tip holds every row live in the tip at the adoption, as that row or
     as an unsaved message of its own with the same role, text and time.
 
-    An agent that finds its session rotated by another writer moves to the tip and goes on from the tip's live
-    transcript (§2 step 8, R15/R19): the conversation so far is there, summarized or not, and the agent's next
-    reply must see it. Only a tip row that one of the agent's own unsaved messages owns already (a failed write
-    that committed all the same) may stand in memory as that message instead of as the row. An adoption that
-    loses the tip's rows from memory goes unnoticed by every store check: nothing durable changed, the agent
-    merely forgot the conversation, and its next compaction summarizes what it still holds.
+    An agent that finds its session rotated by another writer goes on from the tip's live transcript (§2 step 8,
+    R15/R19), and its next reply must see the conversation there. An adoption that loses the tip's rows from memory
+    goes unnoticed by every store check: nothing durable changed, the agent merely forgot the conversation. A tip row
+    one of its own unsaved messages already owns (a failed write that committed all the same) may stand in memory as
+    that message.
 
-    Judged for an attempt's adoption (R19), with the tip's rows read in the adoption's own step, when its host
-    returns `adopted`: the agent's new list is applied in that step. A turn's adoption replaces the list in its
-    own step, before its event can be judged, and the turn's next write may come after a compaction rewrote
-    the list again, so it is not judged here.
+    Judged when the attempt's host returns `adopted`: its new list is applied in the adoption's step, where the tip's
+    rows are read. A turn's adoption is not judged: it replaces the list in its own step, and its next write may come
+    after a compaction rewrote the list again.
     """
 
     name = "adopted_tip_reaches_agent"
@@ -1200,13 +1163,8 @@ class AdoptedTipReachesAgent(Invariant):
     @handles(HostReturned)
     def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
         adopted = self._by_attempt.pop(event.attempt, None)
-        if adopted is None or event.status != "adopted":
-            return None
-        return self._judge(adopted, record)
-
-    def _judge(self, adopted: tuple[list[MessageRow], SessionId, HistoryEvent[Event]], record: HistoryEvent[Event]) -> Violation | None:
         slot = self.slot_of_task(record.task)
-        if slot is None:
+        if adopted is None or event.status != "adopted" or slot is None:
             return None
         rows, tip, adoption = adopted
         held = {message.get("_row_id") for message in slot.agent.messages}
