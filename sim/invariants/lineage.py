@@ -30,7 +30,7 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
-from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
+from contract.vocabulary import COMPRESSION_END, DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
 from sim.invariants.facts import CRASHES, AttemptTable
 from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 from sim.invariants.lineage_reads import continuations, lineage_roots, session_row
@@ -99,7 +99,7 @@ class NoOrphanParent(_LineageCheck):
         store = self.system.store
         for sid in store.session_ids():
             row = session_row(store, sid)
-            if row.end_reason == "compression" and not continuations(store, sid):
+            if row.end_reason == COMPRESSION_END and not continuations(store, sid):
                 return self.violation(f"{sid} is closed by compression but has no continuation", record)
         return None
 
@@ -280,7 +280,7 @@ class LateContenderAdopts(Invariant):
     def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         row = self.system.store.get_session(event.session)
         attempt = event.holder.attempt
-        if attempt is not None and row is not None and row.end_reason == "compression":
+        if attempt is not None and row is not None and row.end_reason == COMPRESSION_END:
             self._on_closed[attempt] = record
 
     @handles(CompactionSummaryStarted)

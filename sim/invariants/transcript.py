@@ -37,7 +37,7 @@ from contract.events.turns import transcript_fingerprint
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import MessageRow
-from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
+from contract.vocabulary import COMPRESSION_END, DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
 from sim.invariants.facts import COMMITS, CRASHES, AttemptTable
 from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 from sim.invariants.lineage_reads import lineage_roots, live_sessions_by_root
@@ -46,7 +46,7 @@ NOT_COMMITTED = ("failed", "error", "unchanged")
 
 # Ends after which the agent's own turn no longer writes to the session: a boundary the user chose, an explicit
 # close, or a rotation's. An automatic stamp (tui_shutdown, ...) is none of them: the agent works on past it.
-ENDED_FOR_GOOD = DELIBERATE_END_REASONS | EXPLICIT_CLOSE_REASONS | {"compression"}
+ENDED_FOR_GOOD = DELIBERATE_END_REASONS | EXPLICIT_CLOSE_REASONS | {COMPRESSION_END}
 
 
 K = TypeVar("K", bound=Hashable)
