@@ -1081,9 +1081,9 @@ class ReceivedMessageWrittenOnce(_CreditsEachCommit):
     """A platform message that a committed compaction summarized (its row was in the attempt's input, and the commit
     left no live row of it) is never written live again: the receipt write and the flush share one row.
 
-    #104653: the gateway's receipt write and the turn's flush share the message's one row (found by its platform
-    message id). Once summarized, an append that writes it live again puts it in the model's context twice, the second
-    time after messages sent later; neither copy is an active duplicate, so no_duplicate_persisted_turn cannot see it.
+    #104653: the row is found by its platform message id. Once summarized, an append that writes it live again puts
+    it in the model's context twice, the second time after messages sent later; neither copy is an active duplicate,
+    so no_duplicate_persisted_turn cannot see it.
     """
 
     name = "received_message_written_once"
@@ -1137,14 +1137,10 @@ class AdoptedTipReachesAgent(Invariant):
     as an unsaved message of its own with the same role, text and time.
 
     An agent that finds its session rotated by another writer goes on from the tip's live transcript (§2 step 8,
-    R15/R19), and its next reply must see the conversation there. An adoption that loses the tip's rows from memory
-    goes unnoticed by every store check: nothing durable changed, the agent merely forgot the conversation. A tip row
-    one of its own unsaved messages already owns (a failed write that committed all the same) may stand in memory as
-    that message.
-
-    Judged when the attempt's host returns `adopted`: its new list is applied in the adoption's step, where the tip's
-    rows are read. A turn's adoption is not judged: it replaces the list in its own step, and its next write may come
-    after a compaction rewrote the list again.
+    R15/R19); an adoption that loses the tip's rows from memory goes unnoticed by every store check (nothing durable
+    changed, the agent merely forgot the conversation). A tip row one of its own unsaved messages already owns (a
+    failed write that committed all the same) may stand in memory as that message. A turn's adoption is not judged:
+    it replaces the list in its own step, and its next write may come after a compaction rewrote the list again.
     """
 
     name = "adopted_tip_reaches_agent"
