@@ -30,13 +30,10 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
-from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
+from contract.vocabulary import COMPRESSION_END, DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
 from sim.invariants.facts import CRASHES, AttemptTable
 from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 from sim.invariants.lineage_reads import continuations, lineage_roots, session_row
-
-# Closes a terminal or a hook makes explicitly (#106459), named here rather than read from the store's taxonomy.
-EXPLICIT_CLOSES = frozenset({"tui_close", "cli_close", "webhook_complete"})
 
 # Events after which the lineage in the store may have changed.
 LINEAGE_EVENTS = (CommitPublished, SessionReopened, SessionAdopted, ProcessCrashed, FrontendSessionEnded, ExternalRotated)
@@ -57,10 +54,11 @@ class _LineageCheck(Invariant):
 
 
 class SingleLiveHead(_LineageCheck):
+    """Each compression lineage has at most one live (open) session."""
+
     name = "single_live_head"
     needs = frozenset({'commit.published'})  # the rest only refines
     races = ("R16", "R19", "R20")
-    description = "Each compression lineage has at most one live (open) session."
 
     def check(self, record: HistoryEvent[Event] | None) -> Violation | None:
         store = self.system.store
@@ -75,10 +73,11 @@ class SingleLiveHead(_LineageCheck):
 
 
 class OneContinuationPerParent(_LineageCheck):
+    """A session closed by compression has exactly one continuation child, never two."""
+
     name = "one_continuation_per_parent"
     needs = frozenset({'commit.published'})  # the rest only refines
     races = ("R19",)
-    description = "A session closed by compression has exactly one continuation child, never two."
 
     def check(self, record: HistoryEvent[Event] | None) -> Violation | None:
         store = self.system.store
@@ -90,24 +89,26 @@ class OneContinuationPerParent(_LineageCheck):
 
 
 class NoOrphanParent(_LineageCheck):
+    """No reader ever sees a session closed by compression without a continuation child."""
+
     name = "no_orphan_parent"
     needs = frozenset({'commit.published'})  # the rest only refines
     races = ("R20",)
-    description = "No reader ever sees a session closed by compression without a continuation child."
 
     def check(self, record: HistoryEvent[Event] | None) -> Violation | None:
         store = self.system.store
         for sid in store.session_ids():
             row = session_row(store, sid)
-            if row.end_reason == "compression" and not continuations(store, sid):
+            if row.end_reason == COMPRESSION_END and not continuations(store, sid):
                 return self.violation(f"{sid} is closed by compression but has no continuation", record)
         return None
 
 
 class CallerSessionFollowsRotation(Invariant):
+    """When a compression returns to the host, the host's own session binding equals the agent's session."""
+
     name = "caller_session_follows_rotation"
     races = ("R18",)
-    description = "When a compression returns to the host, the host's own session binding equals the agent's session."
 
     @handles(HostReturned)
     def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
@@ -119,12 +120,12 @@ class CallerSessionFollowsRotation(Invariant):
         return None
 
 
-
-
 class DeliberateEndIsFinal(_LineageCheck):
+    """A session ended on purpose (a reset, a switch, ...) stays ended for that reason; no rotation heals or
+    re-closes it."""
+
     name = "deliberate_end_is_final"
     races = ("R11",)
-    description = "A session ended on purpose (a reset, a switch, ...) stays ended for that reason; no rotation heals or re-closes it."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -159,13 +160,12 @@ class DeliberateEndIsFinal(_LineageCheck):
 
 
 class AutomaticEndNeverRefusesRotation(Invariant):
+    """A rotation is refused as 'parent already ended' only for a deliberate end (a reset, a switch, ...) or an explicit
+    close (tui_close, ...: final until a turn on the session clears it, reference/FIXES.md); a parent that only carries
+    an automatic stamp (tui_shutdown, ...) while its agent works on is still rotated."""
+
     name = "automatic_end_never_refuses_rotation"
     races = ("R11",)
-    description = (
-        "A rotation is refused as 'parent already ended' only for a deliberate end (a reset, a switch, ...) or an "
-        "explicit close (tui_close, ...: final until a turn on the session clears it, reference/FIXES.md); a parent "
-        "that only carries an automatic stamp (tui_shutdown, ...) while its agent works on is still rotated."
-    )
 
     @handles(CompactionCommitFailed)
     def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent[CompactionCommitFailed]) -> Violation | None:
@@ -181,7 +181,8 @@ class AutomaticEndNeverRefusesRotation(Invariant):
 
 
 class ClosedWriteAdoptsLiveTip(Invariant):
-    """R15: a write refused because its session was rotated adopts the lineage's live head and is written there.
+    """A turn whose write hits a session closed by compression is persisted in its lineage's live head; it fails only if
+    the lineage has none.
 
     The fixed design adopts once per flush: if the head it adopted is rotated in turn before the retry lands (a
     second closed write), the turn fails closed, naming compression. So the check forgets a closed write once the
@@ -192,7 +193,6 @@ class ClosedWriteAdoptsLiveTip(Invariant):
 
     name = "closed_write_adopts_live_tip"
     races = ("R15",)
-    description = "A turn whose write hits a session closed by compression is persisted in its lineage's live head; it fails only if the lineage has none."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -264,14 +264,13 @@ class ClosedWriteAdoptsLiveTip(Invariant):
 
 
 class LateContenderAdopts(Invariant):
+    """An attempt that wins the lease of a session already closed by compression adopts its live tip and sits out; it
+    never summarizes the closed session."""
+
     name = "late_contender_adopts"
     holder_names_attempt = True
     races = ("R19",)
     learns = CRASHES
-    description = (
-        "An attempt that wins the lease of a session already closed by compression adopts its live tip and sits "
-        "out; it never summarizes the closed session."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -281,7 +280,7 @@ class LateContenderAdopts(Invariant):
     def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         row = self.system.store.get_session(event.session)
         attempt = event.holder.attempt
-        if attempt is not None and row is not None and row.end_reason == "compression":
+        if attempt is not None and row is not None and row.end_reason == COMPRESSION_END:
             self._on_closed[attempt] = record
 
     @handles(CompactionSummaryStarted)
@@ -294,18 +293,18 @@ class LateContenderAdopts(Invariant):
             "and went on to summarize it instead of adopting its tip", acquired, record,
         )
 
+
 Stamp = tuple[str, float | None]  # an explicit close as the row carries it: (end reason, ended at)
 
 
 class ExplicitCloseClearedAtTurnStart(Invariant):
+    """An explicit close (tui_close, cli_close, webhook_complete) that a turn finds on its session when it starts, with
+    no continuation, is gone before that turn persists there: the host that routes the session clears it (#106459). A
+    close made during a turn stays until the next turn starts on that session (a turn starts, for the store, at its
+    first read: a close that read finds, however late it came, was made before the turn)."""
+
     name = "explicit_close_cleared_at_turn_start"
     races = ("R11",)
-    description = (
-        "An explicit close (tui_close, cli_close, webhook_complete) that a turn finds on its session when it starts, "
-        "with no continuation, is gone before that turn persists there: the host that routes the session clears it "
-        "(#106459). A close made during a turn stays until the next turn starts on that session (a turn starts, for "
-        "the store, at its first read: a close that read finds, however late it came, was made before the turn)."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -315,7 +314,7 @@ class ExplicitCloseClearedAtTurnStart(Invariant):
 
     def _stamp(self, sid: str) -> Stamp | None:
         row = self.system.store.get_session(sid)
-        return None if row is None or row.end_reason not in EXPLICIT_CLOSES else (row.end_reason, row.ended_at)
+        return None if row is None or row.end_reason not in EXPLICIT_CLOSE_REASONS else (row.end_reason, row.ended_at)
 
     @handles(FrontendTurnSubmitted, GatewayTurnStarted)
     def turn_started(self, event: FrontendTurnSubmitted | GatewayTurnStarted, record: HistoryEvent[FrontendTurnSubmitted | GatewayTurnStarted]) -> None:
@@ -335,19 +334,15 @@ class ExplicitCloseClearedAtTurnStart(Invariant):
 
     @handles(SessionCloseCleared)
     def cleared(self, event: SessionCloseCleared, record: HistoryEvent[SessionCloseCleared]) -> None:
-        """A turn clears a close on its first read of the session, before anything else it does: a close that read
-        found was made before it, however late the read came after the turn was typed (a stall, the same instant),
-        so it is a close found at the turn's start, not one made during it."""
         if record.task in self._starting:
             self._fresh.pop(event.session, None)
 
     @handles(FrontendSessionEnded)
-    def session_ended(self, event: FrontendSessionEnded, record: HistoryEvent[FrontendSessionEnded]) -> Violation | None:
+    def session_ended(self, event: FrontendSessionEnded, record: HistoryEvent[FrontendSessionEnded]) -> None:
         self._stale.pop(event.session, None)  # closed again during the turn: now the close is the user's
         stamp = self._stamp(event.session)
         if stamp is not None:
             self._fresh.setdefault(event.session, (stamp, record))
-        return None
 
     @handles(TurnPersisted)
     def persisted(self, event: TurnPersisted, record: HistoryEvent[TurnPersisted]) -> Violation | None:

@@ -11,20 +11,20 @@ from contract.vocabulary import TITLE_SOURCES
 from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 from sim.invariants.lineage_reads import lineage_roots, live_sessions_by_root, session_row
 
+Given = tuple[str, str | None, HistoryEvent[Event] | None]  # a title given to a conversation: (title, source, by what)
+
 
 class TitleFollowsConversation(Invariant):
-    """R17, judged on what the reference wrote.
+    """After a rotation and at the end, a conversation's live session shows the title last given to it, with the source
+    that gave it (a carried auto title stays auto), and no other session of it shows one; an automatic title replaces
+    only a title of lower authority (never the user's) and is refused only by one of equal or higher; a numbered title
+    takes the lowest free number.
 
-    A lease-less writer (an older agent sharing the database, the `unleased_rotation` fault) copies the
-    parent's title to its child and leaves it on the parent, as the code before R17's fix did; that hidden
-    copy is its doing, not the reference's, which clears it when it next gives the conversation a title (a
-    title held by a compression ancestor moves). So a parent closed that way may keep the title it had then,
-    until a rotation of the reference's carries that title on (the carry moves it off the ancestor).
-
-    Who may give the title is judged as it is given: the auto-titler improves a title of lower authority and
-    yields to one of equal or higher (above all, it never renames a conversation the user named), and a title
-    numbered because another conversation shows it takes the lowest free number; the title before is the one
-    last given to the conversation, which the rest of this invariant holds the store to.
+    Judged on what the reference wrote: a lease-less writer (an older agent sharing the database, the
+    `unleased_rotation` fault) copies the parent's title to its child and leaves it on the parent, as the code
+    before R17's fix did. That hidden copy is its doing; the reference clears it when it next gives the
+    conversation a title (a title held by a compression ancestor moves), so such a parent may keep the title it
+    had then until a rotation of the reference's carries that title on.
     """
 
     name = "title_follows_conversation"
@@ -32,16 +32,10 @@ class TitleFollowsConversation(Invariant):
     # Titles given and rotations are the judgement; the lease-less writer's rotation and a title write of unknown
     # outcome only refine it (a target without them is still judged).
     needs = frozenset({"session.titled", "commit.published"})
-    description = (
-        "After a rotation and at the end, a conversation's live session shows the title last given to it, with "
-        "the source that gave it (a carried auto title stays auto), and no other session of it shows one; an "
-        "automatic title replaces only a title of lower authority (never the user's) and is refused only by one "
-        "of equal or higher; a numbered title takes the lowest free number."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._given: dict[str, tuple[str, str | None, HistoryEvent[Event] | None]] = {}  # lineage root -> (title, source, event)
+        self._given: dict[str, Given] = {}  # lineage root -> the title last given to its conversation
         self._left_behind: dict[str, str | None] = {}  # a parent a lease-less writer rotated -> the title it left there
 
     @handles(SessionTitled)
@@ -52,7 +46,7 @@ class TitleFollowsConversation(Invariant):
             self._given[root] = (event.stored, event.source, record)
         return self._judge_authority(event, before, record) or self._judge_numbering(event, before, record)
 
-    def _judge_authority(self, event: SessionTitled, before: tuple[str, str | None, HistoryEvent[Event] | None] | None,
+    def _judge_authority(self, event: SessionTitled, before: Given | None,
                          record: HistoryEvent[Event]) -> Violation | None:
         """An automatic title against the one its conversation showed: taken only over a lower authority."""
         if event.source == "user" or before is None:
@@ -67,7 +61,7 @@ class TitleFollowsConversation(Invariant):
                                   f"conversation showed only {title!r} ({source})", given, record)
         return None
 
-    def _judge_numbering(self, event: SessionTitled, before: tuple[str, str | None, HistoryEvent[Event] | None] | None,
+    def _judge_numbering(self, event: SessionTitled, before: Given | None,
                          record: HistoryEvent[Event]) -> Violation | None:
         """A numbered title takes the lowest free number: each lower variant was shown before the write, by some
         session now or by the conversation itself (the title it gave up for this one)."""
@@ -147,21 +141,15 @@ class TitleFollowsConversation(Invariant):
 
 
 class TitleNamesOneConversation(Invariant):
-    """R17: the session list finds a conversation by its title, so a title names one conversation.
+    """A title stored on a conversation is shown by no other conversation; a user's title is stored as typed; an
+    automatic title is numbered, and a user's refused, only when another conversation shows it.
 
-    Judged where a title is given or refused: a title just stored must be shown by no other conversation (an
-    automatic one is numbered instead, a user's refused: what the user typed is stored as typed or not at
-    all), an automatic title is numbered and a user's refused only when another conversation shows it (a rename to the
-    conversation's own title, or to one only its closed ancestor keeps, is no conflict). Sessions of one
-    lineage are one conversation; a fork starts its own.
+    The session list finds a conversation by its title. Sessions of one lineage are one conversation (a fork starts
+    its own), so a rename to the conversation's own title, or to one only its closed ancestor keeps, is no conflict.
     """
 
     name = "title_names_one_conversation"
     races = ("R17",)
-    description = (
-        "A title stored on a conversation is shown by no other conversation; a user's title is stored as typed; "
-        "an automatic title is numbered, and a user's refused, only when another conversation shows it."
-    )
 
     @handles(SessionTitled)
     def titled(self, event: SessionTitled, record: HistoryEvent[SessionTitled]) -> Violation | None:

@@ -37,16 +37,16 @@ from contract.events.turns import transcript_fingerprint
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import MessageRow
-from contract.vocabulary import DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
+from contract.vocabulary import COMPRESSION_END, DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
 from sim.invariants.facts import COMMITS, CRASHES, AttemptTable
-from sim.invariants.invariant import AgentView, Invariant, SystemView, Violation, handles
+from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 from sim.invariants.lineage_reads import lineage_roots, live_sessions_by_root
 
 NOT_COMMITTED = ("failed", "error", "unchanged")
 
 # Ends after which the agent's own turn no longer writes to the session: a boundary the user chose, an explicit
 # close, or a rotation's. An automatic stamp (tui_shutdown, ...) is none of them: the agent works on past it.
-ENDED_FOR_GOOD = DELIBERATE_END_REASONS | EXPLICIT_CLOSE_REASONS | {"compression"}
+ENDED_FOR_GOOD = DELIBERATE_END_REASONS | EXPLICIT_CLOSE_REASONS | {COMPRESSION_END}
 
 
 K = TypeVar("K", bound=Hashable)
@@ -68,13 +68,55 @@ def excerpt(content: str | None) -> str:
     return repr(content if content is None else content[:40])
 
 
+class _ReadsEachCommit(Invariant):
+    """Reads each commit as it says it committed, right after it: in place (the session it compacted is the one it
+    wrote) or by rotation (it wrote the child)."""
+
+    @handles(CommitArchived)
+    def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> Violation | None:
+        return self._committed(event.attempt, event.session, event.session, record)
+
+    @handles(CommitPublished)
+    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> Violation | None:
+        return self._committed(event.attempt, event.parent, event.child, record)
+
+    def _committed(self, attempt: AttemptId, session: SessionId, written: SessionId,
+                   commit: HistoryEvent[Event]) -> Violation | None:
+        raise NotImplementedError
+
+
+class _CreditsEachCommit(_ReadsEachCommit):
+    """Credits each commit that took effect, once: those that said so, and those that never did (the call raised
+    after it took effect, or its process died right after it), as the facts tell (sim/invariants/facts.py)."""
+
+    learns = COMMITS
+
+    def _committed(self, attempt: AttemptId, session: SessionId, written: SessionId,
+                   commit: HistoryEvent[Event]) -> None:
+        self._credit(attempt, session, written, commit)
+
+    @handles(CompactionCommitFailed)
+    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent[CompactionCommitFailed]) -> None:
+        if self.facts.commits.took_effect(event.session, event.attempt, record):
+            self._credit(event.attempt, event.session, None, record)
+
+    @handles(ProcessCrashed)
+    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
+        for session, attempt in self.facts.commits.died_after_commit:
+            self._credit(attempt, session, None, record)
+
+    def _credit(self, attempt: AttemptId, session: SessionId, written: SessionId | None,
+                commit: HistoryEvent[Event]) -> None:
+        """`attempt`'s commit on `session` took effect by `commit`, writing `written` (None: it never said)."""
+        raise NotImplementedError
+
+
 class NoDuplicatePersistedTurn(Invariant):
+    """No logical message (role, content, timestamp) is active twice in a live session, and no platform message (its
+    platform message id) has two active user rows."""
+
     name = "no_duplicate_persisted_turn"
     races = ("R10", "R12")
-    description = (
-        "No logical message (role, content, timestamp) is active twice in a live session, and no platform message "
-        "(its platform message id) has two active user rows."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -160,16 +202,14 @@ def first_repeated(keys: list[K]) -> tuple[K, int] | None:
     return next((key, count) for key, count in counts.items() if count > 1)
 
 
-class AcknowledgedAppendsSurvive(Invariant):
+class AcknowledgedAppendsSurvive(_CreditsEachCommit):
+    """Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one if
+    ended on purpose), or the first commit on its session after it summarized it under a watermark that covers it or
+    from an input that held it (a copy that commit cloned onward is followed the same way)."""
+
     name = "acknowledged_appends_survive"
     needs = frozenset({'append.ok', 'turn.persisted', 'commit.archived', 'commit.published', 'compaction.commit_failed'})  # the rest only refines
     races = ("R14", "R12")
-    learns = COMMITS
-    description = (
-        "Every acknowledged append is, at the end, active in its lineage's head (its live session, or its last one "
-        "if ended on purpose), or the first commit on its session after it summarized it under a watermark that "
-        "covers it or from an input that held it (a copy that commit cloned onward is followed the same way)."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -212,42 +252,21 @@ class AcknowledgedAppendsSurvive(Invariant):
         if event.ids and max(event.ids) > self._highest[-1][0]:
             self._highest.append((max(event.ids), record.seq))
 
-    @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> None:
-        self._commit(event.session, event.attempt, record)
-
     @handles(ExternalRotated)
     def rotated_externally(self, event: ExternalRotated, record: HistoryEvent[ExternalRotated]) -> None:
-        """A writer without the lease copied the head's active rows into a child: it summarized nothing, and a
-        row it carried is judged by its copy there, as a commit's clone is. The copies are written now: a turn
-        whose stalled write is acknowledged with one of them later (its own /compress had carried it there) is
-        judged from this moment, so the commit that summarized the copy in between counts (a harness-only
-        fault, so the store read here is the one at this event)."""
+        """A writer without the lease copied the head's active rows into a child: it summarized nothing, and a row it
+        carried is judged by its copy there, as a commit's clone is. The copies are timed from now, so a commit that
+        summarized one before a stalled write was acknowledged with it counts (a harness-only fault: the store read
+        here is the one at this event)."""
         self._commits.setdefault(event.parent, []).append((record.seq, 0, frozenset(), frozenset()))
         for row in self.system.store.all_messages(event.child):
             self._appended_at.setdefault(row.id, record.seq)
 
-    @handles(CompactionCommitFailed)
-    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent[CompactionCommitFailed]) -> None:
-        if self.facts.commits.took_effect(event.session, event.attempt, record):
-            self._commit(event.session, event.attempt, record)
-
-    @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> None:
-        self._commit(event.parent, event.attempt, record)
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        for session, attempt in self.facts.commits.died_after_commit:
-            self._commit(session, attempt, record)
-
-    def _commit(self, session: SessionId, attempt: AttemptId, record: HistoryEvent[Event]) -> None:
-        """Credit `attempt`'s commit once: a process that dies after the attempt said it committed (a crash inside
-        its lease release) must not have that commit credited again at the crash, a later moment at which the
-        copy it cloned onward would be judged against the same commit's watermark (the facts credit it once)."""
+    def _credit(self, attempt: AttemptId, session: SessionId, written: SessionId | None,
+                commit: HistoryEvent[Event]) -> None:
+        held, took = self._held_at_start.get(attempt, frozenset()), self._inputs.get(attempt, frozenset())
         watermark = self.facts.commits.watermark(attempt, session)
-        self._commits.setdefault(session, []).append((record.seq, watermark, self._held_at_start.get(attempt, frozenset()),
-                                                      self._inputs.get(attempt, frozenset())))
+        self._commits.setdefault(session, []).append((commit.seq, watermark, held, took))
 
     def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         store = self.system.store
@@ -277,19 +296,14 @@ class AcknowledgedAppendsSurvive(Invariant):
         return self._highest[found][1] if found < len(self._highest) else sys.maxsize
 
     def _summarized(self, row: MessageRow, since: int, same_payload: list[MessageRow]) -> bool:
-        """Whether the first commit on the row's session after `since` summarized it under a covering
-        watermark, or took it as input; a row that commit did not summarize but carried onward is judged by its
-        next copy.
+        """Whether the first commit on the row's session after `since` summarized it under a covering watermark,
+        or took it as input; a row that commit carried onward is judged by its next copy.
 
-        A row the commit carried is superseded (a clone of the foreign tail), or archived above the watermark:
-        a rotation's own pre-publish flush is archived in the parent while its handoff carries the row into
-        the child. Such a flush row is acknowledged in the parent when the turn whose message it is fails
-        (a host interrupt while the commit is stalled in flight) and the next turn finds it already
-        persisted there. Its watermark does not cover it, so only its copy shows whether it survived.
-
-        A flush row is summarized, though, when its message was in what the attempt worked from: an unsaved
-        message its caller already held when the attempt started (a turn whose write failed) is in the summary's
-        input, and the flush writes it above the watermark only for the commit to archive it."""
+        A carried row is superseded (a clone of the foreign tail) or archived above the watermark: a rotation's own
+        pre-publish flush is archived in the parent while its handoff carries the row into the child, and it is
+        acknowledged there when its turn fails (a host interrupt while the commit stalls) and the next turn finds it
+        persisted. Such a flush row is summarized, though, when its message was one the caller already held unsaved
+        when the attempt started (a turn whose write failed): it is in the summary's input."""
         while True:
             commit = next((found for found in self._commits.get(row.session_id, []) if found[0] > since), None)
             if commit is None:
@@ -304,23 +318,17 @@ class AcknowledgedAppendsSurvive(Invariant):
 
 
 class AbortedAttemptLeavesParentUnchanged(Invariant):
-    """R11: a failed rotation must not grow a parent that had already ended.
+    """An attempt that does not commit appends nothing to the session it tried to compact once that session has ended
+    for good (a deliberate boundary, an explicit close, a rotation; not an automatic stamp).
 
-    A rotation flushes the caller's unsaved turn into the parent before it publishes. While the parent is live
-    that flush is the turn's own write, made once and handed back stamped (the caller never writes it again),
-    so a later publish failure (a disk error) leaves the parent exactly as the turn alone would have. The same
-    holds for a parent carrying only an automatic end stamp (a terminal's tui_shutdown): the agent works on
-    past it, its turn writes its reply there all the same, and publication would have healed the stamp. An
-    append to a parent that had ended for good (a session reset, an explicit close, a rotation) is what grew
-    sessions without bound: no live head shows it, and every retry adds another copy.
+    A rotation flushes the caller's unsaved turn into the parent before it publishes. While the parent is live, or
+    carries only an automatic stamp the agent works past, that flush is the turn's own write, made once, so a later
+    publish failure leaves the parent as the turn alone would have. An append to a parent that had ended for good is
+    what grew sessions without bound (R11): no live head shows it, and every retry adds another copy.
     """
 
     name = "aborted_attempt_leaves_parent_unchanged"
     races = ("R11",)
-    description = (
-        "An attempt that does not commit appends nothing to the session it tried to compact once that session has "
-        "ended for good (a deliberate boundary, an explicit close, a rotation; not an automatic stamp)."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -352,21 +360,17 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
 
 
 class CallerTranscriptOnlyThroughCommit(Invariant):
-    """R4: the host's list changes only through an admitted commit's result.
+    """When a compression returns without committing, the caller's transcript is exactly what it was before, unless
+    another attempt of the same process committed on the same session meanwhile (a /compress beside a turn's compaction:
+    their agent's transcript is the one both work on).
 
-    The caller's transcript is the messages the caller held when it called, as `host.returned` reports them on
-    return; a turn of the same agent that ran meanwhile (a message typed while /compress ran, a gateway message
-    beside a compaction) appends its own messages after them, which the attempt neither made nor could prevent,
-    so they are not charged to it. An edit, reorder or truncation of the caller's messages still shows.
+    The caller's transcript is what the caller held when it called, as `host.returned` reports it: a turn of the
+    same agent that ran meanwhile (a message typed while /compress ran) appends its own messages after it, which the
+    attempt neither made nor could prevent. An edit, reorder or truncation of the caller's messages still shows.
     """
 
     name = "caller_transcript_only_through_commit"
     races = ("R4", "R12")
-    description = (
-        "When a compression returns without committing, the caller's transcript is exactly what it was before, "
-        "unless another attempt of the same process committed on the same session meanwhile (a /compress beside "
-        "a turn's compaction: their agent's transcript is the one both work on)."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -395,8 +399,8 @@ class CallerTranscriptOnlyThroughCommit(Invariant):
 
 
 class RewindSlotsStayUnderWatermark(Invariant):
-    """R14/#99545: the rewind slots are the newest rows at or below the watermark, so an append made meanwhile
-    never takes one and a carried row is never marked summarized.
+    """An in-place commit keeps the verbatim rows among its tail_count rewind slots (the newest at or below its
+    watermark) as hidden copies, never summarized; an append made meanwhile never takes their slot.
 
     Only a slot row the commit carried verbatim (its payload is live after the commit) must be kept as a hidden
     copy: the newest row under the watermark may have been summarized (a turn's unsaved message took its
@@ -405,10 +409,6 @@ class RewindSlotsStayUnderWatermark(Invariant):
     name = "rewind_slots_stay_under_watermark"
     settings = frozenset({'tail_count'})
     races = ("R14",)
-    description = (
-        "An in-place commit keeps the verbatim rows among its tail_count rewind slots (the newest at or below its "
-        "watermark) as hidden copies, never summarized; an append made meanwhile never takes their slot."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -444,13 +444,15 @@ class RewindSlotsStayUnderWatermark(Invariant):
 
 
 class DurableMessagesMatchRows(Invariant):
-    """A stored row is never edited or deleted (the store only inserts rows and clears their `active` and
+    """Every message an agent holds as already durable says exactly what its row says: nothing edits the live transcript
+    in place.
+
+    A stored row is never edited or deleted (the store only inserts rows and clears their `active` and
     `compacted` flags), so a row read once is that row for the rest of the run: it is kept, and a check reads
     sessions only for rows it has not met, the live ones first."""
 
     name = "durable_messages_match_rows"
     races = ("R4",)
-    description = "Every message an agent holds as already durable says exactly what its row says: nothing edits the live transcript in place."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -473,8 +475,8 @@ class DurableMessagesMatchRows(Invariant):
                     continue
                 row = self._rows.get(row_id)
                 if row is None:
-                    if unread is None:
-                        unread = self._reading_order()
+                    if unread is None:  # the last in id order first: a continuation's id ends in its minting time
+                        unread = reversed(self.system.store.session_ids())
                     row = self._read_until(row_id, unread)
                 held = message_payload(message)
                 if row is None or held != payload(row):
@@ -485,10 +487,6 @@ class DurableMessagesMatchRows(Invariant):
                         f"row {row_id}, but {found}: the live transcript was edited in place", record,
                     )
         return None
-
-    def _reading_order(self) -> Iterator[str]:
-        """Every session, the last in id order first: a continuation's id ends in its minting time, so new rows sit there."""
-        return reversed(self.system.store.session_ids())
 
     def _read_until(self, row_id: int, unread: Iterator[str]) -> MessageRow | None:
         """Row `row_id`, reading unread sessions until it is met (None once every session is read)."""
@@ -505,9 +503,10 @@ class DurableMessagesMatchRows(Invariant):
 
 
 class MessageCountMatchesActiveRows(Invariant):
+    """At the end, every session's stored message_count equals its number of active rows."""
+
     name = "message_count_matches_active_rows"
     races = ("R10", "R14")
-    description = "At the end, every session's stored message_count equals its number of active rows."
 
     def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         store = self.system.store
@@ -520,9 +519,10 @@ class MessageCountMatchesActiveRows(Invariant):
 
 
 class CompletedTurnPersistsUserMessage(Invariant):
+    """A frontend turn that persisted its reply also made its user message durable (a user row with that text)."""
+
     name = "completed_turn_persists_user_message"
     races = ("R10", "R12")
-    description = "A frontend turn that persisted its reply also made its user message durable (a user row with that text)."
 
     def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         submitted: dict[str, tuple[str, HistoryEvent[Event]]] = {}  # task -> the text of its open turn, and the turn
@@ -543,34 +543,16 @@ class CompletedTurnPersistsUserMessage(Invariant):
         return None
 
 
-class _JudgesEachCommit(Invariant):
-    """Judges the session each commit wrote, right after it: the session itself in place, the child of a rotation."""
+class CommitChangesTranscript(_ReadsEachCommit):
+    """A commit never writes its input back unchanged: a candidate that reads as the rows it summarized is refused (no
+    progress) before it is written, so no commit's transcript begins with its input rows verbatim.
 
-    @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> Violation | None:
-        return self._judge(event.attempt, event.session, record)
-
-    @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> Violation | None:
-        return self._judge(event.attempt, event.child, record)
-
-    def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent[Event]) -> Violation | None:
-        raise NotImplementedError
-
-
-class CommitChangesTranscript(_JudgesEachCommit):
-    """A candidate that reads as its input changes nothing (§2 step 12): the attempt refuses it as no progress
-    and backs off, instead of archiving the rows only to write them again (the table grows by a copy of the
-    transcript each time, R12) and telling the user the conversation was compressed. The screen compares
-    marker-free messages: a row loaded without its summary flag made an unchanged summary-of-a-summary look
-    new. Judged on the store: the commit's new transcript must not begin with its input rows, verbatim."""
+    Such a candidate changes nothing (§2 step 12): archiving the rows only to write them again grows the table by a
+    copy of the transcript each time (R12) and tells the user the conversation was compressed. The screen compares
+    marker-free messages: a row loaded without its summary flag made an unchanged summary-of-a-summary look new."""
 
     name = "commit_changes_transcript"
     races = ("R12",)
-    description = (
-        "A commit never writes its input back unchanged: a candidate that reads as the rows it summarized is refused "
-        "(no progress) before it is written, so no commit's transcript begins with its input rows verbatim."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -580,12 +562,13 @@ class CommitChangesTranscript(_JudgesEachCommit):
     def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
         self._input[event.attempt] = (event.session, event.rows)
 
-    def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent[Event]) -> Violation | None:
-        session, rows = self._input.pop(attempt, (None, []))
-        if session is None or not rows:
+    def _committed(self, attempt: AttemptId, session: SessionId, written: SessionId,
+                   commit: HistoryEvent[Event]) -> Violation | None:
+        taken, rows = self._input.pop(attempt, (None, []))
+        if taken is None or not rows:
             return None
         store = self.system.store
-        payloads = {row.id: row.payload for row in store.all_messages(session)}
+        payloads = {row.id: row.payload for row in store.all_messages(taken)}
         before = [payloads[row_id] for row_id in rows if row_id in payloads]
         after = [row.payload for row in store.active_messages(written)]
         if after[:len(before)] == before:
@@ -593,21 +576,17 @@ class CommitChangesTranscript(_JudgesEachCommit):
         return None
 
 
-class CommitKeepsAUserTurn(_JudgesEachCommit):
-    """A compacted transcript still holds a message the user wrote, when its input held one.
+class CommitKeepsAUserTurn(_ReadsEachCommit):
+    """A commit whose input held a message the user wrote (not a summary) leaves at least one such message live in the
+    session it wrote: the user's turn is never compacted away entirely.
 
-    The summary is filed under the user role but is not the user's words; a transcript of a summary and
-    replies alone leaves the model nothing to answer, so the candidate anchors the last user message in front
-    of a kept tail that has none (hermes-compaction §2 step 12). Judged by the rows: the input's durable rows
-    as they were when the attempt took them, the committed session's live rows right after its commit.
+    The summary is filed under the user role but is not the user's words; a transcript of a summary and replies
+    alone leaves the model nothing to answer, so the candidate anchors the last user message in front of a kept tail
+    that has none (hermes-compaction §2 step 12). The input's rows are read as they were when the attempt took them.
     """
 
     name = "commit_keeps_a_user_turn"
     races = ("R13",)
-    description = (
-        "A commit whose input held a message the user wrote (not a summary) leaves at least one such message live "
-        "in the session it wrote: the user's turn is never compacted away entirely."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -619,7 +598,8 @@ class CommitKeepsAUserTurn(_JudgesEachCommit):
         if any(row.id in rows and is_user_turn(row) for row in self.system.store.active_messages(event.session)):
             self._had_user_turn.add(event.attempt)
 
-    def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent[Event]) -> Violation | None:
+    def _committed(self, attempt: AttemptId, session: SessionId, written: SessionId,
+                   commit: HistoryEvent[Event]) -> Violation | None:
         if attempt not in self._had_user_turn:
             return None
         self._had_user_turn.discard(attempt)
@@ -633,15 +613,14 @@ def is_user_turn(row: MessageRow) -> bool:
     return row.role == "user" and not row.is_summary
 
 
-class ArchivedRowsWereInInput(Invariant):
+class ArchivedRowsWereInInput(_ReadsEachCommit):
+    """A commit retires only rows its attempt worked from: in place, every row it marks summarized was in the attempt's
+    input, whatever its watermark; by rotation, no row at or below the watermark that was not in the input is left
+    behind in the closed parent."""
+
     name = "archived_rows_were_in_input"
     needs = frozenset({'commit.archived', 'commit.published', 'compaction.input'})  # the rest only refines
     races = ("R14",)
-    description = (
-        "A commit retires only rows its attempt worked from: in place, every row it marks summarized was in the "
-        "attempt's input, whatever its watermark; by rotation, no row at or below the watermark that was not in the "
-        "input is left behind in the closed parent."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -659,20 +638,13 @@ class ArchivedRowsWereInInput(Invariant):
         retired = {row.id for row in self.system.store.all_messages(event.session) if not row.active}
         self._input[event.attempt] = (set(event.rows), retired, record)
 
-    @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> Violation | None:
-        return self._judge(event.attempt, event.session, record, in_place=True)
-
-    @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> Violation | None:
-        return self._judge(event.attempt, event.parent, record, in_place=False)
-
-    def _judge(self, attempt: AttemptId, session: SessionId, commit: HistoryEvent[Event], *, in_place: bool) -> Violation | None:
+    def _committed(self, attempt: AttemptId, session: SessionId, written: SessionId,
+                   commit: HistoryEvent[Event]) -> Violation | None:
         if attempt not in self._input or attempt not in self._watermark:
             return None
         rows, retired_before, seen = self._input[attempt]
         store, watermark = self.system.store, self._watermark[attempt]
-        if in_place:
+        if written == session:
             # every row this commit marked summarized, whatever the watermark says: the summary must have seen it
             lost = [row for row in store.all_messages(session) if row.compacted and row.id not in retired_before]
         else:
@@ -688,56 +660,42 @@ class ArchivedRowsWereInInput(Invariant):
         return None
 
 
-class CommitReachesCaller(Invariant):
-    """What a commit left is what its caller gets, unless a newer commit rewrote that session before the caller
-    got it: a worker that stalls past its commit while the agent's next turn compacts again returns after that
-    newer commit reached the agent, and the rows it left are no longer anyone's live transcript. Such a late
-    return is judged by what the agent then holds: only rows live in its session, never the transcript the newer
-    commit replaced (the newer commit's own return is judged by its rows; until it returns, the agent may hold the
-    transcript from before it, as it does while any host waits). And a return drops none of the rows the agent's
-    own turns saved after the commit: a turn typed while the host waited writes into the session the commit left.
+class CommitReachesCaller(_ReadsEachCommit):
+    """A committed compaction hands its caller exactly the live transcript its commit left in the session: a message
+    another writer appended during the summary, which the commit carried after it, is in the agent's context from the
+    next reply on (unless reading the carried rows back failed: then the next attempt's re-read takes them in), the
+    agent keeps no row that is not live in its session and every live row its own turns saved after the commit. A commit
+    a newer one superseded before it returned leaves the agent's transcript alone.
+
+    A worker that stalls past its commit while the agent's next turn compacts again returns after that newer commit
+    reached the agent, and the rows it left are no longer anyone's live transcript: such a late return is judged by
+    what the agent then holds, only rows live in its session (until the newer commit's own return, the agent may hold
+    the transcript from before it, as it does while any host waits). A turn typed while the host waited writes into
+    the session the commit left, so a return drops none of the rows the agent's own turns saved after the commit.
     """
 
     name = "commit_reaches_caller"
     races = ("R14", "R4")
     learns = CRASHES
-    description = (
-        "A committed compaction hands its caller exactly the live transcript its commit left in the session: a "
-        "message another writer appended during the summary, which the commit carried after it, is in the agent's "
-        "context from the next reply on (unless reading the carried rows back failed: then the next attempt's "
-        "re-read takes them in), the agent keeps no row that is not live in its session and every live row its own "
-        "turns saved after the commit. A commit a newer one superseded before it returned leaves the agent's "
-        "transcript alone."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._left: AttemptTable[AttemptId, tuple[str, SessionId, HistoryEvent[Event]]] = AttemptTable()  # attempt -> what its commit left
+        # attempt -> what its commit left: the fingerprint of the session's live rows, the session, the commit
+        self._left: AttemptTable[AttemptId, tuple[str, SessionId, HistoryEvent[Event]]] = AttemptTable()
         # attempt -> the newer commit that rewrote its session: its attempt and its event
         self._superseded: AttemptTable[AttemptId, tuple[AttemptId, HistoryEvent[Event]]] = AttemptTable()
         self._newest_row: AttemptTable[AttemptId, int] = AttemptTable()  # attempt -> the highest row id its commit left live
         self._saved: dict[str, list[int]] = {}  # agent -> the rows its turns saved, in order
 
-    @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> None:
-        self._supersede(event.session, event.attempt, record)
-        self._remember(event.attempt, event.session, record)
-
-    @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> None:
-        self._supersede(event.parent, event.attempt, record)
-        self._remember(event.attempt, event.child, record)
-
-    def _supersede(self, session: SessionId, newer: AttemptId, record: HistoryEvent[Event]) -> None:
-        """A newer commit rewrites `session`: earlier commits there that have not returned yet are superseded."""
-        for attempt, left in list(self._left.items()):
+    def _committed(self, attempt: AttemptId, session: SessionId, written: SessionId,
+                   commit: HistoryEvent[Event]) -> None:
+        """The earlier commits on `session` that have not returned yet are superseded; this one left the written
+        session's live rows as its transaction left them (read in the commit's own step)."""
+        for earlier, left in self._left.items():
             if left[1] == session:
-                self._superseded[attempt] = (newer, record)
-
-    def _remember(self, attempt: AttemptId, session: SessionId, record: HistoryEvent[Event]) -> None:
-        """The session's active rows as the commit transaction left them (read in the commit's own step)."""
-        rows = self.system.store.active_messages(session)
-        self._left[attempt] = (transcript_fingerprint(payload(row) for row in rows), session, record)
+                self._superseded[earlier] = (attempt, commit)
+        rows = self.system.store.active_messages(written)
+        self._left[attempt] = (transcript_fingerprint(payload(row) for row in rows), written, commit)
         self._newest_row[attempt] = max((row.id for row in rows), default=0)
         self._superseded.pop(attempt, None)
 
@@ -760,72 +718,43 @@ class CommitReachesCaller(Invariant):
         newest_row = self._newest_row.pop(event.attempt, 0)
         if left is None or event.status not in ("committed", "rotated"):
             return None
-        if newer is not None:
-            return self._judge_superseded(event, left, newer, record)
-        if left[0] != event.transcript_after:
+        if newer is not None and newer[0] in self._left:
+            return None  # the newer commit's host still waits: the agent holds what it held before it, judged then
+        if newer is None and left[0] != event.transcript_after:
             return self.violation(
                 f"attempt {event.attempt} committed to {left[1]} but handed its caller a transcript that differs from "
                 "the session's live rows after the commit (a row the commit carried is missing from the agent's context)",
                 left[2], record,
             )
-        view = self._returned_to(record)
-        stale = self._stale_rows(view)
-        if stale is not None:
-            # the list handed back is right, but the agent keeps more: a turn's dicts appended again after the rows
-            # the commit carried for them (the commit retired the turn's rows as it cloned them)
-            return self.violation(
-                f"attempt {event.attempt} committed to {left[1]} and its return left the agent on {stale[0]} holding "
-                f"rows that are not live there ({stale[1][:5]})", left[2], record,
-            )
-        missing = self._missing_rows(view, newest_row)
-        if missing is None:
-            return None
-        return self.violation(
-            f"attempt {event.attempt} committed to {left[1]} and its return left the agent on {missing[0]} without "
-            f"rows its own turns saved there after the commit ({missing[1][:5]}): its next replies are made without them",
-            left[2], record,
-        )
-
-    def _judge_superseded(self, event: HostReturned, left: tuple[str, SessionId, HistoryEvent[Event]],
-                          newer: tuple[AttemptId, HistoryEvent[Event]], record: HistoryEvent[Event]) -> Violation | None:
-        newer_attempt, newer_commit = newer
-        if newer_attempt in self._left:
-            return None  # the newer commit's host still waits: the agent holds what it held before it, judged then
-        stale = self._stale_rows(self._returned_to(record))
-        if stale is None:
-            return None
-        return self.violation(
-            f"attempt {event.attempt} committed to {left[1]}, which a newer commit rewrote before it returned, and "
-            f"its return left the agent on {stale[0]} holding rows that are not live there ({stale[1][:5]})",
-            left[2], newer_commit, record,
-        )
-
-    def _returned_to(self, record: HistoryEvent[Event]) -> tuple[str, AgentView, set[int]] | None:
-        """The agent returned to at `record` (its name and itself) and the rows live in its session, if known."""
         name = self.system.agent_of_task(record.task) or ""
         slot = self.system.agents.get(name)
         if slot is None:
             return None
-        return name, slot.agent, {row.id for row in self.system.store.active_messages(slot.agent.session_id)}
-
-    @staticmethod
-    def _stale_rows(view: tuple[str, AgentView, set[int]] | None) -> tuple[SessionId, list[int]] | None:
-        """The agent's session and the rows it holds that are not live there, if any."""
-        if view is None:
-            return None
-        _, agent, live = view
-        stale: list[int] = [message["_row_id"] for message in agent.messages if message.get("_row_id") not in (None, *live)]
-        return (SessionId(agent.session_id), stale) if stale else None
-
-    def _missing_rows(self, view: tuple[str, AgentView, set[int]] | None, newest_row: int) -> tuple[SessionId, list[int]] | None:
-        """The agent's session and the live rows there its own turns saved above the commit's rows (`newest_row`)
-        that it does not hold, if any."""
-        if view is None:
-            return None
-        name, agent, live = view
-        held = {message.get("_row_id") for message in agent.messages}
+        agent = slot.agent
+        live = {row.id for row in self.system.store.active_messages(agent.session_id)}
+        held = [message.get("_row_id") for message in agent.messages]
+        stale = [row for row in held if row is not None and row not in live]
+        if stale and newer is not None:
+            return self.violation(
+                f"attempt {event.attempt} committed to {left[1]}, which a newer commit rewrote before it returned, and "
+                f"its return left the agent on {agent.session_id} holding rows that are not live there ({stale[:5]})",
+                left[2], newer[1], record,
+            )
+        if stale:
+            # the list handed back is right, but the agent keeps more: a turn's dicts appended again after the rows
+            # the commit carried for them (the commit retired the turn's rows as it cloned them)
+            return self.violation(
+                f"attempt {event.attempt} committed to {left[1]} and its return left the agent on {agent.session_id} "
+                f"holding rows that are not live there ({stale[:5]})", left[2], record,
+            )
         missing = [row for row in self._saved.get(name, []) if row > newest_row and row in live and row not in held]
-        return (SessionId(agent.session_id), missing) if missing else None
+        if not missing or newer is not None:
+            return None
+        return self.violation(
+            f"attempt {event.attempt} committed to {left[1]} and its return left the agent on {agent.session_id} "
+            f"without rows its own turns saved there after the commit ({missing[:5]}): its next replies are made "
+            "without them", left[2], record,
+        )
 
 
 Key = tuple[str, str | None]  # a message as the user knows it: its role and its text
@@ -842,18 +771,16 @@ class Told:
     record: HistoryEvent[Event]
 
 
-class ToldMessagesKeptOnceInOrder(Invariant):
+class ToldMessagesKeptOnceInOrder(_CreditsEachCommit):
+    """The user's model of the conversation holds: every message the user was told was saved (a completed turn's user
+    message and reply, another writer's acknowledged append) is at the end live exactly once in its lineage's head, or
+    was in the input of a committed compaction; and the live ones of each writer (a terminal, another writer such as a
+    second device) keep the order they were sent in."""
+
     name = "told_messages_kept_once_in_order"
     needs = frozenset({'turn.persisted', 'frontend.turn_submitted', 'compaction.input', 'commit.archived', 'commit.published',
                        'compaction.commit_failed'})  # the rest only refines
     races = ("R10", "R12", "R14")
-    learns = COMMITS
-    description = (
-        "The user's model of the conversation holds: every message the user was told was saved (a completed turn's "
-        "user message and reply, another writer's acknowledged append) is at the end live exactly once in its "
-        "lineage's head, or was in the input of a committed compaction; and the live ones of each writer (a "
-        "terminal, another writer such as a second device) keep the order they were sent in."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -895,21 +822,9 @@ class ToldMessagesKeptOnceInOrder(Invariant):
         rows = set(event.rows)
         self._inputs[event.attempt] = {key(row) for row in self.system.store.all_messages(event.session) if row.id in rows}
 
-    @handles(CommitArchived, CommitPublished)
-    def committed(self, event: CommitArchived | CommitPublished, record: HistoryEvent[CommitArchived | CommitPublished]) -> None:
-        self._summarized |= self._inputs.pop(event.attempt, set())
-
-    @handles(CompactionCommitFailed)
-    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent[CompactionCommitFailed]) -> None:
-        """A commit that raised after it took effect summarized its input all the same (indeterminate, not failed)."""
-        if self.facts.commits.took_effect(event.session, event.attempt, record):
-            self._summarized |= self._inputs.pop(event.attempt, set())
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        """A commit the dead process made just before it died summarized its input (it only never said so)."""
-        for _, attempt in self.facts.commits.died_after_commit:
-            self._summarized |= self._inputs.pop(attempt, set())
+    def _credit(self, attempt: AttemptId, session: SessionId, written: SessionId | None,
+                commit: HistoryEvent[Event]) -> None:
+        self._summarized |= self._inputs.pop(attempt, set())
 
     def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         store = self.system.store
@@ -953,21 +868,18 @@ def key(row: MessageRow) -> Key:
 
 
 class ReceivedMessageSurvivesGatewayCrash(Invariant):
-    """#104653: a gateway that writes on receipt makes a platform message durable as it takes it, before its turn
-    compacts (a summary may take minutes), so killing the gateway's process during that compaction does not lose
-    the message: the conversation the restarted gateway continues holds it. No reply was shown yet, so the
-    invariants of what the user was told see nothing when such a message is lost (a receipt write that never
-    ran acknowledges nothing): the promise is the receipt write's own. A receipt write that failed
-    (`append.failed` before the compaction) is fail-open by design: the turn's flush is then the only writer.
+    """With the gateway writing on receipt, a platform message whose turn went on to compact (its receipt write not
+    failed) has a user row with its platform message id if the gateway's process dies during that turn.
+
+    #104653: writing on receipt makes a platform message durable before its turn compacts (a summary may take
+    minutes). No reply was shown yet, so the invariants of what the user was told see nothing when such a message is
+    lost: the promise is the receipt write's own. A receipt write that failed is fail-open by design: the turn's flush
+    is then the only writer.
     """
 
     name = "received_message_survives_gateway_crash"
     settings = frozenset({'gateway_writes_on_receipt'})
     races = ("R10",)
-    description = (
-        "With the gateway writing on receipt, a platform message whose turn went on to compact (its receipt write "
-        "not failed) has a user row with its platform message id if the gateway's process dies during that turn."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -1014,20 +926,17 @@ class ReceivedMessageSurvivesGatewayCrash(Invariant):
 
 
 class HeldRowsAreLive(Invariant):
-    """durable_messages_match_rows compares what an agent holds as durable with its row's payload, which never
-    changes: an agent that loaded archived rows (summarized ones beside their summary) or held a message marked
-    durable with no row at all passed it. The agent answers from what it holds, so each durable message names its
-    row, and that row is live in the agent's session, unless a commit retired it after the agent last loaded its
-    transcript (another process's compaction, which the agent learns of only at its own next one), or the row is
-    one the store handed the agent's own write back (a message another writer summarized meanwhile). Judged where
-    the agent works from what it holds: when it starts a compaction, when it has replied, and at the end."""
+    """Every message an agent holds as durable names its row, and that row is live in the agent's session, unless a
+    commit retired it after the agent last loaded its transcript, or the store handed it back to the agent's own write.
+
+    durable_messages_match_rows compares a held message with its row's payload, which never changes: an agent that
+    loaded archived rows (summarized ones beside their summary), or held a durable message with no row, passed it. A
+    commit the agent had not loaded is another process's, which it learns of only at its own next compaction; a row
+    handed back to its own write may be one another writer summarized meanwhile. Judged where the agent works from
+    what it holds: when it starts a compaction, when it has replied, and at the end."""
 
     name = "held_rows_are_live"
     races = ("R15", "R19")
-    description = (
-        "Every message an agent holds as durable names its row, and that row is live in the agent's session, unless a "
-        "commit retired it after the agent last loaded its transcript, or the store handed it back to the agent's own write."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -1105,21 +1014,17 @@ class HeldRowsAreLive(Invariant):
 
 
 class TurnAppendAllOrNothing(Invariant):
-    """A turn's flush is one write of its question and reply: when it fails, the user is told the turn failed, and
-    the next turn's flush writes both. A flush that wrote them one at a time and failed at the reply left the
-    question live with no answer, a turn the user was told had failed half-saved, and nothing judged it: each row
-    that exists is a row some write made. Judged at the end, for each terminal turn that failed at its own flush
-    holding its reply (a turn stopped by Ctrl+C, or whose overflow recovery deferred it, has none): its question,
-    if live, is followed by a reply, unless a compaction wrote a session since the turn began (a candidate may keep
-    the question and summarize the reply; a rotation's pre-publish flush writes a turn's unsaved question before it
-    has a reply)."""
+    """A turn's flush writes its messages all or none: a turn the user was told failed at its flush leaves its question
+    live only with a reply right after it (the next turn's flush writes both).
+
+    A flush that wrote them one at a time and failed at the reply left the question live with no answer, a turn the
+    user was told had failed half-saved. Judged at the end, for each terminal turn that failed at its own flush holding
+    its reply (a turn stopped by Ctrl+C, or whose overflow recovery deferred it, has none), unless a compaction wrote a
+    session since the turn began (a candidate may keep the question and summarize the reply; a rotation's pre-publish
+    flush writes a turn's unsaved question before it has a reply)."""
 
     name = "turn_append_all_or_nothing"
     races = ("R10", "R12")
-    description = (
-        "A turn's flush writes its messages all or none: a turn the user was told failed at its flush leaves its "
-        "question live only with a reply right after it (the next turn's flush writes both)."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -1172,21 +1077,17 @@ class TurnAppendAllOrNothing(Invariant):
         return None
 
 
-class ReceivedMessageWrittenOnce(Invariant):
-    """#104653's promise, past a compaction: a platform message has one row in its conversation, which the gateway's
-    receipt write and the turn's flush share (found by its platform message id). Once a committed compaction
-    summarized that row (it was in the attempt's input and the commit kept no row of it live), the message is in
-    the summary; an append that writes it live again puts it in the model's context twice, the second time after
-    messages sent later. Neither copy is an active duplicate, so no_duplicate_persisted_turn cannot see it.
+class ReceivedMessageWrittenOnce(_CreditsEachCommit):
+    """A platform message that a committed compaction summarized (its row was in the attempt's input, and the commit
+    left no live row of it) is never written live again: the receipt write and the flush share one row.
+
+    #104653: the row is found by its platform message id. Once summarized, an append that writes it live again puts
+    it in the model's context twice, the second time after messages sent later; neither copy is an active duplicate,
+    so no_duplicate_persisted_turn cannot see it.
     """
 
     name = "received_message_written_once"
     races = ("R10",)
-    learns = COMMITS
-    description = (
-        "A platform message that a committed compaction summarized (its row was in the attempt's input, and the "
-        "commit left no live row of it) is never written live again: the receipt write and the flush share one row."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -1202,36 +1103,17 @@ class ReceivedMessageWrittenOnce(Invariant):
         if received:
             self._inputs[event.attempt] = received
 
-    @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> None:
-        self._summarize(event.attempt, event.session, record)
-
-    @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> None:
-        self._summarize(event.attempt, event.child, record)
-
-    @handles(CompactionCommitFailed)
-    def commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent[CompactionCommitFailed]) -> None:
-        if self.facts.commits.took_effect(event.session, event.attempt, record):
-            self._summarize(event.attempt, self._head_after(event.session), record)
-
-    @handles(ProcessCrashed)
-    def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
-        for session, attempt in self.facts.commits.died_after_commit:
-            self._summarize(attempt, self._head_after(session), record)
-
-    def _head_after(self, session: SessionId) -> SessionId:
-        """Where a commit that never said so left the transcript: the child it published, else the session."""
-        children = self.system.store.children(session)
-        return SessionId(children[-1].id) if children else session
-
-    def _summarize(self, attempt: AttemptId, head: SessionId, record: HistoryEvent[Event]) -> None:
+    def _credit(self, attempt: AttemptId, session: SessionId, written: SessionId | None,
+                commit: HistoryEvent[Event]) -> None:
         received = self._inputs.pop(attempt, None)
         if not received:
             return
-        kept = set(platform_user_ids(self.system.store.active_messages(head)))
+        if written is None:  # where a commit that never said so left the transcript: the child it published, else there
+            children = self.system.store.children(session)
+            written = SessionId(children[-1].id) if children else session
+        kept = set(platform_user_ids(self.system.store.active_messages(written)))
         for platform_id in received - kept:
-            self._summarized.setdefault(platform_id, (attempt, record))
+            self._summarized.setdefault(platform_id, (attempt, commit))
 
     @handles(AppendOk)
     def appended(self, event: AppendOk, record: HistoryEvent[AppendOk]) -> Violation | None:
@@ -1251,26 +1133,19 @@ class ReceivedMessageWrittenOnce(Invariant):
 
 
 class AdoptedTipReachesAgent(Invariant):
-    """An agent that finds its session rotated by another writer moves to the tip and goes on from the tip's live
-    transcript (§2 step 8, R15/R19): the conversation so far is there, summarized or not, and the agent's next
-    reply must see it. Only a tip row that one of the agent's own unsaved messages owns already (a failed write
-    that committed all the same) may stand in memory as that message instead of as the row. An adoption that
-    loses the tip's rows from memory goes unnoticed by every store check: nothing durable changed, the agent
-    merely forgot the conversation, and its next compaction summarizes what it still holds.
+    """An agent whose attempt adopts a compression tip holds every row live in the tip at the adoption, as that row or
+    as an unsaved message of its own with the same role, text and time.
 
-    Judged for an attempt's adoption (R19), with the tip's rows read in the adoption's own step, when its host
-    returns `adopted`: the agent's new list is applied in that step. A turn's adoption replaces the list in its
-    own step, before its event can be judged, and the turn's next write may come after a compaction rewrote
-    the list again, so it is not judged here.
+    An agent that finds its session rotated by another writer goes on from the tip's live transcript (§2 step 8,
+    R15/R19); an adoption that loses the tip's rows from memory goes unnoticed by every store check (nothing durable
+    changed, the agent merely forgot the conversation). A tip row one of its own unsaved messages already owns (a
+    failed write that committed all the same) may stand in memory as that message. A turn's adoption is not judged:
+    it replaces the list in its own step, and its next write may come after a compaction rewrote the list again.
     """
 
     name = "adopted_tip_reaches_agent"
     races = ("R19",)
     learns = CRASHES
-    description = (
-        "An agent whose attempt adopts a compression tip holds every row live in the tip at the adoption, as that "
-        "row or as an unsaved message of its own with the same role, text and time."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -1284,13 +1159,8 @@ class AdoptedTipReachesAgent(Invariant):
     @handles(HostReturned)
     def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
         adopted = self._by_attempt.pop(event.attempt, None)
-        if adopted is None or event.status != "adopted":
-            return None
-        return self._judge(adopted, record)
-
-    def _judge(self, adopted: tuple[list[MessageRow], SessionId, HistoryEvent[Event]], record: HistoryEvent[Event]) -> Violation | None:
         slot = self.slot_of_task(record.task)
-        if slot is None:
+        if adopted is None or event.status != "adopted" or slot is None:
             return None
         rows, tip, adoption = adopted
         held = {message.get("_row_id") for message in slot.agent.messages}
