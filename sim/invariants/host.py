@@ -45,7 +45,6 @@ from contract.events import (
     LeaseAcquireFailed,
     LeaseReleased,
     LeaseReleaseFailed,
-    PointFaultFired,
     PoolSaturated,
     ProcessCrashed,
     StallFired,
@@ -72,6 +71,7 @@ from sim.invariants.facts import (
 )
 from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 from sim.invariants.lineage_reads import JudgesRefusedTurns
+from sim.invariants.liveness import fault_raised_in_turn
 
 
 class _IdleSilence(Invariant):
@@ -492,19 +492,11 @@ class NextTurnPersistsAfterCtrlC(JudgesRefusedTurns):
             if submitted is None:
                 continue
             failed = _failure_of_turn(history, submitted)
-            if failed is None or _raised_by_fault(history, submitted, failed) \
+            if failed is None or fault_raised_in_turn(history, submitted, failed) \
                     or self.refused_in_ended_conversation(history, submitted, failed):
                 continue
             return self.violation(f"the turn after Ctrl+C was not persisted: {failed.event.error}", expired, submitted, failed)
         return None
-
-
-def _raised_by_fault(history: Sequence[HistoryEvent[Event]], submitted: HistoryEvent[Event], failed: HistoryEvent[Event]) -> bool:
-    """An injected fault raised in the turn's own task (a host interrupt, a failed or busy store call) before it failed."""
-    return any(
-        record.task == failed.task and isinstance(record.event, (PointFaultFired, StoreFaultFired))
-        for record in history[submitted.seq + 1:failed.seq]
-    )
 
 
 def _failure_of_turn(history: Sequence[HistoryEvent[Event]], submitted: HistoryEvent[FrontendTurnSubmitted]) -> HistoryEvent[FrontendTurnFailed] | None:

@@ -72,7 +72,8 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
                 continue  # its conversation was reset or switched away from: there is nowhere to write it
             if outcome is not None and isinstance(outcome.event, TurnOverflowDeferred):
                 continue  # the model refused its context and one compression could not bring it under: no reply (R23)
-            if outcome is not None and isinstance(outcome.event, FrontendTurnFailed) and _met_raising_fault(history, index, outcome):
+            if outcome is not None and isinstance(outcome.event, FrontendTurnFailed) \
+                    and fault_raised_in_turn(history, record, outcome):
                 continue  # an injected fault raised in it (its write, its read, its host's wait): the error it shows is that fault's
             if outcome is None or not isinstance(outcome.event, TurnPersisted):
                 assert isinstance(record.event, _TURN_STARTS), record
@@ -128,22 +129,17 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
         return None
 
 
-def _met_raising_fault(history: Sequence[HistoryEvent[Event]], start: int, outcome: HistoryEvent[Event]) -> bool:
-    """Whether an injected fault raised in the turn at `start`, on its own task, before `outcome`: a store write
-    failed around its COMMIT, or a point fault raised (a store read, the host's wait).
+def fault_raised_in_turn(history: Sequence[HistoryEvent[Event]], start: HistoryEvent[Event],
+                         failed: HistoryEvent[Event]) -> bool:
+    """Whether an injected fault raised in the turn's own task between its `start` and its `failed` outcome (a
+    store write failed around its COMMIT, or a point fault raised: a store read, the host's wait): the error the
+    turn shows is the fault's documented effect.
 
-    A silence is quiet only for what came before it: a stall that froze the whole world leaves a gap, or a fault
-    window armed before the silence is still open after it, and the turn itself may then meet it (a busy or
-    failing store as it adopts a rotated session's tip, its host's wait interrupted), whose error the user is
-    rightly shown.
+    A silence is quiet only for what came before it: a fault window armed before it may still be open after it,
+    and the turn itself may then meet it (a busy store as it adopts a rotated session's tip, say).
     """
-    task = history[start].task
-    for record in history[start + 1:]:
-        if record is outcome:
-            return False
-        if record.task == task and isinstance(record.event, (StoreFaultFired, PointFaultFired)):
-            return True
-    return False
+    return any(record.task == failed.task and isinstance(record.event, (StoreFaultFired, PointFaultFired))
+               for record in history[start.seq + 1:failed.seq])
 
 
 def _after_silence(history: Sequence[HistoryEvent[Event]], quiet_s: float, kinds: tuple[type[Event], ...]) -> list[tuple[int, float]]:
