@@ -30,7 +30,7 @@ from contract.events import (
     TaskExit,
 )
 from contract.history import HistoryEvent
-from contract.ids import AttemptId, HolderId
+from contract.ids import AttemptId
 from sim.invariants.facts import ADMISSIONS, CRASHES, HARD_CANCELS, PRESSES, AttemptTable, job_attempt, summary_attempt
 from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 
@@ -272,7 +272,7 @@ class CancelNeverBeatsAdmittedCommit(Invariant):
 
     @handles(LeaseReleased, LeaseReleaseFailed)
     def freed(self, event: LeaseReleased | LeaseReleaseFailed, record: HistoryEvent[LeaseReleased | LeaseReleaseFailed]) -> Violation | None:
-        attempt = HolderId(event.holder).attempt
+        attempt = event.holder.attempt
         pressed = self.facts.hard_cancels.get(record.task)
         admitted = self.facts.attempt(attempt).admitted
         if pressed is not None and admitted is not None:

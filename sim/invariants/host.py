@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, get_args
 
 from contract.events import (
     ActivityLabeled,
@@ -283,15 +283,10 @@ class HungCommitReported(Invariant):
         self._reported[event.attempt] = record
         return None
 
-    @handles(FenceFinish)
-    def finished(self, event: FenceFinish, record: HistoryEvent[FenceFinish]) -> Violation | None:
-        violation = self._check(event.attempt, record.time, record)
-        self._admitted.discard(event.attempt)
-        return violation
-
-    @handles(HostUnwind)
-    def unwound(self, event: HostUnwind, record: HistoryEvent[HostUnwind]) -> Violation | None:
-        """The host stopped waiting: a report already overdue is judged now, none is owed after."""
+    @handles(FenceFinish, HostUnwind)
+    def finished(self, event: FenceFinish | HostUnwind,
+            record: HistoryEvent[FenceFinish | HostUnwind]) -> Violation | None:
+        """The commit finished, or its host stopped waiting: a report already overdue is judged now, none owed after."""
         violation = self._check(event.attempt, record.time, record)
         self._admitted.discard(event.attempt)
         return violation
@@ -537,18 +532,12 @@ class HardCancelFreesLease(Invariant):
         if event.holder.attempt is not None:
             self._holding[event.holder.attempt] = (event.holder, record)
 
-    @handles(LeaseReleased)
-    def released(self, event: LeaseReleased, record: HistoryEvent[LeaseReleased]) -> None:
-        attempt = event.holder.attempt
-        held = self._holding.get(attempt) if attempt is not None else None
-        if attempt is not None and held is not None and held[0] == event.holder:
-            del self._holding[attempt]
-
-    @handles(LeaseReleaseFailed)
-    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent[LeaseReleaseFailed]) -> None:
-        """The attempt released its lease as far as the store let it: a release that raised after its COMMIT
-        freed the row all the same, and one the store refused (busy, failing) leaves a row whose refresher the
-        release stopped first, so it lapses within one TTL; no code can free it sooner than the store allows."""
+    @handles(LeaseReleased, LeaseReleaseFailed)
+    def released(self, event: LeaseReleased | LeaseReleaseFailed,
+            record: HistoryEvent[LeaseReleased | LeaseReleaseFailed]) -> None:
+        """The attempt released its lease as far as the store let it: a failed release that raised after its
+        COMMIT freed the row all the same, and one the store refused (busy, failing) leaves a row whose refresher
+        the release stopped first, so it lapses within one TTL; no code can free it sooner than the store allows."""
         attempt = event.holder.attempt
         held = self._holding.get(attempt) if attempt is not None else None
         if attempt is not None and held is not None and held[0] == event.holder:
@@ -845,16 +834,9 @@ class FailedSummaryBacksOff(_BacksOffAfterFailure):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._given_up: set[AttemptId] = set()
-        self._overflow_recoveries: set[AttemptId] = set()
 
     def step_s(self) -> float:
         return self.system.config.summary_failure_cooldown_s
-
-    @handles(HostStarted)
-    def host_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        super().host_started(event, record)
-        if event.mode == "overflow":
-            self._overflow_recoveries.add(event.attempt)
 
     @handles(*HOST_GAVE_UP)
     def given_up(self, event: HostTimeout | FenceCancelWon | FenceRevoked | HostUnwind,
@@ -872,12 +854,6 @@ class FailedSummaryBacksOff(_BacksOffAfterFailure):
             return
         if attempt not in self._given_up:
             self.failed(attempt, record)
-
-    @handles(CompactionSummaryStarted)
-    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> Violation | None:
-        if event.attempt in self._overflow_recoveries:
-            return None
-        return super().summary_started(event, record)
 
 
 class FailedSummaryNeverCommits(Invariant):
@@ -1288,10 +1264,7 @@ class CaughtErrorsAreNotBugs(Invariant):
         "error (a TypeError, AttributeError, ...)."
     )
 
-    @handles(
-        LeaseAcquireFailed, LeaseReleaseFailed, CompactionWatermarkFailed, CompactionCommitFailed,
-        CompactionCarriedUnread, CompactionStrikeResetFailed, CooldownPersistFailed, AppendFailed,
-    )
+    @handles(*get_args(CaughtError))
     def caught(self, event: CaughtError, record: HistoryEvent[CaughtError]) -> Violation | None:
         bug = names_programming_error(event.error)
         if bug is None:

@@ -124,7 +124,7 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
                 continue
             if isinstance(event, TurnPersisted) and event.role == "assistant" or isinstance(event, TurnOverflowDeferred):
                 return record
-            if isinstance(event, _TURN_ENDS) or isinstance(event, _TURN_STARTS):
+            if isinstance(event, (*_TURN_ENDS, *_TURN_STARTS)):
                 return record
         return None
 
