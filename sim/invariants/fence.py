@@ -22,7 +22,6 @@ from contract.events import (
     HardCancelRequested,
     HostReturned,
     HostStarted,
-    HostTimeout,
     HostUnwind,
     IsolatedAbandoned,
     LeaseReleased,
@@ -31,7 +30,7 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId
-from sim.invariants.facts import ADMISSIONS, CRASHES, HARD_CANCELS, PRESSES, AttemptTable, job_attempt, summary_attempt
+from sim.invariants.facts import ADMISSIONS, CRASHES, HARD_CANCELS, HOST_GAVE_UP, PRESSES, AttemptTable, job_attempt, summary_attempt
 from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 
 
@@ -298,6 +297,7 @@ class SummarizedAttemptRefusedOnlyForACause(Invariant):
     name = "summarized_attempt_refused_only_for_a_cause"
     settings = frozenset({'ceiling_timeout_s'})
     races = ("R1", "R13", "R21")
+    learns = (HostStarted, *HOST_GAVE_UP)  # the host's start, and a cancel, revoke, host timeout or unwind
     description = (
         "An attempt whose summary arrived commits, or is refused as no progress, as would-grow after its strike, "
         "or by a fence refusal with a witnessed cause (a won cancel, a revoke, a host timeout or unwind, a Ctrl+C, "
@@ -306,17 +306,11 @@ class SummarizedAttemptRefusedOnlyForACause(Invariant):
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._started: dict[AttemptId, tuple[float, int]] = {}  # attempt -> its host's start (its fence's deadline base): time, seq
         self._summaries: list[tuple[int, AttemptId]] = []  # each summary start: its sequence number, its attempt
-        self._stopped: set[AttemptId] = set()  # attempts a cancel, revoke, host timeout or unwind reached
         self._pressed = False  # a Ctrl+C was pressed (a stop may be latched on a later attempt of its agent)
         self._summarized: set[AttemptId] = set()
         self._struck: set[AttemptId] = set()
         self._fence_refused: set[AttemptId] = set()
-
-    @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        self._started[event.attempt] = (record.time, record.seq)
 
     @handles(CompactionSummaryStarted)
     def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> None:
@@ -326,11 +320,6 @@ class SummarizedAttemptRefusedOnlyForACause(Invariant):
     def summarized(self, event: CompactionSummaryDone | CompactionStaticFallback,
             record: HistoryEvent[CompactionSummaryDone | CompactionStaticFallback]) -> None:
         self._summarized.add(event.attempt)
-
-    @handles(FenceCancelWon, FenceRevoked, HostTimeout, HostUnwind)
-    def stopped(self, event: FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind,
-            record: HistoryEvent[FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind]) -> None:
-        self._stopped.add(event.attempt)
 
     @handles(HardCancelRequested)
     def pressed(self, event: HardCancelRequested, record: HistoryEvent[HardCancelRequested]) -> None:
@@ -362,21 +351,21 @@ class SummarizedAttemptRefusedOnlyForACause(Invariant):
 
     def _fence_cause(self, attempt: AttemptId, reason: str, record: HistoryEvent[Event]) -> bool:
         if reason in ("cancelled", "revoked"):
-            return attempt in self._stopped
+            return self.facts.attempt(attempt).given_up is not None
         if reason == "hard_cancel":
             return self._pressed
         if reason == "deadline":
-            started = self._started.get(attempt)
-            return started is not None and record.time >= started[0] + self.system.config.ceiling_timeout_s
+            started = self.facts.attempt(attempt).host  # its fence's deadline counts from it
+            return started is not None and record.time >= started.time + self.system.config.ceiling_timeout_s
         if reason == "superseded":
             return self._newer_summary(attempt)
         return False
 
     def _newer_summary(self, attempt: AttemptId) -> bool:
         """Another attempt of `attempt`'s process started a summary after `attempt`'s host started."""
-        started = self._started.get(attempt)
+        started = self.facts.attempt(attempt).host
         for seq, other in reversed(self._summaries):
-            if started is not None and seq < started[1]:
+            if started is not None and seq < started.seq:
                 return False
             if other != attempt and other.process == attempt.process:
                 return True

@@ -90,13 +90,11 @@ class _IdleSilence(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._last_sign: AttemptTable[AttemptId, float] = AttemptTable()  # attempt -> when its host started it, or its last progress tick
-        self._host_of: AttemptTable[AttemptId, str] = AttemptTable()  # attempt -> the task its host waits in
         self._host_resumes: dict[str, float] = {}  # host task -> when its last stall in its current wait ends
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         self._last_sign[event.attempt] = record.time
-        self._host_of[event.attempt] = record.task
         self._host_resumes.pop(record.task, None)  # a host runs one wait at a time: older stalls are over
 
     @handles(CompactionSummaryProgress)
@@ -111,8 +109,9 @@ class _IdleSilence(Invariant):
             self._host_resumes[record.task] = record.time + event.duration_s
 
     def _could_notice(self, attempt: AttemptId) -> float:
-        """When the host of `attempt` could first see its silence reach idle."""
-        resumes = self._host_resumes.get(self._host_of.get(attempt, ""), 0.0)
+        """When the host of `attempt` (the task it started in) could first see its silence reach idle."""
+        host = self.facts.attempt(attempt).host
+        resumes = 0.0 if host is None else self._host_resumes.get(host.task, 0.0)
         return max(self._last_sign[attempt] + self.system.config.idle_timeout_s, resumes)
 
 
@@ -174,7 +173,6 @@ class IdleTimeoutFiresWhenDue(_IdleSilence):
         timed_out_idle = isinstance(event, HostTimeout) and event.budget == "idle"
         violation = None if timed_out_idle else self._judge_silence(event.attempt, record)
         self._last_sign.pop(event.attempt, None)  # no longer waited on: its host gave up, or has its outcome
-        self._host_of.pop(event.attempt, None)
         return violation
 
     def _judge_silence(self, attempt: AttemptId, record: HistoryEvent[Event]) -> Violation | None:
@@ -602,7 +600,6 @@ class _BacksOffAfterFailure(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
-        self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
         # session -> (the failed attempt, the failure's record, whether its durable record landed)
         self._backoff: dict[SessionId, tuple[AttemptId, HistoryEvent[Event], bool]] = {}
         self._cleared_by: set[AttemptId] = set()  # attempts that cleared the cooldown (forced) before their summary
@@ -621,7 +618,6 @@ class _BacksOffAfterFailure(Invariant):
 
     @handles(HostStarted)
     def host_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        self._compressor[event.attempt] = (event.attempt.process, self.system.agent_of_task(record.task))
         if event.mode == "overflow":
             self._overflow.add(event.attempt)
 
@@ -693,8 +689,8 @@ class _BacksOffAfterFailure(Invariant):
         return True
 
     def _compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
-        """Whose local deadline an attempt set and obeys (an attempt no known agent's task started: its process's)."""
-        return self._compressor.get(attempt, (attempt.process, None))
+        """Whose local deadline an attempt set and obeys: its incarnation's, and its agent's where known."""
+        return attempt.process, self.facts.attempt(attempt).agent
 
 
 class TimeoutBacksOff(_BacksOffAfterFailure):
