@@ -22,7 +22,6 @@ from contract.events import (
     HardCancelRequested,
     HostReturned,
     HostStarted,
-    HostTimeout,
     HostUnwind,
     IsolatedAbandoned,
     LeaseReleased,
@@ -30,18 +29,17 @@ from contract.events import (
     TaskExit,
 )
 from contract.history import HistoryEvent
-from contract.ids import AttemptId, HolderId
-from sim.invariants.facts import ADMISSIONS, CRASHES, HARD_CANCELS, PRESSES, AttemptTable, job_attempt, summary_attempt
+from contract.ids import AttemptId
+from sim.invariants.facts import ADMISSIONS, CRASHES, HARD_CANCELS, HOST_GAVE_UP, PRESSES, AttemptTable, job_attempt, summary_attempt
 from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 
 
 class NoCommitAfterCancel(Invariant):
+    """An attempt whose fence was cancelled or revoked, or whose host unwound, is never admitted to commit;
+    nothing commits outside an admitted fence."""
+
     name = "no_commit_after_cancel"
     races = ("R1", "R2", "R5", "R8")
-    description = (
-        "An attempt whose fence was cancelled or revoked, or whose host unwound, is never admitted to commit; "
-        "nothing commits outside an admitted fence."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -67,19 +65,18 @@ class NoCommitAfterCancel(Invariant):
 
 
 class HardCancelAbandonsSummary(Invariant):
-    """A Ctrl+C must not wait for the model: the provider call runs isolated so that a hard cancel unwinds the
+    """An attempt whose fence a hard cancel won while its provider call was in flight stops waiting for the call
+    at once: the call is abandoned before it ends.
+
+    A Ctrl+C must not wait for the model: the provider call runs isolated so that a hard cancel unwinds the
     attempt at once (its rollback, its lease), leaving the call to finish unheard. Judged from the runtime's
-    record of the wait, not from the attempt's account: a summary call of a hard-cancelled attempt that ends
-    later in virtual time without having been abandoned was waited for. A call ending at the very moment of
-    the cancel may beat its delivery; a crash ends the process's tasks in no particular order."""
+    record of the wait, not from the attempt's account. A call ending at the very moment of the cancel may beat
+    its delivery; a crash ends the process's tasks in no particular order.
+    """
 
     name = "hard_cancel_abandons_summary"
     races = ("R1",)
     learns = CRASHES
-    description = (
-        "An attempt whose fence a hard cancel won while its provider call was in flight stops waiting for the call "
-        "at once: the call is abandoned before it ends."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -108,22 +105,19 @@ class HardCancelAbandonsSummary(Invariant):
 
 
 class NoAdmissionAfterCtrlC(Invariant):
-    """A Ctrl+C stops its agent's active attempt (the top of the agent's fence stack: the newest attempt its
-    agent started whose host has not returned) at the press, not where its cancel lands: the cancel may queue
-    behind a worker already inside commit admission, so the press itself (the stop the fence reads) is what
-    refuses that commit. A /compress typed beside a running turn holds a stop of its own, which only the press
-    of the active attempt sets. An attempt whose host unwound stays the agent's newest here until its host
-    returns (it never does): its fence may still be on the stack, and it is revoked, so judging it is safe; the
-    older attempt below it is then not judged."""
+    """Once a Ctrl+C is pressed, its agent's active attempt (the newest it started whose host still waits),
+    unless its commit was already admitted, is never admitted to commit: the stop counts from the press, even
+    when its cancel queues behind the worker at the commit door.
+
+    The press itself (the stop the fence reads) is what refuses that commit. A /compress typed beside a running
+    turn holds a stop of its own, which only the press of the active attempt sets. An attempt whose host unwound
+    stays the agent's newest here until its host returns (it never does): its fence may still be on the stack,
+    and it is revoked, so judging it is safe; the older attempt below it is then not judged.
+    """
 
     name = "no_admission_after_ctrl_c"
     races = ("R1",)
     learns = PRESSES + CRASHES
-    description = (
-        "Once a Ctrl+C is pressed, its agent's active attempt (the newest it started whose host still waits), "
-        "unless its commit was already admitted, is never admitted to commit: the stop counts from the press, "
-        "even when its cancel queues behind the worker at the commit door."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -156,18 +150,17 @@ class NoAdmissionAfterCtrlC(Invariant):
 
 
 class CtrlCStopsTheTurnsLaterCompactions(Invariant):
-    """R1: Ctrl+C stops the turn running at the press, not only the attempt running at it. A turn that is still
-    starting (its session read stalls, say) has no attempt yet: the press finds no fence to cancel and sets the
-    turn's stop alone, which the compaction the turn starts afterwards shares. no_admission_after_ctrl_c judges
-    only the attempts a press found running, so a commit that ignored the shared stop went unseen."""
+    """A compaction a turn starts after a Ctrl+C was pressed on it (before its fence existed) is never admitted to
+    commit: the press stopped the turn, and every compaction the turn starts shares its stop.
+
+    R1: a turn that is still starting (its session read stalls, say) has no attempt yet, so the press sets the
+    turn's stop alone. no_admission_after_ctrl_c judges only the attempts a press found running, so a commit
+    that ignored the shared stop went unseen.
+    """
 
     name = "ctrl_c_stops_the_turns_later_compactions"
     races = ("R1",)
     learns = CRASHES
-    description = (
-        "A compaction a turn starts after a Ctrl+C was pressed on it (before its fence existed) is never admitted to "
-        "commit: the press stopped the turn, and every compaction the turn starts shares its stop."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -200,16 +193,17 @@ class CtrlCStopsTheTurnsLaterCompactions(Invariant):
 
 
 class LeaseHeldAcrossCommit(Invariant):
-    """Another task's release (a host's revoke or hook) while the commit is admitted is judged at once: the
-    commit transaction may be running. The worker's own release is judged by what follows it: the worker runs
-    one store transaction at a time, so its release settles after any it began, and it is a violation only if
-    a commit transaction follows it (the worker gave up the lease, then committed without it). A worker that
-    unwinds from an error between admission and its commit releases its lease and commits nothing."""
+    """From commit admission until its commit transaction has settled, the committing attempt's lease is never released.
+
+    Another task's release (a host's revoke or hook) while the commit is admitted is judged at once: the commit
+    transaction may be running. The worker runs one store transaction at a time, so its own release settles
+    after any it began: it is a violation only if a commit transaction follows it. A worker that unwinds from an
+    error between admission and its commit releases its lease and commits nothing.
+    """
 
     name = "lease_held_across_commit"
     holder_names_attempt = True
     races = ("R6",)
-    description = "From commit admission until its commit transaction has settled, the committing attempt's lease is never released."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -246,22 +240,20 @@ class LeaseHeldAcrossCommit(Invariant):
 
 
 class CancelNeverBeatsAdmittedCommit(Invariant):
-    """A cancel that waited out an admitted commit loses, and a Ctrl+C that lost must not act as if it had won.
-    What a Ctrl+C's cancel answered is seen by nobody but its own code; what it then does is: only a winner
-    frees the stopped attempt's lease through the fence's hook, from the Ctrl+C's own task before its hard cancel
-    returns. A
-    Ctrl+C that frees an admitted attempt's lease took a committed compaction for cancelled (the hermes report
-    behind cancel-loses-to-finished-commit: reported cancelled, lease freed a second time), even where its fence
-    emitted no win."""
+    """Once an attempt's commit was admitted, no cancel of that attempt wins its fence (a cancel waits out the
+    commit and loses), and no Ctrl+C frees that attempt's lease as a winning cancel would.
+
+    What a Ctrl+C's cancel answered is seen by nobody but its own code; what it then does is: only a winner frees
+    the stopped attempt's lease through the fence's hook, from the Ctrl+C's own task before its hard cancel
+    returns. A Ctrl+C that frees an admitted attempt's lease took a committed compaction for cancelled (the hermes
+    report behind cancel-loses-to-finished-commit: reported cancelled, lease freed a second time), even where its
+    fence emitted no win.
+    """
 
     name = "cancel_never_beats_admitted_commit"
     holder_names_attempt = True
     races = ("R1", "R6")
     learns = ADMISSIONS + HARD_CANCELS
-    description = (
-        "Once an attempt's commit was admitted, no cancel of that attempt wins its fence (a cancel waits out the "
-        "commit and loses), and no Ctrl+C frees that attempt's lease as a winning cancel would."
-    )
 
     @handles(FenceCancelWon)
     def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> Violation | None:
@@ -272,7 +264,7 @@ class CancelNeverBeatsAdmittedCommit(Invariant):
 
     @handles(LeaseReleased, LeaseReleaseFailed)
     def freed(self, event: LeaseReleased | LeaseReleaseFailed, record: HistoryEvent[LeaseReleased | LeaseReleaseFailed]) -> Violation | None:
-        attempt = HolderId(event.holder).attempt
+        attempt = event.holder.attempt
         pressed = self.facts.hard_cancels.get(record.task)
         admitted = self.facts.attempt(attempt).admitted
         if pressed is not None and admitted is not None:
@@ -284,39 +276,29 @@ class CancelNeverBeatsAdmittedCommit(Invariant):
 
 
 class SummarizedAttemptRefusedOnlyForACause(Invariant):
-    """An attempt whose summary arrived is the one the user waited for: refusing it then throws that wait away,
-    so it may only happen for a cause the history shows, never silently. After the summary (§2 steps 12-13) an
-    attempt ends in its commit (archived, published, or failed), or is refused because its candidate changes
-    nothing (`no_progress`), would grow the transcript (a `would_grow` that bumped the breaker: its strike is
-    recorded first), or its fence refused admission. The fence refuses for what others did to the attempt: a
-    cancel that won its fence, a revoke or unwinding host, a host that timed out (its wait gave the attempt up),
-    a Ctrl+C pressed, the attempt's ceiling run out since its host started, or a newer attempt of its process
-    that started a summary since (`superseded`). Without this, an admission or screen that refuses every
-    candidate leaves every other invariant quiet: nothing committed, so nothing committed wrongly.
+    """An attempt whose summary arrived commits, or is refused as no progress, as would-grow after its strike, or
+    by a fence refusal with a witnessed cause (a won cancel, a revoke, a host timeout or unwind, a Ctrl+C, its
+    ceiling elapsed, or a newer summary of its process).
+
+    That attempt is the one the user waited for: refusing it throws the wait away, so it may only happen for a
+    cause the history shows. A `would_grow` bumps the breaker, so its strike is recorded first; the fence refuses
+    for what others did to the attempt (its deadline counts from its host's start). Without this, an admission
+    or screen that refuses every candidate leaves every other invariant quiet: nothing committed, so nothing
+    committed wrongly.
     """
 
     name = "summarized_attempt_refused_only_for_a_cause"
     settings = frozenset({'ceiling_timeout_s'})
     races = ("R1", "R13", "R21")
-    description = (
-        "An attempt whose summary arrived commits, or is refused as no progress, as would-grow after its strike, "
-        "or by a fence refusal with a witnessed cause (a won cancel, a revoke, a host timeout or unwind, a Ctrl+C, "
-        "its ceiling elapsed, or a newer summary of its process)."
-    )
+    learns = (HostStarted, *HOST_GAVE_UP)  # the host's start, and a cancel, revoke, host timeout or unwind
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._started: dict[AttemptId, tuple[float, int]] = {}  # attempt -> its host's start (its fence's deadline base): time, seq
         self._summaries: list[tuple[int, AttemptId]] = []  # each summary start: its sequence number, its attempt
-        self._stopped: set[AttemptId] = set()  # attempts a cancel, revoke, host timeout or unwind reached
         self._pressed = False  # a Ctrl+C was pressed (a stop may be latched on a later attempt of its agent)
         self._summarized: set[AttemptId] = set()
         self._struck: set[AttemptId] = set()
         self._fence_refused: set[AttemptId] = set()
-
-    @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        self._started[event.attempt] = (record.time, record.seq)
 
     @handles(CompactionSummaryStarted)
     def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> None:
@@ -326,11 +308,6 @@ class SummarizedAttemptRefusedOnlyForACause(Invariant):
     def summarized(self, event: CompactionSummaryDone | CompactionStaticFallback,
             record: HistoryEvent[CompactionSummaryDone | CompactionStaticFallback]) -> None:
         self._summarized.add(event.attempt)
-
-    @handles(FenceCancelWon, FenceRevoked, HostTimeout, HostUnwind)
-    def stopped(self, event: FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind,
-            record: HistoryEvent[FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind]) -> None:
-        self._stopped.add(event.attempt)
 
     @handles(HardCancelRequested)
     def pressed(self, event: HardCancelRequested, record: HistoryEvent[HardCancelRequested]) -> None:
@@ -362,21 +339,21 @@ class SummarizedAttemptRefusedOnlyForACause(Invariant):
 
     def _fence_cause(self, attempt: AttemptId, reason: str, record: HistoryEvent[Event]) -> bool:
         if reason in ("cancelled", "revoked"):
-            return attempt in self._stopped
+            return self.facts.attempt(attempt).given_up is not None
         if reason == "hard_cancel":
             return self._pressed
         if reason == "deadline":
-            started = self._started.get(attempt)
-            return started is not None and record.time >= started[0] + self.system.config.ceiling_timeout_s
+            started = self.facts.attempt(attempt).host
+            return started is not None and record.time >= started.time + self.system.config.ceiling_timeout_s
         if reason == "superseded":
             return self._newer_summary(attempt)
         return False
 
     def _newer_summary(self, attempt: AttemptId) -> bool:
         """Another attempt of `attempt`'s process started a summary after `attempt`'s host started."""
-        started = self._started.get(attempt)
+        started = self.facts.attempt(attempt).host
         for seq, other in reversed(self._summaries):
-            if started is not None and seq < started[1]:
+            if started is not None and seq < started.seq:
                 return False
             if other != attempt and other.process == attempt.process:
                 return True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, get_args
 
 from contract.events import (
     ActivityLabeled,
@@ -45,7 +45,6 @@ from contract.events import (
     LeaseAcquireFailed,
     LeaseReleased,
     LeaseReleaseFailed,
-    PointFaultFired,
     PoolSaturated,
     ProcessCrashed,
     StallFired,
@@ -72,17 +71,16 @@ from sim.invariants.facts import (
 )
 from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 from sim.invariants.lineage_reads import JudgesRefusedTurns
+from sim.invariants.liveness import fault_raised_in_turn
 
 
 class _IdleSilence(Invariant):
     """What both idle-timeout checks read: each waited-on attempt's last sign of life (its start or its last
     summary progress) and when its host could first notice the silence.
 
-    The host wakes from its wait slices to notice the silence; a host stalled at the top of a slice (`host.wait`:
-    "the host itself is slow to notice completion or timeout") can notice nothing until it resumes. Bounding the
-    timeout by 1.5 x idle after the last sign of life alone charged the host with every second it was stalled,
-    which no code of its could spend sooner. So the half-idle allowance is counted from the later of the moment
-    the silence reached idle and the end of the host's last stall in this attempt's wait.
+    The host wakes from its wait slices to notice the silence; a host stalled at the top of a slice (`host.wait`)
+    can notice nothing until it resumes. Bounding the timeout by 1.5 x idle after the last sign of life alone
+    charged the host with every second it was stalled, which no code of its could spend sooner.
     """
 
     learns = CRASHES
@@ -90,13 +88,11 @@ class _IdleSilence(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._last_sign: AttemptTable[AttemptId, float] = AttemptTable()  # attempt -> when its host started it, or its last progress tick
-        self._host_of: AttemptTable[AttemptId, str] = AttemptTable()  # attempt -> the task its host waits in
         self._host_resumes: dict[str, float] = {}  # host task -> when its last stall in its current wait ends
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         self._last_sign[event.attempt] = record.time
-        self._host_of[event.attempt] = record.task
         self._host_resumes.pop(record.task, None)  # a host runs one wait at a time: older stalls are over
 
     @handles(CompactionSummaryProgress)
@@ -111,25 +107,23 @@ class _IdleSilence(Invariant):
             self._host_resumes[record.task] = record.time + event.duration_s
 
     def _could_notice(self, attempt: AttemptId) -> float:
-        """When the host of `attempt` could first see its silence reach idle."""
-        resumes = self._host_resumes.get(self._host_of.get(attempt, ""), 0.0)
+        """When the host of `attempt` (the task it started in) could first see its silence reach idle."""
+        host = self.facts.attempt(attempt).host
+        resumes = 0.0 if host is None else self._host_resumes.get(host.task, 0.0)
         return max(self._last_sign[attempt] + self.system.config.idle_timeout_s, resumes)
 
 
 class IdleTimeoutWithinBounds(_IdleSilence):
-    """An idle timeout fires at idle after the last sign of life, within half an idle of when the host could look
-    (`_IdleSilence`); the lower bound, idle of silence, is untouched. A host that, once resumed, waits another full
-    idle slice (R9) still exceeds it.
+    """An idle timeout fires between idle and 1.5 x idle after the attempt's last sign of life (its start or its
+    last summary progress), timed from the history: a summary never silent for idle is never timed out as idle; a
+    host stalled past idle fires within half an idle of resuming.
+
+    A host that, once resumed, waits another full idle slice (R9) still exceeds the upper bound.
     """
 
     name = "idle_timeout_within_bounds"
     settings = frozenset({'idle_timeout_s'})
     races = ("R9",)
-    description = (
-        "An idle timeout fires between idle and 1.5 x idle after the attempt's last sign of life (its start or its "
-        "last summary progress), timed from the history: a summary never silent for idle is never timed out as idle; "
-        "a host stalled past idle fires within half an idle of resuming."
-    )
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent[HostTimeout]) -> Violation | None:
@@ -149,19 +143,18 @@ class IdleTimeoutWithinBounds(_IdleSilence):
 
 
 class IdleTimeoutFiresWhenDue(_IdleSilence):
-    """R9's other half: idle_timeout_within_bounds judges the idle timeouts that fire, so a host that never fires
-    one (its silence measured from something that is no progress, such as the heartbeat that only relabels the
-    status line) broke nothing it judged, and a summary silent for ten minutes ran on to the ceiling. A silence is
-    judged where it ends: at the attempt's next progress tick, or when its host stops waiting for it (it returns,
-    unwinds, or times out on another budget)."""
+    """An attempt silent (no summary progress since its start or its last tick) for 1.5 x idle while its host
+    waits is timed out as idle by then (a host stalled past idle, within half an idle of resuming): a heartbeat is
+    no progress.
+
+    R9's other half: idle_timeout_within_bounds judges the idle timeouts that fire, so a host that never fires one
+    (its silence measured from the heartbeat that only relabels the status line) broke nothing it judged, and a
+    summary silent for ten minutes ran on to the ceiling. A silence is judged where it ends: at the attempt's next
+    progress tick, or when its host stops waiting for it (it returns, unwinds, or times out on another budget).
+    """
 
     name = "idle_timeout_fires_when_due"
     races = ("R9",)
-    description = (
-        "An attempt silent (no summary progress since its start or its last tick) for 1.5 x idle while its host "
-        "waits is timed out as idle by then (a host stalled past idle, within half an idle of resuming): a heartbeat "
-        "is no progress."
-    )
 
     @handles(CompactionSummaryProgress)
     def progressed(self, event: CompactionSummaryProgress, record: HistoryEvent[CompactionSummaryProgress]) -> Violation | None:
@@ -174,7 +167,6 @@ class IdleTimeoutFiresWhenDue(_IdleSilence):
         timed_out_idle = isinstance(event, HostTimeout) and event.budget == "idle"
         violation = None if timed_out_idle else self._judge_silence(event.attempt, record)
         self._last_sign.pop(event.attempt, None)  # no longer waited on: its host gave up, or has its outcome
-        self._host_of.pop(event.attempt, None)
         return violation
 
     def _judge_silence(self, attempt: AttemptId, record: HistoryEvent[Event]) -> Violation | None:
@@ -188,22 +180,18 @@ class IdleTimeoutFiresWhenDue(_IdleSilence):
 
 
 class TimedOutHostReturnsPromptly(Invariant):
-    """Once its host has won the fence on a timeout, the attempt is the worker's to finish alone.
+    """A host that timed out and won the fence returns its timeout no later than the win plus the stalls of its
+    own task since, plus the cancelled worker's grace at the ceiling: it never waits for its late worker.
 
-    From that win the host only writes its record and frees the lease (store calls, which take no virtual time
-    unless a stall holds its own task, or a stalled store call of another task holds a lock its write needs: a
-    rollback's cooldown restore, for one) and, at the ceiling, gives the cancelled worker one grace to exit. A
-    host still there later is waiting for its late worker: the turn it serves stays blocked for as long as the
-    stalled summary runs, the very hang the budget exists to bound.
+    From that win the attempt is the worker's to finish alone: the host only writes its record and frees the
+    lease (store calls, which take no virtual time unless a stall holds its own task, or a stalled store call of
+    another task holds a lock its write needs: a rollback's cooldown restore, for one). A host still there later
+    keeps the turn it serves blocked for as long as the stalled summary runs, the very hang the budget bounds.
     """
 
     name = "timed_out_host_returns_promptly"
     settings = frozenset({'cancelled_worker_grace_s'})
     races = ("R2", "R9")
-    description = (
-        "A host that timed out and won the fence returns its timeout no later than the win plus the stalls of its "
-        "own task since, plus the cancelled worker's grace at the ceiling: it never waits for its late worker."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -248,10 +236,10 @@ class TimedOutHostReturnsPromptly(Invariant):
 
 
 class HungCommitReported(Invariant):
-    """At the end of the run only a commit still running can be hanging unreported.
+    """A commit still running an overrun slice after its host timed out is reported exactly once, while it hangs.
 
-    A commit that finished within one overrun slice of its host's timeout owes no report; judging it again at
-    the end, against the end of the run, charged it with every second after it had finished. A commit whose
+    A commit is judged as it finishes; at the end of the run only one still running can be hanging unreported
+    (judged against the end, a finished one was charged with every second after it had finished). A commit whose
     process crashed has no host left to report it, nor one whose host unwound before the report was due (the
     user abandoned the turn waiting on it, a Ctrl+C's grace after its press): nobody waits on it any more.
     """
@@ -260,7 +248,6 @@ class HungCommitReported(Invariant):
     settings = frozenset({'commit_overrun_slice_s'})
     races = ("R7",)
     learns = CRASHES
-    description = "A commit still running an overrun slice after its host timed out is reported exactly once, while it hangs."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -283,15 +270,10 @@ class HungCommitReported(Invariant):
         self._reported[event.attempt] = record
         return None
 
-    @handles(FenceFinish)
-    def finished(self, event: FenceFinish, record: HistoryEvent[FenceFinish]) -> Violation | None:
-        violation = self._check(event.attempt, record.time, record)
-        self._admitted.discard(event.attempt)
-        return violation
-
-    @handles(HostUnwind)
-    def unwound(self, event: HostUnwind, record: HistoryEvent[HostUnwind]) -> Violation | None:
-        """The host stopped waiting: a report already overdue is judged now, none is owed after."""
+    @handles(FenceFinish, HostUnwind)
+    def finished(self, event: FenceFinish | HostUnwind,
+            record: HistoryEvent[FenceFinish | HostUnwind]) -> Violation | None:
+        """The commit finished, or its host stopped waiting: a report already overdue is judged now, none owed after."""
         violation = self._check(event.attempt, record.time, record)
         self._admitted.discard(event.attempt)
         return violation
@@ -315,10 +297,12 @@ class HungCommitReported(Invariant):
 
 
 class StaleJobNeverRuns(Invariant):
+    """A compression job whose host already gave up never dispatches a summary; one started after that does no
+    work at all."""
+
     name = "stale_job_never_runs"
     races = ("R8",)
     learns = CRASHES
-    description = "A compression job whose host already gave up never dispatches a summary; one started after that does no work at all."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -350,11 +334,13 @@ class StaleJobNeverRuns(Invariant):
 
 
 class PoolAdmissionBounded(Invariant):
+    """A process never has more compression jobs admitted than its pool's cap; past the cap a compression fails
+    fast instead of queueing."""
+
     name = "pool_admission_bounded"
     settings = frozenset({'pool_cap'})
     races = ("R8",)
     learns = CRASHES
-    description = "A process never has more compression jobs admitted than its pool's cap; past the cap a compression fails fast instead of queueing."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -378,23 +364,20 @@ class PoolAdmissionBounded(Invariant):
 
 
 class PoolRefusesOnlyWhenFull(Invariant):
-    """The other half of the bounded pool: a refusal is owed only to a full pool.
+    """A process's compression pool refuses an attempt only while as many of its attempts as the pool's cap are
+    in flight (admitted and not yet finished, counted from the history): a pool that refuses below its cap
+    silently stops compaction.
 
-    A process's jobs in flight are counted from the history, not read from the pool: an attempt is admitted in
-    the step its host starts it (`host.started`) unless that same step refuses it (`pool.saturated`, from the
-    same task), and it leaves the pool with its worker's last act (`compaction.finished`). An attempt admitted
-    whose worker never finished stays counted, so a leak makes this check lenient, never falsely alarmed.
+    The other half of the bounded pool. An attempt is admitted in the step its host starts it unless that same
+    step refuses it (`pool.saturated`, from the same task), and leaves the pool with its worker's last act
+    (`compaction.finished`). An admitted attempt whose worker never finished stays counted, so a leak makes this
+    check lenient, never falsely alarmed.
     """
 
     name = "pool_refuses_only_when_full"
     settings = frozenset({'pool_cap'})
     races = ("R8",)
     learns = CRASHES
-    description = (
-        "A process's compression pool refuses an attempt only while as many of its attempts as the pool's cap are "
-        "in flight (admitted and not yet finished, counted from the history): a pool that refuses below its cap "
-        "silently stops compaction."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -424,19 +407,16 @@ class PoolRefusesOnlyWhenFull(Invariant):
 
 
 class AdmittedJobRuns(Invariant):
-    """An admitted attempt is a promise that its worker runs: a host that returns without ever having started
-    its job reports an outcome (a timeout, typically) for work that never began, and its admission slot leaks.
+    """An attempt the pool admitted has its worker started (its `compress:<attempt>` task spawned) before its
+    host returns an outcome.
 
-    Judged when the host returns normally (`host.returned`): its job's task (`compress:<attempt>`) must have
-    been spawned by then. A host that unwinds returns nothing and is not judged.
+    An admission is a promise that its worker runs: a host that returns without ever having started its job
+    reports an outcome (a timeout, typically) for work that never began, and its admission slot leaks. A host
+    that unwinds returns nothing and is not judged.
     """
 
     name = "admitted_job_runs"
     races = ("R8",)
-    description = (
-        "An attempt the pool admitted has its worker started (its `compress:<attempt>` task spawned) before its "
-        "host returns an outcome."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -469,19 +449,18 @@ class AdmittedJobRuns(Invariant):
 
 
 class NextTurnPersistsAfterCtrlC(JudgesRefusedTurns):
-    """Judges the one turn that follows the grace period: its own failure, never a later turn's.
+    """After Ctrl+C and the grace period, the next turn the frontend accepts is persisted.
 
-    A later turn of the same agent may fail for reasons Ctrl+C has no part in (an injected busy store on its
-    own write, say); charging that to the turn after Ctrl+C blamed R1 for what the user saw turns later. For the
-    same reason that turn's own failure is not charged when an injected fault raised in its task (a host
-    interrupt in its wait, a failed store call): the fault's documented effect is that the turn fails. Nor is
-    a turn owed whose terminal is still bound to a session closed by compression whose conversation the user
-    has ended on purpose since (`refused_in_ended_conversation`): it fails closed by design, Ctrl+C or not.
+    Only that turn's own failure is judged: a later turn of the same agent may fail for reasons Ctrl+C has no
+    part in (an injected busy store on its own write, say). For the same reason that turn's failure is not
+    charged when an injected fault raised in its task (a host interrupt in its wait, a failed store call): the
+    fault's documented effect is that the turn fails. Nor is a turn owed whose terminal is still bound to a
+    session closed by compression whose conversation the user has ended on purpose since
+    (`refused_in_ended_conversation`): it fails closed by design, Ctrl+C or not.
     """
 
     name = "next_turn_persists_after_ctrl_c"
     races = ("R1",)
-    description = "After Ctrl+C and the grace period, the next turn the frontend accepts is persisted."
 
     def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         for index, expired in enumerate(history):
@@ -492,19 +471,11 @@ class NextTurnPersistsAfterCtrlC(JudgesRefusedTurns):
             if submitted is None:
                 continue
             failed = _failure_of_turn(history, submitted)
-            if failed is None or _raised_by_fault(history, submitted, failed) \
+            if failed is None or fault_raised_in_turn(history, submitted, failed) \
                     or self.refused_in_ended_conversation(history, submitted, failed):
                 continue
             return self.violation(f"the turn after Ctrl+C was not persisted: {failed.event.error}", expired, submitted, failed)
         return None
-
-
-def _raised_by_fault(history: Sequence[HistoryEvent[Event]], submitted: HistoryEvent[Event], failed: HistoryEvent[Event]) -> bool:
-    """An injected fault raised in the turn's own task (a host interrupt, a failed or busy store call) before it failed."""
-    return any(
-        record.task == failed.task and isinstance(record.event, (PointFaultFired, StoreFaultFired))
-        for record in history[submitted.seq + 1:failed.seq]
-    )
 
 
 def _failure_of_turn(history: Sequence[HistoryEvent[Event]], submitted: HistoryEvent[FrontendTurnSubmitted]) -> HistoryEvent[FrontendTurnFailed] | None:
@@ -523,17 +494,15 @@ def _failure_of_turn(history: Sequence[HistoryEvent[Event]], submitted: HistoryE
 
 
 class HardCancelFreesLease(Invariant):
+    """By the time a Ctrl+C's hard cancel returns, the compaction that Ctrl+C stopped (its agent's active attempt
+    on that session, the newest it started whose host still waits for it, not yet committing; not another
+    agent's, even in the same process) has released its own lease, or tried to where the store refused the write
+    (its row then lapses by TTL); another process may hold the lease by then."""
+
     name = "hard_cancel_frees_lease"
     holder_names_attempt = True
     races = ("R1",)
     learns = ADMISSIONS + PRESSES + HOST_WAITS + CRASHES
-    description = (
-        "By the time a Ctrl+C's hard cancel returns, the compaction that Ctrl+C stopped (its agent's active attempt on "
-        "that session, the newest it started whose host still waits for it, not yet committing; not another agent's, "
-        "even in the same process) has "
-        "released its own lease, or tried to where the store refused the write (its row then lapses by TTL); another "
-        "process may hold the lease by then."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -545,18 +514,13 @@ class HardCancelFreesLease(Invariant):
         if event.holder.attempt is not None:
             self._holding[event.holder.attempt] = (event.holder, record)
 
-    @handles(LeaseReleased)
-    def released(self, event: LeaseReleased, record: HistoryEvent[LeaseReleased]) -> None:
-        attempt = event.holder.attempt
-        held = self._holding.get(attempt) if attempt is not None else None
-        if attempt is not None and held is not None and held[0] == event.holder:
-            del self._holding[attempt]
+    @handles(LeaseReleased, LeaseReleaseFailed)
+    def released(self, event: LeaseReleased | LeaseReleaseFailed,
+            record: HistoryEvent[LeaseReleased | LeaseReleaseFailed]) -> None:
 
-    @handles(LeaseReleaseFailed)
-    def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent[LeaseReleaseFailed]) -> None:
-        """The attempt released its lease as far as the store let it: a release that raised after its COMMIT
-        freed the row all the same, and one the store refused (busy, failing) leaves a row whose refresher the
-        release stopped first, so it lapses within one TTL; no code can free it sooner than the store allows."""
+        """The attempt released its lease as far as the store let it: a failed release that raised after its
+        COMMIT freed the row all the same, and one the store refused (busy, failing) leaves a row whose refresher
+        the release stopped first, so it lapses within one TTL; no code can free it sooner than the store allows."""
         attempt = event.holder.attempt
         held = self._holding.get(attempt) if attempt is not None else None
         if attempt is not None and held is not None and held[0] == event.holder:
@@ -602,15 +566,14 @@ class HardCancelFreesLease(Invariant):
 
 class _BacksOffAfterFailure(Invariant):
     """After a failure of a session's compaction that arms a cooldown, no automatic compaction of that session
-    starts a summary within `step_s`, unless a forced attempt or a commit lifted the backoff meanwhile. The
-    recovery of a provider-proven context overflow is not bound: the design runs it past the failure cooldown
-    (R23, `overflow_recovery_ignores_cooldown`). The failed attempt's own compressor is bound from the failure
-    on; everyone else from the durable record on.
-    The local deadline lives on one agent's compressor, so another agent of the same process, like another
-    process, can learn of the backoff only from the record: when that record failed, it is not bound, nor once a
-    clear erased it unreported (its store call raised after its COMMIT).
+    starts a summary within `step_s`, unless a forced attempt or a commit lifted the backoff meanwhile; the
+    recovery of a provider-proven context overflow runs past it by design (R23).
 
-    A subclass says which failure arms it (calling `failed`) and how long the backoff is at least (`step_s`).
+    The failed attempt's own compressor is bound from the failure on; everyone else from the durable record on:
+    the local deadline lives on one agent's compressor, so another agent of the same process, like another
+    process, can learn of the backoff only from the record. When that record failed, they are not bound, nor once
+    a clear erased it unreported (its store call raised after its COMMIT). A subclass says which failure arms it
+    (calling `failed`) and how long the backoff is at least (`step_s`).
     """
 
     failure: ClassVar[str]  # how the explanation names the failure
@@ -621,7 +584,6 @@ class _BacksOffAfterFailure(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
-        self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
         # session -> (the failed attempt, the failure's record, whether its durable record landed)
         self._backoff: dict[SessionId, tuple[AttemptId, HistoryEvent[Event], bool]] = {}
         self._cleared_by: set[AttemptId] = set()  # attempts that cleared the cooldown (forced) before their summary
@@ -640,7 +602,6 @@ class _BacksOffAfterFailure(Invariant):
 
     @handles(HostStarted)
     def host_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        self._compressor[event.attempt] = (event.attempt.process, self.system.agent_of_task(record.task))
         if event.mode == "overflow":
             self._overflow.add(event.attempt)
 
@@ -712,28 +673,27 @@ class _BacksOffAfterFailure(Invariant):
         return True
 
     def _compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
-        """Whose local deadline an attempt set and obeys (an attempt no known agent's task started: its process's)."""
-        return self._compressor.get(attempt, (attempt.process, None))
+        """Whose local deadline an attempt set and obeys: its incarnation's, and its agent's where known."""
+        return attempt.process, self.facts.attempt(attempt).agent
 
 
 class TimeoutBacksOff(_BacksOffAfterFailure):
+    """After a host timeout on a session's compaction (one the user had not already stopped: a stop is no
+    timeout, and a Ctrl+C pressed while the host waited is a stop even when its cancel lands only after the
+    timeout; a Ctrl+C stops its agent's active attempt and the running turn, its own compactions included; nor
+    one whose commit was already admitted: the host waits for it and its outcome stands), the timed-out attempt
+    frees its lease only once the backoff is durable, and no automatic compaction of that session starts a
+    summary within the first step of the timeout ladder, unless a forced attempt or a commit lifted the backoff
+    meanwhile. Its own agent's compressor is bound from the timeout on, once its host has won the fence (at once,
+    unless a worker stalled in lease setup holds the fence lock: until the host wins it, nothing of the timeout is
+    written, here or in the store); everyone else (another agent of its process too) from the durable record on,
+    since only the record can tell them."""
+
     name = "timeout_backs_off"
     settings = frozenset({'timeout_cooldown_s'})
     holder_names_attempt = True
     races = ("R2",)
     learns = ADMISSIONS + PRESSES
-    description = (
-        "After a host timeout on a session's compaction (one the user had not already stopped: a stop is no "
-        "timeout, and a Ctrl+C pressed while the host waited is a stop even when its cancel lands only after the "
-        "timeout; a Ctrl+C stops its agent's active attempt and the running turn, its own compactions included; "
-        "nor one whose commit was already admitted: the host waits for it and its outcome stands), the "
-        "timed-out attempt frees its lease only once the backoff is durable, and no automatic "
-        "compaction of that session starts a summary within the first step of the timeout ladder, unless a forced "
-        "attempt or a commit lifted the backoff meanwhile. Its own agent's compressor is bound from the timeout on, "
-        "once its host has won the fence (at once, unless a worker stalled in lease setup holds the fence lock: "
-        "until the host wins it, nothing of the timeout is written, here or in the store); everyone else (another "
-        "agent of its process too) from the durable record on, since only the record can tell them."
-    )
     failure = "the host timed out on"
     recorded_as = "timeout:"
 
@@ -836,33 +796,25 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
 
 
 class FailedSummaryBacksOff(_BacksOffAfterFailure):
+    """After an attempt's provider call raised (whatever it raised: a plain InterruptedError is no user stop)
+    while its host and its user still waited for it, no automatic compaction of that session starts a summary
+    inside the summary-failure cooldown, unless the user stopped that attempt before it ended (its rollback lifts
+    the cooldown) or a forced attempt or a commit lifted it meanwhile; the recovery of a provider-proven overflow
+    may (R23)."""
+
     name = "failed_summary_backs_off"
     settings = frozenset({'summary_failure_cooldown_s'})
     holder_names_attempt = True
     races = ("R1", "R2")
-    description = (
-        "After an attempt's provider call raised (whatever it raised: a plain InterruptedError is no user stop) "
-        "while its host and its user still waited for it, no automatic compaction of that session starts a "
-        "summary inside the summary-failure cooldown, unless the user stopped that attempt before it ended (its "
-        "rollback lifts the cooldown) or a forced attempt or a commit lifted it meanwhile; the recovery of a "
-        "provider-proven overflow may (R23)."
-    )
     failure = "the provider call failed for"
     recorded_as = "summary_failed:"
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._given_up: set[AttemptId] = set()
-        self._overflow_recoveries: set[AttemptId] = set()
 
     def step_s(self) -> float:
         return self.system.config.summary_failure_cooldown_s
-
-    @handles(HostStarted)
-    def host_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        super().host_started(event, record)
-        if event.mode == "overflow":
-            self._overflow_recoveries.add(event.attempt)
 
     @handles(*HOST_GAVE_UP)
     def given_up(self, event: HostTimeout | FenceCancelWon | FenceRevoked | HostUnwind,
@@ -881,26 +833,19 @@ class FailedSummaryBacksOff(_BacksOffAfterFailure):
         if attempt not in self._given_up:
             self.failed(attempt, record)
 
-    @handles(CompactionSummaryStarted)
-    def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> Violation | None:
-        if event.attempt in self._overflow_recoveries:
-            return None
-        return super().summary_started(event, record)
-
 
 class FailedSummaryNeverCommits(Invariant):
-    """The static fallback summary is opt-in: with it off, a failed provider call ends the attempt (its failure
-    cooldown follows). A commit anyway replaces the user's conversation with a summary no model wrote, and the
-    cooldown that should hold the next turn off is never armed, so `failed_summary_backs_off` sees a commit,
-    not a failure."""
+    """An attempt whose provider call raised never commits, unless the static fallback summary is configured
+    (static_fallback_summary).
+
+    With it off, a failed provider call ends the attempt (its failure cooldown follows). A commit anyway replaces
+    the user's conversation with a summary no model wrote, and the cooldown that should hold the next turn off is
+    never armed, so `failed_summary_backs_off` sees a commit, not a failure.
+    """
 
     name = "failed_summary_never_commits"
     settings = frozenset({'static_fallback_summary'})
     races = ("R1", "R2")
-    description = (
-        "An attempt whose provider call raised never commits, unless the static fallback summary is configured "
-        "(static_fallback_summary)."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -926,16 +871,15 @@ class FailedSummaryNeverCommits(Invariant):
 
 
 class FailedCommitBacksOff(_BacksOffAfterFailure):
+    """After an admitted commit of a session's compaction raised (the archive or the split failed in the store),
+    no automatic compaction of that session starts a summary inside the split-failure cooldown, unless a forced
+    attempt or a commit lifted it meanwhile: re-summarizing at once only re-runs the write that just failed (R11's
+    wedge), each failed try another chance to leave copies behind (R12)."""
+
     name = "failed_commit_backs_off"
     settings = frozenset({'split_failure_cooldown_s'})
     holder_names_attempt = True
     races = ("R11", "R12")
-    description = (
-        "After an admitted commit of a session's compaction raised (the archive or the split failed in the store), "
-        "no automatic compaction of that session starts a summary inside the split-failure cooldown, unless a "
-        "forced attempt or a commit lifted it meanwhile: re-summarizing at once only re-runs the write that just "
-        "failed (R11's wedge), each failed try another chance to leave copies behind (R12)."
-    )
     failure = "the commit failed for"
     recorded_as = "session_split_failed:"
 
@@ -948,13 +892,12 @@ class FailedCommitBacksOff(_BacksOffAfterFailure):
 
 
 class NoProgressAfterGiveUp(Invariant):
+    """Once its host has timed it out or cancelled it, an attempt reports no further summary progress (nothing
+    re-arms "compression in progress")."""
+
     name = "no_progress_after_give_up"
     races = ("R26",)
     learns = HOST_GAVE_UP + CRASHES
-    description = (
-        "Once its host has timed it out or cancelled it, an attempt reports no further summary progress (nothing "
-        "re-arms \"compression in progress\")."
-    )
 
     @handles(CompactionSummaryProgress)
     def progress(self, event: CompactionSummaryProgress, record: HistoryEvent[CompactionSummaryProgress]) -> Violation | None:
@@ -965,13 +908,12 @@ class NoProgressAfterGiveUp(Invariant):
 
 
 class NoRelabelAfterTerminal(Invariant):
+    """Once the agent's activity label shows an attempt's terminal state (its host timed it out), that attempt
+    writes no further label: a late worker's heartbeat never shows the agent compressing again."""
+
     name = "no_relabel_after_terminal"
     races = ("R26",)
     learns = CRASHES
-    description = (
-        "Once the agent's activity label shows an attempt's terminal state (its host timed it out), that attempt "
-        "writes no further label: a late worker's heartbeat never shows the agent compressing again."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -989,19 +931,18 @@ class NoRelabelAfterTerminal(Invariant):
 
 
 class RunningSummaryLabelled(Invariant):
-    """The status line is the user's only sign that a long summary is running (R26): each compression episode
-    labels the agent "started" as it begins, whatever the line said before. A new attempt that left the label
-    alone until its first heartbeat tick showed, for a whole interval of its summary, the previous attempt's
-    state: its "completed", or its host's "timed out" (hermes test_heartbeat_start_republishes_new_compression_
-    episode). An attempt's heartbeat starts before its summary and is silent only once its fence is cancelled,
-    after which no summary starts: so a started summary always follows a label of its own attempt."""
+    """An attempt has labelled the agent ("compression started") before its summary starts: the status line never
+    shows an earlier attempt's state, its "timed out" included, for a summary that is running.
+
+    The status line is the user's only sign that a long summary is running (R26). A new attempt that left the
+    label alone until its first heartbeat tick showed the previous attempt's "completed" or "timed out" for a
+    whole interval of its summary (hermes test_heartbeat_start_republishes_new_compression_episode). An attempt's
+    heartbeat starts before its summary and is silent only once its fence is cancelled, after which no summary
+    starts: so a started summary always follows a label of its own attempt.
+    """
 
     name = "running_summary_labelled"
     races = ("R26",)
-    description = (
-        "An attempt has labelled the agent (\"compression started\") before its summary starts: the status line never "
-        "shows an earlier attempt's state, its \"timed out\" included, for a summary that is running."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -1019,20 +960,18 @@ class RunningSummaryLabelled(Invariant):
 
 
 class CtrlCSeesIdlePrompt(Invariant):
-    """What Ctrl+C does depends on whether a turn is running: during one it is a hard cancel with a grace
-    period, at the prompt it ends the chat (`reference/chat.py`). A terminal that thought a turn was running at
-    its prompt (before its first turn, or after one ended) would make the user's Ctrl+C wait out a grace period
-    on nothing, and abandon a turn that had long given its reply. A turn has ended once the terminal showed its
-    error or gave it up, or once its reply was persisted (the last thing it does, in the step it returns); a
-    turn that ends otherwise (stopped without a reply) is still counted as running, so this judges only
-    presses at a prompt it can prove idle."""
+    """Ctrl+C reports a turn running only while one of its terminal's turns is: at the prompt (before the first
+    turn, or after one's reply was persisted or its failure shown) it finds none, so it abandons none.
+
+    During a turn Ctrl+C is a hard cancel with a grace period, at the prompt it ends the chat
+    (`reference/chat.py`): a terminal that thought a turn was running at its prompt would make the user wait out
+    a grace period on nothing, and abandon a turn that had long given its reply. A turn that ends otherwise than
+    by its error, its abandonment or its persisted reply (stopped without a reply) is still counted as running,
+    so this judges only presses at a prompt it can prove idle.
+    """
 
     name = "ctrl_c_sees_idle_prompt"
     races = ("R1",)
-    description = (
-        "Ctrl+C reports a turn running only while one of its terminal's turns is: at the prompt (before the first "
-        "turn, or after one's reply was persisted or its failure shown) it finds none, so it abandons none."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -1059,19 +998,17 @@ class CtrlCSeesIdlePrompt(Invariant):
 
 
 class CtrlCAbandonsOnlyThePressedTurn(Invariant):
-    """R1: a Ctrl+C stops the turn running at its press. That turn may end well within the grace period (its
-    compaction is cancelled and rolls back at once), and the prompt is back: the user types the next turn while
-    the stopped summary still unwinds. That turn is a new one; the first press's grace must not give it up. A
-    terminal that asked, at the grace's end, whether any turn was running abandoned it, and no check saw: an
-    abandoned turn has not failed, and the user's question is simply gone."""
+    """A Ctrl+C's grace period abandons only the turn that was running at its press, never one its terminal
+    accepted after the press (typed while the stopped compaction still unwinds), which runs on to its reply.
+
+    R1: the stopped turn may end well within the grace period (its compaction rolls back at once), and the user
+    types the next turn at the prompt. A terminal that asked, at the grace's end, whether any turn was running
+    abandoned that new one, and no check saw: an abandoned turn has not failed, the user's question is simply gone.
+    """
 
     name = "ctrl_c_abandons_only_the_pressed_turn"
     races = ("R1",)
     learns = TURNS
-    description = (
-        "A Ctrl+C's grace period abandons only the turn that was running at its press, never one its terminal "
-        "accepted after the press (typed while the stopped compaction still unwinds), which runs on to its reply."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -1091,18 +1028,17 @@ class CtrlCAbandonsOnlyThePressedTurn(Invariant):
 
 
 class CtrlCGraceCountedFromPress(Invariant):
-    """R1: the grace period is the user's wait: pressed during a turn, Ctrl+C gives the prompt back no later than
-    the grace after the press, abandoning the turn if it has not ended by then, and never sooner. The hard cancel
-    runs beside it and may take longer: it waits out an admitted commit (however long that hangs) and gives a
-    stopped worker its own grace before freeing its lease. A grace counted after the hard cancel kept the user from
-    the prompt for as long, and every check held: they judged what the grace did, not when."""
+    """A Ctrl+C's grace period is counted from the press: its turn is abandoned exactly when the grace has passed
+    since the press with the turn still running (never sooner), and a turn that ended within it ends the grace.
+
+    R1: the grace period is the user's wait. The hard cancel runs beside it and may take longer (it waits out an
+    admitted commit, and gives a stopped worker its own grace before freeing its lease); a grace counted after the
+    hard cancel kept the user from the prompt for as long, and every check held: they judged what the grace did,
+    not when.
+    """
 
     name = "ctrl_c_grace_counted_from_press"
     races = ("R1",)
-    description = (
-        "A Ctrl+C's grace period is counted from the press: its turn is abandoned exactly when the grace has passed "
-        "since the press with the turn still running (never sooner), and a turn that ended within it ends the grace."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -1128,19 +1064,17 @@ class CtrlCGraceCountedFromPress(Invariant):
 
 
 class GatewayTurnsInArrivalOrder(Invariant):
-    """A gateway agent takes its platform messages one turn at a time, in the order they were delivered: a message
-    that arrives while a turn runs (or compacts) waits for it. Two turns of one agent at once would interleave their
-    writes and their compactions; a later message answered first answers the conversation out of order. Nothing
-    judged either: each turn on its own did what a turn does. A turn is known to run in the task that started it
-    (a gateway serves an agent's queue in one task), so work of the agent's previous gateway turn in another task
-    once the next one has started is two turns at once. A dead process's queue dies with it."""
+    """A gateway agent starts a turn only for a delivered platform message, in the order they were delivered, and
+    one at a time: no earlier turn of the agent works on once the next one has started.
+
+    Two turns of one agent at once interleave their writes and their compactions; a later message answered first
+    answers the conversation out of order; each turn on its own did what a turn does, so nothing else judged
+    either. A gateway serves an agent's queue in one task, so work of the agent's previous gateway turn in
+    another task once the next one has started is two turns at once. A dead process's queue dies with it.
+    """
 
     name = "gateway_turns_in_arrival_order"
     races = ("R10",)
-    description = (
-        "A gateway agent starts a turn only for a delivered platform message, in the order they were delivered, and "
-        "one at a time: no earlier turn of the agent works on once the next one has started."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -1179,17 +1113,15 @@ class GatewayTurnsInArrivalOrder(Invariant):
 
 
 class AbandonedTurnStaysSilent(Invariant):
-    """R1: when a Ctrl+C's grace period ends with the turn still running, the terminal gives the turn up and the
-    prompt is back: the user has been told that turn is over. Whatever it was doing (a stalled compaction, a
-    slow model call) must not then write to the conversation or end in a reply. A terminal that let such a turn
-    run on would show a reply to a question the user took back, and persist it after the next turn's."""
+    """A turn its terminal abandoned at the end of a Ctrl+C's grace period persists nothing afterwards (no user
+    row, no reply).
+
+    R1: the prompt is back and the user has been told that turn is over; a turn let run on would show a reply to
+    a question the user took back, and persist it after the next turn's.
+    """
 
     name = "abandoned_turn_stays_silent"
     races = ("R1",)
-    description = (
-        "A turn its terminal abandoned at the end of a Ctrl+C's grace period persists nothing afterwards (no user "
-        "row, no reply)."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -1234,12 +1166,11 @@ class _FaultAware(Invariant):
 
 
 class TurnFailsOnlyExpectedly(_FaultAware):
+    """A turn fails only with an expected error: PersistenceFailed naming compression, or, once an injected fault
+    has fired in the run, an error that is not a programming error (no RuntimeError, TypeError, ...)."""
+
     name = "turn_fails_only_expectedly"
     races = ("R5", "R6")
-    description = (
-        "A turn fails only with an expected error: PersistenceFailed naming compression, or, once an injected fault "
-        "has fired in the run, an error that is not a programming error (no RuntimeError, TypeError, ...)."
-    )
 
     @handles(FrontendTurnFailed)
     def turn_failed(self, event: FrontendTurnFailed, record: HistoryEvent[FrontendTurnFailed]) -> Violation | None:
@@ -1255,12 +1186,11 @@ class TurnFailsOnlyExpectedly(_FaultAware):
 
 
 class WorkerRaisesOnlyAfterFault(_FaultAware):
+    """A compression worker raises unexpectedly (compaction.error) only in a run where an injected fault fired,
+    and never with a programming error (a TypeError, RuntimeError, ... anywhere in what it raised)."""
+
     name = "worker_raises_only_after_fault"
     races = ("R21",)
-    description = (
-        "A compression worker raises unexpectedly (compaction.error) only in a run where an injected fault fired, "
-        "and never with a programming error (a TypeError, RuntimeError, ... anywhere in what it raised)."
-    )
 
     @handles(CompactionError)
     def worker_raised(self, event: CompactionError, record: HistoryEvent[CompactionError]) -> Violation | None:
@@ -1284,22 +1214,19 @@ def names_programming_error(error: str) -> str | None:
 
 
 class CaughtErrorsAreNotBugs(Invariant):
-    """A step that catches an error and carries on (sits out, retries, fails closed) is a fault handler, not a
-    hiding place: a programming error caught there turns a bug into a quiet no-op that no other check sees
-    (an acquire that always raises looks like a contended lease forever)."""
+    """An error the system catches and carries on from (a failed lease acquire or release, watermark read,
+    commit, strike reset or cooldown write, a carried-unread tail, a failed append) is never a programming error
+    (a TypeError, AttributeError, ...).
+
+    A step that catches an error and carries on (sits out, retries, fails closed) is a fault handler, not a
+    hiding place: a programming error caught there turns a bug into a quiet no-op that no other check sees (an
+    acquire that always raises looks like a contended lease forever).
+    """
 
     name = "caught_errors_are_not_bugs"
     races = ("R3", "R14", "R25")
-    description = (
-        "An error the system catches and carries on from (a failed lease acquire or release, watermark read, "
-        "commit, strike reset or cooldown write, a carried-unread tail, a failed append) is never a programming "
-        "error (a TypeError, AttributeError, ...)."
-    )
 
-    @handles(
-        LeaseAcquireFailed, LeaseReleaseFailed, CompactionWatermarkFailed, CompactionCommitFailed,
-        CompactionCarriedUnread, CompactionStrikeResetFailed, CooldownPersistFailed, AppendFailed,
-    )
+    @handles(*get_args(CaughtError))
     def caught(self, event: CaughtError, record: HistoryEvent[CaughtError]) -> Violation | None:
         bug = names_programming_error(event.error)
         if bug is None:

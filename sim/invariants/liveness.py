@@ -3,18 +3,10 @@ must serve a user again.
 
 Every attempt ends within the host's total ceiling and every lease within one TTL after its holder stops
 refreshing it, so a turn that begins after a silence of at least `ceiling_timeout_s + lease_ttl_s` meets a
-system with nothing left in flight. Whatever happened before (stalls, crashes, Ctrl+C, failed writes), that
-turn must be persisted: its reply made durable, and no error shown for it, unless the user pressed Ctrl+C, its
-process was killed under it (a crash that lands at the turn's own instant, as when a stall froze the whole
-world and every drive then starts at once), an injected store fault failed the turn's own write or read (a
-fault window may still be open when a silence ends: the store's error is what the user is rightly shown), or
-the turn's terminal is still bound to a session closed by compression whose conversation the user has ended on
-purpose since (a reset, a switch): no writer may continue that conversation, so that turn fails closed by design
-(`refused_in_ended_conversation`). A platform message delivered after such a silence is the same promise one step
-earlier: its gateway takes it (starts its turn, judged as above) unless the gateway's process is down or dies
-before it could. Generated workloads end with
-such a probe turn per agent (`sim.swarm`); a scripted scenario whose drives leave such a gap is held to the
-same rule.
+system with nothing left in flight: whatever happened before (stalls, crashes, Ctrl+C, failed writes), it is
+owed its reply, unless something of its own excuses it (`TurnAfterQuietPersists.at_end` names each). A platform
+message delivered after such a silence is the same promise one step earlier. Generated workloads end with such
+a probe turn per agent (`sim.swarm`); a scripted scenario whose drives leave such a gap is held to the same rule.
 """
 
 from __future__ import annotations
@@ -45,12 +37,13 @@ _TURN_ENDS = (FrontendTurnFailed, FrontendTurnAbandoned)
 
 
 class TurnAfterQuietPersists(JudgesRefusedTurns):
+    """A turn that starts after a silence longer than the host's ceiling plus one lease TTL persists its reply,
+    and the user sees no error for it (unless they press Ctrl+C, its process is killed, or the model refused its
+    context and recovery had to defer it); a platform message delivered then is taken by its gateway."""
+
     name = "turn_after_quiet_persists"
     settings = frozenset({'ceiling_timeout_s', 'lease_ttl_s'})
     races = ("R1", "R15", "R20", "R24")
-    description = ("A turn that starts after a silence longer than the host's ceiling plus one lease TTL persists its "
-                   "reply, and the user sees no error for it (unless they press Ctrl+C, its process is killed, or the model refused "
-                   "its context and recovery had to defer it); a platform message delivered then is taken by its gateway.")
 
     def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         config = self.system.config
@@ -67,12 +60,13 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
             if outcome is not None and isinstance(outcome.event, FrontendCtrlC):
                 continue  # the user stopped it: a reply is not owed
             if outcome is not None and isinstance(outcome.event, ProcessCrashed):
-                continue  # its process was killed under it: no one is left to reply
+                continue  # its process was killed under it (maybe at the turn's own instant, after a stall)
             if outcome is not None and self.refused_in_ended_conversation(history, record, outcome):
                 continue  # its conversation was reset or switched away from: there is nowhere to write it
             if outcome is not None and isinstance(outcome.event, TurnOverflowDeferred):
                 continue  # the model refused its context and one compression could not bring it under: no reply (R23)
-            if outcome is not None and isinstance(outcome.event, FrontendTurnFailed) and _met_raising_fault(history, index, outcome):
+            if outcome is not None and isinstance(outcome.event, FrontendTurnFailed) \
+                    and fault_raised_in_turn(history, record, outcome):
                 continue  # an injected fault raised in it (its write, its read, its host's wait): the error it shows is that fault's
             if outcome is None or not isinstance(outcome.event, TurnPersisted):
                 assert isinstance(record.event, _TURN_STARTS), record
@@ -123,27 +117,25 @@ class TurnAfterQuietPersists(JudgesRefusedTurns):
                 continue
             if isinstance(event, TurnPersisted) and event.role == "assistant" or isinstance(event, TurnOverflowDeferred):
                 return record
-            if isinstance(event, _TURN_ENDS) or isinstance(event, _TURN_STARTS):
+            if isinstance(event, (*_TURN_ENDS, *_TURN_STARTS)):
                 return record
+
         return None
 
 
-def _met_raising_fault(history: Sequence[HistoryEvent[Event]], start: int, outcome: HistoryEvent[Event]) -> bool:
-    """Whether an injected fault raised in the turn at `start`, on its own task, before `outcome`: a store write
-    failed around its COMMIT, or a point fault raised (a store read, the host's wait).
+def fault_raised_in_turn(history: Sequence[HistoryEvent[Event]], start: HistoryEvent[Event],
+                         failed: HistoryEvent[Event]) -> bool:
 
-    A silence is quiet only for what came before it: a stall that froze the whole world leaves a gap, or a fault
-    window armed before the silence is still open after it, and the turn itself may then meet it (a busy or
-    failing store as it adopts a rotated session's tip, its host's wait interrupted), whose error the user is
-    rightly shown.
+    """Whether an injected fault raised in the turn's own task between its `start` and its `failed` outcome (a
+    store write failed around its COMMIT, or a point fault raised: a store read, the host's wait): the error the
+    turn shows is the fault's documented effect.
+
+    A silence is quiet only for what came before it: a fault window armed before it may still be open after it,
+    and the turn itself may then meet it (a busy store as it adopts a rotated session's tip, say).
     """
-    task = history[start].task
-    for record in history[start + 1:]:
-        if record is outcome:
-            return False
-        if record.task == task and isinstance(record.event, (StoreFaultFired, PointFaultFired)):
-            return True
-    return False
+    return any(record.task == failed.task and isinstance(record.event, (StoreFaultFired, PointFaultFired))
+               for record in history[start.seq + 1:failed.seq])
+
 
 
 def _after_silence(history: Sequence[HistoryEvent[Event]], quiet_s: float, kinds: tuple[type[Event], ...]) -> list[tuple[int, float]]:

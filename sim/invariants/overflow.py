@@ -18,17 +18,17 @@ ROW_MARK = "_row_id"  # the key an agent marks a message durable with: the row i
 
 
 class NoFalseAutoReset(Invariant):
-    """A reset is judged by what it was decided on: the session's last finished attempt when the resetting turn's
+    """A session is auto-reset for an overflow only when the last compression attempt on it proved compression
+    exhausted, never after a transient block.
+
+    A reset is judged by what it was decided on: the session's last finished attempt when the resetting turn's
     own recovery came back. The reset's writes may wait at the store long after that (a slow `create_session`),
     and an attempt that finishes meanwhile (a `/compress` whose late worker was refused) is not what the turn
-    decided on."""
+    decided on.
+    """
 
     name = "no_false_auto_reset"
     races = ("R23",)
-    description = (
-        "A session is auto-reset for an overflow only when the last compression attempt on it proved compression "
-        "exhausted, never after a transient block."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -58,9 +58,10 @@ class NoFalseAutoReset(Invariant):
 
 
 class OverflowRecoveryIgnoresCooldown(Invariant):
+    """The compression a provider-proven context overflow triggers is never blocked by a failure cooldown."""
+
     name = "overflow_recovery_ignores_cooldown"
     races = ("R23",)
-    description = "The compression a provider-proven context overflow triggers is never blocked by a failure cooldown."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -91,22 +92,18 @@ class OverflowRecoveryIgnoresCooldown(Invariant):
 
 
 class ReplyFitsContext(Invariant):
-    """The model refuses a context longer than its window (`context_limit_tokens`), so no reply can answer one:
-    a turn whose context overflows must recover (compress, or reset the session) or go without a reply.
+    """With a context window set, every reply that becomes durable answers a context within it: the messages its
+    agent held before the reply, one token per four characters and at least one per message.
 
-    Judged by what the agent sent: when a reply becomes durable, the messages its agent holds before it are the
-    context the model answered (a /compress beside the turn only shrinks them meanwhile), counted as the model
-    counts them. Not the session's rows: a conversation reset or rotated under a turn leaves rows that are not
-    its context. A reply no longer in its agent's memory when it lands is not judged.
+    The model refuses a context longer than its window, so a turn whose context overflows must recover (compress,
+    or reset the session) or go without a reply. Judged by what the agent sent (a /compress beside the turn only
+    shrinks it meanwhile), not by the session's rows: a conversation reset or rotated under a turn leaves rows
+    that are not its context. A reply no longer in its agent's memory when it lands is not judged.
     """
 
     name = "reply_fits_context"
     settings = frozenset({'context_limit_tokens'})
     races = ("R23",)
-    description = (
-        "With a context window set, every reply that becomes durable answers a context within it: the messages its "
-        "agent held before the reply, one token per four characters and at least one per message."
-    )
 
     @handles(TurnPersisted)
     def persisted(self, event: TurnPersisted, record: HistoryEvent[TurnPersisted]) -> Violation | None:
