@@ -1,0 +1,50 @@
+"""The thread runtime on programs written for real threads: each gives what real threading gives (values,
+exceptions, timeouts), under every seed, and what it cannot model is named, never hung or run for real."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import threaded_programs as programs
+
+from sim.core.world import RunOutcome, World
+from sim.strategies.random_walk import RandomWalk
+from sim.threads.program import run_threads
+
+SEEDS = range(6)
+
+
+def run(program: Any, *args: Any, seed: int = 0) -> Any:
+    return run_threads(World(seed, RandomWalk(), max_steps=100_000), program, *args)
+
+
+def value_of(program: Any, *args: Any, seed: int = 0) -> Any:
+    result = run(program, *args, seed=seed)
+    assert result.outcome is RunOutcome.OK, result.error
+    return result.value
+
+
+# ---- the same as real threads ---------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # quiet_exit, run for real
+@pytest.mark.parametrize("program", programs.PROGRAMS, ids=lambda program: program.__name__)
+def test_a_program_gives_under_every_seed_what_it_gives_with_real_threads(program):
+    expected = program()
+    assert [value_of(program, seed=seed) for seed in SEEDS] == [expected] * len(SEEDS)
+
+
+@pytest.mark.parametrize("program", programs.SQLITE_PROGRAMS, ids=lambda program: program.__name__)
+def test_a_sqlite_program_gives_under_every_seed_what_it_gives_with_real_threads(program, tmp_path: Path):
+    expected = program(str(tmp_path / "real.db"))
+    assert [value_of(program, str(tmp_path / f"{seed}.db"), seed=seed) for seed in SEEDS] == [expected] * len(SEEDS)
+
+
+def test_the_battery_pins_what_real_threading_does():
+    """The oracle above is CPython itself; these few values say what it is, so that a wrong program shows."""
+    assert programs.join_with_timeout() == [True, False, ("RuntimeError", "cannot join current thread")]
+    assert programs.semaphore_operations()[:4] == [True, True, False, False]
+    assert programs.barrier_operations()[:4] == [[0, 1, 2], ["tripped"], 0, False]
+    assert programs.executor_waits()[:3] == [True, True, ("TimeoutError", "")]
