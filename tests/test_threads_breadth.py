@@ -3,14 +3,17 @@ exceptions, timeouts), under every seed, and what it cannot model is named, neve
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 import threaded_programs as programs
 
+import sim
 from sim.core.world import RunOutcome, World
 from sim.strategies.random_walk import RandomWalk
+from sim.threads.patching import threads_patched
 from sim.threads.program import run_threads
 
 SEEDS = range(6)
@@ -48,3 +51,35 @@ def test_the_battery_pins_what_real_threading_does():
     assert programs.semaphore_operations()[:4] == [True, True, False, False]
     assert programs.barrier_operations()[:4] == [[0, 1, 2], ["tripped"], 0, False]
     assert programs.executor_waits()[:3] == [True, True, ("TimeoutError", "")]
+
+
+# ---- an exception in a thread ------------------------------------------------------------------------------
+
+
+def test_an_exception_in_a_thread_goes_to_the_programs_excepthook_and_still_fails_the_run():
+    found = sim.explore(programs.excepthook, runs=3)
+    assert isinstance(found.failure.error, KeyError) and found.failure.task == "failing"
+    hooked: list[Any] = []
+
+    def hooks() -> None:
+        threading.excepthook = lambda args: hooked.append((args.exc_type, args.thread.name))
+        worker = threading.Thread(target=lambda: 1 / 0, name="divider")
+        worker.start()
+        worker.join()
+
+    assert isinstance(run(hooks).error, ZeroDivisionError)
+    assert hooked == [(ZeroDivisionError, "divider")]
+
+
+def test_a_hook_a_run_set_is_gone_in_the_next_run_and_after_the_batch():
+    before = threading.excepthook
+    seen: list[Any] = []
+
+    def sets_a_hook() -> Any:
+        hook = threading.excepthook
+        threading.excepthook = lambda args: seen.append(args)
+        return hook
+
+    with threads_patched():
+        first, second = value_of(sets_a_hook), value_of(sets_a_hook)
+    assert first is second is before and threading.excepthook is before

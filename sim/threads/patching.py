@@ -43,6 +43,7 @@ _KEEP_REAL = ("threading", "_thread", "importlib", "_frozen_importlib", "sim", "
 
 _active = 0
 _collecting = True  # whether cyclic collection was on when the current run began
+_batch_excepthook = threading.excepthook  # the hook each run of the current batch starts with (the environment's)
 
 
 class _Patches:
@@ -163,7 +164,7 @@ def _adopt(patches: _Patches, owner: Any, name: str, value: Any, module_name: st
 @contextmanager
 def threads_patched() -> Iterator[None]:
     """Patch the standard library for simulated threads for the length of a batch (re-entrant)."""
-    global _active
+    global _active, _batch_excepthook
     if _active:
         _active += 1
         try:
@@ -180,6 +181,8 @@ def threads_patched() -> Iterator[None]:
         _scan(patches)
         for owner, name, _ in _run_counters():
             patches.set(owner, name, getattr(owner, name))  # reset by each run, restored here
+        _batch_excepthook = threading.excepthook
+        patches.set(threading, "excepthook", _batch_excepthook)  # likewise
         yield
     finally:
         _active = 0
@@ -194,12 +197,21 @@ def _run_counters() -> tuple[tuple[Any, str, int], ...]:
     return (threading, "_counter", 1), (ThreadPoolExecutor, "_counter", 0)
 
 
+def program_excepthook() -> Callable[[Any], object] | None:
+    """The `threading.excepthook` the running program set, or None while it is still the environment's (the
+    interpreter's default, or pytest's, which would report a thread's exception the run already fails with)."""
+    hook = threading.excepthook
+    return None if hook is _batch_excepthook else hook
+
+
 def begin_run() -> None:
-    """What each run starts afresh: the counters of default thread names, and no cyclic garbage collection: a
-    collection runs finalizers and weakref callbacks (an executor's wakes its workers) at whatever allocation
-    crossed a threshold, which depends on the whole process's history."""
+    """What each run starts afresh: the counters of default thread names, the `threading.excepthook` the batch
+    began with (a program's own hook is its run's), and no cyclic garbage collection: a collection runs
+    finalizers and weakref callbacks (an executor's wakes its workers) at whatever allocation crossed a
+    threshold, which depends on the whole process's history."""
     for owner, name, first in _run_counters():
         setattr(owner, name, itertools.count(first).__next__)
+    threading.excepthook = _batch_excepthook
     global _collecting
     _collecting = gc.isenabled()
     gc.disable()

@@ -32,6 +32,7 @@ from sim.kernel.scheduler import CHECKPOINT, PARK, SLEEP_UNTIL, Task, task_choic
 from sim.kernel.sync import Event
 from sim.strategies.dpor import ORDER, WILDCARD
 from sim.threads.baton import Baton, SimThread, ThreadAbandoned, current
+from sim.threads.patching import program_excepthook
 from sim.threads.tracing import Preemption
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ class ThreadRun:
     def start(self, thread: threading.Thread, process: str | None = None) -> SimThread:
         """Start `thread` (a `threading.Thread` whose `start` was called in the run) as a kernel task, in
         `process` (default: the process of the thread starting it)."""
-        sim = SimThread(thread.name, thread.run, self.baton, on_start=self._entered)
+        sim = SimThread(thread.name, self._body(thread), self.baton, on_start=self._entered)
         sim.run = self
         sim.thread = thread
         starter = current()
@@ -115,6 +116,24 @@ class ThreadRun:
         sim.task = self.kernel.spawn(sim, thread.name, [])  # type: ignore[arg-type]  # the kernel drives a SimThread as it drives a coroutine
         sim.task.on_done = self._thread_done
         return sim
+
+    def _body(self, thread: threading.Thread) -> Callable[[], Any]:
+        """What the OS thread runs: the thread's `run`, and on its exception the `threading.excepthook` the
+        program set, as a real thread's bootstrap calls it (the environment's own hook would only report what the
+        run's failure reports)."""
+
+        def body() -> Any:
+            try:
+                return thread.run()
+            except ThreadAbandoned:
+                raise
+            except BaseException as error:
+                hook = program_excepthook()
+                if thread is not self._main and hook is not None:
+                    hook(threading.ExceptHookArgs([type(error), error, error.__traceback__, thread]))
+                raise
+
+        return body
 
     def start_main(self, program: Callable[[], Any]) -> SimThread:
         """The program's main thread: the program, then what an interpreter does at exit."""
