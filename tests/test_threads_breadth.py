@@ -3,7 +3,9 @@ exceptions, timeouts), under every seed, and what it cannot model is named, neve
 
 from __future__ import annotations
 
+import datetime
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from sim.threads.patching import threads_patched
 from sim.threads.program import run_threads
 
 SEEDS = range(6)
+EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 
 
 def run(program: Any, *args: Any, seed: int = 0) -> Any:
@@ -83,3 +86,31 @@ def test_a_hook_a_run_set_is_gone_in_the_next_run_and_after_the_batch():
     with threads_patched():
         first, second = value_of(sets_a_hook), value_of(sets_a_hook)
     assert first is second is before and threading.excepthook is before
+
+
+# ---- time, dates, randomness ------------------------------------------------------------------------------
+
+
+def clocks() -> list[Any]:
+    readers = (time.time, time.time_ns, time.monotonic, time.monotonic_ns, time.perf_counter, time.perf_counter_ns,
+               time.process_time, time.process_time_ns, time.thread_time, time.thread_time_ns)
+    before = [read() for read in readers]
+    time.sleep(2.5)
+    return [before[:2], [read() - start for read, start in zip(readers, before, strict=True)]]
+
+
+def test_every_clock_reads_virtual_time_the_cpu_clocks_included():
+    start, elapsed = value_of(clocks)
+    assert start == [EPOCH.timestamp(), int(EPOCH.timestamp()) * 10**9]
+    assert elapsed == [2.5, 2_500_000_000] * 3 + [2.5, 2_500_000_000] * 2
+
+
+def dates() -> list[Any]:
+    time.sleep(86_400 + 5)
+    return [datetime.datetime.now(datetime.UTC), datetime.datetime.utcnow(), datetime.date.today(),
+            datetime.datetime.now() == datetime.datetime.fromtimestamp(time.time())]
+
+
+def test_dates_read_virtual_time():
+    later = EPOCH + datetime.timedelta(days=1, seconds=5)
+    assert value_of(dates) == [later, later.replace(tzinfo=None), later.date(), True]

@@ -82,6 +82,9 @@ def _install(patches: _Patches) -> None:
         patches.wrap(time, name, clock.virtual_seconds)
     for name in ("time_ns", "monotonic_ns", "perf_counter_ns"):
         patches.wrap(time, name, clock.virtual_nanoseconds)
+    for name in ("process_time", "thread_time"):
+        patches.wrap(time, name, functools.partial(clock.virtual_seconds, epoch_s=0.0))
+        patches.wrap(time, f"{name}_ns", functools.partial(clock.virtual_nanoseconds, epoch_ns=0))
     patches.wrap(time, "sleep", clock.virtual_sleep)
     patches.wrap(threading, "_time", lambda previous: clock.virtual_seconds(previous, preempts=False))
     patches.wrap(queue, "time", lambda previous: clock.virtual_seconds(previous, preempts=False))
