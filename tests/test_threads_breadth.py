@@ -4,8 +4,10 @@ exceptions, timeouts), under every seed, and what it cannot model is named, neve
 from __future__ import annotations
 
 import datetime
+import random
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -114,3 +116,31 @@ def dates() -> list[Any]:
 def test_dates_read_virtual_time():
     later = EPOCH + datetime.timedelta(days=1, seconds=5)
     assert value_of(dates) == [later, later.replace(tzinfo=None), later.date(), True]
+
+
+def draws() -> list[Any]:
+    generator = random.Random()
+    return [random.random(), random.randint(1, 10**6), random.choice("abcdefgh"), random.gauss(0, 1),
+            generator.random(), str(uuid.uuid4()), str(uuid.uuid1())]
+
+
+def test_random_and_uuids_are_the_seeds_and_the_same_in_a_batch_as_alone():
+    alone = [value_of(draws, seed=seed) for seed in (1, 2)]
+    assert alone[0] != alone[1]
+    with threads_patched():  # in one batch: nothing one run draws or leaves (gauss's spare value, uuid1's clock) shows in the next
+        batched = [value_of(draws, seed=seed) for seed in (2, 1, 2)]
+    assert batched == [alone[1], alone[0], alone[1]]
+
+
+def seeded() -> list[Any]:
+    random.seed(42)
+    first = [random.random(), random.randint(1, 1000), random.gauss(0, 1)]
+    state = random.getstate()
+    again = random.random()
+    random.setstate(state)
+    return [first, again == random.random(), random.Random(7).random()]
+
+
+def test_a_program_that_seeds_random_gets_the_real_sequence_of_that_seed():
+    expected = seeded()
+    assert [value_of(seeded, seed=seed) for seed in (0, 1)] == [expected, expected]

@@ -209,12 +209,15 @@ def program_excepthook() -> Callable[[Any], object] | None:
 
 def begin_run() -> None:
     """What each run starts afresh: the counters of default thread names, the `threading.excepthook` the batch
-    began with (a program's own hook is its run's), and no cyclic garbage collection: a collection runs
-    finalizers and weakref callbacks (an executor's wakes its workers) at whatever allocation crossed a
-    threshold, which depends on the whole process's history."""
+    began with (a program's own hook is its run's), `uuid1`'s last timestamp (the next one is made greater), and no
+    cyclic garbage collection: a collection runs finalizers and weakref callbacks (an executor's wakes its
+    workers) at whatever allocation crossed a threshold, which depends on the whole process's history."""
     for owner, name, first in _run_counters():
         setattr(owner, name, itertools.count(first).__next__)
     threading.excepthook = _batch_excepthook
+    uuid = sys.modules.get("uuid")
+    if uuid is not None:
+        uuid._last_timestamp = None  # type: ignore[attr-defined]  # uuid1's private memory of its last time
     global _collecting
     _collecting = gc.isenabled()
     gc.disable()
