@@ -3,11 +3,19 @@ exceptions, timeouts), under every seed, and what it cannot model is named, neve
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import multiprocessing
+import os
 import random
+import select
+import signal
+import socket
+import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +152,107 @@ def seeded() -> list[Any]:
 def test_a_program_that_seeds_random_gets_the_real_sequence_of_that_seed():
     expected = seeded()
     assert [value_of(seeded, seed=seed) for seed in (0, 1)] == [expected, expected]
+
+
+# ---- what the runtime does not model: named at once, never hung or run for real ------------------------------
+
+
+def forks() -> None:
+    os.fork()
+
+
+def waits_for_a_process(process: subprocess.Popen[bytes]) -> None:
+    process.wait()
+
+
+def reads_a_socket() -> None:
+    left, right = socket.socketpair()
+    with left, right:
+        left.recv(1)
+
+
+def selects() -> None:
+    reading, writing = os.pipe()
+    try:
+        select.select([reading], [], [], 1.0)
+    finally:
+        os.close(reading)
+        os.close(writing)
+
+
+def starts_a_process() -> None:
+    multiprocessing.Process(target=print).start()
+
+
+def opens_a_process_queue() -> None:
+    multiprocessing.Queue().get(timeout=1)
+
+
+def runs_an_event_loop() -> None:
+    asyncio.new_event_loop()
+
+
+def sends_a_signal() -> None:
+    os.kill(os.getpid(), signal.SIGUSR1)
+
+
+def sets_an_alarm() -> None:
+    signal.alarm(1)
+
+
+def starts(thread: threading.Thread) -> None:
+    thread.start()
+
+
+def joins(thread: threading.Thread) -> None:
+    thread.join()
+
+
+@pytest.fixture
+def finished_process() -> Iterator[subprocess.Popen[bytes]]:
+    process = subprocess.Popen(["true"])
+    yield process
+    process.wait()
+
+
+@pytest.fixture
+def real_thread() -> Iterator[threading.Thread]:
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait, name="real-worker")
+    thread.start()
+    yield thread
+    release.set()
+    thread.join()
+
+
+@pytest.mark.parametrize(("program", "named"), [
+    (forks, "os.fork is not modelled"),
+    (reads_a_socket, "socket.recv is not modelled"),
+    (selects, "select.select is not modelled"),
+    (starts_a_process, "multiprocessing's Process.start is not modelled"),
+    (opens_a_process_queue, "multiprocessing.Pipe is not modelled"),
+    (runs_an_event_loop, "an asyncio event loop is not modelled"),
+    (sends_a_signal, "os.kill is not modelled"),
+    (sets_an_alarm, "signal.alarm is not modelled"),
+], ids=lambda value: getattr(value, "__name__", ""))
+def test_what_the_runtime_does_not_model_is_a_usage_error_naming_it(program, named):
+    with pytest.raises(sim.NotSimulated, match=named):
+        sim.explore(program, runs=1)
+
+
+def test_waiting_for_a_process_made_before_the_run_is_refused(finished_process):
+    with pytest.raises(sim.NotSimulated, match="os.waitpid is not modelled"):
+        sim.explore(waits_for_a_process, finished_process, runs=1)
+
+
+def test_a_thread_made_before_the_run_and_started_in_it_is_refused_in_every_run():
+    made_outside = threading.Thread(target=print)
+    with pytest.raises(sim.NotSimulated, match="'made-outside' was made outside this run"):
+        made_outside.name = "made-outside"
+        sim.explore(starts, made_outside, runs=1)
+    assert not made_outside.is_alive() and made_outside.ident is None
+
+
+def test_joining_a_real_thread_from_a_run_is_refused_not_waited_for(real_thread):
+    with pytest.raises(sim.NotSimulated, match="'real-worker' runs for real, outside the run"):
+        sim.explore(joins, real_thread, runs=1)

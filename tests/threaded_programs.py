@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import signal
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -130,6 +131,22 @@ def quiet_exit() -> str:
     worker.start()
     worker.join()
     return "ok"
+
+
+def signal_handlers() -> list[Any]:
+    """A CLI sets its handlers from its main thread; any other thread may not."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    out: list[Any] = [signal.signal(signal.SIGUSR1, handler), signal.getsignal(signal.SIGUSR1) is handler]
+    worker = threading.Thread(target=lambda: out.append(outcome(lambda: signal.signal(signal.SIGUSR1, handler))))
+    worker.start()
+    worker.join()
+    out += [outcome(lambda: signal.signal(signal.NSIG + 1, handler)), outcome(lambda: signal.signal(signal.SIGUSR1, 5)),
+            outcome(lambda: signal.signal(signal.SIGKILL, handler))]
+    out.append(signal.signal(signal.SIGUSR1, signal.SIG_DFL) is handler)
+    return out
 
 
 # ---- locks ----------------------------------------------------------------------------------------------------
@@ -565,7 +582,7 @@ def sqlite_same_thread(path: str) -> list[Any]:
 
 # `excepthook` is not among them: under the runtime the thread's exception also fails the run (its own test).
 PROGRAMS: tuple[Callable[..., Any], ...] = (
-    thread_arguments, subclassed_run, join_with_timeout, introspection, quiet_exit, lock_operations,
+    thread_arguments, subclassed_run, join_with_timeout, introspection, quiet_exit, signal_handlers, lock_operations,
     rlock_operations, condition_operations, event_operations, semaphore_operations, barrier_operations,
     timer_operations, thread_locals, bounded_queue, other_queues, producer_consumer, executor_operations,
     executor_waits, logging_from_threads,

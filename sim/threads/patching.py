@@ -21,6 +21,7 @@ import itertools
 import os
 import queue
 import random
+import signal
 import sqlite3
 import sys
 import threading
@@ -31,7 +32,7 @@ from types import ModuleType
 from typing import Any
 
 from sim.core.timefreeze import frozen_time
-from sim.threads import clock, entropy, lifecycle, locks, sqlite, unmodelled
+from sim.threads import clock, entropy, lifecycle, locks, signals, sqlite, unmodelled
 
 _LockType = _thread.LockType
 _RLockType = _thread.RLock
@@ -113,7 +114,9 @@ def _install(patches: _Patches) -> None:
     for name in entropy.RANDOM_FUNCTIONS:
         patches.set(random, name, getattr(recorded, name))
     patches.wrap(random.Random, "seed", entropy.recorded_seed)
-    for owner, attribute, name, why in unmodelled.REFUSED:
+    patches.wrap(signal, "signal", signals.set_handler)
+    patches.wrap(signal, "getsignal", signals.get_handler)
+    for owner, attribute, name, why in unmodelled.refusals():
         patches.wrap(owner, attribute, functools.partial(unmodelled.refused, name, why=why))
 
 

@@ -91,6 +91,7 @@ class ThreadRun:
         self.main_value: Any = None
         self.ended = _ProgramEnd(self)
         self.databases: dict[str, Any] = {}  # sqlite.Database by file, made as threads connect
+        self.signal_handlers: dict[int, Any] = {}  # what the program's main thread set (`signals.py`)
         self._pids: dict[str, int] = {}
         self._hashes = itertools.count(_HASH_BASE)
         self._idents: Iterator[int] = (_IDENT_BASE + index * _IDENT_STRIDE for index in itertools.count())
@@ -177,6 +178,10 @@ class ThreadRun:
         """Every thread of `process` stops where it is, as at a crash: unwound with no scheduling point left to it,
         so it writes nothing more and waits on nothing more."""
         self._abandon(lambda sim: sim.process == process)
+
+    def is_main(self, sim: SimThread) -> bool:
+        """Whether `sim` is the program's main thread (a target's run has none)."""
+        return self._main is not None and sim.thread is self._main
 
     def pid_of(self, process: str) -> int:
         """The virtual pid of a simulated process of this run (`os.getpid()` in its threads), in first-asked order."""
