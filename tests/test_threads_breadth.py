@@ -7,7 +7,9 @@ import asyncio
 import datetime
 import multiprocessing
 import os
+import queue
 import random
+import re
 import select
 import signal
 import socket
@@ -24,7 +26,9 @@ import threaded_programs as programs
 
 import sim
 from sim.core.world import RunOutcome, World
+from sim.kernel.errors import BudgetExceeded
 from sim.strategies.random_walk import RandomWalk
+from sim.threads.baton import RUNNING
 from sim.threads.patching import threads_patched
 from sim.threads.program import run_threads
 
@@ -256,3 +260,71 @@ def test_a_thread_made_before_the_run_and_started_in_it_is_refused_in_every_run(
 def test_joining_a_real_thread_from_a_run_is_refused_not_waited_for(real_thread):
     with pytest.raises(sim.NotSimulated, match="'real-worker' runs for real, outside the run"):
         sim.explore(joins, real_thread, runs=1)
+
+
+# ---- deadlock and hang reports: every blocked thread, what it waits on, who holds it, the cycle ------------------
+
+
+def three_locks_in_a_ring() -> None:
+    ledger, accounts, audit = threading.Lock(), threading.RLock(), threading.Lock()
+
+    def take(first: Any, second: Any) -> None:
+        with first:
+            time.sleep(1)  # each holds its first lock before any asks for its second
+            with second:
+                pass
+
+    pairs = {"posting": (ledger, accounts), "reconciling": (accounts, audit), "auditing": (audit, ledger)}
+    workers = [threading.Thread(target=take, args=pair, name=name) for name, pair in pairs.items()]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def test_a_three_thread_lock_cycle_names_each_thread_its_lock_and_the_holder():
+    deadlock = sim.explore(three_locks_in_a_ring, runs=1).failure.deadlock
+    report = str(deadlock)
+    assert {entry.task for entry in deadlock.cycle} == {"posting", "reconciling", "auditing"}
+    for waiter, holder in (("posting", "reconciling"), ("reconciling", "auditing"), ("auditing", "posting")):
+        assert re.search(rf"task '{waiter}' waits on a R?Lock made at test_threads_breadth.py:\d+ \(held by '{holder}'\)"
+                         rf" at test_threads_breadth.py:\d+ in take", report), report
+    assert "wait-for cycle: '" in report and "waits on thread 'posting' to end (join)" in report
+
+
+def waits_in_the_library() -> None:
+    jobs: queue.Queue[int] = queue.Queue()
+    permits = threading.Semaphore(0)
+    threading.Thread(target=jobs.get, name="taker").start()
+    threading.Thread(target=permits.acquire, name="acquirer").start()
+
+
+def test_a_thread_parked_in_a_library_call_is_named_with_the_object_and_the_call():
+    """Threads whose target is the library's own method: no line of the program on their stack."""
+    report = str(sim.explore(waits_in_the_library, runs=1).failure.deadlock)
+    assert re.search(r"task 'taker' waits on a Queue made at test_threads_breadth.py:\d+ at queue.py:\d+ in get", report)
+    assert re.search(r"task 'acquirer' waits on a Semaphore made at test_threads_breadth.py:\d+ at threading.py:\d+ in acquire",
+                     report), report
+    assert not RUNNING  # their OS threads were unwound, not left parked for the life of the process
+
+
+def serves_until_stopped() -> None:
+    stop = [False]
+
+    def wait_for_stop() -> None:
+        while not stop[0]:
+            pass
+
+    def serve() -> None:
+        wait_for_stop()
+
+    server = threading.Thread(target=serve, name="server")
+    server.start()
+    server.join()
+
+
+def test_a_spinning_thread_is_shown_with_its_stack():
+    error = sim.explore(serves_until_stopped, runs=1, max_steps=2_000).failure.error
+    assert isinstance(error, BudgetExceeded)
+    assert re.search(r"task 'server' runnable at test_threads_breadth.py:\d+ in wait_for_stop\n"
+                     r"    called from test_threads_breadth.py:\d+ in serve$", str(error)), error

@@ -139,15 +139,15 @@ class ThreadRun:
     def start_main(self, program: Callable[[], Any]) -> SimThread:
         """The program's main thread: the program, then what an interpreter does at exit."""
 
-        def main() -> Any:
+        def program_then_exit() -> Any:
             value = program()
             self.exit_interpreter()
             return value
 
         self._main = threading.Thread.__new__(threading.Thread)
         self._main._sim_hash = self.next_hash()  # type: ignore[attr-defined]  # numbered before threading hashes it
-        self._main.__init__(target=main, name=MAIN_THREAD)  # type: ignore[misc]  # the main thread's object is made before its target is known
-        self._main.run = main  # type: ignore[method-assign]  # keep the value; Thread.run discards it
+        self._main.__init__(target=program_then_exit, name=MAIN_THREAD)  # type: ignore[misc]  # the main thread's object is made before its target is known
+        self._main.run = program_then_exit  # type: ignore[method-assign]  # keep the value; Thread.run discards it
         return self.start(self._main)
 
     async def call(self, fn: Callable[[], Any], *, name: str, process: str) -> Any:
