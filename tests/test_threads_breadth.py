@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,22 @@ def test_the_battery_pins_what_real_threading_does():
     assert programs.semaphore_operations()[:4] == [True, True, False, False]
     assert programs.barrier_operations()[:4] == [[0, 1, 2], ["tripped"], 0, False]
     assert programs.executor_waits()[:3] == [True, True, ("TimeoutError", "")]
+
+
+def waits_on_a_slow_future() -> list[Any]:
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        slow = pool.submit(time.sleep, 600)
+        started = time.monotonic()
+        try:
+            slow.result(timeout=30)
+        except TimeoutError:
+            timed_out = time.monotonic() - started
+        return [timed_out, slow.result(), time.monotonic() - started]
+
+
+def test_a_future_times_out_and_a_pool_waits_in_virtual_time():
+    result = run(waits_on_a_slow_future)
+    assert result.value == [30.0, None, 600.0] and result.virtual_s == 600.0
 
 
 # ---- an exception in a thread ------------------------------------------------------------------------------

@@ -171,7 +171,7 @@ class SimThread:
     def callers(self) -> list[str]:
         """The program's calls that led to `cr_frame`, innermost first: the rest of a spinning thread's stack."""
         frame = self.cr_frame
-        places = []
+        places: list[str] = []
         while frame is not None and len(places) < _CALLERS_SHOWN:
             frame = frame.f_back
             if frame is not None and is_program_file(frame.f_code.co_filename):
