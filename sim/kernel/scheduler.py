@@ -118,6 +118,12 @@ class Task:
                 return False
         return False
 
+    def callers(self) -> list[str]:
+        """Where the place `where` names was called from, innermost first: a thread's stack (a coroutine's
+        chain of awaits is already in `where`)."""
+        callers = getattr(self.coro, "callers", None)
+        return callers() if callers is not None else []
+
     def where(self) -> str:
         """File and line of the innermost await outside the kernel that this task is suspended in."""
         frame_owner: Any = self.coro
@@ -414,6 +420,7 @@ class Kernel:
         for task in sorted(self.alive.values(), key=lambda t: t.tid):
             if task in self.runnable:
                 lines.append(f"  task {task.name!r} runnable at {task.where()}")
+                lines.extend(f"    called from {place}" for place in task.callers())
             elif task.waiting_on == SLEEPING:
                 deadline = next((entry[0] for entry in self._timers if entry[1] == task.sleep_seq), math.inf)
                 lines.append(f"  task {task.name!r} waits on sleep until {deadline:g}s at {task.where()}")

@@ -15,7 +15,8 @@ kernel's virtual clock. `program.run_threads` runs one program on a World; `sim.
 | `clock.py` | `time.time`, `monotonic`, `perf_counter`, `sleep` on the virtual clock |
 | `entropy.py` | `random`, `os.urandom` (so `uuid4`) as recorded draws |
 | `sqlite.py` | SQLite's lock wait in virtual time |
-| `unmodelled.py` | `NotSimulated`: subprocesses, sockets, `fork`, `input()` |
+| `signals.py` | `signal.signal` and `getsignal`: the program's handlers, kept per run |
+| `unmodelled.py` | `NotSimulated`: processes, sockets, `select`, signals sent, event loops, `input()` |
 | `tracing.py` | `Preemption`: where plain code may be switched |
 | `patching.py` | installing all of the above for a batch of runs, and taking it out |
 """

@@ -22,6 +22,7 @@ import _thread
 import os
 import sys
 import sysconfig
+import threading
 from collections import deque
 from collections.abc import Callable
 from types import FrameType
@@ -44,6 +45,8 @@ _STDLIB_DIR = sysconfig.get_paths()["stdlib"] + os.sep
 _PACKAGE_DIRS = tuple({sysconfig.get_paths()[key] + os.sep for key in ("purelib", "platlib")})
 
 _TRAP, _DONE, _RAISED = 0, 1, 2
+_THREAD_RUN = threading.Thread.run.__code__
+_CALLERS_SHOWN = 8  # a report's stack of a thread, past its innermost line
 
 # Every simulated thread alive in this process, by its real OS ident: the one lookup that tells the
 # patched threading, time and sqlite3 whether their caller is a simulated thread.
@@ -165,6 +168,16 @@ class SimThread:
             return None
         return user_frame(sys._current_frames().get(self.ident))
 
+    def callers(self) -> list[str]:
+        """The program's calls that led to `cr_frame`, innermost first: the rest of a spinning thread's stack."""
+        frame = self.cr_frame
+        places: list[str] = []
+        while frame is not None and len(places) < _CALLERS_SHOWN:
+            frame = frame.f_back
+            if frame is not None and is_program_file(frame.f_code.co_filename):
+                places.append(f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} in {frame.f_code.co_name}")
+        return places
+
     def send(self, value: Any) -> Any:
         self.resume(value, None)
         return self._baton.wait(self)
@@ -240,12 +253,25 @@ def current() -> SimThread | None:
 
 
 def user_frame(frame: FrameType | None) -> FrameType | None:
-    """The innermost frame outside the simulator and the standard library: the line a report should show."""
+    """The innermost frame outside the simulator and the standard library: the line a report should show.
+
+    A thread whose target is a library call (`Thread(target=queue.get)`) has none: then the outermost frame
+    outside the simulator, the call its `run` made (or `run` itself, around a call into the simulator's own
+    `time.sleep`). A thread with no frame outside the simulator at all (the main thread joining the others once
+    the program returned) is shown at its entry, the function its bootstrap runs. An alive thread always has a
+    frame: the kernel takes a task without one for finished, and would leave its OS thread parked for good.
+    """
+    library: FrameType | None = None
+    entry: tuple[FrameType | None, ...] = (None, None, None)  # the last three frames: entry, body, bootstrap
     while frame is not None:
-        if is_program_file(frame.f_code.co_filename):
+        path = frame.f_code.co_filename
+        if is_program_file(path):
             return frame
+        if not path.startswith(_SIM_DIR) and (library is None or frame.f_code is not _THREAD_RUN):
+            library = frame
+        entry = (entry[1], entry[2], frame)
         frame = frame.f_back
-    return None
+    return library or entry[0]
 
 
 def is_program_file(path: str) -> bool:

@@ -71,6 +71,7 @@ def start(previous: Callable[[threading.Thread], None]) -> Callable[[threading.T
             return
         if not self._initialized:  # type: ignore[attr-defined]  # threading.Thread's private state
             raise RuntimeError("thread.__init__() not called")
+        _refuse_if_from_elsewhere(self, sim)
         if self._started.is_set():  # type: ignore[attr-defined]  # threading.Thread's private state
             raise RuntimeError("threads can only be started once")
         sim.run.start(self)
@@ -80,9 +81,22 @@ def start(previous: Callable[[threading.Thread], None]) -> Callable[[threading.T
     return start
 
 
+def _refuse_if_from_elsewhere(thread: threading.Thread, sim: SimThread) -> None:
+    """A Thread made before the run (or started in an earlier one) and started in this run: each run would find it
+    in another state (the second run's start would raise), so it is a usage error, named."""
+    made = thread.__dict__.get("_sim_hash") is not None
+    earlier = _simulated(thread)
+    if not made or (earlier is not None and earlier.run is not sim.run):
+        raise NotSimulated(f"thread {thread.name!r} was made outside this run and started in it: a run starts afresh, so "
+                           "make the program's threads inside the program")
+
+
 def join(previous: Callable[..., None]) -> Callable[..., None]:
     def join(self: threading.Thread, timeout: float | None = None) -> None:
         sim, target = current(), _simulated(self)
+        if sim is not None and target is None and threading.Thread.is_alive(self):
+            raise NotSimulated(f"thread {self.name!r} runs for real, outside the run (it was started before it): joining "
+                               "it would wait in real time")
         if sim is None or target is None:
             previous(self, timeout)
             return

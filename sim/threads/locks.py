@@ -26,11 +26,17 @@ from sim.threads.baton import SimThread, current, is_program_file
 
 _allocate_lock = _thread.allocate_lock
 _RealRLock = _thread.RLock
-_THREADING_FILE = sys.modules["threading"].__file__ or ""
+# The library files whose objects a thread may wait in (the frames a report looks through for what it called).
+_LIBRARY_FILES = frozenset(sys.modules[name].__file__ or "" for name in ("threading", "queue", "concurrent.futures._base"))
+_THREAD_RUN = sys.modules["threading"].Thread.run.__code__
 
-# What a thread parked in threading's own code is waiting for, named by the outermost threading frame's object.
+# What a thread parked in the library's code is waiting for, named by the outermost library object it called.
 _WAITS = {"Condition": "a Condition", "Event": "an Event", "Semaphore": "a Semaphore",
-          "BoundedSemaphore": "a BoundedSemaphore", "Barrier": "a Barrier", "Thread": "a Thread's end"}
+          "BoundedSemaphore": "a BoundedSemaphore", "Barrier": "a Barrier", "Queue": "a Queue",
+          "LifoQueue": "a LifoQueue", "PriorityQueue": "a PriorityQueue", "_PySimpleQueue": "a SimpleQueue",
+          "Future": "a Future"}
+# Where each of those keeps the simulated lock that says where the program made it.
+_LOCK_PATHS = (("_lock",), ("_cond", "_lock"), ("mutex",), ("_condition", "_lock"), ("_count", "_cond", "_lock"))
 
 
 def _check_timeout(blocking: bool, timeout: float) -> None:
@@ -50,21 +56,30 @@ def _made_at() -> str:
 
 
 def _called_construct(frame: Any) -> Any:
-    """The threading object whose method the program called to get here (a Condition, an Event, ...): the
-    outermost of the threading frames just above the simulator's own."""
-    while frame is not None and frame.f_code.co_filename != _THREADING_FILE:
+    """The library object whose method the program called to get here (a Queue, a Condition, an Event, ...): the
+    outermost known one among the library frames just above the simulator's own. A thread's `run` is where the
+    program's call begins, not an object it waits on."""
+    while frame is not None and frame.f_code.co_filename not in _LIBRARY_FILES:
         frame = frame.f_back
     construct = None
-    while frame is not None and frame.f_code.co_filename == _THREADING_FILE:
-        construct = frame.f_locals.get("self", construct)
+    while frame is not None and frame.f_code.co_filename in _LIBRARY_FILES and frame.f_code is not _THREAD_RUN:
+        found = frame.f_locals.get("self")
+        if type(found).__name__ in _WAITS:
+            construct = found
         frame = frame.f_back
     return construct
 
 
 def _made_at_of(construct: Any) -> str:
-    """Where the program made a threading object, read off the simulated lock inside it."""
-    lock = getattr(construct, "_lock", None) or getattr(getattr(construct, "_cond", None), "_lock", None)
-    return getattr(lock, "_made_at", "")
+    """Where the program made a library object, read off the simulated lock inside it."""
+    for path in _LOCK_PATHS:
+        value = construct
+        for name in path:
+            value = getattr(value, name, None)
+        made = getattr(value, "_made_at", "")
+        if made:
+            return made
+    return ""
 
 
 class _Wait:

@@ -21,6 +21,7 @@ import itertools
 import os
 import queue
 import random
+import signal
 import sqlite3
 import sys
 import threading
@@ -31,7 +32,7 @@ from types import ModuleType
 from typing import Any
 
 from sim.core.timefreeze import frozen_time
-from sim.threads import clock, entropy, lifecycle, locks, sqlite, unmodelled
+from sim.threads import clock, entropy, lifecycle, locks, signals, sqlite, unmodelled
 
 _LockType = _thread.LockType
 _RLockType = _thread.RLock
@@ -43,6 +44,7 @@ _KEEP_REAL = ("threading", "_thread", "importlib", "_frozen_importlib", "sim", "
 
 _active = 0
 _collecting = True  # whether cyclic collection was on when the current run began
+_batch_excepthook = threading.excepthook  # the hook each run of the current batch starts with (the environment's)
 
 
 class _Patches:
@@ -81,6 +83,9 @@ def _install(patches: _Patches) -> None:
         patches.wrap(time, name, clock.virtual_seconds)
     for name in ("time_ns", "monotonic_ns", "perf_counter_ns"):
         patches.wrap(time, name, clock.virtual_nanoseconds)
+    for name in ("process_time", "thread_time"):
+        patches.wrap(time, name, functools.partial(clock.virtual_seconds, epoch_s=0.0))
+        patches.wrap(time, f"{name}_ns", functools.partial(clock.virtual_nanoseconds, epoch_ns=0))
     patches.wrap(time, "sleep", clock.virtual_sleep)
     patches.wrap(threading, "_time", lambda previous: clock.virtual_seconds(previous, preempts=False))
     patches.wrap(queue, "time", lambda previous: clock.virtual_seconds(previous, preempts=False))
@@ -109,7 +114,9 @@ def _install(patches: _Patches) -> None:
     for name in entropy.RANDOM_FUNCTIONS:
         patches.set(random, name, getattr(recorded, name))
     patches.wrap(random.Random, "seed", entropy.recorded_seed)
-    for owner, attribute, name, why in unmodelled.REFUSED:
+    patches.wrap(signal, "signal", signals.set_handler)
+    patches.wrap(signal, "getsignal", signals.get_handler)
+    for owner, attribute, name, why in unmodelled.refusals():
         patches.wrap(owner, attribute, functools.partial(unmodelled.refused, name, why=why))
 
 
@@ -163,7 +170,7 @@ def _adopt(patches: _Patches, owner: Any, name: str, value: Any, module_name: st
 @contextmanager
 def threads_patched() -> Iterator[None]:
     """Patch the standard library for simulated threads for the length of a batch (re-entrant)."""
-    global _active
+    global _active, _batch_excepthook
     if _active:
         _active += 1
         try:
@@ -180,6 +187,8 @@ def threads_patched() -> Iterator[None]:
         _scan(patches)
         for owner, name, _ in _run_counters():
             patches.set(owner, name, getattr(owner, name))  # reset by each run, restored here
+        _batch_excepthook = threading.excepthook
+        patches.set(threading, "excepthook", _batch_excepthook)  # likewise
         yield
     finally:
         _active = 0
@@ -194,12 +203,24 @@ def _run_counters() -> tuple[tuple[Any, str, int], ...]:
     return (threading, "_counter", 1), (ThreadPoolExecutor, "_counter", 0)
 
 
+def program_excepthook() -> Callable[[Any], object] | None:
+    """The `threading.excepthook` the running program set, or None while it is still the environment's (the
+    interpreter's default, or pytest's, which would report a thread's exception the run already fails with)."""
+    hook = threading.excepthook
+    return None if hook is _batch_excepthook else hook
+
+
 def begin_run() -> None:
-    """What each run starts afresh: the counters of default thread names, and no cyclic garbage collection: a
-    collection runs finalizers and weakref callbacks (an executor's wakes its workers) at whatever allocation
-    crossed a threshold, which depends on the whole process's history."""
+    """What each run starts afresh: the counters of default thread names, the `threading.excepthook` the batch
+    began with (a program's own hook is its run's), `uuid1`'s last timestamp (the next one is made greater), and no
+    cyclic garbage collection: a collection runs finalizers and weakref callbacks (an executor's wakes its
+    workers) at whatever allocation crossed a threshold, which depends on the whole process's history."""
     for owner, name, first in _run_counters():
         setattr(owner, name, itertools.count(first).__next__)
+    threading.excepthook = _batch_excepthook
+    uuid = sys.modules.get("uuid")
+    if uuid is not None:
+        uuid._last_timestamp = None  # type: ignore[attr-defined]  # uuid1's private memory of its last time
     global _collecting
     _collecting = gc.isenabled()
     gc.disable()

@@ -32,6 +32,7 @@ from sim.kernel.scheduler import CHECKPOINT, PARK, SLEEP_UNTIL, Task, task_choic
 from sim.kernel.sync import Event
 from sim.strategies.dpor import ORDER, WILDCARD
 from sim.threads.baton import Baton, SimThread, ThreadAbandoned, current
+from sim.threads.patching import program_excepthook
 from sim.threads.tracing import Preemption
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ class ThreadRun:
         self.main_value: Any = None
         self.ended = _ProgramEnd(self)
         self.databases: dict[str, Any] = {}  # sqlite.Database by file, made as threads connect
+        self.signal_handlers: dict[int, Any] = {}  # what the program's main thread set (`signals.py`)
         self._pids: dict[str, int] = {}
         self._hashes = itertools.count(_HASH_BASE)
         self._idents: Iterator[int] = (_IDENT_BASE + index * _IDENT_STRIDE for index in itertools.count())
@@ -100,7 +102,7 @@ class ThreadRun:
     def start(self, thread: threading.Thread, process: str | None = None) -> SimThread:
         """Start `thread` (a `threading.Thread` whose `start` was called in the run) as a kernel task, in
         `process` (default: the process of the thread starting it)."""
-        sim = SimThread(thread.name, thread.run, self.baton, on_start=self._entered)
+        sim = SimThread(thread.name, self._body(thread), self.baton, on_start=self._entered)
         sim.run = self
         sim.thread = thread
         starter = current()
@@ -116,18 +118,36 @@ class ThreadRun:
         sim.task.on_done = self._thread_done
         return sim
 
+    def _body(self, thread: threading.Thread) -> Callable[[], Any]:
+        """What the OS thread runs: the thread's `run`, and on its exception the `threading.excepthook` the
+        program set, as a real thread's bootstrap calls it (the environment's own hook would only report what the
+        run's failure reports)."""
+
+        def body() -> Any:
+            try:
+                return thread.run()
+            except ThreadAbandoned:
+                raise
+            except BaseException as error:
+                hook = program_excepthook()
+                if thread is not self._main and hook is not None:
+                    hook(threading.ExceptHookArgs([type(error), error, error.__traceback__, thread]))
+                raise
+
+        return body
+
     def start_main(self, program: Callable[[], Any]) -> SimThread:
         """The program's main thread: the program, then what an interpreter does at exit."""
 
-        def main() -> Any:
+        def program_then_exit() -> Any:
             value = program()
             self.exit_interpreter()
             return value
 
         self._main = threading.Thread.__new__(threading.Thread)
         self._main._sim_hash = self.next_hash()  # type: ignore[attr-defined]  # numbered before threading hashes it
-        self._main.__init__(target=main, name=MAIN_THREAD)  # type: ignore[misc]  # the main thread's object is made before its target is known
-        self._main.run = main  # type: ignore[method-assign]  # keep the value; Thread.run discards it
+        self._main.__init__(target=program_then_exit, name=MAIN_THREAD)  # type: ignore[misc]  # the main thread's object is made before its target is known
+        self._main.run = program_then_exit  # type: ignore[method-assign]  # keep the value; Thread.run discards it
         return self.start(self._main)
 
     async def call(self, fn: Callable[[], Any], *, name: str, process: str) -> Any:
@@ -158,6 +178,10 @@ class ThreadRun:
         """Every thread of `process` stops where it is, as at a crash: unwound with no scheduling point left to it,
         so it writes nothing more and waits on nothing more."""
         self._abandon(lambda sim: sim.process == process)
+
+    def is_main(self, sim: SimThread) -> bool:
+        """Whether `sim` is the program's main thread (a target's run has none)."""
+        return self._main is not None and sim.thread is self._main
 
     def pid_of(self, process: str) -> int:
         """The virtual pid of a simulated process of this run (`os.getpid()` in its threads), in first-asked order."""
