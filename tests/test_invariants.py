@@ -95,7 +95,7 @@ from reference.config import CompactionConfig
 from reference.store import SessionStore
 from sim.invariants import INVARIANTS, Invariant, InvariantSet
 from sim.invariants.facts import AttemptSet
-from sim.invariants.invariant import handles
+from sim.invariants.invariant import handles, per_run
 from sim.invariants.transcript import NoDuplicatePersistedTurn
 from sim.scenario.loader import load_scenario
 from sim.scenario.names import registry
@@ -2004,3 +2004,26 @@ def test_an_invariant_states_its_property_once_in_its_docstring():
     assert _Stated.description == "A session has one live head."
     assert _Counts.description == "Counts what it is handed."
     assert all(invariant.description and "\n" not in invariant.description for invariant in INVARIANTS.values())
+
+
+class _KeepsPerRun(Invariant):
+    """Keeps per-run state declared on its class."""
+
+    name = "keeps_per_run"
+    races = ()
+    _started: AttemptSet = per_run(AttemptSet)
+    _times: dict[AttemptId, float] = per_run(dict)
+
+    @handles(HostStarted)
+    def host_started(self, event: HostStarted, record: HistoryEvent) -> None:
+        self._started.add(event.attempt)
+        self._times[event.attempt] = record.time
+
+
+def test_state_declared_per_run_is_each_instances_own_and_forgotten_at_a_crash_as_any():
+    first, second = _KeepsPerRun(FakeSystem()), _KeepsPerRun(FakeSystem())
+    invariants = InvariantSet([first])
+    invariants.on_event(HistoryEvent(0, 1.0, "t", HostStarted(attempt=A1, session=S, mode="automatic")))
+    assert (first._times, second._times, set(second._started)) == ({A1: 1.0}, {}, set())
+    invariants.on_event(HistoryEvent(1, 2.0, "t", ProcessCrashed(process="p1", pid=100)))
+    assert set(first._started) == set() and first._times == {A1: 1.0}  # the set by attempt forgets, a plain dict keeps

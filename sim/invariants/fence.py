@@ -31,7 +31,7 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId
 from sim.invariants.facts import ADMISSIONS, CRASHES, HARD_CANCELS, HOST_GAVE_UP, PRESSES, AttemptTable, job_attempt, summary_attempt
-from sim.invariants.invariant import Invariant, SystemView, Violation, handles
+from sim.invariants.invariant import Invariant, Violation, handles, per_run
 
 
 class NoCommitAfterCancel(Invariant):
@@ -41,9 +41,7 @@ class NoCommitAfterCancel(Invariant):
     name = "no_commit_after_cancel"
     races = ("R1", "R2", "R5", "R8")
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._stopped: dict[AttemptId, HistoryEvent[Event]] = {}
+    _stopped: dict[AttemptId, HistoryEvent[Event]] = per_run(dict)
 
     @handles(FenceCancelWon, FenceRevoked, HostUnwind)
     def stopped(self, event: FenceCancelWon | FenceRevoked | HostUnwind, record: HistoryEvent[FenceCancelWon | FenceRevoked | HostUnwind]) -> None:
@@ -78,10 +76,8 @@ class HardCancelAbandonsSummary(Invariant):
     races = ("R1",)
     learns = CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._hard: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # hard-cancelled attempt -> the cancel
-        self._abandoned: set[str] = set()  # summary tasks their attempt stopped waiting for
+    _hard: AttemptTable[AttemptId, HistoryEvent[Event]] = per_run(AttemptTable)  # hard-cancelled attempt -> the cancel
+    _abandoned: set[str] = per_run(set)  # summary tasks their attempt stopped waiting for
 
     @handles(FenceCancelWon)
     def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> None:
@@ -119,10 +115,8 @@ class NoAdmissionAfterCtrlC(Invariant):
     races = ("R1",)
     learns = PRESSES + CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._caller: AttemptTable[AttemptId, str] = AttemptTable()  # attempts whose host has not returned -> their agent
-        self._stopped: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # attempt -> the Ctrl+C that stopped it before admission
+    _caller: AttemptTable[AttemptId, str] = per_run(AttemptTable)  # attempts whose host has not returned -> their agent
+    _stopped: AttemptTable[AttemptId, HistoryEvent[Event]] = per_run(AttemptTable)  # attempt -> the Ctrl+C that stopped it before admission
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
@@ -162,10 +156,8 @@ class CtrlCStopsTheTurnsLaterCompactions(Invariant):
     races = ("R1",)
     learns = CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._pressed: dict[str, HistoryEvent[Event]] = {}  # the task of a turn a Ctrl+C was pressed on -> the press
-        self._stopped: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # an attempt such a turn started later -> the press
+    _pressed: dict[str, HistoryEvent[Event]] = per_run(dict)  # the task of a turn a Ctrl+C was pressed on -> the press
+    _stopped: AttemptTable[AttemptId, HistoryEvent[Event]] = per_run(AttemptTable)  # an attempt such a turn started later -> the press
 
     @handles(FrontendTurnSubmitted)
     def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent[FrontendTurnSubmitted]) -> None:
@@ -205,10 +197,8 @@ class LeaseHeldAcrossCommit(Invariant):
     holder_names_attempt = True
     races = ("R6",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._committing: dict[AttemptId, HistoryEvent[Event]] = {}
-        self._released_by_worker: dict[AttemptId, HistoryEvent[Event]] = {}  # admitted attempts whose worker released early
+    _committing: dict[AttemptId, HistoryEvent[Event]] = per_run(dict)
+    _released_by_worker: dict[AttemptId, HistoryEvent[Event]] = per_run(dict)  # admitted attempts whose worker released early
 
     @handles(FenceBeginOk)
     def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> None:
@@ -292,13 +282,11 @@ class SummarizedAttemptRefusedOnlyForACause(Invariant):
     races = ("R1", "R13", "R21")
     learns = (HostStarted, *HOST_GAVE_UP)  # the host's start, and a cancel, revoke, host timeout or unwind
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._summaries: list[tuple[int, AttemptId]] = []  # each summary start: its sequence number, its attempt
-        self._pressed = False  # a Ctrl+C was pressed (a stop may be latched on a later attempt of its agent)
-        self._summarized: set[AttemptId] = set()
-        self._struck: set[AttemptId] = set()
-        self._fence_refused: set[AttemptId] = set()
+    _summaries: list[tuple[int, AttemptId]] = per_run(list)  # each summary start: its sequence number, its attempt
+    _pressed = False  # a Ctrl+C was pressed (a stop may be latched on a later attempt of its agent)
+    _summarized: set[AttemptId] = per_run(set)
+    _struck: set[AttemptId] = per_run(set)
+    _fence_refused: set[AttemptId] = per_run(set)
 
     @handles(CompactionSummaryStarted)
     def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> None:

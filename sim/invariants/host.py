@@ -69,7 +69,7 @@ from sim.invariants.facts import (
     pressing_task,
     summary_attempt,
 )
-from sim.invariants.invariant import Invariant, SystemView, Violation, handles
+from sim.invariants.invariant import Invariant, Violation, handles, per_run
 from sim.invariants.lineage_reads import JudgesRefusedTurns
 from sim.invariants.liveness import fault_raised_in_turn
 
@@ -85,10 +85,8 @@ class _IdleSilence(Invariant):
 
     learns = CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._last_sign: AttemptTable[AttemptId, float] = AttemptTable()  # attempt -> when its host started it, or its last progress tick
-        self._host_resumes: dict[str, float] = {}  # host task -> when its last stall in its current wait ends
+    _last_sign: AttemptTable[AttemptId, float] = per_run(AttemptTable)  # attempt -> when its host started it, or its last progress tick
+    _host_resumes: dict[str, float] = per_run(dict)  # host task -> when its last stall in its current wait ends
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
@@ -193,11 +191,9 @@ class TimedOutHostReturnsPromptly(Invariant):
     settings = frozenset({'cancelled_worker_grace_s'})
     races = ("R2", "R9")
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._timed_out: dict[AttemptId, tuple[str, str]] = {}  # attempt -> its host's task and the budget it ran out of
-        self._won: dict[str, tuple[AttemptId, HistoryEvent[Event], float]] = {}  # host task -> its win, and its stalls since
-        self._store_stalls: list[tuple[float, float]] = []  # (start, end) of each stall of a store call
+    _timed_out: dict[AttemptId, tuple[str, str]] = per_run(dict)  # attempt -> its host's task and the budget it ran out of
+    _won: dict[str, tuple[AttemptId, HistoryEvent[Event], float]] = per_run(dict)  # host task -> its win, and its stalls since
+    _store_stalls: list[tuple[float, float]] = per_run(list)  # (start, end) of each stall of a store call
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent[HostTimeout]) -> None:
@@ -249,11 +245,9 @@ class HungCommitReported(Invariant):
     races = ("R7",)
     learns = CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._admitted: AttemptSet = AttemptSet()  # admitted commits not yet finished
-        self._timed_out: dict[AttemptId, HistoryEvent[Event]] = {}
-        self._reported: dict[AttemptId, HistoryEvent[Event]] = {}
+    _admitted: AttemptSet = per_run(AttemptSet)  # admitted commits not yet finished
+    _timed_out: dict[AttemptId, HistoryEvent[Event]] = per_run(dict)
+    _reported: dict[AttemptId, HistoryEvent[Event]] = per_run(dict)
 
     @handles(FenceBeginOk)
     def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> None:
@@ -304,10 +298,8 @@ class StaleJobNeverRuns(Invariant):
     races = ("R8",)
     learns = CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._given_up: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()
-        self._started_stale: AttemptSet = AttemptSet()
+    _given_up: AttemptTable[AttemptId, HistoryEvent[Event]] = per_run(AttemptTable)
+    _started_stale: AttemptSet = per_run(AttemptSet)
 
     @handles(HostTimeout, FenceCancelWon, HostUnwind)
     def given_up(self, event: HostTimeout | FenceCancelWon | HostUnwind, record: HistoryEvent[HostTimeout | FenceCancelWon | HostUnwind]) -> None:
@@ -342,9 +334,7 @@ class PoolAdmissionBounded(Invariant):
     races = ("R8",)
     learns = CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._jobs: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # the running jobs
+    _jobs: AttemptTable[AttemptId, HistoryEvent[Event]] = per_run(AttemptTable)  # the running jobs
 
     @handles(TaskSpawn)
     def spawned(self, event: TaskSpawn, record: HistoryEvent[TaskSpawn]) -> Violation | None:
@@ -379,10 +369,8 @@ class PoolRefusesOnlyWhenFull(Invariant):
     races = ("R8",)
     learns = CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._in_flight: AttemptSet = AttemptSet()  # the admitted, unfinished attempts
-        self._starting: dict[str, AttemptId] = {}  # host task -> the attempt it started last
+    _in_flight: AttemptSet = per_run(AttemptSet)  # the admitted, unfinished attempts
+    _starting: dict[str, AttemptId] = per_run(dict)  # host task -> the attempt it started last
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
@@ -418,11 +406,9 @@ class AdmittedJobRuns(Invariant):
     name = "admitted_job_runs"
     races = ("R8",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._refused: set[AttemptId] = set()
-        self._starting: dict[str, AttemptId] = {}  # host task -> the attempt it started last
-        self._spawned: set[AttemptId] = set()
+    _refused: set[AttemptId] = per_run(set)
+    _starting: dict[str, AttemptId] = per_run(dict)  # host task -> the attempt it started last
+    _spawned: set[AttemptId] = per_run(set)
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
@@ -504,10 +490,8 @@ class HardCancelFreesLease(Invariant):
     races = ("R1",)
     learns = ADMISSIONS + PRESSES + HOST_WAITS + CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._holding: AttemptTable[AttemptId, tuple[HolderId, HistoryEvent[Event]]] = AttemptTable()  # each attempt's own lease, while held
-        self._stopped: dict[str, dict[AttemptId, HistoryEvent[Event]]] = {}  # pressing task -> attempts it stopped -> request
+    _holding: AttemptTable[AttemptId, tuple[HolderId, HistoryEvent[Event]]] = per_run(AttemptTable)  # each attempt's own lease, while held
+    _stopped: dict[str, dict[AttemptId, HistoryEvent[Event]]] = per_run(dict)  # pressing task -> attempts it stopped -> request
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
@@ -581,14 +565,11 @@ class _BacksOffAfterFailure(Invariant):
     # summary failed, its record stalled, the host timed out meanwhile) is another record and tells nobody of this one.
     recorded_as: ClassVar[str]
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
-        # session -> (the failed attempt, the failure's record, whether its durable record landed)
-        self._backoff: dict[SessionId, tuple[AttemptId, HistoryEvent[Event], bool]] = {}
-        self._cleared_by: set[AttemptId] = set()  # attempts that cleared the cooldown (forced) before their summary
-        self._overflow: set[AttemptId] = set()  # attempts recovering a provider-proven overflow: past the cooldown (R23)
-        self._stopped: set[AttemptId] = set()  # attempts the user hard-cancelled
+    _session_of: dict[AttemptId | None, SessionId] = per_run(dict)  # attempt -> the session whose lease it took
+    _backoff: dict[SessionId, tuple[AttemptId, HistoryEvent[Event], bool]] = per_run(dict)
+    _cleared_by: set[AttemptId] = per_run(set)  # attempts that cleared the cooldown (forced) before their summary
+    _overflow: set[AttemptId] = per_run(set)  # attempts recovering a provider-proven overflow: past the cooldown (R23)
+    _stopped: set[AttemptId] = per_run(set)  # attempts the user hard-cancelled
 
     def step_s(self) -> float:
         raise NotImplementedError
@@ -697,16 +678,13 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
     failure = "the host timed out on"
     recorded_as = "timeout:"
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._unrecorded: dict[AttemptId, HistoryEvent[Event]] = {}  # timed out, backoff not yet durable (or failed)
-        self._waited_on: dict[AttemptId, tuple[SessionId, str | None]] = {}  # host still waiting -> session, agent
-        self._timed_out: set[AttemptId] = set()
-        self._won: set[AttemptId] = set()  # timed out, and its host's cancel has won the fence since
-        self._host_task: dict[AttemptId, str] = {}  # attempt -> the task its host waits in
-        self._turn_tasks: dict[str, set[str]] = {}  # agent -> the tasks its turns ran in
-        # timed out before its lease setup won the lease: the session its host waited on, and the timeout
-        self._timed_out_unleased: dict[AttemptId, tuple[SessionId, HistoryEvent[Event]]] = {}
+    _unrecorded: dict[AttemptId, HistoryEvent[Event]] = per_run(dict)  # timed out, backoff not yet durable (or failed)
+    _waited_on: dict[AttemptId, tuple[SessionId, str | None]] = per_run(dict)  # host still waiting -> session, agent
+    _timed_out: set[AttemptId] = per_run(set)
+    _won: set[AttemptId] = per_run(set)  # timed out, and its host's cancel has won the fence since
+    _host_task: dict[AttemptId, str] = per_run(dict)  # attempt -> the task its host waits in
+    _turn_tasks: dict[str, set[str]] = per_run(dict)  # agent -> the tasks its turns ran in
+    _timed_out_unleased: dict[AttemptId, tuple[SessionId, HistoryEvent[Event]]] = per_run(dict)
 
     def step_s(self) -> float:
         return self.system.config.timeout_cooldown_s(1)
@@ -809,9 +787,7 @@ class FailedSummaryBacksOff(_BacksOffAfterFailure):
     failure = "the provider call failed for"
     recorded_as = "summary_failed:"
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._given_up: set[AttemptId] = set()
+    _given_up: set[AttemptId] = per_run(set)
 
     def step_s(self) -> float:
         return self.system.config.summary_failure_cooldown_s
@@ -847,9 +823,7 @@ class FailedSummaryNeverCommits(Invariant):
     settings = frozenset({'static_fallback_summary'})
     races = ("R1", "R2")
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._failed: dict[AttemptId, tuple[str, HistoryEvent[Event]]] = {}  # attempt -> its provider call's error and failed exit
+    _failed: dict[AttemptId, tuple[str, HistoryEvent[Event]]] = per_run(dict)  # attempt -> its provider call's error and failed exit
 
     @handles(TaskExit)
     def task_exited(self, event: TaskExit, record: HistoryEvent[TaskExit]) -> None:
@@ -915,9 +889,7 @@ class NoRelabelAfterTerminal(Invariant):
     races = ("R26",)
     learns = CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._terminal: AttemptTable[AttemptId, HistoryEvent[ActivityLabeled]] = AttemptTable()
+    _terminal: AttemptTable[AttemptId, HistoryEvent[ActivityLabeled]] = per_run(AttemptTable)
 
     @handles(ActivityLabeled)
     def labeled(self, event: ActivityLabeled, record: HistoryEvent[ActivityLabeled]) -> Violation | None:
@@ -944,9 +916,7 @@ class RunningSummaryLabelled(Invariant):
     name = "running_summary_labelled"
     races = ("R26",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._labelled: set[AttemptId] = set()
+    _labelled: set[AttemptId] = per_run(set)
 
     @handles(ActivityLabeled)
     def labeled(self, event: ActivityLabeled, record: HistoryEvent[ActivityLabeled]) -> None:
@@ -973,9 +943,7 @@ class CtrlCSeesIdlePrompt(Invariant):
     name = "ctrl_c_sees_idle_prompt"
     races = ("R1",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._running: dict[str, str] = {}  # agent -> the task of its terminal's turn not yet known to have ended
+    _running: dict[str, str] = per_run(dict)  # agent -> the task of its terminal's turn not yet known to have ended
 
     @handles(FrontendTurnSubmitted)
     def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent[FrontendTurnSubmitted]) -> None:
@@ -1010,9 +978,7 @@ class CtrlCAbandonsOnlyThePressedTurn(Invariant):
     races = ("R1",)
     learns = TURNS
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._pressed: dict[str, tuple[str | None, HistoryEvent[Event]]] = {}  # pressing task -> the turn it stopped, the press
+    _pressed: dict[str, tuple[str | None, HistoryEvent[Event]]] = per_run(dict)  # pressing task -> the turn it stopped, the press
 
     @handles(FrontendCtrlC)
     def pressed(self, event: FrontendCtrlC, record: HistoryEvent[FrontendCtrlC]) -> None:
@@ -1040,9 +1006,7 @@ class CtrlCGraceCountedFromPress(Invariant):
     name = "ctrl_c_grace_counted_from_press"
     races = ("R1",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._pressed: dict[str, HistoryEvent[Event]] = {}  # pressing task -> its press
+    _pressed: dict[str, HistoryEvent[Event]] = per_run(dict)  # pressing task -> its press
 
     @handles(FrontendCtrlC)
     def pressed(self, event: FrontendCtrlC, record: HistoryEvent[FrontendCtrlC]) -> None:
@@ -1076,11 +1040,9 @@ class GatewayTurnsInArrivalOrder(Invariant):
     name = "gateway_turns_in_arrival_order"
     races = ("R10",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._queued: dict[str, list[str | None]] = {}  # agent -> its delivered messages not yet taken, oldest first
-        self._serving: dict[str, str] = {}  # agent -> the task of its latest gateway turn
-        self._turn_of: dict[str, str] = {}  # a task that ran a gateway turn -> its agent
+    _queued: dict[str, list[str | None]] = per_run(dict)  # agent -> its delivered messages not yet taken, oldest first
+    _serving: dict[str, str] = per_run(dict)  # agent -> the task of its latest gateway turn
+    _turn_of: dict[str, str] = per_run(dict)  # a task that ran a gateway turn -> its agent
 
     @handles(GatewayDelivered)
     def delivered(self, event: GatewayDelivered, record: HistoryEvent[GatewayDelivered]) -> None:
@@ -1123,9 +1085,7 @@ class AbandonedTurnStaysSilent(Invariant):
     name = "abandoned_turn_stays_silent"
     races = ("R1",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._abandoned: dict[str, HistoryEvent[Event]] = {}  # task -> the grace expiry that gave its turn up
+    _abandoned: dict[str, HistoryEvent[Event]] = per_run(dict)  # task -> the grace expiry that gave its turn up
 
     @handles(FrontendTurnSubmitted)
     def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent[FrontendTurnSubmitted]) -> None:
@@ -1156,9 +1116,7 @@ PROGRAMMING_ERRORS = (
 class _FaultAware(Invariant):
     """An invariant whose judgement depends on whether an injected fault has fired yet in this run."""
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._fault: HistoryEvent[Event] | None = None
+    _fault: HistoryEvent[Event] | None = None
 
     @handles(FaultFired)
     def fault_fired(self, event: FaultFired, record: HistoryEvent[FaultFired]) -> None:

@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast, overload
 
 from contract.events import Event
 from contract.history import HistoryEvent
@@ -124,6 +124,36 @@ class SystemView(Protocol):
     def holder_is_dead(self, holder: str) -> bool: ...
 
     def agent_of_task(self, task: str) -> str | None: ...  # the agent whose user a task acts for; None if unknown
+
+
+class _PerRun(Generic[V]):
+    """A piece of state an invariant keeps for its run, declared on its class (`per_run`): each instance makes its
+    own when first reading it, and from then on reads it from its own `__dict__` (so at the speed of an attribute
+    set in `__init__`, where crash amnesia finds it as before)."""
+
+    def __init__(self, factory: Callable[[], V]) -> None:
+        self._factory = factory
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> _PerRun[V]: ...
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> V: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> V | _PerRun[V]:
+        if instance is None:
+            return self
+        value = self._factory()
+        vars(instance)[self._name] = value
+        return value
+
+
+def per_run(factory: Callable[[], V]) -> V:
+    """State kept for one run, declared on the invariant's class rather than made in an `__init__` of its own:
+    `_seen: dict[str, float] = per_run(dict)`."""
+    return cast(V, _PerRun(factory))  # read through the instance, it is what `factory` makes
 
 
 def _first_paragraph(docstring: str) -> str:

@@ -32,7 +32,7 @@ from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.vocabulary import COMPRESSION_END, DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
 from sim.invariants.facts import CRASHES, AttemptTable
-from sim.invariants.invariant import Invariant, SystemView, Violation, handles
+from sim.invariants.invariant import Invariant, Violation, handles, per_run
 from sim.invariants.lineage_reads import continuations, lineage_roots, session_row
 
 # Events after which the lineage in the store may have changed.
@@ -127,9 +127,7 @@ class DeliberateEndIsFinal(_LineageCheck):
     name = "deliberate_end_is_final"
     races = ("R11",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._ended: dict[str, tuple[str, HistoryEvent[Event] | None]] = {}
+    _ended: dict[str, tuple[str, HistoryEvent[Event] | None]] = per_run(dict)
 
     @handles(FrontendSessionEnded)
     def session_ended(self, event: FrontendSessionEnded, record: HistoryEvent[FrontendSessionEnded]) -> Violation | None:
@@ -194,10 +192,8 @@ class ClosedWriteAdoptsLiveTip(Invariant):
     name = "closed_write_adopts_live_tip"
     races = ("R15",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._closed: dict[str, tuple[HistoryEvent[AppendFailed], str]] = {}  # task -> its failed append, and the live head
-        self._adopted: dict[str, str] = {}  # task -> the head its flush adopted after a closed write
+    _closed: dict[str, tuple[HistoryEvent[AppendFailed], str]] = per_run(dict)  # task -> its failed append, and the live head
+    _adopted: dict[str, str] = per_run(dict)  # task -> the head its flush adopted after a closed write
 
     @handles(AppendFailed)
     def append_failed(self, event: AppendFailed, record: HistoryEvent[AppendFailed]) -> None:
@@ -272,9 +268,7 @@ class LateContenderAdopts(Invariant):
     races = ("R19",)
     learns = CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._on_closed: AttemptTable[AttemptId, HistoryEvent[LeaseAcquired]] = AttemptTable()
+    _on_closed: AttemptTable[AttemptId, HistoryEvent[LeaseAcquired]] = per_run(AttemptTable)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
@@ -306,11 +300,9 @@ class ExplicitCloseClearedAtTurnStart(Invariant):
     name = "explicit_close_cleared_at_turn_start"
     races = ("R11",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._stale: dict[str, tuple[Stamp, HistoryEvent[Event]]] = {}  # session -> the close a turn found, that turn's start
-        self._fresh: dict[str, tuple[Stamp, HistoryEvent[Event]]] = {}  # session -> a close made since its last turn start
-        self._starting: set[str] = set()  # turn tasks that have done nothing yet past their first read of the session
+    _stale: dict[str, tuple[Stamp, HistoryEvent[Event]]] = per_run(dict)  # session -> the close a turn found, that turn's start
+    _fresh: dict[str, tuple[Stamp, HistoryEvent[Event]]] = per_run(dict)  # session -> a close made since its last turn start
+    _starting: set[str] = per_run(set)  # turn tasks that have done nothing yet past their first read of the session
 
     def _stamp(self, sid: str) -> Stamp | None:
         row = self.system.store.get_session(sid)

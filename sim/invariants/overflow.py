@@ -11,7 +11,7 @@ from contract.events import CompactionBlocked, CompactionFinished, CompactionRef
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.vocabulary import message_tokens
-from sim.invariants.invariant import Invariant, SystemView, Violation, handles
+from sim.invariants.invariant import Invariant, Violation, handles, per_run
 
 EXHAUSTED = frozenset({"ineffective", "no_progress", "would_grow"})
 ROW_MARK = "_row_id"  # the key an agent marks a message durable with: the row it was written to
@@ -30,11 +30,8 @@ class NoFalseAutoReset(Invariant):
     name = "no_false_auto_reset"
     races = ("R23",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._last: dict[SessionId, tuple[CompactionFinished, HistoryEvent[Event]]] = {}  # session -> its last finished attempt
-        # task -> (the session its compress came back for, that session's last finished attempt then)
-        self._came_back: dict[str, tuple[SessionId, tuple[CompactionFinished, HistoryEvent[Event]] | None]] = {}
+    _last: dict[SessionId, tuple[CompactionFinished, HistoryEvent[Event]]] = per_run(dict)  # session -> its last finished attempt
+    _came_back: dict[str, tuple[SessionId, tuple[CompactionFinished, HistoryEvent[Event]] | None]] = per_run(dict)
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
@@ -63,10 +60,8 @@ class OverflowRecoveryIgnoresCooldown(Invariant):
     name = "overflow_recovery_ignores_cooldown"
     races = ("R23",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._overflow: dict[str, tuple[TurnContextOverflow, HistoryEvent[Event]]] = {}  # task -> its overflow, until its recovery returns
-        self._blocked: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its cooldown block
+    _overflow: dict[str, tuple[TurnContextOverflow, HistoryEvent[Event]]] = per_run(dict)  # task -> its overflow, until its recovery returns
+    _blocked: dict[AttemptId, HistoryEvent[Event]] = per_run(dict)  # attempt -> its cooldown block
 
     @handles(TurnContextOverflow)
     def overflow(self, event: TurnContextOverflow, record: HistoryEvent[TurnContextOverflow]) -> None:

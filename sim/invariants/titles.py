@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from contract.events import CommitPublished, Event, ExternalRotated, FrontendTitleFailed, SessionTitled, SessionTitleIndeterminate
 from contract.history import HistoryEvent
 from contract.vocabulary import TITLE_SOURCES
-from sim.invariants.invariant import Invariant, SystemView, Violation, handles
+from sim.invariants.invariant import Invariant, Violation, handles, per_run
 from sim.invariants.lineage_reads import lineage_roots, live_sessions_by_root, session_row
 
 Given = tuple[str, str | None, HistoryEvent[Event] | None]  # a title given to a conversation: (title, source, by what)
@@ -33,10 +33,8 @@ class TitleFollowsConversation(Invariant):
     # outcome only refine it (a target without them is still judged).
     needs = frozenset({"session.titled", "commit.published"})
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._given: dict[str, Given] = {}  # lineage root -> the title last given to its conversation
-        self._left_behind: dict[str, str | None] = {}  # a parent a lease-less writer rotated -> the title it left there
+    _given: dict[str, Given] = per_run(dict)  # lineage root -> the title last given to its conversation
+    _left_behind: dict[str, str | None] = per_run(dict)  # a parent a lease-less writer rotated -> the title it left there
 
     @handles(SessionTitled)
     def titled(self, event: SessionTitled, record: HistoryEvent[SessionTitled]) -> Violation | None:

@@ -39,7 +39,7 @@ from contract.ids import AttemptId, SessionId
 from contract.store import MessageRow
 from contract.vocabulary import COMPRESSION_END, DELIBERATE_END_REASONS, EXPLICIT_CLOSE_REASONS
 from sim.invariants.facts import COMMITS, CRASHES, AttemptTable
-from sim.invariants.invariant import Invariant, SystemView, Violation, handles
+from sim.invariants.invariant import Invariant, SystemView, Violation, handles, per_run
 from sim.invariants.lineage_reads import lineage_roots, live_sessions_by_root
 
 NOT_COMMITTED = ("failed", "error", "unchanged")
@@ -118,9 +118,7 @@ class NoDuplicatePersistedTurn(Invariant):
     name = "no_duplicate_persisted_turn"
     races = ("R10", "R12")
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._clean: dict[str, CleanRows] = {}  # session -> its active rows as last found without a duplicate
+    _clean: dict[str, CleanRows] = per_run(dict)  # session -> its active rows as last found without a duplicate
 
     @handles(AppendOk, CommitArchived, CommitPublished)
     def written(self, event: AppendOk | CommitArchived | CommitPublished,
@@ -330,10 +328,8 @@ class AbortedAttemptLeavesParentUnchanged(Invariant):
     name = "aborted_attempt_leaves_parent_unchanged"
     races = ("R11",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._worker_of: dict[str, AttemptId] = {}  # the worker task -> its attempt
-        self._appends: dict[AttemptId, list[tuple[AppendOk, HistoryEvent[Event]]]] = {}
+    _worker_of: dict[str, AttemptId] = per_run(dict)  # the worker task -> its attempt
+    _appends: dict[AttemptId, list[tuple[AppendOk, HistoryEvent[Event]]]] = per_run(dict)
 
     @handles(AttemptClaimed)
     def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
@@ -372,10 +368,8 @@ class CallerTranscriptOnlyThroughCommit(Invariant):
     name = "caller_transcript_only_through_commit"
     races = ("R4", "R12")
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._running: dict[AttemptId, SessionId] = {}  # attempt -> its session, while its host waits
-        self._overtaken: set[AttemptId] = set()  # running attempts another attempt of their process committed over
+    _running: dict[AttemptId, SessionId] = per_run(dict)  # attempt -> its session, while its host waits
+    _overtaken: set[AttemptId] = per_run(set)  # running attempts another attempt of their process committed over
 
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
@@ -410,10 +404,8 @@ class RewindSlotsStayUnderWatermark(Invariant):
     settings = frozenset({'tail_count'})
     races = ("R14",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._watermarks: dict[AttemptId, tuple[int, HistoryEvent[Event]]] = {}
-        self._retired_up_to: dict[str, int] = {}  # per session: the newest row an earlier commit retired
+    _watermarks: dict[AttemptId, tuple[int, HistoryEvent[Event]]] = per_run(dict)
+    _retired_up_to: dict[str, int] = per_run(dict)  # per session: the newest row an earlier commit retired
 
     @handles(CompactionWatermark)
     def watermark(self, event: CompactionWatermark, record: HistoryEvent[CompactionWatermark]) -> None:
@@ -454,10 +446,8 @@ class DurableMessagesMatchRows(Invariant):
     name = "durable_messages_match_rows"
     races = ("R4",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._rows: dict[int, MessageRow] = {}  # row id -> the row, as every later read would return it
-        self._read_above: dict[str, int] = {}  # session -> the highest id read of it: ids only grow, so read on from there
+    _rows: dict[int, MessageRow] = per_run(dict)  # row id -> the row, as every later read would return it
+    _read_above: dict[str, int] = per_run(dict)  # session -> the highest id read of it: ids only grow, so read on from there
 
     @handles(HostReturned)
     def returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
@@ -554,9 +544,7 @@ class CommitChangesTranscript(_ReadsEachCommit):
     name = "commit_changes_transcript"
     races = ("R12",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._input: dict[AttemptId, tuple[SessionId, list[int]]] = {}
+    _input: dict[AttemptId, tuple[SessionId, list[int]]] = per_run(dict)
 
     @handles(CompactionInput)
     def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
@@ -588,9 +576,7 @@ class CommitKeepsAUserTurn(_ReadsEachCommit):
     name = "commit_keeps_a_user_turn"
     races = ("R13",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._had_user_turn: set[AttemptId] = set()
+    _had_user_turn: set[AttemptId] = per_run(set)
 
     @handles(CompactionInput)
     def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
@@ -622,11 +608,8 @@ class ArchivedRowsWereInInput(_ReadsEachCommit):
     needs = frozenset({'commit.archived', 'commit.published', 'compaction.input'})  # the rest only refines
     races = ("R14",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        # attempt -> (its rows, rows retired before, the event)
-        self._input: dict[AttemptId, tuple[set[int], set[int], HistoryEvent[Event]]] = {}
-        self._watermark: dict[AttemptId, int] = {}
+    _input: dict[AttemptId, tuple[set[int], set[int], HistoryEvent[Event]]] = per_run(dict)
+    _watermark: dict[AttemptId, int] = per_run(dict)
 
     @handles(CompactionWatermark)
     def watermark(self, event: CompactionWatermark, record: HistoryEvent[CompactionWatermark]) -> None:
@@ -678,14 +661,10 @@ class CommitReachesCaller(_ReadsEachCommit):
     races = ("R14", "R4")
     learns = CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        # attempt -> what its commit left: the fingerprint of the session's live rows, the session, the commit
-        self._left: AttemptTable[AttemptId, tuple[str, SessionId, HistoryEvent[Event]]] = AttemptTable()
-        # attempt -> the newer commit that rewrote its session: its attempt and its event
-        self._superseded: AttemptTable[AttemptId, tuple[AttemptId, HistoryEvent[Event]]] = AttemptTable()
-        self._newest_row: AttemptTable[AttemptId, int] = AttemptTable()  # attempt -> the highest row id its commit left live
-        self._saved: dict[str, list[int]] = {}  # agent -> the rows its turns saved, in order
+    _left: AttemptTable[AttemptId, tuple[str, SessionId, HistoryEvent[Event]]] = per_run(AttemptTable)
+    _superseded: AttemptTable[AttemptId, tuple[AttemptId, HistoryEvent[Event]]] = per_run(AttemptTable)
+    _newest_row: AttemptTable[AttemptId, int] = per_run(AttemptTable)  # attempt -> the highest row id its commit left live
+    _saved: dict[str, list[int]] = per_run(dict)  # agent -> the rows its turns saved, in order
 
     def _committed(self, attempt: AttemptId, session: SessionId, written: SessionId,
                    commit: HistoryEvent[Event]) -> None:
@@ -782,14 +761,12 @@ class ToldMessagesKeptOnceInOrder(_CreditsEachCommit):
                        'compaction.commit_failed'})  # the rest only refines
     races = ("R10", "R12", "R14")
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._open: dict[str, tuple[str, str]] = {}  # task -> the agent and text of its running turn
-        self._replied: dict[str, int] = {}  # task -> where its running turn's told pair sits in `_told`
-        self._told: list[Told | None] = []  # None: a pairing retracted
-        self._inputs: AttemptTable[AttemptId, set[Key]] = AttemptTable()
-        self._summarized: set[Key] = set()  # what committed compactions had in their input
-        self._sent: Counter[str | None] = Counter()  # each text the user typed, by how often they typed it
+    _open: dict[str, tuple[str, str]] = per_run(dict)  # task -> the agent and text of its running turn
+    _replied: dict[str, int] = per_run(dict)  # task -> where its running turn's told pair sits in `_told`
+    _told: list[Told | None] = per_run(list)  # None: a pairing retracted
+    _inputs: AttemptTable[AttemptId, set[Key]] = per_run(AttemptTable)
+    _summarized: set[Key] = per_run(set)  # what committed compactions had in their input
+    _sent: Counter[str | None] = per_run(Counter)  # each text the user typed, by how often they typed it
 
     @handles(FrontendTurnSubmitted)
     def submitted(self, event: FrontendTurnSubmitted, record: HistoryEvent[FrontendTurnSubmitted]) -> None:
@@ -881,9 +858,7 @@ class ReceivedMessageSurvivesGatewayCrash(Invariant):
     settings = frozenset({'gateway_writes_on_receipt'})
     races = ("R10",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._taken: dict[str, tuple[str, HistoryEvent[Event] | None]] = {}  # gateway task -> its message's id, its compaction
+    _taken: dict[str, tuple[str, HistoryEvent[Event] | None]] = per_run(dict)  # gateway task -> its message's id, its compaction
 
     @handles(GatewayTurnStarted)
     def taken(self, event: GatewayTurnStarted, record: HistoryEvent[GatewayTurnStarted]) -> None:
@@ -1089,12 +1064,8 @@ class ReceivedMessageWrittenOnce(_CreditsEachCommit):
     name = "received_message_written_once"
     races = ("R10",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._inputs: AttemptTable[AttemptId, set[str]] = AttemptTable()  # attempt -> the platform message ids of its input rows
-        # platform message id -> the attempt whose commit summarized it, and the event by which it had (its commit,
-        # or its process's crash after a commit that never said so)
-        self._summarized: dict[str, tuple[AttemptId, HistoryEvent[Event]]] = {}
+    _inputs: AttemptTable[AttemptId, set[str]] = per_run(AttemptTable)  # attempt -> the platform message ids of its input rows
+    _summarized: dict[str, tuple[AttemptId, HistoryEvent[Event]]] = per_run(dict)
 
     @handles(CompactionInput)
     def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
@@ -1147,9 +1118,7 @@ class AdoptedTipReachesAgent(Invariant):
     races = ("R19",)
     learns = CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._by_attempt: AttemptTable[AttemptId, tuple[list[MessageRow], SessionId, HistoryEvent[Event]]] = AttemptTable()
+    _by_attempt: AttemptTable[AttemptId, tuple[list[MessageRow], SessionId, HistoryEvent[Event]]] = per_run(AttemptTable)
 
     @handles(SessionAdopted)
     def adopted(self, event: SessionAdopted, record: HistoryEvent[SessionAdopted]) -> None:
