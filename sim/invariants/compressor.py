@@ -98,15 +98,15 @@ class CompressorClaims:
 
 
 class StaleAttemptWritesNoState(Invariant):
-    """A restore is judged against its own agent's newer claims that took a lease (see CompressorClaims)."""
+    """An attempt its host gave up on never clears the cooldown; a superseded attempt (a newer attempt of its agent's
+    compressor has taken the lease) never restores compressor state.
+
+    A restore is judged against its own agent's newer claims that took a lease (see CompressorClaims).
+    """
 
     name = "stale_attempt_writes_no_state"
     holder_names_attempt = True
     races = ("R2", "R21")
-    description = (
-        "An attempt its host gave up on never clears the cooldown; a superseded attempt (a newer attempt of its "
-        "agent's compressor has taken the lease) never restores compressor state."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -157,18 +157,16 @@ class StaleAttemptWritesNoState(Invariant):
 
 
 class WouldGrowLatchesBreaker(Invariant):
-    """The breaker blocks automatic attempts only: a /compress is the user's explicit request and runs past it.
+    """A committed compaction never grows the transcript, and at most two would-grow refusals happen in a row before the
+    breaker blocks the next automatic attempt.
 
-    Every would-grow refusal counts toward the streak (a forced one strikes too), but only an attempt the
-    breaker gates can show it failed to latch; a third refusal of a /compress only shows the user asked again.
+    The breaker blocks automatic attempts only: a /compress is the user's explicit request and runs past it. Every
+    would-grow refusal counts toward the streak (a forced one strikes too), but only an attempt the breaker gates can
+    show it failed to latch; a third refusal of a /compress only shows the user asked again.
     """
 
     name = "would_grow_latches_breaker"
     races = ("R13",)
-    description = (
-        "A committed compaction never grows the transcript, and at most two would-grow refusals happen in a row "
-        "before the breaker blocks the next automatic attempt."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -200,38 +198,30 @@ class WouldGrowLatchesBreaker(Invariant):
 
 # Events by which an attempt writes a session's cooldown row (or its breaker counters).
 COOLDOWN_WRITES = (CooldownSet, CooldownCleared, CooldownRestored, CompactionStrike, CompactionCommitted)
-# Why a hard-cancelled attempt's rollback is not judged: it committed, or its host had already timed it out
-# (another attempt writing the row, or the rollback failing, are judged below). A newer claim on the
-# compressor is no excuse by itself: only what that claim observably wrote is (#198 F1), or its taking a
-# lease before the rollback ran (R21: from then on the older rollback must write nothing); nor is a host
-# timeout after the user's stop: a stop is not a timeout, and must leave no timeout cooldown behind.
 
 
 class HardCancelRestoresCooldown(Invariant):
-    """Judges only a stop that could still undo something, by a rollback the design lets run.
+    """A hard-cancelled attempt that never began a commit leaves its session's cooldown row exactly as it found it (a
+    Ctrl+C that wins the fence only after the attempt refused on its own stops nothing); one its host reported timed out
+    leaves the row to the host's timeout record: its rollback writes no row.
 
-    A Ctrl+C that wins the fence after the attempt already refused (its summary failed and its cooldown was
-    recorded before the press, and it is only freeing its lease) stopped nothing: the cooldown is the real
-    failure's, which the attempt recorded before the user acted. And a rollback that a newer claim of the same
-    compressor made stale by taking a lease (the stopped worker outlived the grace, the Ctrl+C freed its lease,
-    the next turn compacted) must write nothing (R21, `stale_attempt_writes_no_state`), whichever session the
-    newer claim works on; a claim that sat out without a lease, or finished before any state was written for it,
-    excuses nothing (see CompressorClaims).
+    Only a stop that could still undo something is judged, by a rollback the design lets run. Not judged: an attempt
+    that began its commit or whose rollback failed; a row another attempt wrote meanwhile (the rollback puts back what
+    its attempt read); a Ctrl+C that won the fence after the attempt refused (the cooldown is the real failure's,
+    recorded before the press); a rollback made stale by a newer claim of the same compressor that took a lease, on any
+    session, before it ran (R21: it must write nothing, stale_attempt_writes_no_state). A claim that sat out without a
+    lease, or finished before any state was written for it, excuses nothing (#198 F1, see CompressorClaims).
 
-    A host timeout before the stop excuses the row from being as found, not the rollback from writing it: the
-    host reported a timeout, so the cooldown is its record's (hermes: a late same-generation rollback is inert),
-    and a rollback that writes the row anyway (before the record lands or after it) puts back whatever the
-    attempt found, e.g. the longer cooldown a /compress had lifted, which then outlives the timeout's backoff.
+    A host timeout before the stop excuses the row from being as found, not the rollback from writing it: the cooldown
+    is the host's record (hermes: a late same-generation rollback is inert), and a rollback that writes the row anyway
+    (before the record lands or after it) puts back whatever the attempt found, e.g. the longer cooldown a /compress
+    had lifted, which then outlives the timeout's backoff. A timeout after the stop excuses nothing: a stop is not a
+    timeout, and must leave no timeout cooldown behind.
     """
 
     name = "hard_cancel_restores_cooldown"
     holder_names_attempt = True
     races = ("R1",)
-    description = (
-        "A hard-cancelled attempt that never began a commit leaves its session's cooldown row exactly as it found it "
-        "(a Ctrl+C that wins the fence only after the attempt refused on its own stops nothing); one its host "
-        "reported timed out leaves the row to the host's timeout record: its rollback writes no row."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -377,19 +367,19 @@ class CooldownNeverShortened(Invariant):
 
 
 class NoSummaryInsideCooldown(Invariant):
+    """An attempt starts its summary only while its session's durable failure cooldown is not live: an automatic
+    attempt is held off by it, a forced one clears it first (also when another agent or process recorded it). The one
+    exception is the recovery of a provider-proven context overflow, which bypasses the cooldown (R23).
+
+    The attempt reads the row once, under its lease (step 9), or a forced one clears it there: all it can know. An
+    attempt whose lease was lost meanwhile may still record its split-failure cooldown (#97948) after that; no lease
+    holder is told of it, and nothing is re-read before the summary. So the deadline judged is the row as it stood
+    when the attempt took its lease (none once it cleared it), and only while the row still holds it.
+    """
+
     name = "no_summary_inside_cooldown"
     holder_names_attempt = True
     races = ("R2", "R13")
-    description = (
-        "An attempt starts its summary only while its session's durable failure cooldown is not live: an automatic "
-        "attempt is held off by it, a forced one clears it first (also when another agent or process recorded it). "
-        "The one exception is the recovery of a provider-proven context overflow, which bypasses the cooldown (R23)."
-    )
-    # The attempt reads the row once, under its lease (step 9), or a forced one clears it there: that is all it
-    # can know. An attempt whose lease was lost meanwhile may still record its split-failure cooldown (#97948)
-    # after that point; no lease holder is told of it, and the design re-reads nothing before the summary. So
-    # the deadline judged is the row as it stood when the attempt took its lease (none once it cleared it), and
-    # only while the row still holds it.
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -474,24 +464,24 @@ class _Deadlines:
 
 
 class CooldownBlocksOnlyWhileInForce(Invariant):
+    """An automatic attempt is blocked by a failure cooldown only while the cooldowns the system reported say one is
+    in force: a recorded deadline (a failure's or a host timeout's cooldown.set) not lifted since by a reported clear
+    of the session's row or of the attempt's own compressor; a reported clear really lifts it.
+
+    The converse of no_summary_inside_cooldown, judged from events only (no store read): a model of the durable row
+    (merge-max of cooldown.set, emptied by cooldown.cleared) and of each compressor's local deadline (its own records
+    and clears, and the row a gate of it was blocked by). The gate reads both at some moment between its claim and its
+    block, against the clock at its start, so a block is lawful when a deadline later than the claim was in force at
+    any moment of that window. A rollback (cooldown.restored, attempt.restored) puts back a value captured after the
+    attempt's claim: at most the largest its window saw. A durable write and its event share one step (so do the
+    gate's read and its block); only a store fault around a cooldown write leaves the rows unknown (any deadline
+    lawful) until their next reported clear. A failure's local deadline, though, is set a step before its record: a
+    block the model cannot explain waits for a record by an attempt of the same compressor under way at the block (or
+    for that process's crash, which may swallow the record), and is reported only if none comes.
+    """
+
     name = "cooldown_blocks_only_while_in_force"
     races = ("R2",)
-    description = (
-        "An automatic attempt is blocked by a failure cooldown only while the cooldowns the system reported say "
-        "one is in force: a recorded deadline (a failure's or a host timeout's cooldown.set) not lifted since by a "
-        "reported clear of the session's row or of the attempt's own compressor; a reported clear really lifts it."
-    )
-    # The converse of no_summary_inside_cooldown, judged from events only (no store read): a model of the
-    # durable row (merge-max of cooldown.set, emptied by cooldown.cleared) and of each compressor's local
-    # deadline (its own records and clears, and the row a gate of it was blocked by). The gate reads both at
-    # some moment between its claim and its block, against the clock at its start, so a block is lawful when a
-    # deadline later than the claim was in force at any moment of that window. A rollback (cooldown.restored,
-    # attempt.restored) puts back a value captured after the attempt's claim: at most the largest its window
-    # saw. A durable write and its event share one step (so do the gate's read and its block); only a store
-    # fault around a cooldown write leaves the rows unknown (any deadline lawful) until their next reported
-    # clear. A failure's local deadline, though, is set a step before its record: a block the model cannot
-    # explain waits for a record by an attempt of the same compressor that was under way at the block (or for
-    # that process's crash, which may swallow the record), and is reported only if none comes.
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -664,19 +654,18 @@ class CurrentAttemptOwnsCompressor(Invariant):
 
 
 class BreakerBlocksOnlyWhenLatched(Invariant):
-    """The breaker is the session's persisted ineffective count, so a refusal as "ineffective" is judged on the
-    store, not on what the gate says of itself: the count must have reached the threshold at some moment from the
-    attempt's start to its refusal. That is known from the store read at both ends and from the strikes reported
-    between; a rollback's restore, or a store fault around a strike or a restore, may have moved the count unseen.
-    A breaker that latches with no strike stops automatic compaction for good, and the transcript only grows."""
+    """An automatic attempt is refused as ineffective (at its gate or under its lease) only when its session's persisted
+    ineffective count reached breaker_threshold at some moment since its host started it.
+
+    The breaker is that persisted count, so the refusal is judged on the store, not on what the gate says of itself:
+    the count is read at both ends, the strikes reported between are seen, and a rollback's restore, or a store fault
+    around a strike or a restore, may have moved it unseen. A breaker that latches with no strike stops automatic
+    compaction for good, and the transcript only grows.
+    """
 
     name = "breaker_blocks_only_when_latched"
     settings = frozenset({'breaker_threshold'})
     races = ("R13",)
-    description = (
-        "An automatic attempt is refused as ineffective (at its gate or under its lease) only when its session's "
-        "persisted ineffective count reached breaker_threshold at some moment since its host started it."
-    )
 
     UNSEEN_WRITES = ("bump_ineffective", "restore_cooldown_row")
 
@@ -771,22 +760,18 @@ class CommitBelowThresholdClearsStrikes(Invariant):
 
 
 class OldMessagesGetSummarized(Invariant):
-    """An attempt that reached its input has something to summarize once that input holds more than the
-    `keep_recent` messages kept verbatim; it may stop short of a summary only because it was cancelled.
+    """An attempt whose input holds more durable rows than keep_recent dispatches a summary before it commits or
+    refuses, unless it was cancelled first (`hard_cancelled`, `fence_cancelled`).
 
-    The input's durable rows (`compaction.input`) are a lower bound on the messages it works from (its own
-    unsaved messages have no row yet), so "more rows than keep_recent" proves there were old messages. A
-    refusal as `no_progress` (nothing changed) or a commit with no summary dispatched then says compaction
-    silently did nothing.
+    The input's durable rows (`compaction.input`) are a lower bound on the messages it works from (its own unsaved
+    messages have no row yet), so more rows than the `keep_recent` kept verbatim prove there were old messages to
+    summarize. A refusal as `no_progress` (nothing changed) or a commit with no summary dispatched then says
+    compaction silently did nothing.
     """
 
     name = "old_messages_get_summarized"
     settings = frozenset({'keep_recent'})
     races = ("R13",)
-    description = (
-        "An attempt whose input holds more durable rows than keep_recent dispatches a summary before it commits or "
-        "refuses, unless it was cancelled first (`hard_cancelled`, `fence_cancelled`)."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)

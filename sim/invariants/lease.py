@@ -174,20 +174,18 @@ class LeaseReleasedWithinTtl(Invariant):
 
 
 class FailedReleaseRetried(Invariant):
-    """A release whose transaction failed (a busy or failing store) is excused by the lease checks: the row may
-    lapse within one TTL, no code can free it sooner than the store allows. But the attempt can try again, and it
-    owes that: a failed hook release (a Ctrl+C's, a timed-out host's) made while its worker still runs is due again
-    at the worker's exit, which releases its lease on every path. A reference that forgot the failed release (took
-    the lease for released) left the row blocking every other attempt on the session for a whole TTL, and every
-    check excused it as the failure it began with."""
+    """A lease release that failed while its attempt's worker still ran (a Ctrl+C's or a timed-out host's) is tried
+    again by the time that worker exits: a failed release is excused, a forgotten one is not.
+
+    The lease checks excuse the row a failed release leaves (no code frees it sooner than the store allows), but the
+    attempt owes another try: its worker's exit releases its lease on every path. A reference that forgot the failed
+    release (took the lease for released) left the row blocking every other attempt on the session for a whole TTL,
+    and every check excused it as the failure it began with.
+    """
 
     name = "failed_release_retried"
     races = ("R3", "R25")
     learns = CRASHES
-    description = (
-        "A lease release that failed while its attempt's worker still ran (a Ctrl+C's or a timed-out host's) is "
-        "tried again by the time that worker exits: a failed release is excused, a forgotten one is not."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -336,27 +334,26 @@ class CommitHoldsLease(Invariant):
 
 
 class RetryNeverOverlapsLiveWorker(Invariant):
-    """A Ctrl+C that won the fence while the host still waited is the user's stop, and R1 frees the stopped
-    worker's lease by its grace's end (hard_cancel_frees_lease), before the ceiling timeout or after it: the ceiling
-    path keeps a live worker's lease from a retry, not from the user's stop. A retry taking the lease of a worker
-    nobody stopped, while it runs, is the overlap this invariant is for.
+    """After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still runs
+    and its lease has neither been released by the worker itself nor lapsed (its refresher gave up, or a TTL passed
+    since its last renewal: a suspended process), unless a Ctrl+C stopped the attempt while its host still waited on it
+    (its lease is then the Ctrl+C's to free).
+
+    A Ctrl+C that won the fence while the host still waited is the user's stop, and R1 frees the stopped worker's
+    lease by its grace's end (hard_cancel_frees_lease), before the ceiling timeout or after it: the ceiling path keeps
+    a live worker's lease from a retry, not from the user's stop.
 
     A worker that released its lease from its own task has left its work under the lease (it returns, refused or
     done, right after): a retry taking the freed lease in the instant before its CompactionFinished overlaps
     nothing. A release from any other task (the host's hook at the ceiling) frees the lease of a worker still
-    running, and is the overlap R25 forbids."""
+    running, and is the overlap R25 forbids.
+    """
 
     name = "retry_never_overlaps_live_worker"
     settings = frozenset({'lease_ttl_s'})
     holder_names_attempt = True
     races = ("R25",)
     learns = CRASHES
-    description = (
-        "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still "
-        "runs and its lease has neither been released by the worker itself nor lapsed (its refresher gave up, or a "
-        "TTL passed since its last renewal: a suspended process), unless a Ctrl+C stopped the attempt while its host "
-        "still waited on it (its lease is then the Ctrl+C's to free)."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -387,8 +384,6 @@ class RetryNeverOverlapsLiveWorker(Invariant):
 
     @handles(FenceCancelWon)
     def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> None:
-        """A Ctrl+C that won the fence while the host still waited must free the lease by its grace's end
-        (hard_cancel_frees_lease), before or after a ceiling timeout: the live worker no longer keeps it."""
         if event.hard and event.attempt not in self._host_returned:
             self._hard_stopped.add(event.attempt)
             self._live.pop(event.attempt, None)
@@ -399,7 +394,6 @@ class RetryNeverOverlapsLiveWorker(Invariant):
 
     @handles(LeaseReleased)
     def released(self, event: LeaseReleased, record: HistoryEvent[LeaseReleased]) -> None:
-        """Only the worker's own release ends its hold: it runs as the worker leaves its work under the lease."""
         attempt = event.holder.attempt
         if attempt is not None and job_attempt(record.task) == attempt:
             self._live.pop(attempt, None)
@@ -447,36 +441,28 @@ class SummaryStartsUnderLease(Invariant):
 
 
 class AbandonedAttemptFreesLease(Invariant):
-    """A worker that outlives its host's timeout under the lease leaves the lease to the host, which frees it only
-    after recording the timeout (late-worker-leaves-lease-to-host, timeout-recorded-before-release): until that
-    host returns, a sit-out behind the finished attempt's row is the design keeping the stalled route closed, and
-    a store slow to take the host's record or release cannot be helped by anyone. Such an attempt holds nothing
-    once its host has returned; any other attempt, once it has finished.
+    """No attempt sits out behind the lease of an attempt that has finished (and whose timed-out host, which frees the
+    lease it was left, has returned), or whose host has returned from an idle timeout on it, unless releasing that lease
+    failed (only the total ceiling keeps a live worker's lease); nor behind the lease of an attempt whose unwinding host
+    revoked it with no commit or setup holding the fence lock, unless that host frees it (the store may be slow to).
 
-    A host that unwinds (its turn cancelled or failed, its process stopping) abandons its attempt too: its revoke
-    frees the lease at once when no commit or lease setup holds the fence lock (revoke-on-host-unwind), since the
-    worker may stay in a provider call long after. A sit-out behind that row after the revoke is judged when the
-    row goes: freed by the unwinding host itself (a store slow to take that release) or in the revoke's own
-    moment (a lock just handed to the worker or a Ctrl+C, whose step frees it), the wait was the store's; so it
-    was when the host's release was held up in the store (a stall there) and the worker freed the row first.
-    Freed later by anyone else otherwise (the worker refused at its commit, or leaving), it was the lease
-    outliving its attempt.
+    A worker that outlives its host's timeout leaves the lease to the host, which frees it only after recording the
+    timeout (late-worker-leaves-lease-to-host, timeout-recorded-before-release): until that host returns, a sit-out
+    behind the finished attempt's row is the design keeping the stalled route closed.
 
-    A worker's own release held up in the store is such a wait too: a lease setup whose acquire raised after its
-    COMMIT frees the half-taken row itself (its host was never handed a release hook), and a host that times out
-    while the store holds that release has nothing left to free."""
+    An unwinding host's revoke frees the lease at once when no commit or lease setup holds the fence lock
+    (revoke-on-host-unwind), since the worker may stay in a provider call long after. A sit-out behind that row is
+    judged when the row goes: freed by the unwinding host itself, in the revoke's own moment (a lock just handed to
+    the worker or a Ctrl+C, whose step frees it), or by the worker while the host's release was held up in the store,
+    the wait was the store's; freed later by anyone else, it was the lease outliving its attempt. A worker's own
+    release held up in the store is such a wait too (a lease setup whose acquire raised after its COMMIT frees the
+    half-taken row itself: its host was never handed a release hook).
+    """
 
     name = "abandoned_attempt_frees_lease"
     holder_names_attempt = True
     races = ("R1", "R3", "R25")
     learns = CRASHES
-    description = (
-        "No attempt sits out behind the lease of an attempt that has finished (and whose timed-out host, which frees "
-        "the lease it was left, has returned), or whose host has returned from an idle timeout on it, unless "
-        "releasing that lease failed (only the total ceiling keeps a live worker's lease); nor behind the lease of an "
-        "attempt whose unwinding host revoked it with no commit or setup holding the fence lock, unless that host "
-        "frees it (the store may be slow to)."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
