@@ -40,9 +40,13 @@ from contract.store import CooldownRow
 from sim.invariants.facts import CRASHES, AttemptSet, AttemptTable, ProcessTable
 from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 
+# Events by which an attempt writes a session's cooldown row (or its breaker counters).
+COOLDOWN_WRITES = (CooldownSet, CooldownCleared, CooldownRestored, CompactionStrike, CompactionCommitted)
+CooldownWrite = CooldownSet | CooldownCleared | CooldownRestored | CompactionStrike | CompactionCommitted
 
-class CompressorClaims:
-    """Which compressor each attempt claimed a generation of, and the newest generation of each that took a lease.
+
+class JudgesClaims(Invariant):
+    """An invariant that judges an attempt against the newer claims of its compressor that took a lease.
 
     Generations are numbered per compressor, and each agent has its own: two agents of one process claim 1,
     2, ... each, so an attempt is superseded only by its own agent's newer claims. The agent is the one whose
@@ -57,32 +61,39 @@ class CompressorClaims:
     it finished) makes it an owner: an older rollback would erase that write.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, system: SystemView) -> None:
+        super().__init__(system)
         self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
         self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
         self._lease_takers: dict[tuple[str, str | None], list[tuple[AttemptId, HistoryEvent[Event]]]] = {}  # compressor -> attempts that took the lease
         self._finished: set[AttemptId] = set()  # attempts that finished
         self._wrote: set[AttemptId] = set()  # attempts some compressor state was written for
 
-    def started(self, attempt: AttemptId, agent: str | None) -> None:
-        self._compressor[attempt] = (attempt.process, agent)
+    @handles(HostStarted)
+    def claim_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
+        self._compressor[event.attempt] = (event.attempt.process, self.system.agent_of_task(record.task))
 
-    def claimed(self, attempt: AttemptId, generation: int) -> None:
-        self._generation[attempt] = generation
+    @handles(AttemptClaimed)
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
+        self._generation[event.attempt] = event.generation
 
-    def compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
-        return self._compressor.get(attempt, (attempt.process, None))
-
-    def took_lease(self, attempt: AttemptId | None, record: HistoryEvent[Event]) -> None:
+    @handles(LeaseAcquired)
+    def took_lease(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
+        attempt = event.holder.attempt
         if attempt in self._generation:
-            self._lease_takers.setdefault(self.compressor_of(attempt), []).append((attempt, record))
+            self._lease_takers.setdefault(self._compressor_of(attempt), []).append((attempt, record))
 
-    def finished(self, attempt: AttemptId) -> None:
-        self._finished.add(attempt)
+    @handles(CompactionFinished)
+    def claim_finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
+        self._finished.add(event.attempt)
 
-    def wrote(self, attempt: AttemptId | None) -> None:
-        if attempt is not None:
-            self._wrote.add(attempt)
+    @handles(*COOLDOWN_WRITES)
+    def state_written(self, event: CooldownWrite, record: HistoryEvent[Event]) -> None:
+        if event.attempt is not None:
+            self._wrote.add(event.attempt)
+
+    def _compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
+        return self._compressor.get(attempt, (attempt.process, None))
 
     def superseding(self, attempt: AttemptId, generation: int | None = None) -> tuple[int, HistoryEvent[Event]] | None:
         """The newest owning claim of `attempt`'s compressor that took a lease, if newer than `attempt` (or `generation`)."""
@@ -90,18 +101,18 @@ class CompressorClaims:
         if mine is None:
             return None
         owners = [
-            (self._generation[taker], acquired) for taker, acquired in self._lease_takers.get(self.compressor_of(attempt), [])
+            (self._generation[taker], acquired) for taker, acquired in self._lease_takers.get(self._compressor_of(attempt), [])
             if taker not in self._finished or taker in self._wrote
         ]
         newest = max(owners, key=lambda owner: owner[0], default=None)
         return newest if newest is not None and newest[0] > mine else None
 
 
-class StaleAttemptWritesNoState(Invariant):
+class StaleAttemptWritesNoState(JudgesClaims):
     """An attempt its host gave up on never clears the cooldown; a superseded attempt (a newer attempt of its agent's
     compressor has taken the lease) never restores compressor state.
 
-    A restore is judged against its own agent's newer claims that took a lease (see CompressorClaims).
+    A restore is judged against its own agent's newer claims that took a lease (see JudgesClaims).
     """
 
     name = "stale_attempt_writes_no_state"
@@ -111,11 +122,6 @@ class StaleAttemptWritesNoState(Invariant):
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._given_up: dict[AttemptId, HistoryEvent[Event]] = {}
-        self._claims = CompressorClaims()
-
-    @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        self._claims.started(event.attempt, self.system.agent_of_task(record.task))
 
     @handles(FenceCancelWon, HostTimeout)
     def given_up(self, event: FenceCancelWon | HostTimeout, record: HistoryEvent[FenceCancelWon | HostTimeout]) -> None:
@@ -123,31 +129,14 @@ class StaleAttemptWritesNoState(Invariant):
 
     @handles(CooldownCleared)
     def cleared(self, event: CooldownCleared, record: HistoryEvent[CooldownCleared]) -> Violation | None:
-        self._claims.wrote(event.attempt)
+        self.state_written(event, record)
         if event.attempt in self._given_up:
             return self.violation(f"attempt {event.attempt} cleared the cooldown after its host gave up on it", self._given_up[event.attempt], record)
         return None
 
-    @handles(CooldownSet, CooldownRestored, CompactionStrike, CompactionCommitted)
-    def wrote(self, event: CooldownSet | CooldownRestored | CompactionStrike | CompactionCommitted,
-            record: HistoryEvent[CooldownSet | CooldownRestored | CompactionStrike | CompactionCommitted]) -> None:
-        self._claims.wrote(event.attempt)
-
-    @handles(AttemptClaimed)
-    def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
-        self._claims.claimed(event.attempt, event.generation)
-
-    @handles(CompactionFinished)
-    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
-        self._claims.finished(event.attempt)
-
-    @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
-        self._claims.took_lease(event.holder.attempt, record)
-
     @handles(AttemptRestored)
     def restored(self, event: AttemptRestored, record: HistoryEvent[AttemptRestored]) -> Violation | None:
-        newest = self._claims.superseding(event.attempt, event.generation)
+        newest = self.superseding(event.attempt, event.generation)
         if newest is not None:
             return self.violation(
                 f"attempt {event.attempt} (generation {event.generation}) restored compressor state over "
@@ -196,11 +185,7 @@ class WouldGrowLatchesBreaker(Invariant):
         return None
 
 
-# Events by which an attempt writes a session's cooldown row (or its breaker counters).
-COOLDOWN_WRITES = (CooldownSet, CooldownCleared, CooldownRestored, CompactionStrike, CompactionCommitted)
-
-
-class HardCancelRestoresCooldown(Invariant):
+class HardCancelRestoresCooldown(JudgesClaims):
     """A hard-cancelled attempt that never began a commit leaves its session's cooldown row exactly as it found it (a
     Ctrl+C that wins the fence only after the attempt refused on its own stops nothing); one its host reported timed out
     leaves the row to the host's timeout record: its rollback writes no row.
@@ -210,7 +195,7 @@ class HardCancelRestoresCooldown(Invariant):
     its attempt read); a Ctrl+C that won the fence after the attempt refused (the cooldown is the real failure's,
     recorded before the press); a rollback made stale by a newer claim of the same compressor that took a lease, on any
     session, before it ran (R21: it must write nothing, stale_attempt_writes_no_state). A claim that sat out without a
-    lease, or finished before any state was written for it, excuses nothing (#198 F1, see CompressorClaims).
+    lease, or finished before any state was written for it, excuses nothing (#198 F1, see JudgesClaims).
 
     A host timeout before the stop excuses the row from being as found, not the rollback from writing it: the cooldown
     is the host's record (hermes: a late same-generation rollback is inert), and a rollback that writes the row anyway
@@ -232,11 +217,6 @@ class HardCancelRestoresCooldown(Invariant):
         self._restored: set[AttemptId | None] = set()  # their rollback ran: a later claim excuses nothing
         self._timed_out: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its host's return as a timeout
         self._rewrote: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its rollback's write of the cooldown row
-        self._claims = CompressorClaims()
-
-    @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        self._claims.started(event.attempt, self.system.agent_of_task(record.task))
 
     @handles(HostReturned)
     def host_returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
@@ -245,19 +225,15 @@ class HardCancelRestoresCooldown(Invariant):
         self._timed_out[event.attempt] = record
         return self._rollback_over_timeout(event.attempt)
 
-    @handles(AttemptClaimed)
-    def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
-        self._claims.claimed(event.attempt, event.generation)
-
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
+    def took_lease(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         attempt = event.holder.attempt
         self._found[attempt] = (event.session, self.system.store.cooldown_row(event.session), record)
         self._hard.pop(attempt, None)
         self._excused.discard(attempt)
         self._settled.discard(attempt)
         self._restored.discard(attempt)
-        self._claims.took_lease(attempt, record)
+        super().took_lease(event, record)
 
     @handles(CompactionRefused)
     def refused(self, event: CompactionRefused, record: HistoryEvent[CompactionRefused]) -> None:
@@ -288,9 +264,8 @@ class HardCancelRestoresCooldown(Invariant):
             self._excused.add(event.attempt)
 
     @handles(*COOLDOWN_WRITES)
-    def cooldown_written(self, event: CooldownSet | CooldownCleared | CooldownRestored | CompactionStrike | CompactionCommitted,
-                         record: HistoryEvent[Event]) -> Violation | None:
-        self._claims.wrote(event.attempt)
+    def cooldown_written(self, event: CooldownWrite, record: HistoryEvent[Event]) -> Violation | None:
+        self.state_written(event, record)
         # another attempt wrote the row meanwhile: the rollback restores what its attempt read, not this
         self._excused.update(a for a, (session, _, _) in self._found.items() if session == event.session and a != event.attempt)
         if not isinstance(event, CooldownRestored):
@@ -311,12 +286,12 @@ class HardCancelRestoresCooldown(Invariant):
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> Violation | None:
-        self._claims.finished(event.attempt)
+        self.claim_finished(event, record)
         if event.attempt not in self._found:
             return None
         session, before, acquired = self._found.pop(event.attempt)
         self._settled.discard(event.attempt)
-        stale = event.attempt not in self._restored and self._claims.superseding(event.attempt) is not None
+        stale = event.attempt not in self._restored and self.superseding(event.attempt) is not None
         self._restored.discard(event.attempt)
         hard = self._hard.pop(event.attempt, None)
         if hard is None or stale or event.attempt in self._excused or event.status == "error":
