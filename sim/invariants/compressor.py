@@ -25,11 +25,9 @@ from contract.events import (
     FenceBeginOk,
     FenceBeginRefused,
     FenceCancelWon,
-    FenceRevoked,
     HostReturned,
     HostStarted,
     HostTimeout,
-    HostUnwind,
     LeaseAcquired,
     ProcessCrashed,
     StoreFaultFired,
@@ -37,12 +35,25 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import CooldownRow
-from sim.invariants.facts import CRASHES, AttemptSet, AttemptTable, ProcessTable
+from sim.invariants.facts import CRASHES, HOST_GAVE_UP, AttemptTable, ProcessTable, RunFacts
 from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 
 # Events by which an attempt writes a session's cooldown row (or its breaker counters).
 COOLDOWN_WRITES = (CooldownSet, CooldownCleared, CooldownRestored, CompactionStrike, CompactionCommitted)
 CooldownWrite = CooldownSet | CooldownCleared | CooldownRestored | CompactionStrike | CompactionCommitted
+HOST_STARTS = (HostStarted,)  # the facts of each attempt's start (RunFacts.attempt): its agent, its mode
+
+
+def compressor_of(facts: RunFacts, attempt: AttemptId) -> tuple[str, str | None]:
+    """The compressor an attempt claims from: its agent's in its process incarnation (the agent whose user's task
+    started it; where none is known, the incarnation's)."""
+    return attempt.process, facts.attempt(attempt).agent
+
+
+def started_as(facts: RunFacts, attempt: AttemptId, mode: str) -> bool:
+    """Whether `attempt`'s host started it in `mode` (`forced`, `overflow`, ...)."""
+    host = facts.attempt(attempt).host
+    return host is not None and host.event.mode == mode
 
 
 class JudgesClaims(Invariant):
@@ -61,17 +72,14 @@ class JudgesClaims(Invariant):
     it finished) makes it an owner: an older rollback would erase that write.
     """
 
+    learns = HOST_STARTS
+
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
-        self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
         self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
         self._lease_takers: dict[tuple[str, str | None], list[tuple[AttemptId, HistoryEvent[Event]]]] = {}  # compressor -> attempts that took the lease
         self._finished: set[AttemptId] = set()  # attempts that finished
         self._wrote: set[AttemptId] = set()  # attempts some compressor state was written for
-
-    @handles(HostStarted)
-    def claim_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        self._compressor[event.attempt] = (event.attempt.process, self.system.agent_of_task(record.task))
 
     @handles(AttemptClaimed)
     def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
@@ -81,7 +89,7 @@ class JudgesClaims(Invariant):
     def took_lease(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         attempt = event.holder.attempt
         if attempt in self._generation:
-            self._lease_takers.setdefault(self._compressor_of(attempt), []).append((attempt, record))
+            self._lease_takers.setdefault(compressor_of(self.facts, attempt), []).append((attempt, record))
 
     @handles(CompactionFinished)
     def claim_finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
@@ -92,16 +100,13 @@ class JudgesClaims(Invariant):
         if event.attempt is not None:
             self._wrote.add(event.attempt)
 
-    def _compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
-        return self._compressor.get(attempt, (attempt.process, None))
-
     def superseding(self, attempt: AttemptId, generation: int | None = None) -> tuple[int, HistoryEvent[Event]] | None:
         """The newest owning claim of `attempt`'s compressor that took a lease, if newer than `attempt` (or `generation`)."""
         mine = self._generation.get(attempt) if generation is None else generation
         if mine is None:
             return None
         owners = [
-            (self._generation[taker], acquired) for taker, acquired in self._lease_takers.get(self._compressor_of(attempt), [])
+            (self._generation[taker], acquired) for taker, acquired in self._lease_takers.get(compressor_of(self.facts, attempt), [])
             if taker not in self._finished or taker in self._wrote
         ]
         newest = max(owners, key=lambda owner: owner[0], default=None)
@@ -156,16 +161,11 @@ class WouldGrowLatchesBreaker(Invariant):
 
     name = "would_grow_latches_breaker"
     races = ("R13",)
+    learns = HOST_STARTS
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._streak: dict[SessionId, list[HistoryEvent[Event]]] = {}
-        self._forced: set[AttemptId] = set()
-
-    @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        if event.mode == "forced":
-            self._forced.add(event.attempt)
 
     @handles(CompactionCommitted)
     def committed(self, event: CompactionCommitted, record: HistoryEvent[CompactionCommitted]) -> Violation | None:
@@ -180,7 +180,7 @@ class WouldGrowLatchesBreaker(Invariant):
             return None
         streak = self._streak.setdefault(event.session, [])
         streak.append(record)
-        if len(streak) > 2 and event.attempt not in self._forced:
+        if len(streak) > 2 and not started_as(self.facts, event.attempt, "forced"):
             return self.violation(f"{len(streak)} would-grow refusals in a row on {event.session}: the breaker never latched", *streak)
         return None
 
@@ -355,18 +355,13 @@ class NoSummaryInsideCooldown(Invariant):
     name = "no_summary_inside_cooldown"
     holder_names_attempt = True
     races = ("R2", "R13")
+    learns = HOST_STARTS
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId, SessionId] = {}  # attempt -> the session whose lease it took
         self._seen: dict[AttemptId, float | None] = {}  # attempt -> the deadline live when it took the lease
         self._recorded: dict[SessionId, HistoryEvent[Event]] = {}  # session -> its latest cooldown.set
-        self._overflow_recoveries: set[AttemptId] = set()  # attempts the host started to recover an overflow
-
-    @handles(HostStarted)
-    def host_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        if event.mode == "overflow":
-            self._overflow_recoveries.add(event.attempt)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
@@ -387,7 +382,7 @@ class NoSummaryInsideCooldown(Invariant):
 
     @handles(CompactionSummaryStarted)
     def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> Violation | None:
-        if event.attempt not in self._session_of or event.attempt in self._overflow_recoveries:
+        if event.attempt not in self._session_of or started_as(self.facts, event.attempt, "overflow"):
             return None
         session = self._session_of[event.attempt]
         stored, seen = self.system.store.cooldown_row(session).until, self._seen.get(event.attempt)
@@ -457,20 +452,16 @@ class CooldownBlocksOnlyWhileInForce(Invariant):
 
     name = "cooldown_blocks_only_while_in_force"
     races = ("R2",)
+    learns = HOST_STARTS
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._durable = _Deadlines()  # by session
         self._local = _Deadlines()  # by compressor
-        self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
         self._claimed: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its attempt.claimed
         self._cleared: dict[SessionId, HistoryEvent[Event]] = {}  # session -> its latest reported clear
         # (claim, block and its record) that no reported cooldown explains
         self._unexplained: list[tuple[HistoryEvent[Event], CompactionBlocked, HistoryEvent[Event]]] = []
-
-    @handles(HostStarted)
-    def host_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        self._compressor[event.attempt] = (event.attempt.process, self.system.agent_of_task(record.task))
 
     @handles(AttemptClaimed)
     def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
@@ -479,18 +470,18 @@ class CooldownBlocksOnlyWhileInForce(Invariant):
     @handles(CooldownSet)
     def recorded(self, event: CooldownSet, record: HistoryEvent[CooldownSet]) -> None:
         self._durable.raise_to(event.session, record, event.until_s)
-        self._local.raise_to(self._compressor_of(event.attempt), record, event.until_s)
+        self._local.raise_to(compressor_of(self.facts, event.attempt), record, event.until_s)
         self._explain(event.attempt, event.until_s)
 
     @handles(CooldownPersistFailed)
     def persist_failed(self, event: CooldownPersistFailed, record: HistoryEvent[CooldownPersistFailed]) -> None:
-        self._local.raise_to(self._compressor_of(event.attempt), record, UNKNOWN_DEADLINE)
+        self._local.raise_to(compressor_of(self.facts, event.attempt), record, UNKNOWN_DEADLINE)
         self._explain(event.attempt, UNKNOWN_DEADLINE)
 
     @handles(CooldownCleared)
     def cleared(self, event: CooldownCleared, record: HistoryEvent[CooldownCleared]) -> None:
         self._durable.set(event.session, record, 0.0)
-        self._local.set(self._compressor_of(event.attempt), record, 0.0)
+        self._local.set(compressor_of(self.facts, event.attempt), record, 0.0)
         self._cleared[event.session] = record
 
     @handles(CooldownRestored)
@@ -501,7 +492,7 @@ class CooldownBlocksOnlyWhileInForce(Invariant):
 
     @handles(AttemptRestored)
     def snapshot_restored(self, event: AttemptRestored, record: HistoryEvent[AttemptRestored]) -> None:
-        compressor, claim = self._compressor_of(event.attempt), self._claimed.get(event.attempt)
+        compressor, claim = compressor_of(self.facts, event.attempt), self._claimed.get(event.attempt)
         put_back = UNKNOWN_DEADLINE if claim is None else self._local.max_since(compressor, claim.seq)
         self._local.raise_to(compressor, record, put_back)
 
@@ -513,14 +504,14 @@ class CooldownBlocksOnlyWhileInForce(Invariant):
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._unexplained = [(claim, block, blocked) for claim, block, blocked in self._unexplained
-                             if self.system.process_of(self._compressor_of(block.attempt)[0]) != event.process]
+                             if self.system.process_of(block.attempt.process) != event.process]
 
     @handles(CompactionBlocked)
     def blocked(self, event: CompactionBlocked, record: HistoryEvent[CompactionBlocked]) -> None:
         claim = self._claimed.get(event.attempt)
         if event.reason != "cooldown" or claim is None:
             return
-        compressor = self._compressor_of(event.attempt)
+        compressor = compressor_of(self.facts, event.attempt)
         durable = self._durable.max_since(event.session, claim.seq)
         local = self._local.max_since(compressor, claim.seq)
         self._local.raise_to(compressor, record, durable)  # the gate keeps the row's deadline locally
@@ -539,26 +530,18 @@ class CooldownBlocksOnlyWhileInForce(Invariant):
 
     def _explain(self, writer: AttemptId, until_s: float) -> None:
         """`writer`'s record explains its compressor's blocks that came while it was under way (claimed before)."""
-        claimed, compressor = self._claimed.get(writer), self._compressor_of(writer)
+        claimed, compressor = self._claimed.get(writer), compressor_of(self.facts, writer)
         self._unexplained = [
             (claim, block, blocked) for claim, block, blocked in self._unexplained
-            if not (self._compressor_of(block.attempt) == compressor and until_s > claim.time - 1e-9
+            if not (compressor_of(self.facts, block.attempt) == compressor and until_s > claim.time - 1e-9
                     and (claimed is None or claimed.seq < blocked.seq))
         ]
-
-    def _compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
-        """Whose local deadline an attempt set and obeys (an attempt no host started: its process's)."""
-        return self._compressor.get(attempt, (attempt.process, None))
-
-
-# How a host stops an attempt: from then on the attempt's cancelled-check rightly answers "cancelled".
-STOPPED = (FenceCancelWon, FenceRevoked, HostTimeout, HostUnwind)
 
 
 class CurrentAttemptOwnsCompressor(Invariant):
     name = "current_attempt_owns_compressor"
     races = ("R21",)
-    learns = CRASHES
+    learns = CRASHES + HOST_GAVE_UP
     description = (
         "Only the compressor's current working attempt has its candidate admitted to commit, and that attempt, "
         "while not stopped, is never refused its own success-path cooldown clear (no other attempt removed its cancelled-check)."
@@ -570,7 +553,6 @@ class CurrentAttemptOwnsCompressor(Invariant):
         self._generation: AttemptTable[AttemptId, int] = AttemptTable()  # attempt -> its claimed generation
         # incarnation -> the newest generation that started its summary
         self._working: ProcessTable[tuple[int, HistoryEvent[CompactionSummaryStarted]]] = ProcessTable()
-        self._stopped: AttemptSet = AttemptSet()
 
     @handles(AttemptClaimed)
     def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
@@ -581,11 +563,6 @@ class CurrentAttemptOwnsCompressor(Invariant):
         process = event.attempt.process
         if event.generation > self._working.get(process, (0, record))[0]:
             self._working[process] = (event.generation, record)
-
-    @handles(*STOPPED)
-    def stopped(self, event: FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind,
-            record: HistoryEvent[FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind]) -> None:
-        self._stopped.add(event.attempt)
 
     @handles(FenceBeginOk)
     def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> Violation | None:
@@ -601,7 +578,8 @@ class CurrentAttemptOwnsCompressor(Invariant):
     @handles(CooldownClearSkipped)
     def clear_skipped(self, event: CooldownClearSkipped, record: HistoryEvent[CooldownClearSkipped]) -> Violation | None:
         attempt = event.attempt
-        if attempt in self._stopped or attempt not in self._generation:
+        stopped = self.facts.attempt(attempt).given_up is not None  # its cancelled-check then rightly says "cancelled"
+        if stopped or attempt not in self._generation:
             return None
         if self._newer_working(attempt) is None and self._single_agent(attempt):
             return self.violation(
