@@ -29,7 +29,6 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
-from contract.store import StoreView
 from sim.invariants.facts import CRASHES, AttemptTable, job_attempt
 from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 
@@ -55,9 +54,11 @@ class LeaseMutualExclusion(Invariant):
     @handles(LeaseAcquireFailed)
     def acquire_failed(self, event: LeaseAcquireFailed, record: HistoryEvent[LeaseAcquireFailed]) -> Violation | None:
         """An acquire that raised is indeterminate: a failure after its COMMIT leaves the row taken (over a dead or
-        expired holder's, too), though the attempt takes itself for the loser. The store tells: a row naming the
-        holder is the one its transaction wrote, so the holder owns it, and its sit-out release frees its own row."""
-        if acquire_took_effect(self.system.store, event):
+        expired holder's, too), though the attempt takes itself for the loser. The store tells: holder ids are unique
+        per attempt, so a row naming the holder is the one its transaction wrote; the holder owns it, and its sit-out
+        release frees its own row."""
+        row = self.system.store.lease_row(event.session)
+        if row is not None and row.holder == event.holder:
             return self._took(event.session, event.holder, record)
         return None
 
@@ -90,7 +91,8 @@ class LeaseMutualExclusion(Invariant):
     def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent[LeaseReleaseFailed]) -> None:
         """A release that raised is indeterminate: its transaction may have committed before the error (a failure
         after the commit). The store tells: if the row no longer names the holder, the release took effect."""
-        if release_took_effect(self.system.store, event):
+        row = self.system.store.lease_row(event.session)
+        if row is None or row.holder != event.holder:
             self._holders.setdefault(event.session, {}).pop(event.holder, None)
             if self._row_owner.get(event.session) == event.holder:
                 del self._row_owner[event.session]
@@ -109,20 +111,6 @@ class LeaseMutualExclusion(Invariant):
             if other != holder and renewed + ttl > now and not self.system.holder_is_dead(other):
                 return other, acquired
         return None
-
-
-def acquire_took_effect(store: StoreView, event: LeaseAcquireFailed) -> bool:
-    """Whether an acquire that raised took the row anyway: holder ids are unique per attempt, so a row naming the
-    holder can only be the one its own transaction wrote before the error."""
-    row = store.lease_row(event.session)
-    return row is not None and row.holder == event.holder
-
-
-def release_took_effect(store: StoreView, event: LeaseReleaseFailed) -> bool:
-    """Whether a release that raised freed the holder's row anyway: a failure after its COMMIT leaves the row
-    gone (or another holder's), which the store shows though the releasing code could not know it."""
-    row = store.lease_row(event.session)
-    return row is None or row.holder != event.holder
 
 
 class AppendsNeverRefusedByLease(Invariant):
@@ -317,19 +305,13 @@ class CommitHoldsLease(Invariant):
     races = ("R25",)
     description = "A commit transaction lands only while its attempt holds an unexpired lease on the session it commits."
 
-    @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> Violation | None:
-        return self._check(event.session, event.attempt, record)
-
-    @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> Violation | None:
-        return self._check(event.parent, event.attempt, record)
-
-    def _check(self, session: SessionId, attempt: AttemptId, record: HistoryEvent[Event]) -> Violation | None:
+    @handles(CommitArchived, CommitPublished)
+    def committed(self, event: CommitArchived | CommitPublished, record: HistoryEvent[Event]) -> Violation | None:
+        session = event.session if isinstance(event, CommitArchived) else event.parent  # a rotation holds its parent's lease
         row = self.system.store.lease_row(session)
-        if row is None or HolderId(row.holder).attempt != attempt or row.expires_at <= record.time:
+        if row is None or HolderId(row.holder).attempt != event.attempt or row.expires_at <= record.time:
             held = "no lease row" if row is None else f"the lease row of {row.holder}, expiring at {row.expires_at:g}s"
-            return self.violation(f"attempt {attempt} committed ({record.kind}) on {session} while it found {held}", record)
+            return self.violation(f"attempt {event.attempt} committed ({record.kind}) on {session} while it found {held}", record)
         return None
 
 
@@ -531,8 +513,8 @@ class AbandonedAttemptFreesLease(Invariant):
         attempt = event.holder.attempt
         if attempt is not None and job_attempt(record.task) == attempt:
             self._releasing.pop(attempt, None)
-        if event.holder.attempt is not None and self._set_up.get(event.holder.attempt) == event.holder:
-            del self._set_up[event.holder.attempt]
+        if attempt is not None and self._set_up.get(attempt) == event.holder:
+            del self._set_up[attempt]
         revoke = self._revoked.pop(event.holder, None)
         sat_out = self._sat_out.pop(event.holder, None)
         held_up = event.holder in self._release_held_up
