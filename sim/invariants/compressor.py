@@ -306,9 +306,11 @@ class HardCancelRestoresCooldown(JudgesClaims):
 
 
 class CooldownNeverShortened(Invariant):
+    """Recording a failure cooldown never moves the session's durable deadline earlier; only a clear or a rollback
+    may."""
+
     name = "cooldown_never_shortened"
     races = ("R2",)
-    description = "Recording a failure cooldown never moves the session's durable deadline earlier; only a clear or a rollback may."
 
     # Injected failures around these writes may change the row without their event: forget what was recorded.
     UNSEEN_WRITES = ("clear_cooldown", "restore_cooldown_row")
@@ -539,13 +541,12 @@ class CooldownBlocksOnlyWhileInForce(Invariant):
 
 
 class CurrentAttemptOwnsCompressor(Invariant):
+    """Only the compressor's current working attempt has its candidate admitted to commit, and that attempt, while not
+    stopped, is never refused its own success-path cooldown clear (no other attempt removed its cancelled-check)."""
+
     name = "current_attempt_owns_compressor"
     races = ("R21",)
     learns = CRASHES + HOST_GAVE_UP
-    description = (
-        "Only the compressor's current working attempt has its candidate admitted to commit, and that attempt, "
-        "while not stopped, is never refused its own success-path cooldown clear (no other attempt removed its cancelled-check)."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -665,11 +666,13 @@ class BreakerBlocksOnlyWhenLatched(Invariant):
 
 
 class CommitBelowThresholdClearsStrikes(Invariant):
+    """A commit that ends below the threshold, by an attempt whose lease came after the session's last strike, leaves
+    the ineffective count at 0."""
+
     name = "commit_below_threshold_clears_strikes"
     settings = frozenset({'threshold_tokens'})
     holder_names_attempt = True
     races = ("R13",)
-    description = "A commit that ends below the threshold, by an attempt whose lease came after the session's last strike, leaves the ineffective count at 0."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)

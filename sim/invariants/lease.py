@@ -37,10 +37,11 @@ RELEASE_POINT = "db.release_lease"  # the store call that frees a lease
 
 
 class LeaseMutualExclusion(Invariant):
+    """At most one live holder per session lease; a release only ever frees the releaser's own row."""
+
     name = "lease_mutual_exclusion"
     settings = frozenset({'lease_ttl_s'})
     races = ("R3", "R19", "R25")
-    description = "At most one live holder per session lease; a release only ever frees the releaser's own row."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -114,9 +115,10 @@ class LeaseMutualExclusion(Invariant):
 
 
 class AppendsNeverRefusedByLease(Invariant):
+    """No append is ever refused because a compression lease is held."""
+
     name = "appends_never_refused_by_lease"
     races = ("R1", "R14")
-    description = "No append is ever refused because a compression lease is held."
 
     @handles(AppendFailed)
     def append_failed(self, event: AppendFailed, record: HistoryEvent[AppendFailed]) -> Violation | None:
@@ -126,11 +128,12 @@ class AppendsNeverRefusedByLease(Invariant):
 
 
 class LeaseReleasedWithinTtl(Invariant):
+    """Once its attempt has ended, a lease is never refreshed again, and is released or lapses within one TTL."""
+
     name = "lease_released_within_ttl"
     settings = frozenset({'lease_ttl_s'})
     holder_names_attempt = True
     races = ("R1", "R25")
-    description = "Once its attempt has ended, a lease is never refreshed again, and is released or lapses within one TTL."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -201,11 +204,12 @@ class FailedReleaseRetried(Invariant):
 
 
 class DeadHolderReclaimable(Invariant):
+    """A lease whose holder's process is provably dead never makes another attempt sit out."""
+
     name = "dead_holder_reclaimable"
     holder_names_attempt = True
     races = ("R24",)
     learns = CRASHES
-    description = "A lease whose holder's process is provably dead never makes another attempt sit out."
 
     @handles(LeaseContended)
     def contended(self, event: LeaseContended, record: HistoryEvent[LeaseContended]) -> Violation | None:
@@ -217,11 +221,12 @@ class DeadHolderReclaimable(Invariant):
 
 
 class CancelledAttemptNeverAcquires(Invariant):
+    """An attempt whose fence a cancel has already won never takes the lease."""
+
     name = "cancelled_attempt_never_acquires"
     holder_names_attempt = True
     races = ("R3",)
     learns = CRASHES
-    description = "An attempt whose fence a cancel has already won never takes the lease."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -240,10 +245,12 @@ class CancelledAttemptNeverAcquires(Invariant):
 
 
 class RefresherToleratesBlips(Invariant):
+    """A lease refresher gives up only after its whole failure budget (ttl/interval) of consecutive missed refreshes,
+    never on a blip."""
+
     name = "refresher_tolerates_blips"
     settings = frozenset({'refresh_failure_budget'})
     races = ("R25",)
-    description = "A lease refresher gives up only after its whole failure budget (ttl/interval) of consecutive missed refreshes, never on a blip."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -272,9 +279,11 @@ class RefresherToleratesBlips(Invariant):
 
 
 class RefreshExtendsOwnRow(Invariant):
+    """A lease refresh only ever extends the refresher's own row: it never re-creates a released row or takes over
+    another holder's."""
+
     name = "refresh_extends_own_row"
     races = ("R3", "R25")
-    description = "A lease refresh only ever extends the refresher's own row: it never re-creates a released row or takes over another holder's."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -300,10 +309,11 @@ class RefreshExtendsOwnRow(Invariant):
 
 
 class CommitHoldsLease(Invariant):
+    """A commit transaction lands only while its attempt holds an unexpired lease on the session it commits."""
+
     name = "commit_holds_lease"
     holder_names_attempt = True
     races = ("R25",)
-    description = "A commit transaction lands only while its attempt holds an unexpired lease on the session it commits."
 
     @handles(CommitArchived, CommitPublished)
     def committed(self, event: CommitArchived | CommitPublished, record: HistoryEvent[Event]) -> Violation | None:
@@ -398,10 +408,11 @@ class RetryNeverOverlapsLiveWorker(Invariant):
 
 
 class SummaryStartsUnderLease(Invariant):
+    """An attempt starts its summary only while it holds the session's lease (acquired and not yet released)."""
+
     name = "summary_starts_under_lease"
     holder_names_attempt = True
     races = ("R3", "R19")
-    description = "An attempt starts its summary only while it holds the session's lease (acquired and not yet released)."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
