@@ -25,11 +25,9 @@ from contract.events import (
     FenceBeginOk,
     FenceBeginRefused,
     FenceCancelWon,
-    FenceRevoked,
     HostReturned,
     HostStarted,
     HostTimeout,
-    HostUnwind,
     LeaseAcquired,
     ProcessCrashed,
     StoreFaultFired,
@@ -37,12 +35,29 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import CooldownRow
-from sim.invariants.facts import CRASHES, AttemptSet, AttemptTable, ProcessTable
+from sim.invariants.facts import CRASHES, HOST_GAVE_UP, AttemptTable, ProcessTable, RunFacts
 from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 
+# Events by which an attempt writes a session's cooldown row (or its breaker counters).
+COOLDOWN_WRITES = (CooldownSet, CooldownCleared, CooldownRestored, CompactionStrike, CompactionCommitted)
+CooldownWrite = CooldownSet | CooldownCleared | CooldownRestored | CompactionStrike | CompactionCommitted
+HOST_STARTS = (HostStarted,)  # the facts of each attempt's start (RunFacts.attempt): its agent, its mode
 
-class CompressorClaims:
-    """Which compressor each attempt claimed a generation of, and the newest generation of each that took a lease.
+
+def compressor_of(facts: RunFacts, attempt: AttemptId) -> tuple[str, str | None]:
+    """The compressor an attempt claims from: its agent's in its process incarnation (the agent whose user's task
+    started it; where none is known, the incarnation's)."""
+    return attempt.process, facts.attempt(attempt).agent
+
+
+def started_as(facts: RunFacts, attempt: AttemptId, mode: str) -> bool:
+    """Whether `attempt`'s host started it in `mode` (`forced`, `overflow`, ...)."""
+    host = facts.attempt(attempt).host
+    return host is not None and host.event.mode == mode
+
+
+class JudgesClaims(Invariant):
+    """An invariant that judges an attempt against the newer claims of its compressor that took a lease.
 
     Generations are numbered per compressor, and each agent has its own: two agents of one process claim 1,
     2, ... each, so an attempt is superseded only by its own agent's newer claims. The agent is the one whose
@@ -57,32 +72,33 @@ class CompressorClaims:
     it finished) makes it an owner: an older rollback would erase that write.
     """
 
-    def __init__(self) -> None:
-        self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
+    learns = HOST_STARTS
+
+    def __init__(self, system: SystemView) -> None:
+        super().__init__(system)
         self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
         self._lease_takers: dict[tuple[str, str | None], list[tuple[AttemptId, HistoryEvent[Event]]]] = {}  # compressor -> attempts that took the lease
         self._finished: set[AttemptId] = set()  # attempts that finished
         self._wrote: set[AttemptId] = set()  # attempts some compressor state was written for
 
-    def started(self, attempt: AttemptId, agent: str | None) -> None:
-        self._compressor[attempt] = (attempt.process, agent)
+    @handles(AttemptClaimed)
+    def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
+        self._generation[event.attempt] = event.generation
 
-    def claimed(self, attempt: AttemptId, generation: int) -> None:
-        self._generation[attempt] = generation
-
-    def compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
-        return self._compressor.get(attempt, (attempt.process, None))
-
-    def took_lease(self, attempt: AttemptId | None, record: HistoryEvent[Event]) -> None:
+    @handles(LeaseAcquired)
+    def took_lease(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
+        attempt = event.holder.attempt
         if attempt in self._generation:
-            self._lease_takers.setdefault(self.compressor_of(attempt), []).append((attempt, record))
+            self._lease_takers.setdefault(compressor_of(self.facts, attempt), []).append((attempt, record))
 
-    def finished(self, attempt: AttemptId) -> None:
-        self._finished.add(attempt)
+    @handles(CompactionFinished)
+    def claim_finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
+        self._finished.add(event.attempt)
 
-    def wrote(self, attempt: AttemptId | None) -> None:
-        if attempt is not None:
-            self._wrote.add(attempt)
+    @handles(*COOLDOWN_WRITES)
+    def state_written(self, event: CooldownWrite, record: HistoryEvent[Event]) -> None:
+        if event.attempt is not None:
+            self._wrote.add(event.attempt)
 
     def superseding(self, attempt: AttemptId, generation: int | None = None) -> tuple[int, HistoryEvent[Event]] | None:
         """The newest owning claim of `attempt`'s compressor that took a lease, if newer than `attempt` (or `generation`)."""
@@ -90,32 +106,27 @@ class CompressorClaims:
         if mine is None:
             return None
         owners = [
-            (self._generation[taker], acquired) for taker, acquired in self._lease_takers.get(self.compressor_of(attempt), [])
+            (self._generation[taker], acquired) for taker, acquired in self._lease_takers.get(compressor_of(self.facts, attempt), [])
             if taker not in self._finished or taker in self._wrote
         ]
         newest = max(owners, key=lambda owner: owner[0], default=None)
         return newest if newest is not None and newest[0] > mine else None
 
 
-class StaleAttemptWritesNoState(Invariant):
-    """A restore is judged against its own agent's newer claims that took a lease (see CompressorClaims)."""
+class StaleAttemptWritesNoState(JudgesClaims):
+    """An attempt its host gave up on never clears the cooldown; a superseded attempt (a newer attempt of its agent's
+    compressor has taken the lease) never restores compressor state.
+
+    A restore is judged against its own agent's newer claims that took a lease (see JudgesClaims).
+    """
 
     name = "stale_attempt_writes_no_state"
     holder_names_attempt = True
     races = ("R2", "R21")
-    description = (
-        "An attempt its host gave up on never clears the cooldown; a superseded attempt (a newer attempt of its "
-        "agent's compressor has taken the lease) never restores compressor state."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._given_up: dict[AttemptId, HistoryEvent[Event]] = {}
-        self._claims = CompressorClaims()
-
-    @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        self._claims.started(event.attempt, self.system.agent_of_task(record.task))
 
     @handles(FenceCancelWon, HostTimeout)
     def given_up(self, event: FenceCancelWon | HostTimeout, record: HistoryEvent[FenceCancelWon | HostTimeout]) -> None:
@@ -123,31 +134,14 @@ class StaleAttemptWritesNoState(Invariant):
 
     @handles(CooldownCleared)
     def cleared(self, event: CooldownCleared, record: HistoryEvent[CooldownCleared]) -> Violation | None:
-        self._claims.wrote(event.attempt)
+        self.state_written(event, record)
         if event.attempt in self._given_up:
             return self.violation(f"attempt {event.attempt} cleared the cooldown after its host gave up on it", self._given_up[event.attempt], record)
         return None
 
-    @handles(CooldownSet, CooldownRestored, CompactionStrike, CompactionCommitted)
-    def wrote(self, event: CooldownSet | CooldownRestored | CompactionStrike | CompactionCommitted,
-            record: HistoryEvent[CooldownSet | CooldownRestored | CompactionStrike | CompactionCommitted]) -> None:
-        self._claims.wrote(event.attempt)
-
-    @handles(AttemptClaimed)
-    def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
-        self._claims.claimed(event.attempt, event.generation)
-
-    @handles(CompactionFinished)
-    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
-        self._claims.finished(event.attempt)
-
-    @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
-        self._claims.took_lease(event.holder.attempt, record)
-
     @handles(AttemptRestored)
     def restored(self, event: AttemptRestored, record: HistoryEvent[AttemptRestored]) -> Violation | None:
-        newest = self._claims.superseding(event.attempt, event.generation)
+        newest = self.superseding(event.attempt, event.generation)
         if newest is not None:
             return self.violation(
                 f"attempt {event.attempt} (generation {event.generation}) restored compressor state over "
@@ -157,28 +151,21 @@ class StaleAttemptWritesNoState(Invariant):
 
 
 class WouldGrowLatchesBreaker(Invariant):
-    """The breaker blocks automatic attempts only: a /compress is the user's explicit request and runs past it.
+    """A committed compaction never grows the transcript, and at most two would-grow refusals happen in a row before the
+    breaker blocks the next automatic attempt.
 
-    Every would-grow refusal counts toward the streak (a forced one strikes too), but only an attempt the
-    breaker gates can show it failed to latch; a third refusal of a /compress only shows the user asked again.
+    The breaker blocks automatic attempts only: a /compress is the user's explicit request and runs past it. Every
+    would-grow refusal counts toward the streak (a forced one strikes too), but only an attempt the breaker gates can
+    show it failed to latch; a third refusal of a /compress only shows the user asked again.
     """
 
     name = "would_grow_latches_breaker"
     races = ("R13",)
-    description = (
-        "A committed compaction never grows the transcript, and at most two would-grow refusals happen in a row "
-        "before the breaker blocks the next automatic attempt."
-    )
+    learns = HOST_STARTS
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._streak: dict[SessionId, list[HistoryEvent[Event]]] = {}
-        self._forced: set[AttemptId] = set()
-
-    @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        if event.mode == "forced":
-            self._forced.add(event.attempt)
 
     @handles(CompactionCommitted)
     def committed(self, event: CompactionCommitted, record: HistoryEvent[CompactionCommitted]) -> Violation | None:
@@ -193,45 +180,33 @@ class WouldGrowLatchesBreaker(Invariant):
             return None
         streak = self._streak.setdefault(event.session, [])
         streak.append(record)
-        if len(streak) > 2 and event.attempt not in self._forced:
+        if len(streak) > 2 and not started_as(self.facts, event.attempt, "forced"):
             return self.violation(f"{len(streak)} would-grow refusals in a row on {event.session}: the breaker never latched", *streak)
         return None
 
 
-# Events by which an attempt writes a session's cooldown row (or its breaker counters).
-COOLDOWN_WRITES = (CooldownSet, CooldownCleared, CooldownRestored, CompactionStrike, CompactionCommitted)
-# Why a hard-cancelled attempt's rollback is not judged: it committed, or its host had already timed it out
-# (another attempt writing the row, or the rollback failing, are judged below). A newer claim on the
-# compressor is no excuse by itself: only what that claim observably wrote is (#198 F1), or its taking a
-# lease before the rollback ran (R21: from then on the older rollback must write nothing); nor is a host
-# timeout after the user's stop: a stop is not a timeout, and must leave no timeout cooldown behind.
+class HardCancelRestoresCooldown(JudgesClaims):
+    """A hard-cancelled attempt that never began a commit leaves its session's cooldown row exactly as it found it (a
+    Ctrl+C that wins the fence only after the attempt refused on its own stops nothing); one its host reported timed out
+    leaves the row to the host's timeout record: its rollback writes no row.
 
+    Only a stop that could still undo something is judged, by a rollback the design lets run. Not judged: an attempt
+    that began its commit or whose rollback failed; a row another attempt wrote meanwhile (the rollback puts back what
+    its attempt read); a Ctrl+C that won the fence after the attempt refused (the cooldown is the real failure's,
+    recorded before the press); a rollback made stale by a newer claim of the same compressor that took a lease, on any
+    session, before it ran (R21: it must write nothing, stale_attempt_writes_no_state). A claim that sat out without a
+    lease, or finished before any state was written for it, excuses nothing (#198 F1, see JudgesClaims).
 
-class HardCancelRestoresCooldown(Invariant):
-    """Judges only a stop that could still undo something, by a rollback the design lets run.
-
-    A Ctrl+C that wins the fence after the attempt already refused (its summary failed and its cooldown was
-    recorded before the press, and it is only freeing its lease) stopped nothing: the cooldown is the real
-    failure's, which the attempt recorded before the user acted. And a rollback that a newer claim of the same
-    compressor made stale by taking a lease (the stopped worker outlived the grace, the Ctrl+C freed its lease,
-    the next turn compacted) must write nothing (R21, `stale_attempt_writes_no_state`), whichever session the
-    newer claim works on; a claim that sat out without a lease, or finished before any state was written for it,
-    excuses nothing (see CompressorClaims).
-
-    A host timeout before the stop excuses the row from being as found, not the rollback from writing it: the
-    host reported a timeout, so the cooldown is its record's (hermes: a late same-generation rollback is inert),
-    and a rollback that writes the row anyway (before the record lands or after it) puts back whatever the
-    attempt found, e.g. the longer cooldown a /compress had lifted, which then outlives the timeout's backoff.
+    A host timeout before the stop excuses the row from being as found, not the rollback from writing it: the cooldown
+    is the host's record (hermes: a late same-generation rollback is inert), and a rollback that writes the row anyway
+    (before the record lands or after it) puts back whatever the attempt found, e.g. the longer cooldown a /compress
+    had lifted, which then outlives the timeout's backoff. A timeout after the stop excuses nothing: a stop is not a
+    timeout, and must leave no timeout cooldown behind.
     """
 
     name = "hard_cancel_restores_cooldown"
     holder_names_attempt = True
     races = ("R1",)
-    description = (
-        "A hard-cancelled attempt that never began a commit leaves its session's cooldown row exactly as it found it "
-        "(a Ctrl+C that wins the fence only after the attempt refused on its own stops nothing); one its host "
-        "reported timed out leaves the row to the host's timeout record: its rollback writes no row."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -242,11 +217,6 @@ class HardCancelRestoresCooldown(Invariant):
         self._restored: set[AttemptId | None] = set()  # their rollback ran: a later claim excuses nothing
         self._timed_out: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its host's return as a timeout
         self._rewrote: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its rollback's write of the cooldown row
-        self._claims = CompressorClaims()
-
-    @handles(HostStarted)
-    def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        self._claims.started(event.attempt, self.system.agent_of_task(record.task))
 
     @handles(HostReturned)
     def host_returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
@@ -255,19 +225,15 @@ class HardCancelRestoresCooldown(Invariant):
         self._timed_out[event.attempt] = record
         return self._rollback_over_timeout(event.attempt)
 
-    @handles(AttemptClaimed)
-    def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
-        self._claims.claimed(event.attempt, event.generation)
-
     @handles(LeaseAcquired)
-    def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
+    def took_lease(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
         attempt = event.holder.attempt
         self._found[attempt] = (event.session, self.system.store.cooldown_row(event.session), record)
         self._hard.pop(attempt, None)
         self._excused.discard(attempt)
         self._settled.discard(attempt)
         self._restored.discard(attempt)
-        self._claims.took_lease(attempt, record)
+        super().took_lease(event, record)
 
     @handles(CompactionRefused)
     def refused(self, event: CompactionRefused, record: HistoryEvent[CompactionRefused]) -> None:
@@ -298,9 +264,8 @@ class HardCancelRestoresCooldown(Invariant):
             self._excused.add(event.attempt)
 
     @handles(*COOLDOWN_WRITES)
-    def cooldown_written(self, event: CooldownSet | CooldownCleared | CooldownRestored | CompactionStrike | CompactionCommitted,
-                         record: HistoryEvent[Event]) -> Violation | None:
-        self._claims.wrote(event.attempt)
+    def cooldown_written(self, event: CooldownWrite, record: HistoryEvent[Event]) -> Violation | None:
+        self.state_written(event, record)
         # another attempt wrote the row meanwhile: the rollback restores what its attempt read, not this
         self._excused.update(a for a, (session, _, _) in self._found.items() if session == event.session and a != event.attempt)
         if not isinstance(event, CooldownRestored):
@@ -321,12 +286,12 @@ class HardCancelRestoresCooldown(Invariant):
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> Violation | None:
-        self._claims.finished(event.attempt)
+        self.claim_finished(event, record)
         if event.attempt not in self._found:
             return None
         session, before, acquired = self._found.pop(event.attempt)
         self._settled.discard(event.attempt)
-        stale = event.attempt not in self._restored and self._claims.superseding(event.attempt) is not None
+        stale = event.attempt not in self._restored and self.superseding(event.attempt) is not None
         self._restored.discard(event.attempt)
         hard = self._hard.pop(event.attempt, None)
         if hard is None or stale or event.attempt in self._excused or event.status == "error":
@@ -341,9 +306,11 @@ class HardCancelRestoresCooldown(Invariant):
 
 
 class CooldownNeverShortened(Invariant):
+    """Recording a failure cooldown never moves the session's durable deadline earlier; only a clear or a rollback
+    may."""
+
     name = "cooldown_never_shortened"
     races = ("R2",)
-    description = "Recording a failure cooldown never moves the session's durable deadline earlier; only a clear or a rollback may."
 
     # Injected failures around these writes may change the row without their event: forget what was recorded.
     UNSEEN_WRITES = ("clear_cooldown", "restore_cooldown_row")
@@ -377,31 +344,26 @@ class CooldownNeverShortened(Invariant):
 
 
 class NoSummaryInsideCooldown(Invariant):
+    """An attempt starts its summary only while its session's durable failure cooldown is not live: an automatic
+    attempt is held off by it, a forced one clears it first (also when another agent or process recorded it). The one
+    exception is the recovery of a provider-proven context overflow, which bypasses the cooldown (R23).
+
+    The attempt reads the row once, under its lease (step 9), or a forced one clears it there: all it can know. An
+    attempt whose lease was lost meanwhile may still record its split-failure cooldown (#97948) after that; no lease
+    holder is told of it, and nothing is re-read before the summary. So the deadline judged is the row as it stood
+    when the attempt took its lease (none once it cleared it), and only while the row still holds it.
+    """
+
     name = "no_summary_inside_cooldown"
     holder_names_attempt = True
     races = ("R2", "R13")
-    description = (
-        "An attempt starts its summary only while its session's durable failure cooldown is not live: an automatic "
-        "attempt is held off by it, a forced one clears it first (also when another agent or process recorded it). "
-        "The one exception is the recovery of a provider-proven context overflow, which bypasses the cooldown (R23)."
-    )
-    # The attempt reads the row once, under its lease (step 9), or a forced one clears it there: that is all it
-    # can know. An attempt whose lease was lost meanwhile may still record its split-failure cooldown (#97948)
-    # after that point; no lease holder is told of it, and the design re-reads nothing before the summary. So
-    # the deadline judged is the row as it stood when the attempt took its lease (none once it cleared it), and
-    # only while the row still holds it.
+    learns = HOST_STARTS
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._session_of: dict[AttemptId, SessionId] = {}  # attempt -> the session whose lease it took
         self._seen: dict[AttemptId, float | None] = {}  # attempt -> the deadline live when it took the lease
         self._recorded: dict[SessionId, HistoryEvent[Event]] = {}  # session -> its latest cooldown.set
-        self._overflow_recoveries: set[AttemptId] = set()  # attempts the host started to recover an overflow
-
-    @handles(HostStarted)
-    def host_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        if event.mode == "overflow":
-            self._overflow_recoveries.add(event.attempt)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
@@ -422,7 +384,7 @@ class NoSummaryInsideCooldown(Invariant):
 
     @handles(CompactionSummaryStarted)
     def summary_started(self, event: CompactionSummaryStarted, record: HistoryEvent[CompactionSummaryStarted]) -> Violation | None:
-        if event.attempt not in self._session_of or event.attempt in self._overflow_recoveries:
+        if event.attempt not in self._session_of or started_as(self.facts, event.attempt, "overflow"):
             return None
         session = self._session_of[event.attempt]
         stored, seen = self.system.store.cooldown_row(session).until, self._seen.get(event.attempt)
@@ -474,38 +436,34 @@ class _Deadlines:
 
 
 class CooldownBlocksOnlyWhileInForce(Invariant):
+    """An automatic attempt is blocked by a failure cooldown only while the cooldowns the system reported say one is
+    in force: a recorded deadline (a failure's or a host timeout's cooldown.set) not lifted since by a reported clear
+    of the session's row or of the attempt's own compressor; a reported clear really lifts it.
+
+    The converse of no_summary_inside_cooldown, judged from events only (no store read): a model of the durable row
+    (merge-max of cooldown.set, emptied by cooldown.cleared) and of each compressor's local deadline (its own records
+    and clears, and the row a gate of it was blocked by). The gate reads both at some moment between its claim and its
+    block, against the clock at its start, so a block is lawful when a deadline later than the claim was in force at
+    any moment of that window. A rollback (cooldown.restored, attempt.restored) puts back a value captured after the
+    attempt's claim: at most the largest its window saw. A durable write and its event share one step (so do the
+    gate's read and its block); only a store fault around a cooldown write leaves the rows unknown (any deadline
+    lawful) until their next reported clear. A failure's local deadline, though, is set a step before its record: a
+    block the model cannot explain waits for a record by an attempt of the same compressor under way at the block (or
+    for that process's crash, which may swallow the record), and is reported only if none comes.
+    """
+
     name = "cooldown_blocks_only_while_in_force"
     races = ("R2",)
-    description = (
-        "An automatic attempt is blocked by a failure cooldown only while the cooldowns the system reported say "
-        "one is in force: a recorded deadline (a failure's or a host timeout's cooldown.set) not lifted since by a "
-        "reported clear of the session's row or of the attempt's own compressor; a reported clear really lifts it."
-    )
-    # The converse of no_summary_inside_cooldown, judged from events only (no store read): a model of the
-    # durable row (merge-max of cooldown.set, emptied by cooldown.cleared) and of each compressor's local
-    # deadline (its own records and clears, and the row a gate of it was blocked by). The gate reads both at
-    # some moment between its claim and its block, against the clock at its start, so a block is lawful when a
-    # deadline later than the claim was in force at any moment of that window. A rollback (cooldown.restored,
-    # attempt.restored) puts back a value captured after the attempt's claim: at most the largest its window
-    # saw. A durable write and its event share one step (so do the gate's read and its block); only a store
-    # fault around a cooldown write leaves the rows unknown (any deadline lawful) until their next reported
-    # clear. A failure's local deadline, though, is set a step before its record: a block the model cannot
-    # explain waits for a record by an attempt of the same compressor that was under way at the block (or for
-    # that process's crash, which may swallow the record), and is reported only if none comes.
+    learns = HOST_STARTS
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
         self._durable = _Deadlines()  # by session
         self._local = _Deadlines()  # by compressor
-        self._compressor: dict[AttemptId, tuple[str, str | None]] = {}  # attempt -> its incarnation and agent
         self._claimed: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its attempt.claimed
         self._cleared: dict[SessionId, HistoryEvent[Event]] = {}  # session -> its latest reported clear
         # (claim, block and its record) that no reported cooldown explains
         self._unexplained: list[tuple[HistoryEvent[Event], CompactionBlocked, HistoryEvent[Event]]] = []
-
-    @handles(HostStarted)
-    def host_started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
-        self._compressor[event.attempt] = (event.attempt.process, self.system.agent_of_task(record.task))
 
     @handles(AttemptClaimed)
     def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
@@ -514,18 +472,18 @@ class CooldownBlocksOnlyWhileInForce(Invariant):
     @handles(CooldownSet)
     def recorded(self, event: CooldownSet, record: HistoryEvent[CooldownSet]) -> None:
         self._durable.raise_to(event.session, record, event.until_s)
-        self._local.raise_to(self._compressor_of(event.attempt), record, event.until_s)
+        self._local.raise_to(compressor_of(self.facts, event.attempt), record, event.until_s)
         self._explain(event.attempt, event.until_s)
 
     @handles(CooldownPersistFailed)
     def persist_failed(self, event: CooldownPersistFailed, record: HistoryEvent[CooldownPersistFailed]) -> None:
-        self._local.raise_to(self._compressor_of(event.attempt), record, UNKNOWN_DEADLINE)
+        self._local.raise_to(compressor_of(self.facts, event.attempt), record, UNKNOWN_DEADLINE)
         self._explain(event.attempt, UNKNOWN_DEADLINE)
 
     @handles(CooldownCleared)
     def cleared(self, event: CooldownCleared, record: HistoryEvent[CooldownCleared]) -> None:
         self._durable.set(event.session, record, 0.0)
-        self._local.set(self._compressor_of(event.attempt), record, 0.0)
+        self._local.set(compressor_of(self.facts, event.attempt), record, 0.0)
         self._cleared[event.session] = record
 
     @handles(CooldownRestored)
@@ -536,7 +494,7 @@ class CooldownBlocksOnlyWhileInForce(Invariant):
 
     @handles(AttemptRestored)
     def snapshot_restored(self, event: AttemptRestored, record: HistoryEvent[AttemptRestored]) -> None:
-        compressor, claim = self._compressor_of(event.attempt), self._claimed.get(event.attempt)
+        compressor, claim = compressor_of(self.facts, event.attempt), self._claimed.get(event.attempt)
         put_back = UNKNOWN_DEADLINE if claim is None else self._local.max_since(compressor, claim.seq)
         self._local.raise_to(compressor, record, put_back)
 
@@ -548,14 +506,14 @@ class CooldownBlocksOnlyWhileInForce(Invariant):
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         self._unexplained = [(claim, block, blocked) for claim, block, blocked in self._unexplained
-                             if self.system.process_of(self._compressor_of(block.attempt)[0]) != event.process]
+                             if self.system.process_of(block.attempt.process) != event.process]
 
     @handles(CompactionBlocked)
     def blocked(self, event: CompactionBlocked, record: HistoryEvent[CompactionBlocked]) -> None:
         claim = self._claimed.get(event.attempt)
         if event.reason != "cooldown" or claim is None:
             return
-        compressor = self._compressor_of(event.attempt)
+        compressor = compressor_of(self.facts, event.attempt)
         durable = self._durable.max_since(event.session, claim.seq)
         local = self._local.max_since(compressor, claim.seq)
         self._local.raise_to(compressor, record, durable)  # the gate keeps the row's deadline locally
@@ -574,30 +532,21 @@ class CooldownBlocksOnlyWhileInForce(Invariant):
 
     def _explain(self, writer: AttemptId, until_s: float) -> None:
         """`writer`'s record explains its compressor's blocks that came while it was under way (claimed before)."""
-        claimed, compressor = self._claimed.get(writer), self._compressor_of(writer)
+        claimed, compressor = self._claimed.get(writer), compressor_of(self.facts, writer)
         self._unexplained = [
             (claim, block, blocked) for claim, block, blocked in self._unexplained
-            if not (self._compressor_of(block.attempt) == compressor and until_s > claim.time - 1e-9
+            if not (compressor_of(self.facts, block.attempt) == compressor and until_s > claim.time - 1e-9
                     and (claimed is None or claimed.seq < blocked.seq))
         ]
 
-    def _compressor_of(self, attempt: AttemptId) -> tuple[str, str | None]:
-        """Whose local deadline an attempt set and obeys (an attempt no host started: its process's)."""
-        return self._compressor.get(attempt, (attempt.process, None))
-
-
-# How a host stops an attempt: from then on the attempt's cancelled-check rightly answers "cancelled".
-STOPPED = (FenceCancelWon, FenceRevoked, HostTimeout, HostUnwind)
-
 
 class CurrentAttemptOwnsCompressor(Invariant):
+    """Only the compressor's current working attempt has its candidate admitted to commit, and that attempt, while not
+    stopped, is never refused its own success-path cooldown clear (no other attempt removed its cancelled-check)."""
+
     name = "current_attempt_owns_compressor"
     races = ("R21",)
-    learns = CRASHES
-    description = (
-        "Only the compressor's current working attempt has its candidate admitted to commit, and that attempt, "
-        "while not stopped, is never refused its own success-path cooldown clear (no other attempt removed its cancelled-check)."
-    )
+    learns = CRASHES + HOST_GAVE_UP
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -605,7 +554,6 @@ class CurrentAttemptOwnsCompressor(Invariant):
         self._generation: AttemptTable[AttemptId, int] = AttemptTable()  # attempt -> its claimed generation
         # incarnation -> the newest generation that started its summary
         self._working: ProcessTable[tuple[int, HistoryEvent[CompactionSummaryStarted]]] = ProcessTable()
-        self._stopped: AttemptSet = AttemptSet()
 
     @handles(AttemptClaimed)
     def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
@@ -616,11 +564,6 @@ class CurrentAttemptOwnsCompressor(Invariant):
         process = event.attempt.process
         if event.generation > self._working.get(process, (0, record))[0]:
             self._working[process] = (event.generation, record)
-
-    @handles(*STOPPED)
-    def stopped(self, event: FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind,
-            record: HistoryEvent[FenceCancelWon | FenceRevoked | HostTimeout | HostUnwind]) -> None:
-        self._stopped.add(event.attempt)
 
     @handles(FenceBeginOk)
     def admitted(self, event: FenceBeginOk, record: HistoryEvent[FenceBeginOk]) -> Violation | None:
@@ -636,7 +579,8 @@ class CurrentAttemptOwnsCompressor(Invariant):
     @handles(CooldownClearSkipped)
     def clear_skipped(self, event: CooldownClearSkipped, record: HistoryEvent[CooldownClearSkipped]) -> Violation | None:
         attempt = event.attempt
-        if attempt in self._stopped or attempt not in self._generation:
+        stopped = self.facts.attempt(attempt).given_up is not None  # its cancelled-check then rightly says "cancelled"
+        if stopped or attempt not in self._generation:
             return None
         if self._newer_working(attempt) is None and self._single_agent(attempt):
             return self.violation(
@@ -664,19 +608,18 @@ class CurrentAttemptOwnsCompressor(Invariant):
 
 
 class BreakerBlocksOnlyWhenLatched(Invariant):
-    """The breaker is the session's persisted ineffective count, so a refusal as "ineffective" is judged on the
-    store, not on what the gate says of itself: the count must have reached the threshold at some moment from the
-    attempt's start to its refusal. That is known from the store read at both ends and from the strikes reported
-    between; a rollback's restore, or a store fault around a strike or a restore, may have moved the count unseen.
-    A breaker that latches with no strike stops automatic compaction for good, and the transcript only grows."""
+    """An automatic attempt is refused as ineffective (at its gate or under its lease) only when its session's persisted
+    ineffective count reached breaker_threshold at some moment since its host started it.
+
+    The breaker is that persisted count, so the refusal is judged on the store, not on what the gate says of itself:
+    the count is read at both ends, the strikes reported between are seen, and a rollback's restore, or a store fault
+    around a strike or a restore, may have moved it unseen. A breaker that latches with no strike stops automatic
+    compaction for good, and the transcript only grows.
+    """
 
     name = "breaker_blocks_only_when_latched"
     settings = frozenset({'breaker_threshold'})
     races = ("R13",)
-    description = (
-        "An automatic attempt is refused as ineffective (at its gate or under its lease) only when its session's "
-        "persisted ineffective count reached breaker_threshold at some moment since its host started it."
-    )
 
     UNSEEN_WRITES = ("bump_ineffective", "restore_cooldown_row")
 
@@ -723,11 +666,13 @@ class BreakerBlocksOnlyWhenLatched(Invariant):
 
 
 class CommitBelowThresholdClearsStrikes(Invariant):
+    """A commit that ends below the threshold, by an attempt whose lease came after the session's last strike, leaves
+    the ineffective count at 0."""
+
     name = "commit_below_threshold_clears_strikes"
     settings = frozenset({'threshold_tokens'})
     holder_names_attempt = True
     races = ("R13",)
-    description = "A commit that ends below the threshold, by an attempt whose lease came after the session's last strike, leaves the ineffective count at 0."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -771,22 +716,18 @@ class CommitBelowThresholdClearsStrikes(Invariant):
 
 
 class OldMessagesGetSummarized(Invariant):
-    """An attempt that reached its input has something to summarize once that input holds more than the
-    `keep_recent` messages kept verbatim; it may stop short of a summary only because it was cancelled.
+    """An attempt whose input holds more durable rows than keep_recent dispatches a summary before it commits or
+    refuses, unless it was cancelled first (`hard_cancelled`, `fence_cancelled`).
 
-    The input's durable rows (`compaction.input`) are a lower bound on the messages it works from (its own
-    unsaved messages have no row yet), so "more rows than keep_recent" proves there were old messages. A
-    refusal as `no_progress` (nothing changed) or a commit with no summary dispatched then says compaction
-    silently did nothing.
+    The input's durable rows (`compaction.input`) are a lower bound on the messages it works from (its own unsaved
+    messages have no row yet), so more rows than the `keep_recent` kept verbatim prove there were old messages to
+    summarize. A refusal as `no_progress` (nothing changed) or a commit with no summary dispatched then says
+    compaction silently did nothing.
     """
 
     name = "old_messages_get_summarized"
     settings = frozenset({'keep_recent'})
     races = ("R13",)
-    description = (
-        "An attempt whose input holds more durable rows than keep_recent dispatches a summary before it commits or "
-        "refuses, unless it was cancelled first (`hard_cancelled`, `fence_cancelled`)."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)

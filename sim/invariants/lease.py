@@ -29,7 +29,6 @@ from contract.events import (
 )
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
-from contract.store import StoreView
 from sim.invariants.facts import CRASHES, AttemptTable, job_attempt
 from sim.invariants.invariant import Invariant, SystemView, Violation, handles
 
@@ -38,10 +37,11 @@ RELEASE_POINT = "db.release_lease"  # the store call that frees a lease
 
 
 class LeaseMutualExclusion(Invariant):
+    """At most one live holder per session lease; a release only ever frees the releaser's own row."""
+
     name = "lease_mutual_exclusion"
     settings = frozenset({'lease_ttl_s'})
     races = ("R3", "R19", "R25")
-    description = "At most one live holder per session lease; a release only ever frees the releaser's own row."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -55,9 +55,11 @@ class LeaseMutualExclusion(Invariant):
     @handles(LeaseAcquireFailed)
     def acquire_failed(self, event: LeaseAcquireFailed, record: HistoryEvent[LeaseAcquireFailed]) -> Violation | None:
         """An acquire that raised is indeterminate: a failure after its COMMIT leaves the row taken (over a dead or
-        expired holder's, too), though the attempt takes itself for the loser. The store tells: a row naming the
-        holder is the one its transaction wrote, so the holder owns it, and its sit-out release frees its own row."""
-        if acquire_took_effect(self.system.store, event):
+        expired holder's, too), though the attempt takes itself for the loser. The store tells: holder ids are unique
+        per attempt, so a row naming the holder is the one its transaction wrote; the holder owns it, and its sit-out
+        release frees its own row."""
+        row = self.system.store.lease_row(event.session)
+        if row is not None and row.holder == event.holder:
             return self._took(event.session, event.holder, record)
         return None
 
@@ -90,7 +92,8 @@ class LeaseMutualExclusion(Invariant):
     def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent[LeaseReleaseFailed]) -> None:
         """A release that raised is indeterminate: its transaction may have committed before the error (a failure
         after the commit). The store tells: if the row no longer names the holder, the release took effect."""
-        if release_took_effect(self.system.store, event):
+        row = self.system.store.lease_row(event.session)
+        if row is None or row.holder != event.holder:
             self._holders.setdefault(event.session, {}).pop(event.holder, None)
             if self._row_owner.get(event.session) == event.holder:
                 del self._row_owner[event.session]
@@ -111,24 +114,11 @@ class LeaseMutualExclusion(Invariant):
         return None
 
 
-def acquire_took_effect(store: StoreView, event: LeaseAcquireFailed) -> bool:
-    """Whether an acquire that raised took the row anyway: holder ids are unique per attempt, so a row naming the
-    holder can only be the one its own transaction wrote before the error."""
-    row = store.lease_row(event.session)
-    return row is not None and row.holder == event.holder
-
-
-def release_took_effect(store: StoreView, event: LeaseReleaseFailed) -> bool:
-    """Whether a release that raised freed the holder's row anyway: a failure after its COMMIT leaves the row
-    gone (or another holder's), which the store shows though the releasing code could not know it."""
-    row = store.lease_row(event.session)
-    return row is None or row.holder != event.holder
-
-
 class AppendsNeverRefusedByLease(Invariant):
+    """No append is ever refused because a compression lease is held."""
+
     name = "appends_never_refused_by_lease"
     races = ("R1", "R14")
-    description = "No append is ever refused because a compression lease is held."
 
     @handles(AppendFailed)
     def append_failed(self, event: AppendFailed, record: HistoryEvent[AppendFailed]) -> Violation | None:
@@ -138,11 +128,12 @@ class AppendsNeverRefusedByLease(Invariant):
 
 
 class LeaseReleasedWithinTtl(Invariant):
+    """Once its attempt has ended, a lease is never refreshed again, and is released or lapses within one TTL."""
+
     name = "lease_released_within_ttl"
     settings = frozenset({'lease_ttl_s'})
     holder_names_attempt = True
     races = ("R1", "R25")
-    description = "Once its attempt has ended, a lease is never refreshed again, and is released or lapses within one TTL."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -174,20 +165,18 @@ class LeaseReleasedWithinTtl(Invariant):
 
 
 class FailedReleaseRetried(Invariant):
-    """A release whose transaction failed (a busy or failing store) is excused by the lease checks: the row may
-    lapse within one TTL, no code can free it sooner than the store allows. But the attempt can try again, and it
-    owes that: a failed hook release (a Ctrl+C's, a timed-out host's) made while its worker still runs is due again
-    at the worker's exit, which releases its lease on every path. A reference that forgot the failed release (took
-    the lease for released) left the row blocking every other attempt on the session for a whole TTL, and every
-    check excused it as the failure it began with."""
+    """A lease release that failed while its attempt's worker still ran (a Ctrl+C's or a timed-out host's) is tried
+    again by the time that worker exits: a failed release is excused, a forgotten one is not.
+
+    The lease checks excuse the row a failed release leaves (no code frees it sooner than the store allows), but the
+    attempt owes another try: its worker's exit releases its lease on every path. A reference that forgot the failed
+    release (took the lease for released) left the row blocking every other attempt on the session for a whole TTL,
+    and every check excused it as the failure it began with.
+    """
 
     name = "failed_release_retried"
     races = ("R3", "R25")
     learns = CRASHES
-    description = (
-        "A lease release that failed while its attempt's worker still ran (a Ctrl+C's or a timed-out host's) is "
-        "tried again by the time that worker exits: a failed release is excused, a forgotten one is not."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -215,11 +204,12 @@ class FailedReleaseRetried(Invariant):
 
 
 class DeadHolderReclaimable(Invariant):
+    """A lease whose holder's process is provably dead never makes another attempt sit out."""
+
     name = "dead_holder_reclaimable"
     holder_names_attempt = True
     races = ("R24",)
     learns = CRASHES
-    description = "A lease whose holder's process is provably dead never makes another attempt sit out."
 
     @handles(LeaseContended)
     def contended(self, event: LeaseContended, record: HistoryEvent[LeaseContended]) -> Violation | None:
@@ -231,11 +221,12 @@ class DeadHolderReclaimable(Invariant):
 
 
 class CancelledAttemptNeverAcquires(Invariant):
+    """An attempt whose fence a cancel has already won never takes the lease."""
+
     name = "cancelled_attempt_never_acquires"
     holder_names_attempt = True
     races = ("R3",)
     learns = CRASHES
-    description = "An attempt whose fence a cancel has already won never takes the lease."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -254,10 +245,12 @@ class CancelledAttemptNeverAcquires(Invariant):
 
 
 class RefresherToleratesBlips(Invariant):
+    """A lease refresher gives up only after its whole failure budget (ttl/interval) of consecutive missed refreshes,
+    never on a blip."""
+
     name = "refresher_tolerates_blips"
     settings = frozenset({'refresh_failure_budget'})
     races = ("R25",)
-    description = "A lease refresher gives up only after its whole failure budget (ttl/interval) of consecutive missed refreshes, never on a blip."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -286,9 +279,11 @@ class RefresherToleratesBlips(Invariant):
 
 
 class RefreshExtendsOwnRow(Invariant):
+    """A lease refresh only ever extends the refresher's own row: it never re-creates a released row or takes over
+    another holder's."""
+
     name = "refresh_extends_own_row"
     races = ("R3", "R25")
-    description = "A lease refresh only ever extends the refresher's own row: it never re-creates a released row or takes over another holder's."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -314,49 +309,43 @@ class RefreshExtendsOwnRow(Invariant):
 
 
 class CommitHoldsLease(Invariant):
+    """A commit transaction lands only while its attempt holds an unexpired lease on the session it commits."""
+
     name = "commit_holds_lease"
     holder_names_attempt = True
     races = ("R25",)
-    description = "A commit transaction lands only while its attempt holds an unexpired lease on the session it commits."
 
-    @handles(CommitArchived)
-    def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> Violation | None:
-        return self._check(event.session, event.attempt, record)
-
-    @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> Violation | None:
-        return self._check(event.parent, event.attempt, record)
-
-    def _check(self, session: SessionId, attempt: AttemptId, record: HistoryEvent[Event]) -> Violation | None:
+    @handles(CommitArchived, CommitPublished)
+    def committed(self, event: CommitArchived | CommitPublished, record: HistoryEvent[Event]) -> Violation | None:
+        session = event.session if isinstance(event, CommitArchived) else event.parent  # a rotation holds its parent's lease
         row = self.system.store.lease_row(session)
-        if row is None or HolderId(row.holder).attempt != attempt or row.expires_at <= record.time:
+        if row is None or HolderId(row.holder).attempt != event.attempt or row.expires_at <= record.time:
             held = "no lease row" if row is None else f"the lease row of {row.holder}, expiring at {row.expires_at:g}s"
-            return self.violation(f"attempt {attempt} committed ({record.kind}) on {session} while it found {held}", record)
+            return self.violation(f"attempt {event.attempt} committed ({record.kind}) on {session} while it found {held}", record)
         return None
 
 
 class RetryNeverOverlapsLiveWorker(Invariant):
-    """A Ctrl+C that won the fence while the host still waited is the user's stop, and R1 frees the stopped
-    worker's lease by its grace's end (hard_cancel_frees_lease), before the ceiling timeout or after it: the ceiling
-    path keeps a live worker's lease from a retry, not from the user's stop. A retry taking the lease of a worker
-    nobody stopped, while it runs, is the overlap this invariant is for.
+    """After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still runs
+    and its lease has neither been released by the worker itself nor lapsed (its refresher gave up, or a TTL passed
+    since its last renewal: a suspended process), unless a Ctrl+C stopped the attempt while its host still waited on it
+    (its lease is then the Ctrl+C's to free).
+
+    A Ctrl+C that won the fence while the host still waited is the user's stop, and R1 frees the stopped worker's
+    lease by its grace's end (hard_cancel_frees_lease), before the ceiling timeout or after it: the ceiling path keeps
+    a live worker's lease from a retry, not from the user's stop.
 
     A worker that released its lease from its own task has left its work under the lease (it returns, refused or
     done, right after): a retry taking the freed lease in the instant before its CompactionFinished overlaps
     nothing. A release from any other task (the host's hook at the ceiling) frees the lease of a worker still
-    running, and is the overlap R25 forbids."""
+    running, and is the overlap R25 forbids.
+    """
 
     name = "retry_never_overlaps_live_worker"
     settings = frozenset({'lease_ttl_s'})
     holder_names_attempt = True
     races = ("R25",)
     learns = CRASHES
-    description = (
-        "After a total-ceiling timeout, no other attempt takes the session's lease while the timed-out worker still "
-        "runs and its lease has neither been released by the worker itself nor lapsed (its refresher gave up, or a "
-        "TTL passed since its last renewal: a suspended process), unless a Ctrl+C stopped the attempt while its host "
-        "still waited on it (its lease is then the Ctrl+C's to free)."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -387,8 +376,6 @@ class RetryNeverOverlapsLiveWorker(Invariant):
 
     @handles(FenceCancelWon)
     def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> None:
-        """A Ctrl+C that won the fence while the host still waited must free the lease by its grace's end
-        (hard_cancel_frees_lease), before or after a ceiling timeout: the live worker no longer keeps it."""
         if event.hard and event.attempt not in self._host_returned:
             self._hard_stopped.add(event.attempt)
             self._live.pop(event.attempt, None)
@@ -399,7 +386,6 @@ class RetryNeverOverlapsLiveWorker(Invariant):
 
     @handles(LeaseReleased)
     def released(self, event: LeaseReleased, record: HistoryEvent[LeaseReleased]) -> None:
-        """Only the worker's own release ends its hold: it runs as the worker leaves its work under the lease."""
         attempt = event.holder.attempt
         if attempt is not None and job_attempt(record.task) == attempt:
             self._live.pop(attempt, None)
@@ -422,10 +408,11 @@ class RetryNeverOverlapsLiveWorker(Invariant):
 
 
 class SummaryStartsUnderLease(Invariant):
+    """An attempt starts its summary only while it holds the session's lease (acquired and not yet released)."""
+
     name = "summary_starts_under_lease"
     holder_names_attempt = True
     races = ("R3", "R19")
-    description = "An attempt starts its summary only while it holds the session's lease (acquired and not yet released)."
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -447,36 +434,28 @@ class SummaryStartsUnderLease(Invariant):
 
 
 class AbandonedAttemptFreesLease(Invariant):
-    """A worker that outlives its host's timeout under the lease leaves the lease to the host, which frees it only
-    after recording the timeout (late-worker-leaves-lease-to-host, timeout-recorded-before-release): until that
-    host returns, a sit-out behind the finished attempt's row is the design keeping the stalled route closed, and
-    a store slow to take the host's record or release cannot be helped by anyone. Such an attempt holds nothing
-    once its host has returned; any other attempt, once it has finished.
+    """No attempt sits out behind the lease of an attempt that has finished (and whose timed-out host, which frees the
+    lease it was left, has returned), or whose host has returned from an idle timeout on it, unless releasing that lease
+    failed (only the total ceiling keeps a live worker's lease); nor behind the lease of an attempt whose unwinding host
+    revoked it with no commit or setup holding the fence lock, unless that host frees it (the store may be slow to).
 
-    A host that unwinds (its turn cancelled or failed, its process stopping) abandons its attempt too: its revoke
-    frees the lease at once when no commit or lease setup holds the fence lock (revoke-on-host-unwind), since the
-    worker may stay in a provider call long after. A sit-out behind that row after the revoke is judged when the
-    row goes: freed by the unwinding host itself (a store slow to take that release) or in the revoke's own
-    moment (a lock just handed to the worker or a Ctrl+C, whose step frees it), the wait was the store's; so it
-    was when the host's release was held up in the store (a stall there) and the worker freed the row first.
-    Freed later by anyone else otherwise (the worker refused at its commit, or leaving), it was the lease
-    outliving its attempt.
+    A worker that outlives its host's timeout leaves the lease to the host, which frees it only after recording the
+    timeout (late-worker-leaves-lease-to-host, timeout-recorded-before-release): until that host returns, a sit-out
+    behind the finished attempt's row is the design keeping the stalled route closed.
 
-    A worker's own release held up in the store is such a wait too: a lease setup whose acquire raised after its
-    COMMIT frees the half-taken row itself (its host was never handed a release hook), and a host that times out
-    while the store holds that release has nothing left to free."""
+    An unwinding host's revoke frees the lease at once when no commit or lease setup holds the fence lock
+    (revoke-on-host-unwind), since the worker may stay in a provider call long after. A sit-out behind that row is
+    judged when the row goes: freed by the unwinding host itself, in the revoke's own moment (a lock just handed to
+    the worker or a Ctrl+C, whose step frees it), or by the worker while the host's release was held up in the store,
+    the wait was the store's; freed later by anyone else, it was the lease outliving its attempt. A worker's own
+    release held up in the store is such a wait too (a lease setup whose acquire raised after its COMMIT frees the
+    half-taken row itself: its host was never handed a release hook).
+    """
 
     name = "abandoned_attempt_frees_lease"
     holder_names_attempt = True
     races = ("R1", "R3", "R25")
     learns = CRASHES
-    description = (
-        "No attempt sits out behind the lease of an attempt that has finished (and whose timed-out host, which frees "
-        "the lease it was left, has returned), or whose host has returned from an idle timeout on it, unless "
-        "releasing that lease failed (only the total ceiling keeps a live worker's lease); nor behind the lease of an "
-        "attempt whose unwinding host revoked it with no commit or setup holding the fence lock, unless that host "
-        "frees it (the store may be slow to)."
-    )
 
     def __init__(self, system: SystemView) -> None:
         super().__init__(system)
@@ -545,8 +524,8 @@ class AbandonedAttemptFreesLease(Invariant):
         attempt = event.holder.attempt
         if attempt is not None and job_attempt(record.task) == attempt:
             self._releasing.pop(attempt, None)
-        if event.holder.attempt is not None and self._set_up.get(event.holder.attempt) == event.holder:
-            del self._set_up[event.holder.attempt]
+        if attempt is not None and self._set_up.get(attempt) == event.holder:
+            del self._set_up[attempt]
         revoke = self._revoked.pop(event.holder, None)
         sat_out = self._sat_out.pop(event.holder, None)
         held_up = event.holder in self._release_held_up
