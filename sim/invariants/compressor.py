@@ -36,7 +36,7 @@ from contract.history import HistoryEvent
 from contract.ids import AttemptId, SessionId
 from contract.store import CooldownRow
 from sim.invariants.facts import CRASHES, HOST_GAVE_UP, AttemptTable, ProcessTable, RunFacts
-from sim.invariants.invariant import Invariant, SystemView, Violation, handles
+from sim.invariants.invariant import Invariant, SystemView, Violation, handles, per_run
 
 # Events by which an attempt writes a session's cooldown row (or its breaker counters).
 COOLDOWN_WRITES = (CooldownSet, CooldownCleared, CooldownRestored, CompactionStrike, CompactionCommitted)
@@ -74,12 +74,10 @@ class JudgesClaims(Invariant):
 
     learns = HOST_STARTS
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._generation: dict[AttemptId, int] = {}  # attempt -> its claimed generation
-        self._lease_takers: dict[tuple[str, str | None], list[tuple[AttemptId, HistoryEvent[Event]]]] = {}  # compressor -> attempts that took the lease
-        self._finished: set[AttemptId] = set()  # attempts that finished
-        self._wrote: set[AttemptId] = set()  # attempts some compressor state was written for
+    _generation: dict[AttemptId, int] = per_run(dict)  # attempt -> its claimed generation
+    _lease_takers: dict[tuple[str, str | None], list[tuple[AttemptId, HistoryEvent[Event]]]] = per_run(dict)  # compressor -> attempts that took the lease
+    _finished: set[AttemptId] = per_run(set)  # attempts that finished
+    _wrote: set[AttemptId] = per_run(set)  # attempts some compressor state was written for
 
     @handles(AttemptClaimed)
     def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
@@ -124,9 +122,7 @@ class StaleAttemptWritesNoState(JudgesClaims):
     holder_names_attempt = True
     races = ("R2", "R21")
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._given_up: dict[AttemptId, HistoryEvent[Event]] = {}
+    _given_up: dict[AttemptId, HistoryEvent[Event]] = per_run(dict)
 
     @handles(FenceCancelWon, HostTimeout)
     def given_up(self, event: FenceCancelWon | HostTimeout, record: HistoryEvent[FenceCancelWon | HostTimeout]) -> None:
@@ -163,9 +159,7 @@ class WouldGrowLatchesBreaker(Invariant):
     races = ("R13",)
     learns = HOST_STARTS
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._streak: dict[SessionId, list[HistoryEvent[Event]]] = {}
+    _streak: dict[SessionId, list[HistoryEvent[Event]]] = per_run(dict)
 
     @handles(CompactionCommitted)
     def committed(self, event: CompactionCommitted, record: HistoryEvent[CompactionCommitted]) -> Violation | None:
@@ -208,15 +202,13 @@ class HardCancelRestoresCooldown(JudgesClaims):
     holder_names_attempt = True
     races = ("R1",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._found: dict[AttemptId | None, tuple[SessionId, CooldownRow, HistoryEvent[Event]]] = {}
-        self._hard: dict[AttemptId | None, HistoryEvent[Event]] = {}
-        self._excused: set[AttemptId | None] = set()
-        self._settled: set[AttemptId | None] = set()  # refused before any stop reached them
-        self._restored: set[AttemptId | None] = set()  # their rollback ran: a later claim excuses nothing
-        self._timed_out: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its host's return as a timeout
-        self._rewrote: dict[AttemptId, HistoryEvent[Event]] = {}  # attempt -> its rollback's write of the cooldown row
+    _found: dict[AttemptId | None, tuple[SessionId, CooldownRow, HistoryEvent[Event]]] = per_run(dict)
+    _hard: dict[AttemptId | None, HistoryEvent[Event]] = per_run(dict)
+    _excused: set[AttemptId | None] = per_run(set)
+    _settled: set[AttemptId | None] = per_run(set)  # refused before any stop reached them
+    _restored: set[AttemptId | None] = per_run(set)  # their rollback ran: a later claim excuses nothing
+    _timed_out: dict[AttemptId, HistoryEvent[Event]] = per_run(dict)  # attempt -> its host's return as a timeout
+    _rewrote: dict[AttemptId, HistoryEvent[Event]] = per_run(dict)  # attempt -> its rollback's write of the cooldown row
 
     @handles(HostReturned)
     def host_returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
@@ -315,9 +307,7 @@ class CooldownNeverShortened(Invariant):
     # Injected failures around these writes may change the row without their event: forget what was recorded.
     UNSEEN_WRITES = ("clear_cooldown", "restore_cooldown_row")
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._deadline: dict[SessionId, tuple[float, HistoryEvent[Event]]] = {}
+    _deadline: dict[SessionId, tuple[float, HistoryEvent[Event]]] = per_run(dict)
 
     @handles(CooldownCleared, CooldownRestored)
     def lifted(self, event: CooldownCleared | CooldownRestored, record: HistoryEvent[CooldownCleared | CooldownRestored]) -> None:
@@ -359,11 +349,9 @@ class NoSummaryInsideCooldown(Invariant):
     races = ("R2", "R13")
     learns = HOST_STARTS
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._session_of: dict[AttemptId, SessionId] = {}  # attempt -> the session whose lease it took
-        self._seen: dict[AttemptId, float | None] = {}  # attempt -> the deadline live when it took the lease
-        self._recorded: dict[SessionId, HistoryEvent[Event]] = {}  # session -> its latest cooldown.set
+    _session_of: dict[AttemptId, SessionId] = per_run(dict)  # attempt -> the session whose lease it took
+    _seen: dict[AttemptId, float | None] = per_run(dict)  # attempt -> the deadline live when it took the lease
+    _recorded: dict[SessionId, HistoryEvent[Event]] = per_run(dict)  # session -> its latest cooldown.set
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
@@ -548,12 +536,8 @@ class CurrentAttemptOwnsCompressor(Invariant):
     races = ("R21",)
     learns = CRASHES + HOST_GAVE_UP
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        # a restarted process has a new compressor and numbers its attempts from 1 again
-        self._generation: AttemptTable[AttemptId, int] = AttemptTable()  # attempt -> its claimed generation
-        # incarnation -> the newest generation that started its summary
-        self._working: ProcessTable[tuple[int, HistoryEvent[CompactionSummaryStarted]]] = ProcessTable()
+    _generation: AttemptTable[AttemptId, int] = per_run(AttemptTable)  # attempt -> its claimed generation
+    _working: ProcessTable[tuple[int, HistoryEvent[CompactionSummaryStarted]]] = per_run(ProcessTable)
 
     @handles(AttemptClaimed)
     def claimed(self, event: AttemptClaimed, record: HistoryEvent[AttemptClaimed]) -> None:
@@ -674,12 +658,10 @@ class CommitBelowThresholdClearsStrikes(Invariant):
     holder_names_attempt = True
     races = ("R13",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._acquired: dict[AttemptId | None, HistoryEvent[Event]] = {}  # attempt -> its lease.acquired
-        self._last_strike: dict[SessionId, HistoryEvent[Event]] = {}  # session -> its latest strike
-        self._last_restore: dict[SessionId, HistoryEvent[Event]] = {}  # session -> its latest cooldown-row restore
-        self._reset_failed: set[AttemptId] = set()
+    _acquired: dict[AttemptId | None, HistoryEvent[Event]] = per_run(dict)  # attempt -> its lease.acquired
+    _last_strike: dict[SessionId, HistoryEvent[Event]] = per_run(dict)  # session -> its latest strike
+    _last_restore: dict[SessionId, HistoryEvent[Event]] = per_run(dict)  # session -> its latest cooldown-row restore
+    _reset_failed: set[AttemptId] = per_run(set)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
@@ -729,10 +711,7 @@ class OldMessagesGetSummarized(Invariant):
     settings = frozenset({'keep_recent'})
     races = ("R13",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        # attempt -> its input of old messages (and its record), no summary yet
-        self._unsummarized: dict[AttemptId, tuple[CompactionInput, HistoryEvent[Event]]] = {}
+    _unsummarized: dict[AttemptId, tuple[CompactionInput, HistoryEvent[Event]]] = per_run(dict)
 
     @handles(CompactionInput)
     def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:

@@ -30,7 +30,7 @@ from contract.events import (
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from sim.invariants.facts import CRASHES, AttemptTable, job_attempt
-from sim.invariants.invariant import Invariant, SystemView, Violation, handles
+from sim.invariants.invariant import Invariant, Violation, handles, per_run
 
 LEASE_REFUSALS = ("Lease", "Busy", "InProgress")
 RELEASE_POINT = "db.release_lease"  # the store call that frees a lease
@@ -43,10 +43,8 @@ class LeaseMutualExclusion(Invariant):
     settings = frozenset({'lease_ttl_s'})
     races = ("R3", "R19", "R25")
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._holders: dict[SessionId, dict[HolderId, tuple[float, HistoryEvent[Event]]]] = {}
-        self._row_owner: dict[SessionId, HolderId] = {}
+    _holders: dict[SessionId, dict[HolderId, tuple[float, HistoryEvent[Event]]]] = per_run(dict)
+    _row_owner: dict[SessionId, HolderId] = per_run(dict)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> Violation | None:
@@ -135,9 +133,7 @@ class LeaseReleasedWithinTtl(Invariant):
     holder_names_attempt = True
     races = ("R1", "R25")
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._ended: dict[AttemptId, HistoryEvent[Event]] = {}
+    _ended: dict[AttemptId, HistoryEvent[Event]] = per_run(dict)
 
     @handles(CompactionFinished)
     def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> None:
@@ -178,9 +174,7 @@ class FailedReleaseRetried(Invariant):
     races = ("R3", "R25")
     learns = CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._failed: AttemptTable[AttemptId, HistoryEvent[LeaseReleaseFailed]] = AttemptTable()  # attempt -> its lease's failed release, not yet retried
+    _failed: AttemptTable[AttemptId, HistoryEvent[LeaseReleaseFailed]] = per_run(AttemptTable)  # attempt -> its lease's failed release, not yet retried
 
     @handles(LeaseReleaseFailed)
     def release_failed(self, event: LeaseReleaseFailed, record: HistoryEvent[LeaseReleaseFailed]) -> None:
@@ -228,9 +222,7 @@ class CancelledAttemptNeverAcquires(Invariant):
     races = ("R3",)
     learns = CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._cancelled: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()
+    _cancelled: AttemptTable[AttemptId, HistoryEvent[Event]] = per_run(AttemptTable)
 
     @handles(FenceCancelWon)
     def cancel_won(self, event: FenceCancelWon, record: HistoryEvent[FenceCancelWon]) -> None:
@@ -252,11 +244,7 @@ class RefresherToleratesBlips(Invariant):
     settings = frozenset({'refresh_failure_budget'})
     races = ("R25",)
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        # holder -> the refreshes it missed since its last one that landed, counted here from the history (the
-        # refresher's own count is what is on trial)
-        self._missed: dict[HolderId, list[HistoryEvent[Event]]] = {}
+    _missed: dict[HolderId, list[HistoryEvent[Event]]] = per_run(dict)
 
     @handles(LeaseRefreshFailed)
     def refresh_failed(self, event: LeaseRefreshFailed, record: HistoryEvent[LeaseRefreshFailed]) -> None:
@@ -285,9 +273,7 @@ class RefreshExtendsOwnRow(Invariant):
     name = "refresh_extends_own_row"
     races = ("R3", "R25")
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._owner: dict[SessionId, HistoryEvent[LeaseAcquired]] = {}  # session -> the lease.acquired that gave the row its current owner
+    _owner: dict[SessionId, HistoryEvent[LeaseAcquired]] = per_run(dict)  # session -> the lease.acquired that gave the row its current owner
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
@@ -347,13 +333,11 @@ class RetryNeverOverlapsLiveWorker(Invariant):
     races = ("R25",)
     learns = CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._session_of: dict[AttemptId | None, SessionId] = {}  # attempt -> the session whose lease it took
-        self._live: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # attempt -> its ceiling timeout, until its worker has finished
-        self._renewed: dict[AttemptId | None, float] = {}  # attempt -> when it last acquired or refreshed its lease
-        self._hard_stopped: set[AttemptId] = set()  # attempts whose fence a Ctrl+C's hard cancel won
-        self._host_returned: set[AttemptId] = set()  # attempts whose host has returned: a Ctrl+C no longer stops them
+    _session_of: dict[AttemptId | None, SessionId] = per_run(dict)  # attempt -> the session whose lease it took
+    _live: AttemptTable[AttemptId, HistoryEvent[Event]] = per_run(AttemptTable)  # attempt -> its ceiling timeout, until its worker has finished
+    _renewed: dict[AttemptId | None, float] = per_run(dict)  # attempt -> when it last acquired or refreshed its lease
+    _hard_stopped: set[AttemptId] = per_run(set)  # attempts whose fence a Ctrl+C's hard cancel won
+    _host_returned: set[AttemptId] = per_run(set)  # attempts whose host has returned: a Ctrl+C no longer stops them
 
     @handles(LeaseRefreshed)
     def refreshed(self, event: LeaseRefreshed, record: HistoryEvent[LeaseRefreshed]) -> None:
@@ -414,9 +398,7 @@ class SummaryStartsUnderLease(Invariant):
     holder_names_attempt = True
     races = ("R3", "R19")
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._holding: set[AttemptId | None] = set()
+    _holding: set[AttemptId | None] = per_run(set)
 
     @handles(LeaseAcquired)
     def acquired(self, event: LeaseAcquired, record: HistoryEvent[LeaseAcquired]) -> None:
@@ -457,19 +439,17 @@ class AbandonedAttemptFreesLease(Invariant):
     races = ("R1", "R3", "R25")
     learns = CRASHES
 
-    def __init__(self, system: SystemView) -> None:
-        super().__init__(system)
-        self._idle_timeouts: set[AttemptId] = set()
-        self._host_timed_out: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # attempt -> its host's timeout, until the host returns
-        self._finished: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # attempt -> its finish, while its timed-out host has not returned
-        self._abandoned: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # attempt -> the event after which it holds nothing
-        self._release_failed: set[HolderId] = set()  # holders whose release raised: their row may stay until its TTL
-        self._set_up: AttemptTable[AttemptId, HolderId] = AttemptTable()  # attempts past their lease setup, still holding their lease
-        self._revoked: AttemptTable[HolderId, HistoryEvent[Event]] = AttemptTable()  # such a lease whose unwinding host revoked it with the lock free
-        self._sat_out: AttemptTable[HolderId, HistoryEvent[LeaseContended]] = AttemptTable()  # the first sit-out behind a revoked lease, until its release
-        self._release_held_up: set[HolderId] = set()  # revoked leases whose host's release the store held up
-        self._acquired: AttemptTable[AttemptId, HolderId] = AttemptTable()  # attempts in their lease setup, the lease won
-        self._releasing: AttemptTable[AttemptId, HistoryEvent[Event]] = AttemptTable()  # attempts whose worker's release the store holds up
+    _idle_timeouts: set[AttemptId] = per_run(set)
+    _host_timed_out: AttemptTable[AttemptId, HistoryEvent[Event]] = per_run(AttemptTable)  # attempt -> its host's timeout, until the host returns
+    _finished: AttemptTable[AttemptId, HistoryEvent[Event]] = per_run(AttemptTable)  # attempt -> its finish, while its timed-out host has not returned
+    _abandoned: AttemptTable[AttemptId, HistoryEvent[Event]] = per_run(AttemptTable)  # attempt -> the event after which it holds nothing
+    _release_failed: set[HolderId] = per_run(set)  # holders whose release raised: their row may stay until its TTL
+    _set_up: AttemptTable[AttemptId, HolderId] = per_run(AttemptTable)  # attempts past their lease setup, still holding their lease
+    _revoked: AttemptTable[HolderId, HistoryEvent[Event]] = per_run(AttemptTable)  # such a lease whose unwinding host revoked it with the lock free
+    _sat_out: AttemptTable[HolderId, HistoryEvent[LeaseContended]] = per_run(AttemptTable)  # the first sit-out behind a revoked lease, until its release
+    _release_held_up: set[HolderId] = per_run(set)  # revoked leases whose host's release the store held up
+    _acquired: AttemptTable[AttemptId, HolderId] = per_run(AttemptTable)  # attempts in their lease setup, the lease won
+    _releasing: AttemptTable[AttemptId, HistoryEvent[Event]] = per_run(AttemptTable)  # attempts whose worker's release the store holds up
 
     @handles(HostTimeout)
     def timed_out(self, event: HostTimeout, record: HistoryEvent[HostTimeout]) -> None:
