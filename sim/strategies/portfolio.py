@@ -58,10 +58,10 @@ def default_members(lengths: TaskLengths) -> list[Strategy]:
 
 
 def thread_members(members: Sequence[Strategy]) -> list[Strategy]:
-    """The rotation for a thread program: one DPOR search takes four runs in seven, the first two among them."""
+    """The rotation for a thread program: one DPOR search takes six runs in nine, the first three among them."""
     random_walk, pct_d1, task_pct = members
     dpor = SourceDPOR()
-    return [dpor, dpor, pct_d1, dpor, random_walk, dpor, task_pct]
+    return [dpor, dpor, dpor, pct_d1, dpor, dpor, random_walk, dpor, task_pct]
 
 
 class Portfolio(Strategy):

@@ -21,7 +21,7 @@ from collections import deque
 from types import FrameType
 from typing import Any
 
-from sim.strategies.dpor import ORDER
+from sim.strategies.dpor import ACQUIRE, ORDER
 from sim.threads.baton import SimThread, current, is_program_file
 
 _allocate_lock = _thread.allocate_lock
@@ -112,7 +112,7 @@ class _SimLockBase:
             run.checkpoint(sim, "acquire")
         if self._real.acquire(False):
             return self._taken(sim)
-        run.touch(sim, self, None, False)
+        run.touch(sim, self, ACQUIRE, False)
         if not blocking or timeout == 0:
             run.checkpoint(sim, "acquire failed")
             return False
@@ -124,7 +124,7 @@ class _SimLockBase:
 
     def _taken(self, sim: SimThread) -> bool:
         self.owner = sim
-        sim.run.touch(sim, self, None, True)
+        sim.run.touch(sim, self, ACQUIRE, True)
         return True
 
     @classmethod
