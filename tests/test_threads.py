@@ -428,6 +428,35 @@ def test_the_same_seed_gives_the_same_bytes_in_processes_with_other_hash_seeds(t
     assert len(digests) == 1, digests
 
 
+LEAKY_PROGRAMS = """
+import threading
+
+LEFT = []
+
+
+def first():
+    LEFT.append(1)  # state the batch keeps after the run: the next program's runs see it
+
+
+def second():
+    threads = [threading.Thread(target=list) for _ in range(len(LEFT) % 3)]
+    for thread in threads:
+        thread.start()
+
+
+PROGRAMS = {"first": first, "second": second}
+"""
+
+
+def test_check_determinism_runs_programs_in_one_batch_in_two_orders_so_a_leak_between_them_differs(tmp_path):
+    (tmp_path / "leaky_programs.py").write_text(LEAKY_PROGRAMS)
+    done = subprocess.run([sys.executable, "-m", "sim", "check-determinism", "--programs", "leaky_programs:PROGRAMS",
+                           "--seeds", "2"], capture_output=True, text=True, cwd=tmp_path,
+                          env=checkout_env({"PYTHONPATH": str(tmp_path)}))
+    assert done.returncode == 1, done.stderr
+    assert "DIFFERS program second" in done.stdout and "DIFFERS program first" not in done.stdout
+
+
 def test_threads_outside_the_run_keep_the_real_threading_and_clock():
     real_sleep, real_lock = time.sleep, threading.Lock
     seen: dict[str, Any] = {}
