@@ -200,11 +200,7 @@ def counted_then_read() -> list[int]:
     def read() -> None:
         seen.append(counts["n"])
 
-    threads = [threading.Thread(target=bump), threading.Thread(target=read)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_all(lambda step: step(), (bump, read))
     return seen
 
 
