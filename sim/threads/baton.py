@@ -254,14 +254,14 @@ def is_program_file(path: str) -> bool:
     Known answers are kept: every lock a run makes walks its maker's stack with this (`locks._made_at`), and
     the walk from a thread the kernel starts passes a dozen frames, about 40 us a run before it was kept.
     """
-    known = _PROGRAM_FILES.get(path)
+    known = PROGRAM_FILES.get(path)
     if known is None:
-        known = _PROGRAM_FILES[path] = not (path.startswith(_SIM_DIR) or path.startswith("<")) and (
+        known = PROGRAM_FILES[path] = not (path.startswith(_SIM_DIR) or path.startswith("<")) and (
             not path.startswith(_STDLIB_DIR) or path.startswith(_PACKAGE_DIRS))
     return known
 
 
-_PROGRAM_FILES: dict[str, bool] = {}
+PROGRAM_FILES: dict[str, bool] = {}
 
 
 def _never_abort() -> bool:
