@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import datetime
 import logging
 import os
@@ -426,6 +427,32 @@ def test_the_same_seed_gives_the_same_bytes_in_processes_with_other_hash_seeds(t
                               env=checkout_env({"PYTHONHASHSEED": hash_seed}), check=True).stdout
                for hash_seed in ("1", "2", "3")}
     assert len(digests) == 1, digests
+
+
+SHARED_LOCAL = threading.local()  # made at import, outside every run: its values are per OS thread
+SHARED_VARIABLE: contextvars.ContextVar[str] = contextvars.ContextVar("shared", default="unset")
+
+
+def leaves_thread_state() -> list[Any]:
+    """Threads that find what earlier threads of earlier runs left in their OS thread, then leave some."""
+    found = []
+
+    def look(index: int) -> None:
+        found.append((getattr(SHARED_LOCAL, "left", None), SHARED_VARIABLE.get()))
+        SHARED_LOCAL.left = index
+        SHARED_VARIABLE.set(f"set by {index}")
+
+    threads = [threading.Thread(target=look, args=(index,)) for index in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return found
+
+
+def test_a_thread_finds_its_os_thread_as_new_whatever_earlier_runs_left_in_it():
+    for seed in range(6):  # the runs reuse parked OS threads
+        assert value_of(leaves_thread_state, seed=seed) == [(None, "unset")] * 3
 
 
 LEAKY_PROGRAMS = """
