@@ -61,14 +61,14 @@ def measure_bug(name: str, program: Any, root_seeds: int, cap: int, doc: str = "
     """One bug under every strategy and root: runs to detection, runs per CPU second, replay checks, and what
     the failures were. The searches run in the caller's batch (one wall-clock freeze, one patched standard
     library for a thread program), as a campaign's runs do, or in one of their own; each strategy's CPU time is
-    its searches' plus `setup_cpu_s`, its share of the batch's setup, and it starts and ends with a full
-    garbage collection, the second counted: each pays for collecting its own garbage, not the one before's."""
+    its searches' plus `setup_cpu_s`, its share of the batch's setup; it starts after a full garbage collection
+    (not counted), so that it does not pay for collecting the garbage of the strategy before it."""
     by_strategy: dict[str, dict[str, Any]] = {}
     failures: list[Failure] = []
     minimal: dict[str, Any] = {}
     for strategy in STRATEGIES:
         runs, made = [], 0
-        gc.collect()  # the garbage of what ran before is not this strategy's to collect; its own is, at the end
+        gc.collect()  # the garbage of what ran before is not this strategy's to collect
         started = time.process_time()
         with frozen_time(), threads_patched():
             for root in range(root_seeds):
@@ -78,7 +78,6 @@ def measure_bug(name: str, program: Any, root_seeds: int, cap: int, doc: str = "
                 failures += [failure] if failure is not None else []
                 if strategy == "dfs" and root == 0:
                     minimal = _minimal_preemptions(failure, searcher)
-        gc.collect()
         cpu_s = time.process_time() - started + setup_cpu_s
         by_strategy[strategy] = {**summary(runs, cap), "runs_per_cpu_s": round(made / cpu_s, 1)}
     deadlocks = [failure.deadlock for failure in failures if failure.deadlock is not None]

@@ -279,6 +279,8 @@ class SourceDPOR(Strategy):
 
     def _inherited_sleep(self, parent: _Node, via: int, began: int, tids: tuple[int, ...]) -> dict[int, tuple[Accesses, int]]:
         """The parent's sleepers and earlier-tried siblings whose step commutes with every step since the parent."""
+        if not parent.sleep and len(parent.done) < 2:
+            return {}  # no sleeper, and no sibling tried but `via`: the usual case in a run's new stretch
         candidates = dict(parent.sleep)
         for tid in parent.done:
             if tid != via and tid in parent.explored:
