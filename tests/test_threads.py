@@ -442,10 +442,9 @@ def leaves_thread_state() -> list[Any]:
         SHARED_LOCAL.left = index
         SHARED_VARIABLE.set(f"set by {index}")
 
-    threads = [threading.Thread(target=look, args=(index,)) for index in range(3)]
-    for thread in threads:
+    for index in range(3):  # one after another: the next thread may take the OS thread the last one left
+        thread = threading.Thread(target=look, args=(index,))
         thread.start()
-    for thread in threads:
         thread.join()
     return found
 
