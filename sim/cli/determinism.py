@@ -40,8 +40,8 @@ HASH_SEEDS = ("1", "2")
 
 def _digests(args: argparse.Namespace) -> int:
     from sim.core.timefreeze import frozen_time
+    from sim.programs.runnable import batch
     from sim.scenario.runner import run_once
-    from sim.threads.patching import threads_patched
 
     scenarios = load_scenarios(args.paths, args.target) if args.paths else []
     programs = _programs(args.programs)
@@ -63,7 +63,7 @@ def _digests(args: argparse.Namespace) -> int:
         ordered = list(programs.items())
         if args.reverse:
             ordered.reverse()
-        with threads_patched():
+        with batch():
             for name, program in ordered:
                 if stopping.requested():
                     break
