@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import datetime
 import logging
 import os
@@ -426,6 +427,60 @@ def test_the_same_seed_gives_the_same_bytes_in_processes_with_other_hash_seeds(t
                               env=checkout_env({"PYTHONHASHSEED": hash_seed}), check=True).stdout
                for hash_seed in ("1", "2", "3")}
     assert len(digests) == 1, digests
+
+
+SHARED_LOCAL = threading.local()  # made at import, outside every run: its values are per OS thread
+SHARED_VARIABLE: contextvars.ContextVar[str] = contextvars.ContextVar("shared", default="unset")
+
+
+def leaves_thread_state() -> list[Any]:
+    """Threads that find what earlier threads of earlier runs left in their OS thread, then leave some."""
+    found = []
+
+    def look(index: int) -> None:
+        found.append((getattr(SHARED_LOCAL, "left", None), SHARED_VARIABLE.get()))
+        SHARED_LOCAL.left = index
+        SHARED_VARIABLE.set(f"set by {index}")
+
+    for index in range(3):  # one after another: the next thread may take the OS thread the last one left
+        thread = threading.Thread(target=look, args=(index,))
+        thread.start()
+        thread.join()
+    return found
+
+
+def test_a_thread_finds_its_os_thread_as_new_whatever_earlier_runs_left_in_it():
+    for seed in range(6):  # the runs reuse parked OS threads
+        assert value_of(leaves_thread_state, seed=seed) == [(None, "unset")] * 3
+
+
+LEAKY_PROGRAMS = """
+import threading
+
+LEFT = []
+
+
+def first():
+    LEFT.append(1)  # state the batch keeps after the run: the next program's runs see it
+
+
+def second():
+    threads = [threading.Thread(target=list) for _ in range(len(LEFT) % 3)]
+    for thread in threads:
+        thread.start()
+
+
+PROGRAMS = {"first": first, "second": second}
+"""
+
+
+def test_check_determinism_runs_programs_in_one_batch_in_two_orders_so_a_leak_between_them_differs(tmp_path):
+    (tmp_path / "leaky_programs.py").write_text(LEAKY_PROGRAMS)
+    done = subprocess.run([sys.executable, "-m", "sim", "check-determinism", "--programs", "leaky_programs:PROGRAMS",
+                           "--seeds", "2"], capture_output=True, text=True, cwd=tmp_path,
+                          env=checkout_env({"PYTHONPATH": str(tmp_path)}))
+    assert done.returncode == 1, done.stderr
+    assert "DIFFERS program second" in done.stdout and "DIFFERS program first" not in done.stdout
 
 
 def test_threads_outside_the_run_keep_the_real_threading_and_clock():

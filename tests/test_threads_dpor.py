@@ -11,7 +11,7 @@ import pytest
 import sim
 from sim import World, replay
 from sim.core.timefreeze import frozen_time
-from sim.strategies.dpor import ORDER, WILDCARD, SourceDPOR, _conflict
+from sim.strategies.dpor import ACQUIRE, ADD, ORDER, READ, WILDCARD, WRITE, SourceDPOR, _conflict
 from sim.strategies.portfolio import Portfolio
 from sim.strategies.random_walk import RandomWalk
 from sim.threads.program import run_threads
@@ -86,11 +86,24 @@ def contended() -> None:
     run_all(write, "abc")
 
 
-def search(program: Any, runs: int = 50) -> tuple[SourceDPOR, list[Any]]:
+def write_then_lock() -> str:
+    """Two threads write one item, then each takes a lock: a data race, then a race of acquires."""
+    state, lock = {"by": ""}, threading.Lock()
+
+    def write(name: str) -> None:
+        state["by"] = name
+        with lock:
+            pass
+
+    run_all(write, "ab")
+    return state["by"]
+
+
+def search(program: Any, runs: int = 50, first_seed: int = 0) -> tuple[SourceDPOR, list[Any]]:
     """Every run DPOR makes of `program`, until it is exhausted or `runs` ran."""
     strategy, results = SourceDPOR(), []
     with frozen_time():
-        for seed in range(runs):
+        for seed in range(first_seed, first_seed + runs):
             if strategy.exhausted:
                 break
             results.append(run_threads(World(seed, strategy), program))
@@ -122,6 +135,12 @@ def test_dpor_runs_each_outcome_of_a_write_write_race_exactly_once():
     assert sorted(result.value for result in results) == ["a", "b"]
 
 
+def test_dpor_reverses_a_data_race_before_a_race_of_lock_acquires():
+    for first_seed in range(0, 800_000, 100_000):
+        _, results = search(write_then_lock, runs=2, first_seed=first_seed)
+        assert [result.value for result in results] == ["b", "a"], first_seed  # the writes reversed, not the acquires
+
+
 def test_every_dpor_run_of_a_thread_program_replays_byte_for_byte_from_its_decisions():
     strategy, results = search(locked_update)
     with frozen_time():
@@ -148,15 +167,88 @@ def test_a_sleeping_step_wakes_for_a_conflict_and_new_objects_are_taken_to_be_on
     assert _conflict({WILDCARD: True}, {(3, "z"): False}, seen=5)
 
 
+COUNTED = 0
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.count = 0
+
+
+def counted() -> None:
+    """Three threads bump shared int counters, in every way a line can: no order of theirs can change a thing."""
+    counts, counter = {"lines": 0}, Counter()
+
+    def bump(_: int) -> None:
+        global COUNTED
+        counts["lines"] += 1
+        counts["log"] = counts.get("log", 0) + 1
+        counts["lines"] = counts["lines"] - 1
+        counter.count += 1
+        COUNTED += 1
+
+    run_all(bump, range(3))
+
+
+def counted_then_read() -> list[int]:
+    """One thread bumps a counter, another reads it: the read orders them, so both orders run."""
+    counts, seen = {"n": 0}, []
+
+    def bump() -> None:
+        counts["n"] += 1
+
+    def read() -> None:
+        seen.append(counts["n"])
+
+    run_all(lambda step: step(), (bump, read))
+    return seen
+
+
+def test_increments_of_an_int_counter_commute_so_threads_that_only_count_run_once():
+    strategy, results = search(counted)
+    assert strategy.exhausted and len(results) == 1
+
+
+def test_a_read_of_a_counter_still_orders_it_against_its_increments():
+    strategy, results = search(counted_then_read)
+    assert strategy.exhausted and sorted(result.value for result in results) == [[0], [1]]
+
+
+class Tally(dict):  # type: ignore[type-arg]  # a subclass may do more than add on `+=`
+    pass
+
+
+def not_increments(counts: dict[str, Any], tally: Tally, floats: dict[str, float]) -> None:
+    tally["n"] += 1  # a dict subclass: its __setitem__ may be anything
+    floats["x"] += 1  # floats: the order of additions changes the sum
+    counts["copy"] = counts["n"] + 1  # the sum goes to another item
+
+
+def test_only_an_int_of_a_plain_dict_instance_or_module_added_to_in_place_is_an_increment():
+    counts, tally, floats = {"n": 1}, Tally(n=1), {"x": 0.5}
+    touched = touched_by(not_increments, counts, tally, floats)
+    assert not any(kind == ADD for _, _, kind in touched)
+    assert any(target is tally and kind == WRITE for target, _, kind in touched)
+    assert any(target is floats and part == "x" and kind == WRITE for target, part, kind in touched)
+    assert any(target is counts and part == "copy" and kind == WRITE for target, part, kind in touched)
+
+
+def test_two_increments_commute_but_an_increment_and_a_read_or_write_conflict():
+    assert not _conflict({(1, "n"): ADD}, {(1, "n"): ADD}, seen=5)
+    assert _conflict({(1, "n"): ADD}, {(1, "n"): READ}, seen=5)
+    assert _conflict({(1, "n"): WRITE}, {(1, "n"): ADD}, seen=5)
+    assert _conflict({(1, None): READ}, {(1, "n"): ADD}, seen=5)  # the whole object
+
+
 # ---- the portfolio --------------------------------------------------------------------------------
 
 
-def test_a_thread_program_s_portfolio_gives_dpor_four_runs_in_seven_the_first_two_among_them():
+def test_a_thread_program_s_portfolio_gives_dpor_six_runs_in_nine_the_first_three_among_them():
     portfolio = Portfolio()
     with frozen_time():
-        names = [run_threads(World(seed, portfolio), contended).strategy for seed in range(7)]
+        names = [run_threads(World(seed, portfolio), contended).strategy for seed in range(9)]
     assert [name.removeprefix("portfolio/") for name in names] == [
-        "dpor", "dpor", "pct-d1", "dpor", "random", "dpor", "task-pct-d10"]
+        "dpor", "dpor", "dpor", "pct-d1", "dpor", "dpor", "random", "dpor", "task-pct-d10"]
 
 
 def test_a_portfolio_drops_dpor_once_its_search_is_exhausted():
@@ -211,8 +303,8 @@ def items_attributes_and_methods(state: dict[str, Any], account: Account, log: l
 
 
 @pytest.mark.parametrize("expected", [
-    ("state", "base", False), ("state", "total", True), ("account", ("attr", "balance"), False),
-    ("account", ("attr", "balance"), True), ("log", None, True), ("state", "seen", False), ("state", "seen", True),
+    ("state", "base", READ), ("state", "total", WRITE), ("account", ("attr", "balance"), ADD), ("log", None, WRITE),
+    ("state", "seen", READ), ("state", "seen", WRITE),
 ])
 def test_each_item_attribute_and_container_method_a_line_uses_is_an_access(expected):
     state, account, log = {"base": 1}, Account(), []
@@ -233,7 +325,7 @@ def test_a_write_on_a_value_the_tracer_cannot_know_conflicts_with_everything():
 def test_locks_and_joins_order_steps_and_only_acquires_race():
     touched = touched_by(locked_update)
     parts = {(type(target).__name__, part, write) for target, part, write in touched if type(target).__name__ in ("Lock", "Thread")}
-    assert {("Lock", None, True), ("Lock", ORDER, True), ("Thread", ORDER, True), ("Thread", ORDER, False)} <= parts
+    assert {("Lock", ACQUIRE, True), ("Lock", ORDER, True), ("Thread", ORDER, True), ("Thread", ORDER, False)} <= parts
 
 
 def take(nodes: list[dict[str, Any]]) -> dict[str, Any]:

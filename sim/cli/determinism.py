@@ -2,8 +2,10 @@
 
 Scenario files and folders, and programs (`--programs MODULE:FUNCTION` or `MODULE:MAPPING`, async or thread
 programs as `sim.explore` takes them, each seed run under one portfolio in seed order, the same in both
-processes). The two processes run the internal `digests` command; their progress lines (one per scenario or
-program) go straight to this process's stderr, labelled with their PYTHONHASHSEED.
+processes). Every program runs in one batch (one patched standard library, as a campaign's searches share
+it), the second process in reverse order: a program whose runs depend on what an earlier one left behind in
+the batch shows as a difference. The two processes run the internal `digests` command; their progress lines
+(one per scenario or program) go straight to this process's stderr, labelled with their PYTHONHASHSEED.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ HASH_SEEDS = ("1", "2")
 
 def _digests(args: argparse.Namespace) -> int:
     from sim.core.timefreeze import frozen_time
+    from sim.programs.runnable import batch
     from sim.scenario.runner import run_once
 
     scenarios = load_scenarios(args.paths, args.target) if args.paths else []
@@ -57,11 +60,15 @@ def _digests(args: argparse.Namespace) -> int:
             if seeds.cut:
                 break
             lines.done(f"{scenario.name}: {args.seeds} seeds")
-        for name, program in programs.items():
-            if stopping.requested():
-                break
-            result[f"program {name}"] = _program_digests(program, args.seeds)
-            lines.done(f"program {name}: {args.seeds} seeds")
+        ordered = list(programs.items())
+        if args.reverse:
+            ordered.reverse()
+        with batch():
+            for name, program in ordered:
+                if stopping.requested():
+                    break
+                result[f"program {name}"] = _program_digests(program, args.seeds)
+                lines.done(f"program {name}: {args.seeds} seeds")
     print(json.dumps(result, sort_keys=True))
     return stopping.EXIT_INTERRUPTED if stopping.requested() else EXIT_OK
 
@@ -107,8 +114,8 @@ def _check_determinism(args: argparse.Namespace) -> int:
     lines = progress(args, None)
     runs = []
     with stopping.graceful():
-        for hash_seed in HASH_SEEDS:
-            programs = [option for reference in args.programs for option in ("--programs", reference)]
+        for hash_seed, order in zip(HASH_SEEDS, ([], ["--reverse"])):
+            programs = [option for reference in args.programs for option in ("--programs", reference)] + order
             retarget = ["--target", args.target] if args.target else []
             command = [sys.executable, "-m", "sim", "digests", *paths, *programs, *retarget, "--seeds", str(args.seeds)]
             label = ["--progress", f"PYTHONHASHSEED={hash_seed}"] if lines.enabled else []
@@ -166,4 +173,5 @@ def add_digests(commands: Any) -> None:
     digests.add_argument("--target")
     digests.add_argument("--seeds", type=positive_int, default=5)
     digests.add_argument("--progress", metavar="LABEL", help="print progress lines, labelled so")
+    digests.add_argument("--reverse", action="store_true", help="run the programs in reverse order")
     digests.set_defaults(handler=_digests)

@@ -65,14 +65,18 @@ class Program:
         return program_name(self.main)
 
     def batch(self) -> AbstractContextManager[Any]:
-        """What a batch of this program's runs shares: the patched standard library (an async program too: it
-        then refuses to start a real thread, which would run outside the schedule)."""
-        return threads_patched()
+        return batch()
 
     def run(self, world: World) -> RunResult:
         if self.threaded:
             return run_threads(world, self.main, *self.args, preemption=self._preemption)
         return world.run(self.main, *self.args)
+
+
+def batch() -> AbstractContextManager[Any]:
+    """What a batch of programs' runs shares: the patched standard library (an async program too: it then
+    refuses to start a real thread, which would run outside the schedule)."""
+    return threads_patched()
 
 
 def program_name(main: Callable[..., Any]) -> str:

@@ -10,7 +10,9 @@ iteration over a container. A call into Python code is left to the callee's own 
 when the call returns (the frame traces opcodes for that moment, and the callee's return value is known);
 a branch the tracer cannot decide is followed the same way. An item or attribute written on a value it
 cannot know is a wildcard, which conflicts with everything (sound, if coarse); so is an opcode it does not
-model.
+model. A line that only adds a constant to an int counter and stores it back (`counts[key] += 1`,
+`state[key] = state.get(key, 0) + 1`, `self.count += 1`, a global's `n += 1`) is an increment of it (`dpor.ADD`),
+which commutes with another increment: no other thread can run between the line's read and its write.
 
 The scheduling points are those of `preemption="lines"`: every line of the program's files, so a run traced
 this way makes the very same decisions as one that is not, and replays and shrinks as any run does. Lock,
@@ -26,6 +28,8 @@ import operator
 from collections.abc import Callable
 from types import BuiltinFunctionType, CodeType, FrameType, FunctionType, MethodType, ModuleType
 from typing import TYPE_CHECKING, Any
+
+from sim.strategies.dpor import ADD
 
 if TYPE_CHECKING:
     from sim.threads.baton import SimThread
@@ -80,6 +84,82 @@ class _Iter:
 _TABLES: dict[CodeType, dict[int, Instruction]] = {}
 
 
+class Increment:
+    """A line that starts with a counter's increment: what it adds to (`kind`: "item", "get", "attr" or "global",
+    the local holding the owner, the key or name) and the offset where the rest of the line goes on."""
+
+    __slots__ = ("kind", "owner", "name", "end", "cell")
+
+    def __init__(self, kind: str, owner: str, name: Any, end: int, cell: bool) -> None:
+        self.kind = kind
+        self.owner = owner
+        self.name = name
+        self.end = end
+        self.cell = cell  # the owner is a closure variable: the line reads it too
+
+
+# The bytecode of each increment (CPython 3.11): opnames (separated by |) and what the argument must be. "$x"
+# binds the argument's value (the same name must bind the same value), "#" an int constant, a set the BINARY_OP
+# operators allowed (+ and -, plain or in place), None anything.
+_PLUS, _PLUS_IN_PLACE = {0, 10}, {13, 23}
+_OWNER = "LOAD_FAST|LOAD_DEREF"  # the owner is a local or a closure variable
+_INCREMENT_SHAPES: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = (
+    ("get", ((_OWNER, "$owner"), ("LOAD_METHOD", "get"), ("LOAD_CONST", "$name"), ("LOAD_CONST", "#"),
+             ("PRECALL", None), ("CALL", None), ("LOAD_CONST", "#"), ("BINARY_OP", _PLUS), (_OWNER, "$owner"),
+             ("LOAD_CONST", "$name"), ("STORE_SUBSCR", None))),
+    ("item", ((_OWNER, "$owner"), ("LOAD_CONST", "$name"), ("COPY", None), ("COPY", None), ("BINARY_SUBSCR", None),
+              ("LOAD_CONST", "#"), ("BINARY_OP", _PLUS_IN_PLACE), ("SWAP", None), ("SWAP", None), ("STORE_SUBSCR", None))),
+    ("item", ((_OWNER, "$owner"), ("LOAD_CONST", "$name"), ("BINARY_SUBSCR", None), ("LOAD_CONST", "#"),
+              ("BINARY_OP", _PLUS), (_OWNER, "$owner"), ("LOAD_CONST", "$name"), ("STORE_SUBSCR", None))),
+    ("attr", ((_OWNER, "$owner"), ("COPY", None), ("LOAD_ATTR", "$name"), ("LOAD_CONST", "#"),
+              ("BINARY_OP", _PLUS_IN_PLACE), ("SWAP", None), ("STORE_ATTR", "$name"))),
+    ("global", (("LOAD_GLOBAL", "$name"), ("LOAD_CONST", "#"), ("BINARY_OP", _PLUS_IN_PLACE), ("STORE_GLOBAL", "$name"))),
+)
+_INCREMENTS: dict[CodeType, dict[int, Increment]] = {}
+
+
+def _increments(code: CodeType) -> dict[int, Increment]:
+    """The lines of the code that start with an increment, by their first offset (found once per code object)."""
+    found = _INCREMENTS.get(code)
+    if found is None:
+        listed = list(dis.get_instructions(code))
+        found = _INCREMENTS[code] = {}
+        for index, instruction in enumerate(listed):
+            if instruction.starts_line is not None:
+                for kind, shape in _INCREMENT_SHAPES:
+                    increment = _match_increment(kind, shape, listed[index:])
+                    if increment is not None:
+                        found[instruction.offset] = increment
+                        break
+    return found
+
+
+def _match_increment(kind: str, shape: tuple[tuple[str, Any], ...], listed: list[dis.Instruction]) -> Increment | None:
+    if len(listed) <= len(shape) or any(instruction.starts_line is not None for instruction in listed[1:len(shape)]):
+        return None
+    bound: dict[str, Any] = {}
+    for (opname, wanted), instruction in zip(shape, listed):
+        value = instruction.argval
+        if instruction.opname not in opname.split("|"):
+            return None
+        if isinstance(wanted, set):
+            if instruction.arg not in wanted:
+                return None
+        elif wanted == "#":
+            if type(value) is not int:
+                return None
+        elif isinstance(wanted, str) and wanted.startswith("$"):
+            if bound.setdefault(wanted, value) != value or type(bound[wanted]) is not type(value):
+                return None
+        elif wanted is not None and value != wanted:
+            return None
+    if kind == "global" and listed[0].arg is not None and listed[0].arg & 1:
+        return None  # LOAD_GLOBAL that also pushes NULL: a call's, not a value's
+    if kind in ("get", "item") and _part(bound["$name"]) is None:
+        return None
+    return Increment(kind, bound.get("$owner", ""), bound["$name"], listed[len(shape)].offset, listed[0].opname == "LOAD_DEREF")
+
+
 def _table(code: CodeType) -> dict[int, Instruction]:
     """The code's instructions by offset (made once per code object)."""
     table = _TABLES.get(code)
@@ -122,13 +202,14 @@ def _truth(value: Any) -> bool | None:
 class FrameWatch:
     """The local tracer of one frame of the program: a scheduling point at each line, then the line's accesses."""
 
-    __slots__ = ("run", "sim", "table", "stack", "next", "paused", "paused_at", "start", "returned", "capture", "_locals",
-                 "_frame")
+    __slots__ = ("run", "sim", "table", "increments", "stack", "next", "paused", "paused_at", "start", "returned",
+                 "capture", "_locals", "_frame")
 
     def __init__(self, run: ThreadRun, sim: SimThread, code: CodeType) -> None:
         self.run = run
         self.sim = sim
         self.table = _table(code)
+        self.increments = _increments(code)
         self.stack: list[Any] = []
         self.next = -1  # the offset the stack is valid at, -1 when the tracer lost the thread of execution
         self.paused: Instruction | None = None  # a call or branch whose outcome the next opcode event shows
@@ -197,8 +278,16 @@ class FrameWatch:
         """Follow the bytecode from `offset` to the end of the line (or a pause), recording each access."""
         self._locals = None
         self._frame = frame
-        self.start = offset
         table = self.table
+        increment = self.increments.get(offset) if self.increments else None
+        if increment is not None and self._counted(increment):
+            self.stack = []
+            offset = increment.end
+            if table[offset][5]:
+                self.next = offset
+                self._frame = None
+                return
+        self.start = offset
         instruction = table.get(offset)
         while instruction is not None:
             following = instruction[6](self, instruction)
@@ -269,6 +358,33 @@ class FrameWatch:
             stack.extend((value, owner) if value is UNKNOWN else (_NULL, value))
         else:
             stack.append(value)
+
+    def _counted(self, increment: Increment) -> bool:
+        """Record the line's increment, if what it adds to is an int of a plain dict, instance or module (a
+        subclass, a property or a float may do more than add, and is followed opcode by opcode instead)."""
+        name = increment.name
+        if increment.kind == "global":
+            owner: Any = self._frame.f_globals  # type: ignore[union-attr]  # set for the length of _evaluate
+            value, part = owner.get(name), name
+        else:
+            owner = self._local(increment.owner)
+            if increment.kind == "attr":
+                attributes = getattr(owner, "__dict__", None)
+                kind = type(owner)
+                plain = (type(attributes) is dict and kind.__setattr__ is object.__setattr__
+                         and kind.__getattribute__ is object.__getattribute__
+                         and not hasattr(type(getattr(kind, name, None)), "__set__"))
+                value, part = (attributes.get(name) if plain else None), ("attr", name)  # type: ignore[union-attr]  # a dict when plain
+            elif type(owner) is not dict:
+                return False
+            else:
+                value, part = (owner.get(name, 0) if increment.kind == "get" else owner.get(name)), name
+        if type(value) is not int:
+            return False
+        if increment.cell:
+            self._touch(_cell(increment.owner), None, False)
+        self.run.touch(self.sim, owner, part, ADD)
+        return True
 
     # ---- values and accesses ------------------------------------------------------------------------
 

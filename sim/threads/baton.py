@@ -19,6 +19,8 @@ it is detached and shown to the kernel as parked on that real call, so the run e
 from __future__ import annotations
 
 import _thread
+import contextvars
+import ctypes
 import os
 import sys
 import sysconfig
@@ -204,7 +206,7 @@ class SimThread:
             self._go.release()
         else:
             self.started = True
-            _start_new_thread(self._main, ())
+            Carrier.take().carry(self)
 
     # ---- the thread's side --------------------------------------------------------------------------
 
@@ -228,7 +230,8 @@ class SimThread:
             raise error
         return value
 
-    def _main(self) -> None:
+    def main(self, carrier: Carrier) -> None:
+        """The thread's whole life on `carrier`, which goes back to the idle carriers before the baton does."""
         self.ident = _get_ident()
         RUNNING[self.ident] = self
         try:
@@ -242,9 +245,76 @@ class SimThread:
         except BaseException as raised:  # the thread's own failure, reported by the kernel as its task's error
             outcome = (_RAISED, raised)
         finally:
+            sys.settrace(None)
             del RUNNING[self.ident]
         if not self.detached:
+            carrier.release()
             self._baton.answer(self, outcome[0], outcome[1], None)
+
+
+class Carrier:
+    """An OS thread that carries simulated threads one after another, parked in between.
+
+    Starting an OS thread and ending it costs about 40 us of CPU here, a third of a small program's thread; a
+    parked one is handed the next simulated thread for the price of a handoff. Between two, the carrier
+    forgets everything a thread leaves in its OS thread: each thread runs in a fresh context (contextvars),
+    its tracer is taken off, and its thread-state dictionary is emptied (what C `threading.local` objects,
+    asyncio's running loop and the like keep per thread), so that the next thread finds what a new OS
+    thread would. A carrier whose thread was detached (stuck in a real blocking call) is never reused.
+    """
+
+    __slots__ = ("_go", "_sim", "_retired")
+
+    def __init__(self) -> None:
+        self._go = _allocate_lock()
+        self._go.acquire()
+        self._sim: SimThread | None = None
+        self._retired = False
+        _start_new_thread(self._loop, ())
+
+    @classmethod
+    def take(cls) -> Carrier:
+        """An idle carrier, or a new one."""
+        try:
+            return _IDLE.pop()
+        except IndexError:
+            return cls()
+
+    def carry(self, sim: SimThread) -> None:
+        self._sim = sim
+        self._go.release()
+
+    def release(self) -> None:
+        """The thread it carried is over: forget its state and wait for the next (at most `_IDLE_LIMIT` wait)."""
+        self._sim = None
+        _thread_state().clear()
+        self._retired = len(_IDLE) >= _IDLE_LIMIT
+        if not self._retired:
+            _IDLE.append(self)  # last: from here on the kernel may hand it the next thread
+
+    def _loop(self) -> None:
+        while True:
+            self._go.acquire()
+            sim = self._sim
+            if sim is None:
+                return
+            contextvars.Context().run(sim.main, self)
+            if sim.detached or self._retired:
+                return
+
+
+_IDLE: list[Carrier] = []
+_IDLE_LIMIT = 64  # parked OS threads kept for the next runs; a program that starts more starts new ones
+# CPython's PyThreadState_GetDict: the calling OS thread's thread-state dictionary, a borrowed reference (so
+# read as an address: a py_object result would be taken as a new reference and released once too often).
+_thread_state_address = ctypes.pythonapi.PyThreadState_GetDict
+_thread_state_address.restype = ctypes.c_void_p
+_thread_state_address.argtypes = []
+
+
+def _thread_state() -> dict[Any, Any]:
+    state: dict[Any, Any] = ctypes.cast(_thread_state_address(), ctypes.py_object).value
+    return state
 
 
 def current() -> SimThread | None:
@@ -280,14 +350,14 @@ def is_program_file(path: str) -> bool:
     Known answers are kept: every lock a run makes walks its maker's stack with this (`locks._made_at`), and
     the walk from a thread the kernel starts passes a dozen frames, about 40 us a run before it was kept.
     """
-    known = _PROGRAM_FILES.get(path)
+    known = PROGRAM_FILES.get(path)
     if known is None:
-        known = _PROGRAM_FILES[path] = not (path.startswith(_SIM_DIR) or path.startswith("<")) and (
+        known = PROGRAM_FILES[path] = not (path.startswith(_SIM_DIR) or path.startswith("<")) and (
             not path.startswith(_STDLIB_DIR) or path.startswith(_PACKAGE_DIRS))
     return known
 
 
-_PROGRAM_FILES: dict[str, bool] = {}
+PROGRAM_FILES: dict[str, bool] = {}
 
 
 def _never_abort() -> bool:

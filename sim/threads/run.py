@@ -240,10 +240,11 @@ class ThreadRun:
 
     # ---- what threads touch, for a strategy that reorders only conflicting steps ----------------------
 
-    def touch(self, sim: SimThread, target: Any, part: Any, write: bool) -> None:
-        """`sim`'s current step read or wrote `part` of `target` (None: all of it)."""
+    def touch(self, sim: SimThread, target: Any, part: Any, kind: int) -> None:
+        """`sim`'s current step read, wrote or added to `part` of `target` (None: all of it): a `dpor` kind, or
+        whether it wrote."""
         if self.observer is not None:
-            self.observer.access(sim.task.tid, target, part, write)  # type: ignore[union-attr]  # set when the thread was spawned, before it can run
+            self.observer.access(sim.task.tid, target, part, kind)  # type: ignore[union-attr]  # set when the thread was spawned, before it can run
 
     def touch_everything(self, sim: SimThread) -> None:
         """`sim`'s current step did something the runtime cannot see into: it conflicts with every step."""

@@ -62,7 +62,7 @@ class Preemption:
         if run.observer is not None and self.granularity == "lines":
             return self._access_tracer(run, sim)
         checkpoint = run.checkpoint
-        traces = self.traces
+        traces, known = self.traces, self._traced
         opcodes = self.granularity == "opcodes"
         step = "opcode" if opcodes else "line"
 
@@ -72,7 +72,8 @@ class Preemption:
             return local
 
         def on_call(frame: FrameType, event: str, arg: Any) -> Tracer | None:
-            if not traces(frame.f_code.co_filename):
+            path = frame.f_code.co_filename
+            if not known.get(path) and (path in known or not traces(path)):  # known answers inline: see below
                 return None
             if opcodes:
                 frame.f_trace_opcodes = True
@@ -82,11 +83,15 @@ class Preemption:
         return on_call
 
     def _access_tracer(self, run: ThreadRun, sim: SimThread) -> Tracer:
-        """Lines as scheduling points, as `_tracer` makes them, each also telling the run what it touched."""
-        traces = self.traces
+        """Lines as scheduling points, as `_tracer` makes them, each also telling the run what it touched.
+
+        Every call a simulated thread makes, the simulator's and the standard library's too, is a call event of
+        the tracer, so a file's known answer is looked up inline rather than through `traces`."""
+        traces, known = self.traces, self._traced
 
         def on_call(frame: FrameType, event: str, arg: Any) -> Tracer | None:
-            if not traces(frame.f_code.co_filename):
+            path = frame.f_code.co_filename
+            if not known.get(path) and (path in known or not traces(path)):
                 return None
             return FrameWatch(run, sim, frame.f_code)
 
