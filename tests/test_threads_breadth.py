@@ -46,11 +46,11 @@ def as_a_fresh_process(program: Any, *args: Any) -> Any:
     """`program` run with real threads, its default thread names counted from where a fresh process counts them
     (as each simulated run counts them): the names must not depend on the threads this process made before."""
     counters = threading._counter, ThreadPoolExecutor._counter  # type: ignore[attr-defined]  # the name counters
-    threading._counter, ThreadPoolExecutor._counter = itertools.count(1).__next__, itertools.count().__next__  # type: ignore[attr-defined]
+    threading._counter, ThreadPoolExecutor._counter = itertools.count(1).__next__, itertools.count().__next__  # type: ignore[attr-defined]  # counted afresh
     try:
         return program(*args)
     finally:
-        threading._counter, ThreadPoolExecutor._counter = counters  # type: ignore[attr-defined]
+        threading._counter, ThreadPoolExecutor._counter = counters  # type: ignore[attr-defined]  # put back
 
 
 def value_of(program: Any, *args: Any, seed: int = 0) -> Any:
