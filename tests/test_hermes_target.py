@@ -46,11 +46,32 @@ TURN = '[[drive]]\nat = "0s"\nturn = "q"\n'
     ("", TURN + '[[fault]]\nkind = "stall"\npoint = "host.wait"\nnth = 1\nduration = "1s"\n', "fault[0].point",
      "a point of hermes==0.19.0 for stall"),
     ("pool_cap = 2", TURN, "world.config.pool_cap", "a setting hermes==0.19.0 has"),
+    ("", TURN + '[[fault]]\nkind = "message_mid_compression"\npoint = "turn.model"\nnth = 1\n', "fault[0].point",
+     "a point of hermes==0.19.0 for message_mid_compression"),
 ])
 def test_what_a_release_cannot_do_is_bad_input_naming_the_target(tmp_path, config, body, key, said):
     with pytest.raises(ScenarioError) as raised:
         load(tmp_path, scenario_text(body, config=config))
     assert raised.value.key == key and said in raised.value.expected
+
+
+@pytest.mark.parametrize("command", ["compress", "ctrl_c"])
+def test_a_terminal_command_for_a_gateway_agent_is_bad_input_naming_the_target(tmp_path, command):
+    text = (f'target = "{RELEASE}"\n[world]\nsessions = [{{ id = "s1", messages = 4 }}]\n'
+            'agents = [{ name = "bot", session = "s1", frontend = "gateway" }]\n'
+            f'[[drive]]\nat = "0s"\ncommand = "{command}"\n')
+    with pytest.raises(ScenarioError) as raised:
+        load(tmp_path, text)
+    assert raised.value.key == "drive[0]" and f"{RELEASE}'s gateway takes" in raised.value.expected
+
+
+def test_a_ctrl_c_fault_pressed_at_a_gateway_agent_is_bad_input_naming_the_target(tmp_path):
+    text = (f'target = "{RELEASE}"\n[world]\nsessions = [{{ id = "s1", messages = 4 }}]\n'
+            'agents = [{ name = "bot", session = "s1", frontend = "gateway" }]\n'
+            '[[drive]]\nat = "0s"\nmessage = "q"\n[[fault]]\nkind = "ctrl_c"\nat = "1s"\n')
+    with pytest.raises(ScenarioError) as raised:
+        load(tmp_path, text)
+    assert raised.value.key == "fault[0].agent" and f"{RELEASE}'s gateway has no ctrl_c" in raised.value.expected
 
 
 def test_a_release_before_in_place_compaction_refuses_the_setting(tmp_path):
@@ -73,6 +94,9 @@ def test_an_invariant_applies_to_hermes_only_when_hermes_shows_what_it_needs():
     assert applies["commit_holds_lease"] is None
     assert "setting pool_cap" in (applies["pool_admission_bounded"] or "")
     assert applies["title_follows_conversation"] is None  # titles given by /title, and rotations (R17)
+    assert applies["no_false_auto_reset"] is None  # the gateway's reset, the attempt's outcome (R23)
+    assert applies["overflow_recovery_ignores_cooldown"] is None  # the provider's refusal, the cooldown's block
+    assert "host.returned" in (applies["caller_session_follows_rotation"] or "")  # hermes's attempt has no host
     assert all(targets.applies(invariant, "reference") is None for invariant in INVARIANTS.values())
 
 
@@ -135,6 +159,37 @@ def test_releases_prints_a_scenario_by_target_table(tmp_path):
     cells = json.loads(done.stdout)["cells"]["seed_000_ctrl_c_next_turn_second_writer"]
     assert cells["hermes==0.16.0"] == "not expressible"  # no in-place compaction before 0.18.2
     assert cells[RELEASE].startswith("FAIL") and cells["reference"] == "pass"
+
+
+R23 = ROOT / "scenarios" / "hermes" / "cooldown_blocks_overflow_recovery_and_gateway_resets.toml"
+
+
+def test_a_cooldown_blocking_the_overflow_recovery_resets_the_gateways_session_on_0_18_2_and_later(tmp_path):
+    """R23: 0.18.2 and 0.19.0 take the blocked recovery for exhaustion and the gateway resets the session; 0.16.0 and
+    0.17.0 commit a static fallback summary instead, so the retried call is answered; the reference recovers past
+    the cooldown."""
+    for target in ("hermes==0.16.0", "hermes==0.17.0", "hermes==0.18.2", RELEASE):
+        installed(target)
+    done = sim_cli("releases", str(R23), "--targets", f"hermes==0.16.0,hermes==0.17.0,hermes==0.18.2,{RELEASE},reference",
+                   "--runs", "1", "--json", "--out", str(tmp_path))
+    cells = json.loads(done.stdout)["cells"][R23.stem]
+    failing = "FAIL no_false_auto_reset, overflow_recovery_ignores_cooldown (seed 0)"
+    assert cells == {"hermes==0.16.0": "pass", "hermes==0.17.0": "pass", "hermes==0.18.2": failing, RELEASE: failing,
+                     "reference": "pass"}, cells
+
+
+def test_the_r23_file_reaches_the_reference_s_overflow_recovery(tmp_path):
+    """Without its fix (the recovery bypasses the cooldown) the reference fails the same file: the provider's refusal
+    at `turn.model` reaches its overflow recovery."""
+    done = sim_cli("run", str(R23), "--target", "reference", "--runs", "1", "--json", "--no-shrink",
+                   "--mutant", "overflow-bypasses-cooldown", "--out", str(tmp_path))
+    assert json.loads(done.stdout)["scenarios"][0]["violated"] == ["overflow_recovery_ignores_cooldown"], done.stdout
+
+
+def test_the_r23_file_replays_identically_over_20_seeds():
+    installed()
+    done = sim_cli("check-determinism", str(R23), "--seeds", "20", "--target", RELEASE)
+    assert done.returncode == 0 and "20 runs in two processes: 0 differences" in done.stdout, done.stdout + done.stderr
 
 
 def test_numbered_answers_are_never_one_message_twice():
