@@ -31,8 +31,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from contract.events import FrontendTurnFailed, FrontendTurnSubmitted, SessionAutoReset
+from contract.events import SessionAutoReset
 from contract.ids import SessionId
+from targets.hermes.frontend import turn_thread
 
 EXIT = None  # what ends the gateway's loop (the gateway shut down)
 PLATFORM = "telegram"  # the platform of the session's entry: the reset creates the fresh session with its name
@@ -77,16 +78,8 @@ class Gateway:
         number = self.turns
         outcome: dict[str, Any] = {}
         agent = self.agent
-
-        def run_agent() -> None:
-            self._turn_started(self, str(number))
-            self._emit(FrontendTurnSubmitted(agent=self.name, text=text))
-            try:
-                outcome["result"] = agent.run_conversation(user_message=text, conversation_history=history)
-            except Exception as error:
-                self._emit(FrontendTurnFailed(agent=self.name, error=f"{type(error).__name__}: {error}"))
-
-        thread = threading.Thread(target=run_agent, daemon=True, name=f"turn.{self.name}.{number}")
+        thread = turn_thread(self.name, number, agent, text, history, outcome, self._emit,
+                             lambda: self._turn_started(self, str(number)))
         self._running = thread
         thread.start()
         thread.join()
