@@ -164,18 +164,23 @@ def test_releases_prints_a_scenario_by_target_table(tmp_path):
 R23 = ROOT / "scenarios" / "hermes" / "cooldown_blocks_overflow_recovery_and_gateway_resets.toml"
 
 
-def test_a_cooldown_blocking_the_overflow_recovery_resets_the_gateways_session_on_0_18_2_and_later(tmp_path):
-    """R23: 0.18.2 and 0.19.0 take the blocked recovery for exhaustion and the gateway resets the session; 0.16.0 and
-    0.17.0 commit a static fallback summary instead, so the retried call is answered; the reference recovers past
-    the cooldown."""
-    for target in ("hermes==0.16.0", "hermes==0.17.0", "hermes==0.18.2", RELEASE):
+def test_a_cooldown_blocking_the_overflow_recovery_resets_the_gateways_session_on_every_release(tmp_path):
+    """R23: every release takes the blocked recovery for exhaustion and the gateway resets the session; the reference
+    recovers past the cooldown. With hermes's default static fallback summary, 0.16.0 commits a "summary
+    unavailable" handoff during the cooldown instead, so its recovery shrinks the context and nothing is reset."""
+    releases = ("hermes==0.16.0", "hermes==0.17.0", "hermes==0.18.2", RELEASE)
+    for target in releases:
         installed(target)
-    done = sim_cli("releases", str(R23), "--targets", f"hermes==0.16.0,hermes==0.17.0,hermes==0.18.2,{RELEASE},reference",
-                   "--runs", "1", "--json", "--out", str(tmp_path))
+    done = sim_cli("releases", str(R23), "--targets", ",".join((*releases, "reference")), "--runs", "1", "--json",
+                   "--out", str(tmp_path))
     cells = json.loads(done.stdout)["cells"][R23.stem]
     failing = "FAIL no_false_auto_reset, overflow_recovery_ignores_cooldown (seed 0)"
-    assert cells == {"hermes==0.16.0": "pass", "hermes==0.17.0": "pass", "hermes==0.18.2": failing, RELEASE: failing,
-                     "reference": "pass"}, cells
+    assert cells == {**dict.fromkeys(releases, failing), "reference": "pass"}, cells
+    default = tmp_path / "default_fallback.toml"
+    default.write_text(R23.read_text(encoding="utf-8").replace("static_fallback_summary = false", "static_fallback_summary = true"),
+                       encoding="utf-8")
+    done = sim_cli("run", str(default), "--target", "hermes==0.16.0", "--runs", "1", "--json", "--no-shrink", "--out", str(tmp_path))
+    assert json.loads(done.stdout)["scenarios"][0]["violation"] is None, done.stdout
 
 
 def test_the_r23_file_reaches_the_reference_s_overflow_recovery(tmp_path):

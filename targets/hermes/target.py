@@ -16,7 +16,8 @@ main model; `raises = "context_length_exceeded"` is the provider's refusal of a 
 the transaction, after it outside), `ctrl_c`, `message_mid_compression` (another process's SessionDB appends),
 `crash` of a process (no restart). A lease lapses by the virtual clock (a stall past its TTL), as it would.
 **Settings**: `threshold_tokens`, `in_place` and `lease_ttl_s` (0.18.2+: the releases before have no in-place
-compaction and a fixed TTL), `ctrl_c_grace_s` only at hermes's own 10 s.
+compaction and a fixed TTL), `ctrl_c_grace_s` only at hermes's own 10 s, `static_fallback_summary` (hermes's
+`compression.abort_on_summary_failure` negated; on by default there, as in hermes's default config).
 
 **The oracle**: the events the hooks emit (`EMITS`, `observe.py`) and the mechanisms no release has
 (`ABSENT`: a fence, a host wait, a pool, a watermark, a heartbeat, a durable generation claim...). An
@@ -66,7 +67,7 @@ FAULTS = {
     "crash": ("summary", "store"),
 }
 REFUSED = {"crash": ("restart_after",)}  # the harness restarts no hermes process
-SETTINGS = ("threshold_tokens", "in_place", "lease_ttl_s", "ctrl_c_grace_s")
+SETTINGS = ("threshold_tokens", "in_place", "lease_ttl_s", "ctrl_c_grace_s", "static_fallback_summary")
 FRONTENDS = frozenset({"cli", "gateway"})  # its terminal (cli.py) and its gateway's message path (gateway/run.py)
 TERMINAL_ONLY = frozenset({"ctrl_c", "compress"})  # the harness drives these at hermes's terminal only
 HOLDERS_NAME_ATTEMPTS = True  # `pid:tid:agent:nonce`, to which the holder hook adds `:proc=<process>:attempt=<n>`
@@ -193,7 +194,7 @@ def _older(version: str, than: str) -> bool:
 
 def settings(scenario: Any) -> dict[str, Any]:
     """The run's settings by the reference's names (what an invariant may read of `config`)."""
-    return {"lease_ttl_s": 300.0, "ctrl_c_grace_s": CTRL_C_GRACE_S, **scenario.world.config}
+    return {"lease_ttl_s": 300.0, "ctrl_c_grace_s": CTRL_C_GRACE_S, "static_fallback_summary": True, **scenario.world.config}
 
 
 def apply_settings(agent: Any, values: dict[str, Any]) -> None:
@@ -204,6 +205,8 @@ def apply_settings(agent: Any, values: dict[str, Any]) -> None:
         agent.compression_in_place = values["in_place"]
     if "lease_ttl_s" in values:
         agent._compression_lock_ttl_seconds = values["lease_ttl_s"]
+    # hermes's `compression.abort_on_summary_failure` (default false: a failed summary becomes a static handoff)
+    agent.context_compressor.abort_on_summary_failure = not values["static_fallback_summary"]
 
 
 # ---- the process that runs a release ----------------------------------------------------------------------
