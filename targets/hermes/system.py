@@ -350,16 +350,20 @@ class HermesSystem:
         return reply(SUMMARY_TEXT)
 
     def main_model(self, agent: Any, api_kwargs: dict[str, Any]) -> None:
-        """The main model's call: the faults at `turn.model` act; the provider's refusal of a context too long
-        reaches hermes as its OpenAI client raises it (`provider.context_length_exceeded`), a provider-proven overflow."""
+        """The main model's call: the faults at `turn.model` act. The provider's refusal of a context too long reaches
+        hermes as its OpenAI client raises it (`provider.context_length_exceeded`). An error hermes's own classifier
+        reads as a context overflow (that refusal, or another error whose text says so) is a provider-proven
+        overflow: hermes's turn loop recovers from it, and `turn.context_overflow` says so."""
         if not self.owns_caller():
             return
         try:
             self.wait(self.plan.at_point(MAIN_MODEL))
-        except ContextLengthExceeded as refusal:
-            chars = sum(len(str(message.get("content") or "")) for message in api_kwargs.get("messages", ()))
-            self.rt.emit(TurnContextOverflow(session=SessionId(agent.session_id), tokens=chars // 4))
-            raise context_length_exceeded(OFFLINE_URL, str(refusal)) from None
+        except Exception as raised:
+            error = context_length_exceeded(OFFLINE_URL, str(raised)) if isinstance(raised, ContextLengthExceeded) else raised
+            tokens = _overflowed(agent, api_kwargs.get("messages") or [], error)
+            if tokens is not None:
+                self.rt.emit(TurnContextOverflow(session=SessionId(agent.session_id), tokens=tokens))
+            raise error from None
 
     def in_cooldown(self, compressor: Any) -> bool:
         """Whether the compressor's summary-failure cooldown is in force now (hermes's own test, on monotonic time)."""
@@ -563,6 +567,18 @@ class HermesSystem:
             self.rt.emit(LeaseAcquireFailed(session=session, holder=HolderId(_holder(args, kwargs)), error=repr(error)))
         elif op == "release_compression_lock":
             self.rt.emit(LeaseReleaseFailed(session=session, holder=HolderId(_holder(args, kwargs)), error=repr(error)))
+
+
+def _overflowed(agent: Any, messages: list[dict[str, Any]], error: Exception) -> int | None:
+    """The request's size (hermes's rough estimate) if hermes's classifier reads `error` as a context overflow, as its
+    turn loop asks it (agent/conversation_loop.py: `classify_api_error`), else None."""
+    from agent.error_classifier import FailoverReason, classify_api_error
+    from agent.model_metadata import estimate_messages_tokens_rough
+
+    tokens = estimate_messages_tokens_rough(messages)
+    classified = classify_api_error(error, provider=agent.provider or "", model=agent.model or "", approx_tokens=tokens,
+                                    context_length=agent.context_compressor.context_length, num_messages=len(messages))
+    return tokens if classified.reason == FailoverReason.context_overflow else None
 
 
 def _status(published: bool, archived: bool, moved: bool) -> str:
