@@ -183,6 +183,18 @@ def test_a_cooldown_blocking_the_overflow_recovery_resets_the_gateways_session_o
     assert json.loads(done.stdout)["scenarios"][0]["violation"] is None, done.stdout
 
 
+def test_a_main_model_error_hermes_reads_as_an_overflow_is_one(tmp_path):
+    """A provider error with no code whose text says the prompt is too long: hermes's classifier reads it as an
+    overflow, its turn loop recovers from it, and the cooldown blocking that recovery is judged."""
+    installed()
+    text = R23.read_text(encoding="utf-8").replace('raises = "context_length_exceeded"\n', "")
+    by_text = tmp_path / "overflow_by_text.toml"
+    by_text.write_text(text.replace("This model's context window was exceeded by the input.", "The prompt is too long."),
+                       encoding="utf-8")
+    done = sim_cli("run", str(by_text), "--runs", "1", "--json", "--no-shrink", "--out", str(tmp_path))
+    assert "overflow_recovery_ignores_cooldown" in json.loads(done.stdout)["scenarios"][0]["violated"], done.stdout
+
+
 def test_the_r23_file_reaches_the_reference_s_overflow_recovery(tmp_path):
     """Without its fix (the recovery bypasses the cooldown) the reference fails the same file: the provider's refusal
     at `turn.model` reaches its overflow recovery."""
