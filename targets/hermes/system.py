@@ -64,8 +64,8 @@ from contract.events.turns import EXTERNAL
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from faults.plan import FaultPlan, Moments
+from faults.provider_error import ContextLengthExceeded
 from faults.triggers import Trigger
-from reference.provider import ContextLengthExceeded
 from sim.core.world import World
 from sim.invariants import InvariantSet, Violation
 from sim.kernel.sync import Event as KernelEvent
