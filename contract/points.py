@@ -104,7 +104,7 @@ TURN_MODEL = Point(
     "turn.model",
     where="turn loop, where the main model would answer",
     stall="a slow model turn",
-    error="the turn fails before its flush",
+    error="the turn fails before its flush; `context_length_exceeded` is a provider-proven overflow, recovered first (R23)",
 )
 TURN_FLUSH = Point(
     "turn.flush",

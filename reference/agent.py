@@ -35,6 +35,7 @@ from reference.fence import CommitFence, FenceStack
 from reference.host import HostWait
 from reference.lease import Process, ProcessProbe
 from reference.pool import CompressionPool
+from reference.provider import ContextLengthExceeded
 from reference.store import EXPLICIT_CLOSE_REASONS, SessionClosedByCompression
 from reference.transcript import (
     ROW_ID,
@@ -164,8 +165,7 @@ class Agent:
         if not interrupted and self._overflows():
             interrupted = not await self._recover_overflow()
         if not interrupted:
-            await self._rt.checkpoint(TURN_MODEL)
-            self.messages.append(new_message("assistant", self._reply(text), self._rt.now()))
+            interrupted = not await self._answer(text)
         persisted = await self.flush()
         return TurnResult(self.session_id, persisted, compaction, interrupted)
 
@@ -255,6 +255,18 @@ class Agent:
         self._rt.emit(SessionAdopted(from_session=self.session_id, to_session=tip))
         self.messages = loaded_beside_unsaved([from_row(row) for row in rows], self.messages)
         self.session_id = self.caller_session_id = tip
+        return True
+
+    async def _answer(self, text: str) -> bool:
+        """The main model answers the turn. Its refusal of the context as too long (`context_length_exceeded`, a
+        fault at `turn.model`) is a provider-proven overflow, recovered as one before the answer; False: the
+        recovery deferred the turn, which gets no reply."""
+        try:
+            await self._rt.checkpoint(TURN_MODEL)
+        except ContextLengthExceeded:
+            if not await self._recover_overflow():
+                return False
+        self.messages.append(new_message("assistant", self._reply(text), self._rt.now()))
         return True
 
     # ---- context overflow (R23) -------------------------------------------------------------------

@@ -21,6 +21,11 @@ class ProviderError(Exception):
     """The summary call failed (auth, network, overload): the attempt aborts and records a cooldown."""
 
 
+class ContextLengthExceeded(ProviderError):
+    """The provider refused the request as longer than the model's context window (`context_length_exceeded`): at
+    the main model's call a provider-proven overflow, which the turn recovers from by compressing (R23)."""
+
+
 @dataclass(frozen=True)
 class ProviderScript:
     """How one summary call behaves. Progress ticks arrive every `tick_s` for `latency_s` seconds.

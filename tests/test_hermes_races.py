@@ -19,11 +19,14 @@ from contract.events import (
     AppendOk,
     CommitArchived,
     CommitPublished,
+    CompactionFinished,
     CompactionInput,
     FrontendTurnAbandoned,
     LeaseAcquired,
     LeaseReleased,
     ProcessCrashed,
+    SessionAutoReset,
+    TurnContextOverflow,
     TurnPersisted,
 )
 from contract.history import HistoryEvent
@@ -90,6 +93,19 @@ def test_a_dead_holder_is_r24_only_if_the_process_died_holding_the_lease():
                   ("fault", ProcessCrashed(process="p1", pid=1))]
     assert races_of(report(died_holding, ("dead_holder_reclaimable", (1,)))) == ("R24",)
     assert races_of(report(died_after, ("dead_holder_reclaimable", (2,)))) == ()
+
+
+def overflow_recovered_by(reason: str, task: str = "turn") -> list[tuple[str, Any]]:
+    return [("turn", TurnContextOverflow(session=S, tokens=900)),
+            (task, CompactionFinished(session=S, attempt=A1, status="unchanged", reason=reason)),
+            ("gateway", SessionAutoReset(from_session=S, to_session=SessionId("s2"), reason="compression_exhausted"))]
+
+
+def test_a_false_reset_is_r23_only_if_the_overflow_recovery_was_a_transient_no_op():
+    for transient in ("cooldown", "summary_failed", "lock_contended"):
+        assert races_of(report(overflow_recovered_by(transient), ("no_false_auto_reset", (2,)))) == ("R23",)
+    assert races_of(report(overflow_recovered_by("no_progress"), ("no_false_auto_reset", (2,)))) == ()
+    assert races_of(report(overflow_recovered_by("cooldown", task="other"), ("no_false_auto_reset", (2,)))) == ()
 
 
 def test_a_run_that_held_or_broke_no_race_invariant_shows_no_race():

@@ -46,11 +46,32 @@ TURN = '[[drive]]\nat = "0s"\nturn = "q"\n'
     ("", TURN + '[[fault]]\nkind = "stall"\npoint = "host.wait"\nnth = 1\nduration = "1s"\n', "fault[0].point",
      "a point of hermes==0.19.0 for stall"),
     ("pool_cap = 2", TURN, "world.config.pool_cap", "a setting hermes==0.19.0 has"),
+    ("", TURN + '[[fault]]\nkind = "message_mid_compression"\npoint = "turn.model"\nnth = 1\n', "fault[0].point",
+     "a point of hermes==0.19.0 for message_mid_compression"),
 ])
 def test_what_a_release_cannot_do_is_bad_input_naming_the_target(tmp_path, config, body, key, said):
     with pytest.raises(ScenarioError) as raised:
         load(tmp_path, scenario_text(body, config=config))
     assert raised.value.key == key and said in raised.value.expected
+
+
+@pytest.mark.parametrize("command", ["compress", "ctrl_c"])
+def test_a_terminal_command_for_a_gateway_agent_is_bad_input_naming_the_target(tmp_path, command):
+    text = (f'target = "{RELEASE}"\n[world]\nsessions = [{{ id = "s1", messages = 4 }}]\n'
+            'agents = [{ name = "bot", session = "s1", frontend = "gateway" }]\n'
+            f'[[drive]]\nat = "0s"\ncommand = "{command}"\n')
+    with pytest.raises(ScenarioError) as raised:
+        load(tmp_path, text)
+    assert raised.value.key == "drive[0]" and f"{RELEASE}'s gateway takes" in raised.value.expected
+
+
+def test_a_ctrl_c_fault_pressed_at_a_gateway_agent_is_bad_input_naming_the_target(tmp_path):
+    text = (f'target = "{RELEASE}"\n[world]\nsessions = [{{ id = "s1", messages = 4 }}]\n'
+            'agents = [{ name = "bot", session = "s1", frontend = "gateway" }]\n'
+            '[[drive]]\nat = "0s"\nmessage = "q"\n[[fault]]\nkind = "ctrl_c"\nat = "1s"\n')
+    with pytest.raises(ScenarioError) as raised:
+        load(tmp_path, text)
+    assert raised.value.key == "fault[0].agent" and f"{RELEASE}'s gateway has no ctrl_c" in raised.value.expected
 
 
 def test_a_release_before_in_place_compaction_refuses_the_setting(tmp_path):
@@ -73,6 +94,9 @@ def test_an_invariant_applies_to_hermes_only_when_hermes_shows_what_it_needs():
     assert applies["commit_holds_lease"] is None
     assert "setting pool_cap" in (applies["pool_admission_bounded"] or "")
     assert applies["title_follows_conversation"] is None  # titles given by /title, and rotations (R17)
+    assert applies["no_false_auto_reset"] is None  # the gateway's reset, the attempt's outcome (R23)
+    assert applies["overflow_recovery_ignores_cooldown"] is None  # the provider's refusal, the cooldown's block
+    assert "host.returned" in (applies["caller_session_follows_rotation"] or "")  # hermes's attempt has no host
     assert all(targets.applies(invariant, "reference") is None for invariant in INVARIANTS.values())
 
 
@@ -135,6 +159,54 @@ def test_releases_prints_a_scenario_by_target_table(tmp_path):
     cells = json.loads(done.stdout)["cells"]["seed_000_ctrl_c_next_turn_second_writer"]
     assert cells["hermes==0.16.0"] == "not expressible"  # no in-place compaction before 0.18.2
     assert cells[RELEASE].startswith("FAIL") and cells["reference"] == "pass"
+
+
+R23 = ROOT / "scenarios" / "hermes" / "cooldown_blocks_overflow_recovery_and_gateway_resets.toml"
+
+
+def test_a_cooldown_blocking_the_overflow_recovery_resets_the_gateways_session_on_every_release(tmp_path):
+    """R23: every release takes the blocked recovery for exhaustion and the gateway resets the session; the reference
+    recovers past the cooldown. With hermes's default static fallback summary, 0.16.0 commits a "summary
+    unavailable" handoff during the cooldown instead, so its recovery shrinks the context and nothing is reset."""
+    releases = ("hermes==0.16.0", "hermes==0.17.0", "hermes==0.18.2", RELEASE)
+    for target in releases:
+        installed(target)
+    done = sim_cli("releases", str(R23), "--targets", ",".join((*releases, "reference")), "--runs", "1", "--json",
+                   "--out", str(tmp_path))
+    cells = json.loads(done.stdout)["cells"][R23.stem]
+    failing = "FAIL no_false_auto_reset, overflow_recovery_ignores_cooldown (seed 0)"
+    assert cells == {**dict.fromkeys(releases, failing), "reference": "pass"}, cells
+    default = tmp_path / "default_fallback.toml"
+    default.write_text(R23.read_text(encoding="utf-8").replace("static_fallback_summary = false", "static_fallback_summary = true"),
+                       encoding="utf-8")
+    done = sim_cli("run", str(default), "--target", "hermes==0.16.0", "--runs", "1", "--json", "--no-shrink", "--out", str(tmp_path))
+    assert json.loads(done.stdout)["scenarios"][0]["violation"] is None, done.stdout
+
+
+def test_a_main_model_error_hermes_reads_as_an_overflow_is_one(tmp_path):
+    """A provider error with no code whose text says the prompt is too long: hermes's classifier reads it as an
+    overflow, its turn loop recovers from it, and the cooldown blocking that recovery is judged."""
+    installed()
+    text = R23.read_text(encoding="utf-8").replace('raises = "context_length_exceeded"\n', "")
+    by_text = tmp_path / "overflow_by_text.toml"
+    by_text.write_text(text.replace("This model's context window was exceeded by the input.", "The prompt is too long."),
+                       encoding="utf-8")
+    done = sim_cli("run", str(by_text), "--runs", "1", "--json", "--no-shrink", "--out", str(tmp_path))
+    assert "overflow_recovery_ignores_cooldown" in json.loads(done.stdout)["scenarios"][0]["violated"], done.stdout
+
+
+def test_the_r23_file_reaches_the_reference_s_overflow_recovery(tmp_path):
+    """Without its fix (the recovery bypasses the cooldown) the reference fails the same file: the provider's refusal
+    at `turn.model` reaches its overflow recovery."""
+    done = sim_cli("run", str(R23), "--target", "reference", "--runs", "1", "--json", "--no-shrink",
+                   "--mutant", "overflow-bypasses-cooldown", "--out", str(tmp_path))
+    assert json.loads(done.stdout)["scenarios"][0]["violated"] == ["overflow_recovery_ignores_cooldown"], done.stdout
+
+
+def test_the_r23_file_replays_identically_over_20_seeds():
+    installed()
+    done = sim_cli("check-determinism", str(R23), "--seeds", "20", "--target", RELEASE)
+    assert done.returncode == 0 and "20 runs in two processes: 0 differences" in done.stdout, done.stdout + done.stderr
 
 
 def test_numbered_answers_are_never_one_message_twice():

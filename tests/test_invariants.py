@@ -966,6 +966,23 @@ def test_an_overflow_recovery_refused_under_the_lease_for_a_cooldown_is_caught()
     assert check("overflow_recovery_ignores_cooldown", events)
 
 
+def test_an_overflow_recovery_with_no_host_is_judged_when_its_attempt_finishes_on_the_turns_task():
+    """hermes-agent compacts on the turn's own thread and has no host to return: the recovery's attempt is over at
+    its `compaction.finished` on the overflowing turn's task; an attempt finishing on another task is not it."""
+    blocked = [E(OVERFLOWED, 0, "turn"), E(CompactionBlocked(session=S, attempt=A1, reason="cooldown"), 0, "turn")]
+    assert check("overflow_recovery_ignores_cooldown", blocked + [E(finished(A1, "unchanged", "cooldown"), 0, "turn")])
+    assert check("overflow_recovery_ignores_cooldown", blocked + [E(finished(A1, "unchanged", "cooldown"), 0, "worker")]) == []
+    recovered = [E(OVERFLOWED, 0, "turn"), E(finished(A1, "committed"), 0, "turn")]
+    assert check("overflow_recovery_ignores_cooldown", recovered) == []
+
+
+def test_an_auto_reset_with_no_host_is_judged_by_the_sessions_last_attempt():
+    """With no `host.returned` (hermes-agent's gateway resets after the turn), the reset is judged by the last attempt
+    that finished on the session."""
+    assert check("no_false_auto_reset", [E(finished(A1, "unchanged", "cooldown"), 0, "turn"), E(RESET, 1, "gateway")])
+    assert check("no_false_auto_reset", [E(finished(A1, "unchanged", "no_progress"), 0, "turn"), E(RESET, 1, "gateway")]) == []
+
+
 def three_rows_leased(store: SessionStore) -> None:
     store.create_session("s", now=0)
     store.append_messages("s", [{"role": "user", "content": f"m{i}", "timestamp": float(i)} for i in range(3)], now=1)

@@ -63,6 +63,11 @@ def test_every_workload_on_a_release_draws_only_what_the_release_can_take(releas
     assert gateway.title_sources == ("user",) and not any(cut.keys == ("swarm", "actions", "title") for cut in gateway.cuts)
     titles = [drive for index in range(RUNS) for drive in generate(gateway, 0, index).drives if str(drive.action) == "title"]
     assert titles and {drive.title_source for drive in titles} == {"user"}
+    # the reference's gateway workload asks /compress of any agent, which hermes's gateway does not take: no gateway
+    # agents there; the release's own gateway workload asks none, and keeps them
+    assert any(str(cut).startswith(f"swarm.world.gateway ({release}'s gateway agents take no compress") for cut in gateway.cuts)
+    ours = next(workload for workload in workloads if workload.name == "hermes_gateway")
+    assert ours.swarm.world.gateway == 1.0
 
 
 def test_a_release_before_in_place_compaction_draws_none_of_its_store_writes():

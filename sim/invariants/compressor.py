@@ -536,7 +536,9 @@ class CurrentAttemptOwnsCompressor(Invariant):
     races = ("R21",)
     learns = CRASHES + HOST_GAVE_UP
 
+    # a restarted process has a new compressor and numbers its attempts from 1 again
     _generation: AttemptTable[AttemptId, int] = per_run(AttemptTable)  # attempt -> its claimed generation
+    # incarnation -> the newest generation that started its summary
     _working: ProcessTable[tuple[int, HistoryEvent[CompactionSummaryStarted]]] = per_run(ProcessTable)
 
     @handles(AttemptClaimed)
@@ -711,6 +713,7 @@ class OldMessagesGetSummarized(Invariant):
     settings = frozenset({'keep_recent'})
     races = ("R13",)
 
+    # attempt -> its input of old messages (and its record), no summary yet
     _unsummarized: dict[AttemptId, tuple[CompactionInput, HistoryEvent[Event]]] = per_run(dict)
 
     @handles(CompactionInput)

@@ -566,6 +566,7 @@ class _BacksOffAfterFailure(Invariant):
     recorded_as: ClassVar[str]
 
     _session_of: dict[AttemptId | None, SessionId] = per_run(dict)  # attempt -> the session whose lease it took
+    # session -> (the failed attempt, the failure's record, whether its durable record landed)
     _backoff: dict[SessionId, tuple[AttemptId, HistoryEvent[Event], bool]] = per_run(dict)
     _cleared_by: set[AttemptId] = per_run(set)  # attempts that cleared the cooldown (forced) before their summary
     _overflow: set[AttemptId] = per_run(set)  # attempts recovering a provider-proven overflow: past the cooldown (R23)
@@ -684,6 +685,7 @@ class TimeoutBacksOff(_BacksOffAfterFailure):
     _won: set[AttemptId] = per_run(set)  # timed out, and its host's cancel has won the fence since
     _host_task: dict[AttemptId, str] = per_run(dict)  # attempt -> the task its host waits in
     _turn_tasks: dict[str, set[str]] = per_run(dict)  # agent -> the tasks its turns ran in
+    # timed out before its lease setup won the lease: the session its host waited on, and the timeout
     _timed_out_unleased: dict[AttemptId, tuple[SessionId, HistoryEvent[Event]]] = per_run(dict)
 
     def step_s(self) -> float:

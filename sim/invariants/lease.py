@@ -244,6 +244,8 @@ class RefresherToleratesBlips(Invariant):
     settings = frozenset({'refresh_failure_budget'})
     races = ("R25",)
 
+    # holder -> the refreshes it missed since its last one that landed, counted here from the history (the
+    # refresher's own count is what is on trial)
     _missed: dict[HolderId, list[HistoryEvent[Event]]] = per_run(dict)
 
     @handles(LeaseRefreshFailed)

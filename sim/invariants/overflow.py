@@ -24,13 +24,16 @@ class NoFalseAutoReset(Invariant):
     A reset is judged by what it was decided on: the session's last finished attempt when the resetting turn's
     own recovery came back. The reset's writes may wait at the store long after that (a slow `create_session`),
     and an attempt that finishes meanwhile (a `/compress` whose late worker was refused) is not what the turn
-    decided on.
+    decided on. Where the recovery has no host to come back to (`host.returned`: hermes-agent compacts on the
+    turn's own thread, and its gateway resets after the turn), the session's last finished attempt is that.
     """
 
     name = "no_false_auto_reset"
     races = ("R23",)
+    needs = frozenset({"compaction.finished", "session.auto_reset"})
 
     _last: dict[SessionId, tuple[CompactionFinished, HistoryEvent[Event]]] = per_run(dict)  # session -> its last finished attempt
+    # task -> (the session its compress came back for, that session's last finished attempt then)
     _came_back: dict[str, tuple[SessionId, tuple[CompactionFinished, HistoryEvent[Event]] | None]] = per_run(dict)
 
     @handles(CompactionFinished)
@@ -55,10 +58,16 @@ class NoFalseAutoReset(Invariant):
 
 
 class OverflowRecoveryIgnoresCooldown(Invariant):
-    """The compression a provider-proven context overflow triggers is never blocked by a failure cooldown."""
+    """The compression a provider-proven context overflow triggers is never blocked by a failure cooldown.
+
+    Judged when the recovery's attempt is over, on the overflowing turn's task: where its host returns
+    (`host.returned`), or, where the attempt runs on the turn's own task with no host (hermes-agent), where it
+    finishes (`compaction.finished`).
+    """
 
     name = "overflow_recovery_ignores_cooldown"
     races = ("R23",)
+    needs = frozenset({"turn.context_overflow", "compaction.blocked", "compaction.refused", "compaction.finished"})
 
     _overflow: dict[str, tuple[TurnContextOverflow, HistoryEvent[Event]]] = per_run(dict)  # task -> its overflow, until its recovery returns
     _blocked: dict[AttemptId, HistoryEvent[Event]] = per_run(dict)  # attempt -> its cooldown block
@@ -72,8 +81,8 @@ class OverflowRecoveryIgnoresCooldown(Invariant):
         if event.reason == "cooldown":
             self._blocked[event.attempt] = record
 
-    @handles(HostReturned)
-    def host_returned(self, event: HostReturned, record: HistoryEvent[HostReturned]) -> Violation | None:
+    @handles(HostReturned, CompactionFinished)
+    def recovered(self, event: HostReturned | CompactionFinished, record: HistoryEvent[HostReturned | CompactionFinished]) -> Violation | None:
         if record.task not in self._overflow:
             return None
         overflow, overflowed = self._overflow.pop(record.task)

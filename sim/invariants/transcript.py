@@ -608,6 +608,7 @@ class ArchivedRowsWereInInput(_ReadsEachCommit):
     needs = frozenset({'commit.archived', 'commit.published', 'compaction.input'})  # the rest only refines
     races = ("R14",)
 
+    # attempt -> (its rows, rows retired before, the event)
     _input: dict[AttemptId, tuple[set[int], set[int], HistoryEvent[Event]]] = per_run(dict)
     _watermark: dict[AttemptId, int] = per_run(dict)
 
@@ -661,7 +662,9 @@ class CommitReachesCaller(_ReadsEachCommit):
     races = ("R14", "R4")
     learns = CRASHES
 
+    # attempt -> what its commit left: the fingerprint of the session's live rows, the session, the commit
     _left: AttemptTable[AttemptId, tuple[str, SessionId, HistoryEvent[Event]]] = per_run(AttemptTable)
+    # attempt -> the newer commit that rewrote its session: its attempt and its event
     _superseded: AttemptTable[AttemptId, tuple[AttemptId, HistoryEvent[Event]]] = per_run(AttemptTable)
     _newest_row: AttemptTable[AttemptId, int] = per_run(AttemptTable)  # attempt -> the highest row id its commit left live
     _saved: dict[str, list[int]] = per_run(dict)  # agent -> the rows its turns saved, in order
@@ -1065,6 +1068,8 @@ class ReceivedMessageWrittenOnce(_CreditsEachCommit):
     races = ("R10",)
 
     _inputs: AttemptTable[AttemptId, set[str]] = per_run(AttemptTable)  # attempt -> the platform message ids of its input rows
+    # platform message id -> the attempt whose commit summarized it, and the event by which it had (its commit,
+    # or its process's crash after a commit that never said so)
     _summarized: dict[str, tuple[AttemptId, HistoryEvent[Event]]] = per_run(dict)
 
     @handles(CompactionInput)

@@ -47,6 +47,7 @@ class Capabilities:
     frontends: frozenset[str]
     events: frozenset[str]  # the event kinds it emits: what an `after_event` trigger can wait for
     title_sources: frozenset[str] = frozenset({"derived", "llm", "user"})  # who may give a title drive's title
+    terminal_only: frozenset[str] = frozenset()  # drives (and the ctrl_c fault) it takes for terminal agents only
 
 
 def parse(text: str) -> str:

@@ -4,7 +4,8 @@ The generator draws from the workload as it is; on a released target it must dra
 refuse as bad input (`sim.scenario.targets.Capabilities`), or runs would be made only to be discarded. So at load the
 workload loses what the target cannot take: fault kinds it lacks, points it has not, `after_event` kinds it never
 emits, parameters it cannot honour, action kinds whose drive it cannot take, settings it lacks or has at one
-value only, gateway agents. Each cut says what and why. A workload file that names its target itself must need
+value only, gateway agents (all, or where it draws what the target's gateway cannot take). Each cut says what
+and why. A workload file that names its target itself must need
 no cut (what it asks beyond the target is bad input naming the key); one given `--target` is cut and told so.
 On the reference only points that a released target alone has are cut, which no reference workload names: every
 reference workload draws what it drew before.
@@ -55,7 +56,7 @@ def on_target(workload: Workload, target: str) -> tuple[Workload, list[Cut]]:
         if rate.rate != 0 and refused is not None:
             cuts.append(Cut(("swarm", "actions", str(kind)), refused))
             actions = dataclasses.replace(actions, **{str(kind): ActionRate(0.0, rate.probability)})
-    world = _world_on(workload.swarm.world, can, cuts)
+    world = _world_on(workload.swarm.world, can, cuts, _terminal_only(actions, faults, can))
     swarm = dataclasses.replace(workload.swarm, faults=faults, actions=actions, world=world)
     sources = tuple(source for source in TITLE_SOURCES if source in can.title_sources)
     return dataclasses.replace(workload, target=target, swarm=swarm, title_sources=sources), cuts
@@ -103,11 +104,21 @@ def _fault_on(draw: FaultDraw, can: targets.Capabilities, cuts: list[Cut]) -> Fa
     return dataclasses.replace(draw, **changes)
 
 
-def _world_on(world: Any, can: targets.Capabilities, cuts: list[Cut]) -> Any:
-    """The world's ranges without gateway agents or settings the target lacks (or has at one value only)."""
+def _terminal_only(actions: Any, faults: dict[str, FaultDraw], can: targets.Capabilities) -> list[str]:
+    """What the workload draws that the target takes for terminal agents only: action kinds, the ctrl_c fault."""
+    drawn = [str(kind) for kind in ActionKind if actions.of(kind).rate and ACTION_DRIVES[kind] in can.terminal_only]
+    return drawn + [f"the {kind} fault" for kind in faults if kind in can.terminal_only]
+
+
+def _world_on(world: Any, can: targets.Capabilities, cuts: list[Cut], terminal_only: list[str]) -> Any:
+    """The world's ranges without gateway agents (if the target has none, or none that take all the workload draws
+    for any agent) or settings the target lacks (or has at one value only)."""
     changes: dict[str, Any] = {}
     if world.gateway and "gateway" not in can.frontends:
         cuts.append(Cut(("swarm", "world", "gateway"), f"{can.target} has no gateway agents"))
+        changes["gateway"] = 0.0
+    elif world.gateway and terminal_only:
+        cuts.append(Cut(("swarm", "world", "gateway"), f"{can.target}'s gateway agents take no {_few(terminal_only)}"))
         changes["gateway"] = 0.0
     config = {}
     for name, value in world.config.items():

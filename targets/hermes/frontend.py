@@ -85,15 +85,8 @@ class Cli:
         number = self.turns
         outcome: dict[str, Any] = {}
 
-        def run_agent() -> None:
-            self._turn_started(self, str(number))
-            self._emit(FrontendTurnSubmitted(agent=self.name, text=text))
-            try:
-                outcome["result"] = self.agent.run_conversation(user_message=text, conversation_history=prior)
-            except Exception as error:
-                self._emit(FrontendTurnFailed(agent=self.name, error=f"{type(error).__name__}: {error}"))
-
-        thread = threading.Thread(target=run_agent, daemon=True, name=f"turn.{self.name}.{number}")
+        thread = turn_thread(self.name, number, self.agent, text, prior, outcome, self._emit,
+                             lambda: self._turn_started(self, str(number)))
         self._running = thread
         thread.start()
         typed = None
@@ -128,3 +121,19 @@ class Cli:
         self.history[:] = compressed
         if self.agent.session_id != before:
             self.agent._flush_messages_to_session_db(self.history, None)
+
+
+def turn_thread(name: str, number: int, agent: Any, text: str, history: list[dict[str, Any]], outcome: dict[str, Any],
+                emit: Callable[[Any], None], started: Callable[[], None]) -> threading.Thread:
+    """One turn of agent `name` on its daemon thread `turn.<name>.<number>` (not started), as either frontend runs it:
+    it says it started, submits the text, and keeps the turn loop's result in `outcome` (or says how it failed)."""
+
+    def run_agent() -> None:
+        started()
+        emit(FrontendTurnSubmitted(agent=name, text=text))
+        try:
+            outcome["result"] = agent.run_conversation(user_message=text, conversation_history=history)
+        except Exception as error:
+            emit(FrontendTurnFailed(agent=name, error=f"{type(error).__name__}: {error}"))
+
+    return threading.Thread(target=run_agent, daemon=True, name=f"turn.{name}.{number}")

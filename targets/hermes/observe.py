@@ -9,6 +9,9 @@ run's, it calls the original and nothing else. What each hook adds:
 | `agent.context_compressor.call_llm` (the summary model; scripted) | `provider.summary` | `compaction.input`, `compaction.summary_started` |
 | `agent.conversation_compression.compress_context` (one attempt) | - | `attempt.claimed`, `compaction.finished` |
 | `agent.conversation_compression._compression_lock_holder` | - | none: `agent=` (an address) becomes the agent's name; `:proc=P:attempt=N` names the attempt |
+| `ContextCompressor._automatic_compression_blocked` (0.19.0: an automatic attempt's gate) | - | `compaction.blocked` (`cooldown`, `structural_backoff`) |
+| `ContextCompressor._generate_summary` | - | none; an attempt it skipped for the failure cooldown that ends unchanged is `compaction.refused` (`cooldown`) |
+| the agent's main model (scripted, `provider.script_main_model`) | `turn.model` | `turn.context_overflow` when the provider refuses the context as too long |
 | `SessionDB.<op>` for every public write | `db.<op>` (the reference's name where it has one, `POINT_NAMES`) | per op, below |
 | `SessionDB._execute_write` (the transaction) | store faults of `db.<op>`: before COMMIT inside it, after COMMIT outside | - |
 | `append_message` | | `append.ok`, `turn.persisted` / `append.failed` |
@@ -60,6 +63,10 @@ def install() -> None:
     compression = sys.modules["agent.conversation_compression"]
     session_db = sys.modules["hermes_state"].SessionDB
     context_compressor.call_llm = _summary_model  # type: ignore[attr-defined]  # hermes-agent's module, untyped here
+    compressor = context_compressor.ContextCompressor
+    if hasattr(compressor, "_automatic_compression_blocked"):  # hermes calls it on the class: hook it there
+        compressor._automatic_compression_blocked = _hooked(compressor._automatic_compression_blocked, _gate)
+    compressor._generate_summary = _hooked(compressor._generate_summary, _summary_generation)
     compression.compress_context = _hooked(compression.compress_context, _attempt)  # type: ignore[attr-defined]  # as above
     if hasattr(compression, "_compression_lock_holder"):
         compression._compression_lock_holder = _hooked(compression._compression_lock_holder, _holder)  # type: ignore[attr-defined]  # as above
@@ -93,6 +100,21 @@ def _summary_model(**kwargs: Any) -> Any:
     if system is None:
         raise RuntimeError("hermes's summary model was called outside a simulated run")
     return system.summarize(kwargs)
+
+
+def _gate(system: HermesSystem, original: Callable[..., Any], compressor: Any) -> Any:
+    blocked = original(compressor)
+    if blocked:
+        system.gate_blocked(compressor)
+    return blocked
+
+
+def _summary_generation(system: HermesSystem, original: Callable[..., Any], compressor: Any, *args: Any, **kwargs: Any) -> Any:
+    cooling = system.in_cooldown(compressor)
+    summary = original(compressor, *args, **kwargs)
+    if summary is None and cooling:
+        system.summary_skipped_for_cooldown()
+    return summary
 
 
 def _attempt(system: HermesSystem, original: Callable[..., Any], agent: Any, *args: Any, **kwargs: Any) -> Any:

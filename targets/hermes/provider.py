@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -53,14 +54,31 @@ def script_summary(summary: Any) -> None:
     context_compressor.call_llm = summary
 
 
-def script_main_model(agent: Any, text: str, *, numbered: bool = False) -> None:
+def script_main_model(agent: Any, text: str, *, numbered: bool = False,
+                      before: Callable[[dict[str, Any]], None] | None = None) -> None:
     """Make `agent`'s turns get `text` from the main model, streaming or not; `numbered`: its n-th answer says
     `text #n`, so that no two answers are one message (two agents answering at one virtual instant would
-    otherwise write rows an oracle cannot tell from a duplicated one: same role, content and timestamp)."""
+    otherwise write rows an oracle cannot tell from a duplicated one: same role, content and timestamp).
+    `before(api_kwargs)` runs first on each call: whatever it raises is the provider's error for that call."""
     calls = itertools.count(1)
 
-    def answer() -> SimpleNamespace:
+    def answer(api_kwargs: dict[str, Any]) -> SimpleNamespace:
+        if before is not None:
+            before(api_kwargs)
         return reply(f"{text} #{next(calls)}" if numbered else text)
 
-    agent._interruptible_api_call = lambda api_kwargs: answer()
-    agent._interruptible_streaming_api_call = lambda api_kwargs, on_first_delta=None: answer()
+    agent._interruptible_api_call = answer
+    agent._interruptible_streaming_api_call = lambda api_kwargs, on_first_delta=None: answer(api_kwargs)
+
+
+def context_length_exceeded(url: str, message: str) -> Exception:
+    """The error the release's OpenAI client raises when the provider refuses a request as longer than the
+    model's context window: HTTP 400 whose body's code is `context_length_exceeded` (what hermes's error
+    classifier reads, agent/error_classifier.py, and so sends the turn into its overflow recovery)."""
+    import httpx
+    import openai
+
+    body = {"error": {"message": message, "type": "invalid_request_error", "param": "messages",
+                      "code": "context_length_exceeded"}}
+    response = httpx.Response(400, request=httpx.Request("POST", f"{url}/chat/completions"), json=body)
+    return openai.BadRequestError(f"Error code: 400 - {body}", response=response, body=body)

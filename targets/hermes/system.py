@@ -21,9 +21,11 @@ blocked (hermes's log listener, a refresher nobody stops) ends as at the process
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import shutil
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,9 +37,11 @@ from contract.events import (
     AttemptClaimed,
     CommitArchived,
     CommitPublished,
+    CompactionBlocked,
     CompactionCommitFailed,
     CompactionFinished,
     CompactionInput,
+    CompactionRefused,
     CompactionSummaryStarted,
     FrontendSessionEnded,
     FrontendTitleFailed,
@@ -52,6 +56,7 @@ from contract.events import (
     SessionReopened,
     SessionTitled,
     SessionTitleIndeterminate,
+    TurnContextOverflow,
     TurnPersisted,
 )
 from contract.events.base import Event
@@ -59,16 +64,21 @@ from contract.events.turns import EXTERNAL
 from contract.history import HistoryEvent
 from contract.ids import AttemptId, HolderId, SessionId
 from faults.plan import FaultPlan, Moments
+from faults.provider_error import ContextLengthExceeded
 from faults.triggers import Trigger
 from sim.core.world import World
 from sim.invariants import InvariantSet, Violation
 from sim.kernel.sync import Event as KernelEvent
+from sim.scenario.gateways import GATEWAY
 from sim.threads.baton import SimThread, ThreadAbandoned, current
 from sim.threads.run import ThreadRun
 from sim.threads.tracing import Preemption
 from targets.hermes import observe
 from targets.hermes.frontend import COMPRESS, EXIT, Cli
-from targets.hermes.provider import reply, script_main_model
+from targets.hermes.gateway import EXIT as GATEWAY_EXIT
+from targets.hermes.gateway import Gateway
+from targets.hermes.provider import context_length_exceeded, reply, script_main_model
+from targets.hermes.target import MAIN as MAIN_MODEL
 from targets.hermes.target import apply_settings
 from targets.hermes.view import HermesStore
 
@@ -98,6 +108,7 @@ class HermesSystem:
         self.violations: list[Violation] = []
         self.coverage: set[str] = set()
         self.clis: dict[str, Cli] = {}
+        self.gateways: dict[str, Gateway] = {}
         self.agents: dict[str, Any] = {}
         self.dbs: dict[str, Any] = {}  # a SessionDB per simulated process
         self.dead: set[str] = set()
@@ -108,6 +119,7 @@ class HermesSystem:
         self._ops: dict[SimThread, list[str]] = defaultdict(list)
         self._failed_inside: dict[SimThread, BaseException | None] = {}
         self._numbers: dict[str, int] = defaultdict(int)  # attempts per process
+        self._reasons: dict[AttemptId, str] = {}  # why an attempt that ends without a commit did (see `_outcome`)
         self._archived: set[AttemptId] = set()
         self._appended_by: dict[int, str] = {}  # row -> the process that appended it during the run ("" another writer)
         self._published: set[AttemptId] = set()  # attempts whose rotation made its child
@@ -151,8 +163,7 @@ class HermesSystem:
             self.building = False
             self.invariants.at_start()
             for spec in self.scenario.world.agents:
-                cli = self.clis[spec.name]
-                self.threads.start(threading.Thread(target=cli.chat_loop, name=f"cli.{spec.name}", daemon=True), spec.process)
+                self.threads.start(self._frontend_thread(spec.name), spec.process)
             async with rt.open_nursery() as late:
                 async with rt.open_nursery() as nursery:
                     await self.plan.run_actions(nursery, self.moments)
@@ -161,11 +172,23 @@ class HermesSystem:
                 self.plan.act_in(late)
                 for spec in self.scenario.world.agents:
                     if spec.process not in self.dead:
-                        await self.act(lambda cli=self.clis[spec.name]: cli.type(EXIT), f"quit.{spec.name}", spec.process)  # type: ignore[misc]  # the default binds this agent's terminal
+                        await self.act(functools.partial(self._close_frontend, spec.name), f"quit.{spec.name}", spec.process)
                 self._closing = True
                 await self._quiet.wait()
         finally:
             observe.ACTIVE.remove(self)
+
+    def _frontend_thread(self, name: str) -> threading.Thread:
+        """The thread that serves an agent's frontend: its terminal's chat loop, or its gateway's message loop."""
+        if name in self.gateways:
+            return threading.Thread(target=self.gateways[name].serve, name=f"gateway.{name}", daemon=True)
+        return threading.Thread(target=self.clis[name].chat_loop, name=f"cli.{name}", daemon=True)
+
+    def _close_frontend(self, name: str) -> None:
+        if name in self.gateways:
+            self.gateways[name].deliver(GATEWAY_EXIT)
+        else:
+            self.clis[name].type(EXIT)
 
     async def act(self, call: Callable[[], Any], name: str, process: str) -> None:
         """What a user does in a process (types, presses Ctrl+C, ends the session, closes the terminal), on a thread
@@ -228,25 +251,32 @@ class HermesSystem:
             if session.end_reason is not None:
                 db.end_session(session.id, session.end_reason)
         for spec in self.scenario.world.agents:
-            agent = self._agent(spec)
-            history = self.dbs[spec.process].get_messages_as_conversation(spec.session)
-            self.agents[spec.name] = agent
-            self.clis[spec.name] = Cli(spec.name, agent, list(history), self.rt.emit, self._turn_started)
+            agent = self._agent(spec, spec.session)
+            db = self.dbs[spec.process]
+            if spec.frontend == GATEWAY:
+                self.gateways[spec.name] = Gateway(spec.name, agent, db, self.folder, self.rt.emit, self._turn_started,
+                                                   functools.partial(self._agent, spec))
+            else:
+                history = db.get_messages_as_conversation(spec.session)
+                self.clis[spec.name] = Cli(spec.name, agent, list(history), self.rt.emit, self._turn_started)
 
-    def _agent(self, spec: Any) -> Any:
+    def _agent(self, spec: Any, session: str) -> Any:
+        """A fresh AIAgent of `spec` on `session` (the gateway makes a new one after a reset): the agent of its name."""
         import run_agent
 
         agent = run_agent.AIAgent(base_url=OFFLINE_URL, api_key="offline", provider="custom", model="scripted",
                                   quiet_mode=True, skip_context_files=True, skip_memory=True, enabled_toolsets=[],
-                                  session_db=self.dbs[spec.process], session_id=spec.session)
+                                  session_db=self.dbs[spec.process], session_id=session)
         apply_settings(agent, self.settings_values)
-        script_main_model(agent, f"{ANSWER} of {spec.name}", numbered=True)
+        script_main_model(agent, f"{ANSWER} of {spec.name}", numbered=True,
+                          before=functools.partial(self.main_model, agent))
+        self.agents[spec.name] = agent
         return agent
 
-    def _turn_started(self, cli: Cli, number: str) -> None:
+    def _turn_started(self, frontend: Cli | Gateway, number: str) -> None:
         sim = current()
         assert sim is not None
-        self._turn_of[sim] = (cli.name, int(number))
+        self._turn_of[sim] = (frontend.name, int(number))
 
     # ---- drives -----------------------------------------------------------------------------------------
 
@@ -265,6 +295,10 @@ class HermesSystem:
             return
         if action == "title":
             await self.act(lambda: self._title(spec, drive.title), f"title.{drive.agent}", spec.process)
+            return
+        if action == "message":
+            gateway = self.gateways[drive.agent]
+            await self.act(lambda: gateway.deliver(drive.message or ""), f"message.{drive.agent}", spec.process)
             return
         # a message typed while a turn runs is hermes's own interrupt (cli.py): Ctrl+C with a typed message
         text = COMPRESS if action == "compress" else drive.typed if action == "ctrl_c" else (drive.turn or "")
@@ -316,8 +350,54 @@ class HermesSystem:
         rows = [row for row in self.store.active_row_ids(session) if self._appended_by.get(row, sim.process) == sim.process]
         self.rt.emit(CompactionInput(session=session, attempt=attempt, rows=rows))
         self.rt.emit(CompactionSummaryStarted(attempt=attempt, generation=int(attempt.rsplit(".", 1)[1])))
-        self.wait(self.plan.at_point("provider.summary"))
+        try:
+            self.wait(self.plan.at_point("provider.summary"))
+        except Exception:
+            self._reasons[attempt] = "summary_failed"
+            raise
         return reply(SUMMARY_TEXT)
+
+    def main_model(self, agent: Any, api_kwargs: dict[str, Any]) -> None:
+        """The main model's call: the faults at `turn.model` act. The provider's refusal of a context too long reaches
+        hermes as its OpenAI client raises it (`provider.context_length_exceeded`). An error hermes's own classifier
+        reads as a context overflow (that refusal, or another error whose text says so) is a provider-proven
+        overflow: hermes's turn loop recovers from it, and `turn.context_overflow` says so."""
+        if not self.owns_caller():
+            return
+        try:
+            self.wait(self.plan.at_point(MAIN_MODEL))
+        except Exception as raised:
+            error = context_length_exceeded(OFFLINE_URL, str(raised)) if isinstance(raised, ContextLengthExceeded) else raised
+            tokens = _overflowed(agent, api_kwargs.get("messages") or [], error)
+            if tokens is not None:
+                self.rt.emit(TurnContextOverflow(session=SessionId(agent.session_id), tokens=tokens))
+            raise error from None
+
+    def in_cooldown(self, compressor: Any) -> bool:
+        """Whether the compressor's summary-failure cooldown is in force now (hermes's own test, on monotonic time)."""
+        return bool(compressor._summary_failure_cooldown_until > time.monotonic())
+
+    def gate_blocked(self, compressor: Any) -> None:
+        """0.19.0's automatic gate refused the attempt in progress: for the cooldown, or for repeated ineffective
+        or fallback compactions (its anti-thrashing backoff). Outside an attempt (a turn's own check) it is no event."""
+        found = self._current_attempt()
+        if found is None:
+            return
+        attempt, session = found
+        reason = "cooldown" if self.in_cooldown(compressor) else "structural_backoff"
+        self._reasons[attempt] = reason
+        self.rt.emit(CompactionBlocked(session=session, attempt=attempt, reason=reason))
+
+    def summary_skipped_for_cooldown(self) -> None:
+        """`_generate_summary` returned nothing because the cooldown was in force (it called no model)."""
+        found = self._current_attempt()
+        if found is not None:
+            self._reasons.setdefault(found[0], "cooldown_skip")
+
+    def _current_attempt(self) -> tuple[AttemptId, SessionId] | None:
+        sim = current()
+        stack = self._attempts.get(sim) if sim is not None else None
+        return stack[-1] if stack else None
 
     def attempt(self, agent: Any, call: Callable[[], Any]) -> Any:
         """One compaction attempt (`compress_context`): numbered per process, finished with its outcome."""
@@ -336,8 +416,23 @@ class HermesSystem:
         finally:
             self._attempts[sim].pop()
         status = _status(attempt in self._published, attempt in self._archived, agent.session_id != session)
-        self.rt.emit(CompactionFinished(session=session, attempt=attempt, status=status, reason=""))
+        reason = self._outcome(attempt, session, status)
+        self.rt.emit(CompactionFinished(session=session, attempt=attempt, status=status, reason=reason))
         return result
+
+    def _outcome(self, attempt: AttemptId, session: SessionId, status: str) -> str:
+        """Why an attempt ended as it did, by the reference's names: a commit has no reason; an attempt that changed
+        nothing was blocked by the gate (`compaction.blocked` said so), skipped its summary for the cooldown or had
+        it fail (then `compaction.refused`), found the lease held, or found nothing to compress (`no_progress`)."""
+        reason = self._reasons.pop(attempt, "")
+        if status != "unchanged":
+            return ""
+        if reason == "cooldown_skip":
+            reason = "cooldown"
+            self.rt.emit(CompactionRefused(session=session, attempt=attempt, reason=reason))
+        elif reason == "summary_failed":
+            self.rt.emit(CompactionRefused(session=session, attempt=attempt, reason=reason))
+        return reason or "no_progress"
 
     def holder_suffix(self) -> str:
         """What a lease holder id taken now adds to hermes's own (`pid:tid:agent:nonce`, opaque to every release,
@@ -464,6 +559,9 @@ class HermesSystem:
         elif failed is not None:
             self.rt.emit(LeaseAcquireFailed(session=session, holder=holder, error=repr(failed)))
         else:
+            found = self._current_attempt()
+            if found is not None:
+                self._reasons.setdefault(found[0], "lock_contended")
             row = self.store.lease_row(session) if self.store is not None else None
             self.rt.emit(LeaseContended(session=session, holder=HolderId(row.holder if row is not None else holder)))
 
@@ -478,6 +576,18 @@ class HermesSystem:
             self.rt.emit(LeaseAcquireFailed(session=session, holder=HolderId(_holder(args, kwargs)), error=repr(error)))
         elif op == "release_compression_lock":
             self.rt.emit(LeaseReleaseFailed(session=session, holder=HolderId(_holder(args, kwargs)), error=repr(error)))
+
+
+def _overflowed(agent: Any, messages: list[dict[str, Any]], error: Exception) -> int | None:
+    """The request's size (hermes's rough estimate) if hermes's classifier reads `error` as a context overflow, as its
+    turn loop asks it (agent/conversation_loop.py: `classify_api_error`), else None."""
+    from agent.error_classifier import FailoverReason, classify_api_error
+    from agent.model_metadata import estimate_messages_tokens_rough
+
+    tokens = estimate_messages_tokens_rough(messages)
+    classified = classify_api_error(error, provider=agent.provider or "", model=agent.model or "", approx_tokens=tokens,
+                                    context_length=agent.context_compressor.context_length, num_messages=len(messages))
+    return tokens if classified.reason == FailoverReason.context_overflow else None
 
 
 def _status(published: bool, archived: bool, moved: bool) -> str:

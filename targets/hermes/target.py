@@ -7,14 +7,17 @@ bad input naming the target and what it can do instead, never a silent pass. Wha
 `capabilities(version)`: `check` reads it, and so does a generated workload, which draws nothing else
 (`sim.swarm.targeted`).
 
-**Drives**: `turn` (typed at its terminal; while a turn runs, the terminal's typed interrupt), `ctrl_c`,
-`compress` (/compress), `end_session`, `title` (/title: the user's, `SessionDB.set_session_title`; hermes keeps no
-title source, so a world's session title is the user's too). **Faults**: `stall` and `provider_error` at `provider.summary`,
+**Drives**: `turn` (typed at its terminal; while a turn runs, the terminal's typed interrupt), `message` (a
+platform message to its gateway, `gateway.py`), `ctrl_c` and `compress` (/compress) at the terminal, `end_session`,
+`title` (/title: the user's, `SessionDB.set_session_title`; hermes keeps no title source, so a world's session
+title is the user's too). **Faults**: `stall` and `provider_error` at `provider.summary` and `turn.model` (the
+main model; `raises = "context_length_exceeded"` is the provider's refusal of a context too long),
 `stall` at `db.<op>`, `db_write_failure` and `db_busy` at `db.<op>` (inside `_execute_write`: before COMMIT in
 the transaction, after it outside), `ctrl_c`, `message_mid_compression` (another process's SessionDB appends),
 `crash` of a process (no restart). A lease lapses by the virtual clock (a stall past its TTL), as it would.
 **Settings**: `threshold_tokens`, `in_place` and `lease_ttl_s` (0.18.2+: the releases before have no in-place
-compaction and a fixed TTL), `ctrl_c_grace_s` only at hermes's own 10 s.
+compaction and a fixed TTL), `ctrl_c_grace_s` only at hermes's own 10 s, `static_fallback_summary` (hermes's
+`compression.abort_on_summary_failure` negated; on by default there, as in hermes's default config).
 
 **The oracle**: the events the hooks emit (`EMITS`, `observe.py`) and the mechanisms no release has
 (`ABSENT`: a fence, a host wait, a pool, a watermark, a heartbeat, a durable generation claim...). An
@@ -37,8 +40,9 @@ FAMILY = "hermes"
 RELEASES = ("0.16.0", "0.17.0", "0.18.2", "0.19.0")
 IN_PLACE_FROM = "0.18.2"  # in-place compaction, the lease refresher and its TTL setting
 
-DRIVES = frozenset({"turn", "ctrl_c", "compress", "end_session", "title"})
+DRIVES = frozenset({"turn", "message", "ctrl_c", "compress", "end_session", "title"})
 SUMMARY = "provider.summary"
+MAIN = "turn.model"  # the reference's name of the same call, so one scenario names it on every target
 IN_PLACE_OPS = ("archive_and_compact", "refresh_compression_lock", "record_compression_failure_cooldown")  # 0.18.2+
 def _point(op: str) -> str:
     """The point before a store write: the reference's name where the write does what one of its own does."""
@@ -47,13 +51,15 @@ def _point(op: str) -> str:
 
 POINTS = {
     SUMMARY: "hermes-agent: the summary model's call (`call_llm` in agent/context_compressor.py), the lease held",
+    MAIN: "hermes-agent: the turn's call of the main model (`_interruptible_api_call`, agent/conversation_loop.py)",
     **{_point(op): f"hermes-agent: before `SessionDB.{op}`; its store faults act inside `_execute_write`"
        + (f" ({IN_PLACE_FROM}+)" if op in IN_PLACE_OPS else "") for op in WRITE_OPS},
 }
-# Each fault kind and where it may act: at the summary, at a store write, or (an action) at a hit of either.
+# Each fault kind and where it may act: at the summary, at the main model, at a store write, or (an action) at
+# a hit of the summary or a store write.
 FAULTS = {
-    "stall": ("summary", "store"),
-    "provider_error": ("summary",),
+    "stall": ("summary", "main", "store"),
+    "provider_error": ("summary", "main"),
     "db_write_failure": ("store",),
     "db_busy": ("store",),
     "ctrl_c": ("summary", "store"),
@@ -61,7 +67,9 @@ FAULTS = {
     "crash": ("summary", "store"),
 }
 REFUSED = {"crash": ("restart_after",)}  # the harness restarts no hermes process
-SETTINGS = ("threshold_tokens", "in_place", "lease_ttl_s", "ctrl_c_grace_s")
+SETTINGS = ("threshold_tokens", "in_place", "lease_ttl_s", "ctrl_c_grace_s", "static_fallback_summary")
+FRONTENDS = frozenset({"cli", "gateway"})  # its terminal (cli.py) and its gateway's message path (gateway/run.py)
+TERMINAL_ONLY = frozenset({"ctrl_c", "compress"})  # the harness drives these at hermes's terminal only
 HOLDERS_NAME_ATTEMPTS = True  # `pid:tid:agent:nonce`, to which the holder hook adds `:proc=<process>:attempt=<n>`
 CTRL_C_GRACE_S = 10.0  # cli.py: 50 joins of 0.2 s
 
@@ -72,7 +80,8 @@ EMITS = frozenset({
     "commit.published", "compaction.commit_failed", "lease.acquired", "lease.contended", "lease.acquire_failed",
     "lease.refreshed", "lease.refresh_failed", "lease.released", "lease.release_failed", "process.crashed",
     "fault.fired", "task.spawn", "task.exit", "session.reopened", "session.titled", "frontend.title_failed",
-    "session.title_indeterminate",
+    "session.title_indeterminate", "turn.context_overflow", "compaction.blocked", "compaction.refused",
+    "session.auto_reset",
 })
 ABSENT = frozenset({
     "fence.begin_ok", "fence.begin_refused", "fence.cancel_won", "fence.revoked", "fence.finish",
@@ -94,7 +103,7 @@ def parse(version: str) -> str:
 def capabilities(version: str) -> Capabilities:
     """What this release can be asked: the store writes it has, and its settings (fixed ones before 0.18.2)."""
     ops = [op for op in WRITE_OPS if op not in IN_PLACE_OPS or not _older(version, IN_PLACE_FROM)]
-    where = {"summary": (SUMMARY,), "store": tuple(_point(op) for op in ops)}
+    where = {"summary": (SUMMARY,), "main": (MAIN,), "store": tuple(_point(op) for op in ops)}
     fixed = {"ctrl_c_grace_s": (CTRL_C_GRACE_S, "its terminal waits that long after a typed interrupt")}
     if _older(version, IN_PLACE_FROM):
         fixed |= {key: (value, f"it has no {key} setting before {IN_PLACE_FROM}") for key, value in _FIXED_BEFORE.items()}
@@ -102,7 +111,7 @@ def capabilities(version: str) -> Capabilities:
         target=f"{FAMILY}=={version}", drives=DRIVES,
         faults={kind: tuple(point for place in places for point in where[place]) for kind, places in FAULTS.items()},
         refused=REFUSED, settings=tuple(key for key in SETTINGS if key not in fixed), fixed=fixed,
-        frontends=frozenset({"cli"}), events=EMITS, title_sources=frozenset({"user"}))
+        frontends=FRONTENDS, events=EMITS, title_sources=frozenset({"user"}), terminal_only=TERMINAL_ONLY)
 
 
 def check(scenario: Any, version: str) -> None:
@@ -136,10 +145,22 @@ def check(scenario: Any, version: str) -> None:
                                 repr(session.title_source))
     for key, value in scenario.world.config.items():
         _check_setting(path, can, key, value)
-    for index, agent in enumerate(scenario.world.agents):
-        if agent.frontend not in can.frontends:
-            raise ScenarioError(path, f"world.agents[{index}].frontend", f"\"cli\": {target} is driven through its terminal",
-                                repr(agent.frontend))
+    _check_gateway_agents(scenario, can)
+
+
+def _check_gateway_agents(scenario: Any, can: Capabilities) -> None:
+    """Bad input for what only hermes's terminal takes (a /compress, a Ctrl+C) asked of a gateway agent."""
+    agents = scenario.world.agents
+    gateways = {agent.name for agent in agents if agent.frontend == "gateway"}
+    for index, drive in enumerate(scenario.drives):
+        if drive.agent in gateways and str(drive.action) in can.terminal_only:
+            raise ScenarioError(scenario.path, f"drive[{index}]", f"a drive {can.target}'s gateway takes (message, end_session, title)",
+                                f"a {drive.action} drive for the gateway agent {drive.agent}")
+    for index, fault in enumerate(scenario.faults):
+        pressed = fault.params.get("agent") or (agents[0].name if agents else None)
+        if fault.kind in can.terminal_only and pressed in gateways:
+            raise ScenarioError(scenario.path, f"fault[{index}].agent", f"a terminal agent: {can.target}'s gateway has no {fault.kind}",
+                                repr(pressed))
 
 
 def _listed(points: tuple[str, ...]) -> str:
@@ -173,7 +194,7 @@ def _older(version: str, than: str) -> bool:
 
 def settings(scenario: Any) -> dict[str, Any]:
     """The run's settings by the reference's names (what an invariant may read of `config`)."""
-    return {"lease_ttl_s": 300.0, "ctrl_c_grace_s": CTRL_C_GRACE_S, **scenario.world.config}
+    return {"lease_ttl_s": 300.0, "ctrl_c_grace_s": CTRL_C_GRACE_S, "static_fallback_summary": True, **scenario.world.config}
 
 
 def apply_settings(agent: Any, values: dict[str, Any]) -> None:
@@ -184,6 +205,8 @@ def apply_settings(agent: Any, values: dict[str, Any]) -> None:
         agent.compression_in_place = values["in_place"]
     if "lease_ttl_s" in values:
         agent._compression_lock_ttl_seconds = values["lease_ttl_s"]
+    # hermes's `compression.abort_on_summary_failure` (default false: a failed summary becomes a static handoff)
+    agent.context_compressor.abort_on_summary_failure = not values["static_fallback_summary"]
 
 
 # ---- the process that runs a release ----------------------------------------------------------------------

@@ -124,7 +124,7 @@ class HermesView:
         self._system = system
         self.store = system.store
         self.config = HermesConfig(system.settings_values)
-        self.agents = {spec.name: AgentSlot(spec, system.agents[spec.name]) for spec in system.scenario.world.agents}
+        self.agents = {spec.name: AgentSlot(spec, system.agents) for spec in system.scenario.world.agents}
 
     @property
     def ctrl_c_grace_s(self) -> float:
@@ -138,19 +138,25 @@ class HermesView:
         return self._system.process_of_holder(holder) in self._system.dead
 
     def agent_of_task(self, task: str) -> str | None:
-        """A turn's thread (`turn.<agent>.<n>`), a terminal's (`cli.<agent>`) or what the user typed (`type.<agent>`)."""
+        """A turn's thread (`turn.<agent>.<n>`), a terminal's (`cli.<agent>`) or a gateway's (`gateway.<agent>`), what
+        the user typed (`type.<agent>`) or sent (`message.<agent>`)."""
         kind, _, rest = task.partition(".")
-        if kind in ("turn", "cli", "type", "ctrl_c"):
+        if kind in ("turn", "cli", "type", "ctrl_c", "gateway", "message"):
             return rest.split(".", 1)[0]
         return None
 
 
 class AgentSlot:
-    """An agent as invariants find it: its scenario spec (with `.process`) and hermes's AIAgent."""
+    """An agent as invariants find it: its scenario spec (with `.process`) and hermes's AIAgent of its name now (the
+    gateway builds a new one after a reset)."""
 
-    def __init__(self, spec: Any, agent: Any) -> None:
+    def __init__(self, spec: Any, agents: dict[str, Any]) -> None:
         self.spec = spec
-        self.agent = agent
+        self._agents = agents
+
+    @property
+    def agent(self) -> Any:
+        return self._agents[self.spec.name]
 
 
 class HermesConfig:
