@@ -10,12 +10,20 @@ it came about, and several races share a harm. The rules, one mechanism per race
 | R10 | a duplicate (`no_duplicate_persisted_turn`) whose row the rotating turn wrote into the child after the rotation, or into the parent while it ran |
 | R11 | an attempt that did not commit (`compaction.finished`, status `failed`, `error` or `unchanged`) |
 | R12 | the duplicated or misplaced row's session had an in-place commit fail (`compaction.commit_failed`) before it |
-| R14 | the lost row (the violation's append) was appended after an attempt took its input there and before it committed there |
+| R14 | a commit there retired the lost row (the violation's append) without holding it: appended after the attempt took its input, or before by a process whose agent never loaded it (hermes summarizes the agent's messages in memory) |
 | R17 | a rotation (`commit.published`): it carries the title |
 | R19 | two attempts rotated one parent, the later one acquiring its lease after the earlier one had released it |
 | R20 | `no_orphan_parent` itself, which reads the orphan parent in the store (the other invariants R20 feeds judge other races' harm too) |
 | R24 | a process crashed while one of its attempts held a lease |
 | R25 | an attempt acquired a lease a live attempt still held (it lapsed on the virtual clock), a commit without it, or a refresh after its attempt ended |
+
+Two more findings are hermes's own, harms the reference's invariants judge that no race of hermes-compaction.md names
+(`FINDINGS`, and a scripted scenario each in `scenarios/hermes/`):
+
+| finding | invariant | the mechanism in the run's events |
+|---|---|---|
+| H1 | `abandoned_turn_stays_silent` | a turn abandoned after Ctrl+C's grace while no compaction of its agent held a lease: it was stalled elsewhere (a store write), and nothing stops an abandoned turn's thread |
+| H2 | `completed_turn_persists_user_message` | the turn's own append failed before its reply was persisted: the flush logs the error and the turn goes on |
 
 `first_finds` runs a swarm campaign on the loaded release exactly as `python -m sim swarm` does (run `i` is
 `run_generated(workloads, root_seed, i)`) and notes the first run that shows each race.
@@ -29,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract.events import (
+    AppendFailed,
     AppendOk,
     CommitArchived,
     CommitPublished,
@@ -61,6 +70,8 @@ SCRIPTED_FAILING = {
     "0.18.2": ("R1", "R10", "R11", "R12", "R14", "R17", "R19", "R20", "R24", "R25"),
     "0.19.0": ("R1", "R10", "R11", "R12", "R14", "R17", "R20", "R24", "R25"),
 }
+# hermes's own findings (the module docstring): the invariant whose harm each shows.
+FINDINGS = {"abandoned_turn_stays_silent": ("H1",), "completed_turn_persists_user_message": ("H2",)}
 
 
 @dataclass
@@ -71,12 +82,13 @@ class Run:
     held: dict[str, set[HolderId]] = field(default_factory=dict)  # session -> holders now (during the fold)
     crashed: set[str] = field(default_factory=set)
     abandoned_holding: bool = False  # R1
+    abandoned_unleased: bool = False  # H1
     crashed_holding: bool = False  # R24
     overlapping: set[str] = field(default_factory=set)  # attempts that acquired a lease a live attempt held (R25)
     acquired_at: dict[tuple[str, str], int] = field(default_factory=dict)  # (attempt, session) -> seq
     released_at: dict[tuple[str, str], int] = field(default_factory=dict)
-    inputs: dict[str, tuple[str, int]] = field(default_factory=dict)  # attempt -> (session, seq of its input)
-    windows: list[tuple[str, int, int]] = field(default_factory=list)  # (session, input seq, commit seq) per commit
+    inputs: dict[str, tuple[str, int, frozenset[int]]] = field(default_factory=dict)  # attempt -> (session, seq, rows) of its input
+    commits: list[tuple[str, int, frozenset[int]]] = field(default_factory=list)  # (session, commit seq, input rows) per commit
     publishers: dict[str, list[str]] = field(default_factory=dict)  # parent -> attempts that rotated it, in order
     rotating: list[tuple[str, str, int, int]] = field(default_factory=list)  # (its task, parent, input seq, publish seq)
     children: dict[str, int] = field(default_factory=dict)  # child session -> seq of its commit.published
@@ -84,6 +96,7 @@ class Run:
     not_committed: bool = False  # R11
     finished: set[str] = field(default_factory=set)
     refreshed_after_end: bool = False  # R25: a refresher that outlived its attempt
+    failed_appends: list[tuple[str, int]] = field(default_factory=list)  # (task, seq) of each failed append (H2)
 
     @classmethod
     def of(cls, history: Sequence[HistoryEvent]) -> Run:
@@ -116,10 +129,12 @@ class Run:
         self.crashed_holding |= any(_process(holder) == event.process for holder in self._holders())
 
     def _abandoned(self, event: FrontendTurnAbandoned, record: HistoryEvent) -> None:
-        self.abandoned_holding |= any(holder.fields.get("agent") == event.agent for holder in self._holders())
+        holding = any(holder.fields.get("agent") == event.agent for holder in self._holders())
+        self.abandoned_holding |= holding
+        self.abandoned_unleased |= not holding
 
     def _input(self, event: CompactionInput, record: HistoryEvent) -> None:
-        self.inputs[str(event.attempt)] = (str(event.session), record.seq)
+        self.inputs[str(event.attempt)] = (str(event.session), record.seq, frozenset(event.rows))
 
     def _archived(self, event: CommitArchived, record: HistoryEvent) -> None:
         self._committed(str(event.attempt), str(event.session), record.seq)
@@ -132,6 +147,9 @@ class Run:
         if took is not None:
             self.rotating.append((record.task, parent, took[1], record.seq))
         self.children.setdefault(str(event.child), record.seq)
+
+    def _append_failed(self, event: AppendFailed, record: HistoryEvent) -> None:
+        self.failed_appends.append((record.task, record.seq))
 
     def _commit_failed(self, event: CompactionCommitFailed, record: HistoryEvent) -> None:
         self.failed_in_place.setdefault(str(event.session), record.seq)
@@ -151,7 +169,7 @@ class Run:
     def _committed(self, attempt: str, session: str, seq: int) -> None:
         took = self.inputs.get(attempt)
         if took is not None and took[0] == session:
-            self.windows.append((session, took[1], seq))
+            self.commits.append((session, seq, took[2]))
 
     def rotated_after_release(self) -> bool:
         """R19: a parent rotated twice, the later attempt's acquire after the earlier one's release."""
@@ -170,26 +188,37 @@ class Run:
     def witness_append(self, violation: Violation) -> Append | None:
         """The violation's last witnessing append, if it has one."""
         for seq in reversed(violation.witnesses):
-            record = self.history[seq] if 0 <= seq < len(self.history) else None
-            if record is not None and isinstance(record.event, (AppendOk, TurnPersisted)):
-                return Append(str(record.event.session), seq, record.task)
+            event = self.history[seq].event if 0 <= seq < len(self.history) else None
+            if isinstance(event, TurnPersisted):
+                return Append(str(event.session), seq, self.history[seq].task, event.row)
+            if isinstance(event, AppendOk):
+                return Append(str(event.session), seq, self.history[seq].task, event.ids[-1] if event.ids else None)
         return None
+
+    def failed_append_within(self, violation: Violation) -> bool:
+        """H2: the violation's turn (its first witness, by its task) had an append fail before its last witness."""
+        if len(violation.witnesses) < 2 or not 0 <= violation.witnesses[0] < len(self.history):
+            return False
+        turn, reply = violation.witnesses[0], violation.witnesses[-1]
+        task = self.history[turn].task
+        return any(failed_task == task and turn < seq < reply for failed_task, seq in self.failed_appends)
 
 
 @dataclass(frozen=True)
 class Append:
-    """A row a violation names: where it was appended, when, by which task."""
+    """A row a violation names: where it was appended, when, by which task, its id."""
 
     session: str
     seq: int
     task: str
+    row: int | None
 
 
 FOLDS: dict[type[Event], Callable[[Run, Any, HistoryEvent], None]] = {
     LeaseAcquired: Run._lease_acquired, LeaseRefreshed: Run._lease_refreshed, LeaseReleased: Run._lease_released,
     ProcessCrashed: Run._crashed, FrontendTurnAbandoned: Run._abandoned, CompactionInput: Run._input,
     CommitArchived: Run._archived, CommitPublished: Run._published, CompactionCommitFailed: Run._commit_failed,
-    CompactionFinished: Run._finished,
+    CompactionFinished: Run._finished, AppendFailed: Run._append_failed,
 }
 
 
@@ -209,12 +238,13 @@ def _written_by_rotation(run: Run, violation: Violation) -> bool:
                for task, parent, began, published in run.rotating)
 
 
-def _appended_during_compaction(run: Run, violation: Violation) -> bool:
-    """R14: the lost row was appended to a session after an attempt took its input there and before that attempt
-    committed there."""
+def _swept_by_commit(run: Run, violation: Violation) -> bool:
+    """R14: a commit on the lost row's session, after the row was appended, retired it without holding it in its
+    input: the row came while the summary ran (the input was taken before it), or before it from another process
+    (hermes's input is its agent's messages in memory, which never held a row another process wrote)."""
     append = run.witness_append(violation)
-    return append is not None and any(session == append.session and began < append.seq < committed
-                                      for session, began, committed in run.windows)
+    return append is not None and any(session == append.session and append.seq < committed and append.row not in rows
+                                      for session, committed, rows in run.commits)
 
 
 def _after_failed_commit(run: Run, violation: Violation) -> bool:
@@ -229,28 +259,31 @@ MECHANISMS: dict[str, Callable[[Run, Violation], bool]] = {
     "R10": _written_by_rotation,
     "R11": lambda run, violation: run.not_committed,
     "R12": _after_failed_commit,
-    "R14": _appended_during_compaction,
+    "R14": _swept_by_commit,
     "R17": lambda run, violation: bool(run.publishers),
     "R19": lambda run, violation: run.rotated_after_release(),
     "R20": lambda run, violation: violation.invariant == "no_orphan_parent",
     "R24": lambda run, violation: run.crashed_holding,
     "R25": lambda run, violation: violation.invariant == "commit_holds_lease" or run.lapsed() or run.refreshed_after_end,
+    "H1": lambda run, violation: run.abandoned_unleased,
+    "H2": lambda run, violation: run.failed_append_within(violation),
 }
 
 
 def races_of(report: RunReport) -> tuple[str, ...]:
-    """The races a run's violations show (sorted; empty for a run that held, or failed otherwise)."""
+    """The races a run's violations show, then hermes's own findings (sorted; empty for a run that held, or failed
+    otherwise)."""
     if not report.violations:
         return ()
     run = Run.of(report.result.history)
     found = set()
     for violation in report.violations:
         invariant = INVARIANTS.get(violation.invariant)
-        for race in getattr(invariant, "races", ()):
+        for race in (*getattr(invariant, "races", ()), *FINDINGS.get(violation.invariant, ())):
             mechanism = MECHANISMS.get(race)
             if mechanism is not None and mechanism(run, violation):
                 found.add(race)
-    return tuple(sorted(found, key=lambda race: int(race[1:])))
+    return tuple(sorted(found, key=lambda race: (race[0] != "R", race[0], int(race[1:]))))
 
 
 @dataclass
@@ -261,6 +294,7 @@ class Hunt:
     runs: int = 0
     failing: int = 0
     unclassified: dict[str, int] = field(default_factory=dict)  # a failing run that showed no race: invariant -> first run
+    unclassified_runs: int = 0
 
 
 def first_finds(workloads: Sequence[Workload], root_seed: int, runs: Iterable[int], wanted: frozenset[str] = frozenset(),
@@ -275,6 +309,7 @@ def first_finds(workloads: Sequence[Workload], root_seed: int, runs: Iterable[in
         races = races_of(report)
         if report.failed and not races:
             hunt.unclassified.setdefault(report.violations[0].invariant, index)
+            hunt.unclassified_runs += 1
         for race in races:
             if race not in hunt.first:
                 hunt.first[race] = index
@@ -293,4 +328,4 @@ def describe(hunt: Hunt, wanted: Iterable[str]) -> dict[str, Any]:
     return {"runs": hunt.runs, "failing_runs": hunt.failing,
             "first_run": {race: hunt.first.get(race) for race in wanted},
             "also_found": {race: index for race, index in hunt.first.items() if race not in wanted},
-            "unclassified": hunt.unclassified}
+            "unclassified": hunt.unclassified, "unclassified_runs": hunt.unclassified_runs}
