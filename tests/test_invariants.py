@@ -1587,6 +1587,51 @@ CASES.update({
 })
 
 
+def child_created(store: SessionStore) -> None:
+    """The rotation's child made with no row yet: a target that writes the handoff after (hermes's `create_session`,
+    then `replace_messages` in 0.19.0, or the next flush in 0.16.0-0.18.2)."""
+    store.create_session("s/c", now=2, parent="s")
+
+
+def handoff_written(*messages: tuple[str, str, bool]) -> Callable[[SessionStore], None]:
+    def write(store: SessionStore) -> None:
+        rows = [{"role": role, "content": text, "timestamp": 3.0, "is_summary": summary} for role, text, summary in messages]
+        store.append_messages("s/c", rows, now=3)
+    return write
+
+
+ANCHORED = (("user", "[summary]", True), ("user", "q", False), ("assistant", "a", False))
+ROTATED = E(finished(A1, "rotated"), 4)
+
+
+def test_a_rotation_is_judged_when_its_attempt_ends_not_when_its_child_is_made():
+    """hermes publishes the child before it writes the child's rows: the commit is whole when the attempt ends."""
+    written_in_attempt = COMPACTED + [child_created, PUBLISHED, handoff_written(*ANCHORED), ROTATED]
+    assert check("commit_keeps_a_user_turn", written_in_attempt, conversation(("user", "q"), ("assistant", "a"))) == []
+    dropped = COMPACTED + [child_created, PUBLISHED, handoff_written(*ANCHORED[:1], ANCHORED[2]), ROTATED]
+    assert check("commit_keeps_a_user_turn", dropped, conversation(("user", "q"), ("assistant", "a")))
+
+
+def test_a_rotation_is_judged_before_a_later_attempt_compacts_its_child():
+    """An attempt whose worker stalls after publishing ends after a newer attempt took the child as its input and
+    rotated it again: the first commit is judged on its child as the newer attempt found it, not as it left it."""
+    def recompacted(store: SessionStore) -> None:  # the newer attempt's commit: the child's rows summarized away
+        store.try_acquire_lease("s/c", "h2", now=5, ttl_s=60)
+        store.archive_and_compact("s/c", [{"role": "user", "content": "[summary]", "is_summary": True}], holder="h2",
+                                  watermark=None, now=5)
+    later = [E(CompactionInput(session=CHILD, attempt=A2, rows=[3, 4, 5]), 5), recompacted]
+    stalled = COMPACTED + [child_created, PUBLISHED, handoff_written(*ANCHORED)] + later + [ROTATED]
+    assert check("commit_keeps_a_user_turn", stalled, conversation(("user", "q"), ("assistant", "a"))) == []
+
+
+def test_a_child_still_without_rows_when_its_attempt_ends_is_judged_at_the_end():
+    """0.16.0-0.18.2 write the handoff at the next flush: judged then (here, at the end); never written, it is lost."""
+    flushed_later = COMPACTED + [child_created, PUBLISHED, ROTATED, handoff_written(*ANCHORED)]
+    assert check("commit_keeps_a_user_turn", flushed_later, conversation(("user", "q"), ("assistant", "a"))) == []
+    never_written = COMPACTED + [child_created, PUBLISHED, ROTATED]
+    assert check("commit_keeps_a_user_turn", never_written, conversation(("user", "q"), ("assistant", "a")))
+
+
 @pytest.mark.parametrize("name", sorted(INVARIANTS))
 def test_every_invariant_has_a_case_here(name):
     assert name in CASES, f"add a violating and a lawful history for {name}"

@@ -544,15 +544,60 @@ class CompletedTurnPersistsUserMessage(Invariant):
 
 
 class _JudgesEachCommit(Invariant):
-    """Judges the session each commit wrote, right after it: the session itself in place, the child of a rotation."""
+    """Judges the session each commit wrote, once it is whole: in place the session itself, right after the commit;
+    a rotation's child when its attempt ends, or before, when a newer attempt takes the child as its input (a stalled
+    worker may end after its child was compacted again). A target may make the child before it writes the child's
+    rows (hermes: `create_session`, then `replace_messages` in 0.19.0); one that writes them only after the attempt
+    (hermes 0.16.0-0.18.2: the next flush) leaves a child with no row when the attempt ends, judged once it holds
+    rows, at a newer attempt's input or at the end of the run: a child still without rows then lost its handoff
+    (the process died before the flush)."""
+
+    def __init__(self, system: SystemView) -> None:
+        super().__init__(system)
+        self._rotated: dict[AttemptId, tuple[SessionId, HistoryEvent[Event]]] = {}  # attempt -> its child, its commit
+        self._unwritten: list[tuple[AttemptId, SessionId, HistoryEvent[Event]]] = []  # children empty when their attempt ended
 
     @handles(CommitArchived)
     def archived(self, event: CommitArchived, record: HistoryEvent[CommitArchived]) -> Violation | None:
         return self._judge(event.attempt, event.session, record)
 
     @handles(CommitPublished)
-    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> Violation | None:
-        return self._judge(event.attempt, event.child, record)
+    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> None:
+        self._rotated[event.attempt] = (event.child, record)
+
+    @handles(CompactionInput)
+    def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> Violation | None:
+        """A newer attempt takes a session as its input: the rotations into it that wrote rows are judged before it
+        changes them."""
+        store = self.system.store
+        due = [(attempt, child, commit) for attempt, (child, commit) in self._rotated.items()
+               if child == event.session and attempt != event.attempt and store.all_messages(child)]
+        due += [pending for pending in self._unwritten if pending[1] == event.session and store.all_messages(pending[1])]
+        for pending in due:
+            self._rotated.pop(pending[0], None)
+            if pending in self._unwritten:
+                self._unwritten.remove(pending)
+        self._took(event)
+        return next(filter(None, (self._judge(*pending) for pending in due)), None)
+
+    def _took(self, event: CompactionInput) -> None:
+        """What the invariant notes of an attempt's input (before any commit of it)."""
+
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> Violation | None:
+        rotated = self._rotated.pop(event.attempt, None)
+        if rotated is None:
+            return None
+        child, commit = rotated
+        if not self.system.store.all_messages(child):
+            self._unwritten.append((event.attempt, child, commit))
+            return None
+        return self._judge(event.attempt, child, commit)
+
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
+        """The rotations not judged yet: children empty when their attempt ended, and attempts that never ended."""
+        pending = [*self._unwritten, *((attempt, child, commit) for attempt, (child, commit) in self._rotated.items())]
+        return next(filter(None, (self._judge(attempt, child, commit) for attempt, child, commit in pending)), None)
 
     def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent[Event]) -> Violation | None:
         raise NotImplementedError
@@ -576,8 +621,7 @@ class CommitChangesTranscript(_JudgesEachCommit):
         super().__init__(system)
         self._input: dict[AttemptId, tuple[SessionId, list[int]]] = {}
 
-    @handles(CompactionInput)
-    def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
+    def _took(self, event: CompactionInput) -> None:
         self._input[event.attempt] = (event.session, event.rows)
 
     def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent[Event]) -> Violation | None:
@@ -613,8 +657,7 @@ class CommitKeepsAUserTurn(_JudgesEachCommit):
         super().__init__(system)
         self._had_user_turn: set[AttemptId] = set()
 
-    @handles(CompactionInput)
-    def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
+    def _took(self, event: CompactionInput) -> None:
         rows = set(event.rows)
         if any(row.id in rows and is_user_turn(row) for row in self.system.store.active_messages(event.session)):
             self._had_user_turn.add(event.attempt)
