@@ -1670,6 +1670,18 @@ def test_a_lease_less_writer_may_leave_the_title_on_the_parent_it_rotated():
     assert "s, closed by compression, still shows the title 'T'" in check("title_follows_conversation", [published], arrange)
 
 
+def test_a_store_that_keeps_no_title_source_is_held_to_the_title_alone():
+    """hermes stores a title with no source: what it shows is the title, and only the title can be wrong."""
+    def sourceless(store: SessionStore) -> None:
+        store.keeps_title_source = False  # type: ignore[misc]  # the one store of this check, told it is such a store
+        store.create_session("s", now=0, title="T")
+    given = [E(SessionTitled(session=S, title="T", source="user", stored="T"), 0)]
+    assert check("title_follows_conversation", given, sourceless) == []
+    renamed = given + [lambda store: store.create_session("s/c", now=1, parent="s", title="U"),
+                       E(CommitPublished(parent=S, child=CHILD, attempt=A1), 1)]
+    assert check("title_follows_conversation", renamed, sourceless)
+
+
 def test_a_lease_less_writers_copy_is_cleared_when_the_reference_carries_its_title_on():
     """The carry moves the title off the one ancestor holding it; of several copies only the first moves."""
     def copies_then_published(copies: int) -> tuple[list[tuple], Callable[[SessionStore], None]]:
