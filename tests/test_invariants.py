@@ -1624,6 +1624,18 @@ def test_a_rotation_is_judged_before_a_later_attempt_compacts_its_child():
     assert check("commit_keeps_a_user_turn", stalled, conversation(("user", "q"), ("assistant", "a"))) == []
 
 
+def test_a_question_merged_into_an_unanswered_one_is_persisted_and_kept():
+    """hermes repairs two user messages in a row by merging the new one into the row before, after a blank line
+    (`repair_message_sequence`): the question is durable and live, as the merged row's last paragraph."""
+    turn = [E(FrontendTurnSubmitted(agent="main", text="hi")), E(persisted(2, "assistant"))]
+    merged = conversation(("user", "unanswered\n\nhi"), ("assistant", "ack: hi"))
+    assert check("completed_turn_persists_user_message", turn, merged) == []
+    assert check("told_messages_kept_once_in_order", turn, merged) == []
+    elsewhere = conversation(("user", "hi\n\nunanswered"), ("assistant", "ack: hi"))
+    assert check("completed_turn_persists_user_message", turn, elsewhere)
+    assert check("told_messages_kept_once_in_order", turn, elsewhere)
+
+
 def test_a_child_still_without_rows_when_its_attempt_ends_is_judged_at_the_end():
     """0.16.0-0.18.2 write the handoff at the next flush: judged then (here, at the end); never written, it is lost."""
     flushed_later = COMPACTED + [child_created, PUBLISHED, ROTATED, handoff_written(*ANCHORED)]

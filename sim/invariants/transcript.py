@@ -522,7 +522,8 @@ class MessageCountMatchesActiveRows(Invariant):
 class CompletedTurnPersistsUserMessage(Invariant):
     name = "completed_turn_persists_user_message"
     races = ("R10", "R12")
-    description = "A frontend turn that persisted its reply also made its user message durable (a user row with that text)."
+    description = ("A frontend turn that persisted its reply also made its user message durable (a user row with that text, "
+                   "or the row of an unanswered user message it was merged into).")
 
     def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         submitted: dict[str, tuple[str, HistoryEvent[Event]]] = {}  # task -> the text of its open turn, and the turn
@@ -536,7 +537,7 @@ class CompletedTurnPersistsUserMessage(Invariant):
         if not answered:
             return None
         store = self.system.store
-        durable = {(row.role, row.content) for sid in store.session_ids() for row in store.all_messages(sid)}
+        durable = {k for sid in store.session_ids() for row in store.all_messages(sid) for k in keys(row)}
         for text, turn, reply in answered:
             if ("user", text) not in durable:
                 return self.violation(f"the turn {text!r} persisted its reply but no user row holds its text", turn, reply)
@@ -936,7 +937,7 @@ class ToldMessagesKeptOnceInOrder(Invariant):
     @handles(CompactionInput)
     def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
         rows = set(event.rows)
-        self._inputs[event.attempt] = {key(row) for row in self.system.store.all_messages(event.session) if row.id in rows}
+        self._inputs[event.attempt] = {k for row in self.system.store.all_messages(event.session) if row.id in rows for k in keys(row)}
 
     @handles(CommitArchived, CommitPublished)
     def committed(self, event: CommitArchived | CommitPublished, record: HistoryEvent[CommitArchived | CommitPublished]) -> None:
@@ -958,7 +959,8 @@ class ToldMessagesKeptOnceInOrder(Invariant):
         store = self.system.store
         roots = lineage_roots(store)
         rows = {row.id: row for sid in roots for row in store.all_messages(sid)}
-        live = {root: [key(m) for sid in sids for m in store.active_messages(sid)] for root, sids in live_sessions_by_root(store).items()}
+        live = {root: [k for sid in sids for m in store.active_messages(sid) for k in keys(m)]
+                for root, sids in live_sessions_by_root(store).items()}
         placed = [(told, told.key or key(rows[told.row]), roots[rows[told.row].session_id]) for told in self._told if told is not None and told.row in rows]
         ambiguous = self._sent_twice(placed)
         last_position: dict[tuple[str, str], tuple[int, Told, Key]] = {}  # (writer, lineage) -> its last live message's place
@@ -993,6 +995,17 @@ class ToldMessagesKeptOnceInOrder(Invariant):
 
 def key(row: MessageRow) -> Key:
     return (row.role, row.content)
+
+
+MERGED = "\n\n"  # what joins a user message to an unanswered one before it (hermes's `repair_message_sequence`)
+
+
+def keys(row: MessageRow) -> list[Key]:
+    """The messages a row holds: its own, and for a user row another user message was merged into (a target that
+    repairs two user messages in a row by appending the second to the first after a blank line), the one merged."""
+    if row.role == "user" and row.content is not None and MERGED in row.content:
+        return [key(row), ("user", row.content.rsplit(MERGED, 1)[1])]
+    return [key(row)]
 
 
 class ReceivedMessageSurvivesGatewayCrash(Invariant):
