@@ -20,6 +20,7 @@ from contract.events import (
     AppendOk,
     CommitArchived,
     CommitPublished,
+    CompactionFinished,
     CompactionInput,
     FrontendTurnAbandoned,
     FrontendTurnSubmitted,
@@ -168,3 +169,13 @@ def test_only_a_duplicate_written_by_the_rotating_turn_is_r10():
     assert races_of(report(rotation, ("told_messages_kept_once_in_order", (2,)))) == ()  # a loss, not a duplicate
     other_task = rotation[:2] + [("t2", AppendOk(session=SessionId("c1"), ids=[5]))]
     assert races_of(report(other_task, ("no_duplicate_persisted_turn", (2,)))) == ()
+
+
+def test_a_duplicate_the_compacting_turn_flushed_into_its_session_while_the_attempt_ran_is_r10_even_if_it_failed():
+    """0.19.0 flushes a resumed history into the parent before it rotates; a rotation whose child cannot be made
+    reopens that parent, duplicates and all."""
+    failed = [("t1", CompactionInput(session=S, attempt=A1, rows=[1])), ("t1", AppendOk(session=S, ids=[5])),
+              ("t1", CompactionFinished(session=S, attempt=A1, status="unchanged", reason=""))]
+    assert races_of(report(failed, ("no_duplicate_persisted_turn", (1,)))) == ("R10",)
+    after = failed[:1] + failed[2:] + failed[1:2]
+    assert races_of(report(after, ("no_duplicate_persisted_turn", (2,)))) == ()

@@ -7,7 +7,7 @@ it came about, and several races share a harm. The rules, one mechanism per race
 | race | the mechanism in the run's events |
 |---|---|
 | R1 | a turn abandoned after Ctrl+C's grace (`frontend.turn_abandoned`) while its agent's compaction held the lease |
-| R10 | a duplicate (`no_duplicate_persisted_turn`) whose row the rotating turn wrote into the child after the rotation, or into the parent while it ran |
+| R10 | a duplicate (`no_duplicate_persisted_turn`) whose row the compacting turn wrote into its session while the attempt ran (a rotation that failed too), or into the child after the rotation |
 | R11 | an attempt that did not commit (`compaction.finished`, status `failed`, `error` or `unchanged`) |
 | R12 | the duplicated or misplaced row's session had an in-place commit fail (`compaction.commit_failed`) before it |
 | R14 | a commit there retired the lost row (the violation's append) without holding it: appended after the attempt took its input, or before by a process whose agent never loaded it (hermes summarizes the agent's messages in memory) |
@@ -91,6 +91,7 @@ class Run:
     commits: list[tuple[str, int, frozenset[int]]] = field(default_factory=list)  # (session, commit seq, input rows) per commit
     publishers: dict[str, list[str]] = field(default_factory=dict)  # parent -> attempts that rotated it, in order
     rotating: list[tuple[str, str, int, int]] = field(default_factory=list)  # (its task, parent, input seq, publish seq)
+    ran: list[tuple[str, str, int, int]] = field(default_factory=list)  # (its task, session, input seq, end seq) per attempt
     children: dict[str, int] = field(default_factory=dict)  # child session -> seq of its commit.published
     failed_in_place: dict[str, int] = field(default_factory=dict)  # session -> seq of its first failed commit
     not_committed: bool = False  # R11
@@ -157,6 +158,9 @@ class Run:
     def _finished(self, event: CompactionFinished, record: HistoryEvent) -> None:
         self.not_committed |= event.status in NOT_COMMITTED
         self.finished.add(str(event.attempt))
+        took = self.inputs.get(str(event.attempt))
+        if took is not None:
+            self.ran.append((record.task, took[0], took[1], record.seq))
 
     def _holders(self) -> Iterator[HolderId]:
         return (holder for holders in self.held.values() for holder in holders)
@@ -227,15 +231,17 @@ def _process(holder: HolderId) -> str:
 
 
 def _written_by_rotation(run: Run, violation: Violation) -> bool:
-    """R10: a row duplicated by the turn that rotated, into the parent while its rotation ran (0.19.0 flushes the
-    turn there before ending it) or into the child after (the end-of-turn flush). Only a duplicate: a row lost in
-    a rotation is R14's harm, or no race's."""
+    """R10: a row duplicated by the turn that compacted, into its session while the attempt ran (0.19.0 flushes the
+    turn there before ending it; a rotation whose child cannot be made reopens it, duplicates and all) or into the
+    rotation's child after (the end-of-turn flush). Only a duplicate: a row lost in a rotation is R14's harm, or no
+    race's."""
     append = run.witness_append(violation)
     if append is None or violation.invariant != "no_duplicate_persisted_turn":
         return False
-    return any(task == append.task and (parent == append.session and began < append.seq < published
-                                        or run.children.get(append.session) == published and published < append.seq)
-               for task, parent, began, published in run.rotating)
+    into_session = any(task == append.task and session == append.session and began < append.seq < ended
+                       for task, session, began, ended in (*run.ran, *run.rotating))  # a rotation may never end
+    return into_session or any(task == append.task and run.children.get(append.session) == published < append.seq
+                               for task, _, _, published in run.rotating)
 
 
 def _swept_by_commit(run: Run, violation: Violation) -> bool:
