@@ -106,7 +106,17 @@ def test_a_turn_whose_own_append_failed_before_its_reply_persisted_is_h2():
         return [("t1", FrontendTurnSubmitted(agent="a1", text="q")), (failing_task, AppendFailed(session=S, error="OperationalError")),
                 ("t1", AppendOk(session=S, ids=[3])), ("t1", TurnPersisted(session=S, caller_session=S, turn=1, role="assistant", row=3))]
     assert races_of(report(turn("t1"), ("completed_turn_persists_user_message", (0, 3)))) == ("H2",)
-    assert races_of(report(turn("t2"), ("completed_turn_persists_user_message", (0, 3)))) == ()
+    asked = turn("t2")[:2] + [("t1", TurnPersisted(session=S, caller_session=S, turn=1, role="user", row=2))] + turn("t2")[2:]
+    assert races_of(report(asked, ("completed_turn_persists_user_message", (0, 4)))) == ()  # another task's failure
+
+
+def test_a_turn_that_wrote_no_question_and_saw_no_failure_is_h3():
+    """hermes merged its question into an unanswered one already written: the flush skips that message."""
+    merged = [("t1", FrontendTurnSubmitted(agent="a1", text="q")), ("t1", AppendOk(session=S, ids=[3])),
+              ("t1", TurnPersisted(session=S, caller_session=S, turn=1, role="assistant", row=3))]
+    assert races_of(report(merged, ("completed_turn_persists_user_message", (0, 2)))) == ("H3",)
+    asked = merged[:1] + [("t1", TurnPersisted(session=S, caller_session=S, turn=1, role="user", row=2))] + merged[1:]
+    assert races_of(report(asked, ("completed_turn_persists_user_message", (0, 3)))) == ()
 
 
 def test_a_dead_holder_is_r24_only_if_the_process_died_holding_the_lease():

@@ -24,6 +24,7 @@ Two more findings are hermes's own, harms the reference's invariants judge that 
 |---|---|---|
 | H1 | `abandoned_turn_stays_silent` | a turn abandoned after Ctrl+C's grace while no compaction of its agent held a lease: it was stalled elsewhere (a store write), and nothing stops an abandoned turn's thread |
 | H2 | `completed_turn_persists_user_message` | the turn's own append failed before its reply was persisted: the flush logs the error and the turn goes on |
+| H3 | `completed_turn_persists_user_message` | the turn wrote no user row before its reply and none failed: its question was merged into an unanswered one already written (`repair_message_sequence` rewrites that message in memory; the flush skips it as persisted) |
 
 `first_finds` runs a swarm campaign on the loaded release exactly as `python -m sim swarm` does (run `i` is
 `run_generated(workloads, root_seed, i)`) and notes the first run that shows each race.
@@ -71,7 +72,7 @@ SCRIPTED_FAILING = {
     "0.19.0": ("R1", "R10", "R11", "R12", "R14", "R17", "R20", "R24", "R25"),
 }
 # hermes's own findings (the module docstring): the invariant whose harm each shows.
-FINDINGS = {"abandoned_turn_stays_silent": ("H1",), "completed_turn_persists_user_message": ("H2",)}
+FINDINGS = {"abandoned_turn_stays_silent": ("H1",), "completed_turn_persists_user_message": ("H2", "H3")}
 
 
 @dataclass
@@ -201,11 +202,22 @@ class Run:
 
     def failed_append_within(self, violation: Violation) -> bool:
         """H2: the violation's turn (its first witness, by its task) had an append fail before its last witness."""
-        if len(violation.witnesses) < 2 or not 0 <= violation.witnesses[0] < len(self.history):
-            return False
-        turn, reply = violation.witnesses[0], violation.witnesses[-1]
-        task = self.history[turn].task
+        task, turn, reply = self._turn_of(violation)
         return any(failed_task == task and turn < seq < reply for failed_task, seq in self.failed_appends)
+
+    def no_question_written(self, violation: Violation) -> bool:
+        """H3: the violation's turn persisted no user row before its reply, and no append of it failed."""
+        task, turn, reply = self._turn_of(violation)
+        written = any(isinstance(record.event, TurnPersisted) and record.event.role == "user" and record.task == task
+                      for record in self.history[turn + 1:reply])
+        return task != "" and not written and not self.failed_append_within(violation)
+
+    def _turn_of(self, violation: Violation) -> tuple[str, int, int]:
+        """A turn's violation: its task, its submission's seq (the first witness), its reply's (the last); no task
+        for a violation that names no turn."""
+        if len(violation.witnesses) < 2 or not 0 <= violation.witnesses[0] <= violation.witnesses[-1] < len(self.history):
+            return "", 0, 0
+        return self.history[violation.witnesses[0]].task, violation.witnesses[0], violation.witnesses[-1]
 
 
 @dataclass(frozen=True)
@@ -273,6 +285,7 @@ MECHANISMS: dict[str, Callable[[Run, Violation], bool]] = {
     "R25": lambda run, violation: violation.invariant == "commit_holds_lease" or run.lapsed() or run.refreshed_after_end,
     "H1": lambda run, violation: run.abandoned_unleased,
     "H2": lambda run, violation: run.failed_append_within(violation),
+    "H3": lambda run, violation: run.no_question_written(violation),
 }
 
 
