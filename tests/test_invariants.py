@@ -1642,6 +1642,9 @@ def test_a_child_still_without_rows_when_its_attempt_ends_is_judged_at_the_end()
     assert check("commit_keeps_a_user_turn", flushed_later, conversation(("user", "q"), ("assistant", "a"))) == []
     never_written = COMPACTED + [child_created, PUBLISHED, ROTATED]
     assert check("commit_keeps_a_user_turn", never_written, conversation(("user", "q"), ("assistant", "a")))
+    rotated_on = never_written + [lambda store: store.create_session("s/c/d", now=3, parent="s/c"),
+                                  lambda store: store.end_session("s/c", now=3, reason="compression")]
+    assert check("commit_keeps_a_user_turn", rotated_on, conversation(("user", "q"), ("assistant", "a"))) == []
 
 
 @pytest.mark.parametrize("name", sorted(INVARIANTS))

@@ -596,8 +596,12 @@ class _JudgesEachCommit(Invariant):
         return self._judge(event.attempt, child, commit)
 
     def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
-        """The rotations not judged yet: children empty when their attempt ended, and attempts that never ended."""
-        pending = [*self._unwritten, *((attempt, child, commit) for attempt, (child, commit) in self._rotated.items())]
+        """The rotations not judged yet: children empty when their attempt ended, and attempts that never ended. An
+        empty child the agent rotated again before writing it (two compactions in one turn) carried its handoff on
+        in memory: the next child is judged for it."""
+        store = self.system.store
+        unwritten = [pending for pending in self._unwritten if not getattr(store.get_session(pending[1]), "rotated", False)]
+        pending = [*unwritten, *((attempt, child, commit) for attempt, (child, commit) in self._rotated.items())]
         return next(filter(None, (self._judge(attempt, child, commit) for attempt, child, commit in pending)), None)
 
     def _judge(self, attempt: AttemptId, written: SessionId, commit: HistoryEvent[Event]) -> Violation | None:
