@@ -1636,6 +1636,22 @@ def test_a_question_merged_into_an_unanswered_one_is_persisted_and_kept():
     assert check("told_messages_kept_once_in_order", turn, elsewhere)
 
 
+def test_a_row_a_rotation_took_as_input_is_summarized_though_it_stays_active_in_the_ended_parent():
+    """hermes leaves a rotated parent's rows as they were (active) and writes the carried tail into the child with
+    new timestamps: the row was in the commit's input, so the commit summarized it."""
+    def asked(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": "q", "timestamp": 1.0}], now=1)
+    def rotated(store: SessionStore) -> None:
+        store.create_session("s/c", now=2, parent="s")
+        store.append_messages("s/c", [{"role": "user", "content": "q", "timestamp": 2.0}], now=2)
+        store.end_session("s", now=2, reason="compression")
+    took = [E(persisted(1)), E(CompactionInput(session=S, attempt=A1, rows=[1]), 1), rotated, PUBLISHED]
+    assert check("acknowledged_appends_survive", took, asked) == []
+    not_taken = [E(persisted(1)), E(CompactionInput(session=S, attempt=A1, rows=[]), 1), rotated, PUBLISHED]
+    assert check("acknowledged_appends_survive", not_taken, asked)
+
+
 def test_a_child_still_without_rows_when_its_attempt_ends_is_judged_at_the_end():
     """0.16.0-0.18.2 write the handoff at the next flush: judged then (here, at the end); never written, it is lost."""
     flushed_later = COMPACTED + [child_created, PUBLISHED, ROTATED, handoff_written(*ANCHORED)]

@@ -175,8 +175,9 @@ class AcknowledgedAppendsSurvive(Invariant):
         super().__init__(system)
         self._acknowledged: list[tuple[TurnPersisted, HistoryEvent[Event]]] = []
         self._appended_at: dict[int, int] = {}  # row id -> the seq of the append that wrote it
-        # session -> (seq, watermark, what its caller held when the attempt started, its input rows) of each commit on it
-        self._commits: dict[str, list[tuple[int, int, frozenset[Payload], frozenset[int]]]] = {}
+        # session -> (seq, watermark, what its caller held when the attempt started, its input rows, by rotation) of
+        # each commit on it
+        self._commits: dict[str, list[tuple[int, int, frozenset[Payload], frozenset[int], bool]]] = {}
         self._highest: list[tuple[int, int]] = [(0, -1)]  # (a new highest row id an append reported, its seq)
         self._held_at_start: dict[AttemptId, frozenset[Payload]] = {}  # attempt -> its caller's messages then
         self._inputs: AttemptTable[AttemptId, frozenset[int]] = AttemptTable()  # attempt -> the rows it took as input
@@ -223,7 +224,7 @@ class AcknowledgedAppendsSurvive(Invariant):
         whose stalled write is acknowledged with one of them later (its own /compress had carried it there) is
         judged from this moment, so the commit that summarized the copy in between counts (a harness-only
         fault, so the store read here is the one at this event)."""
-        self._commits.setdefault(event.parent, []).append((record.seq, 0, frozenset(), frozenset()))
+        self._commits.setdefault(event.parent, []).append((record.seq, 0, frozenset(), frozenset(), False))
         for row in self.system.store.all_messages(event.child):
             self._appended_at.setdefault(row.id, record.seq)
 
@@ -234,20 +235,20 @@ class AcknowledgedAppendsSurvive(Invariant):
 
     @handles(CommitPublished)
     def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> None:
-        self._commit(event.parent, event.attempt, record)
+        self._commit(event.parent, event.attempt, record, rotation=True)
 
     @handles(ProcessCrashed)
     def crashed(self, event: ProcessCrashed, record: HistoryEvent[ProcessCrashed]) -> None:
         for session, attempt in self.facts.commits.died_after_commit:
             self._commit(session, attempt, record)
 
-    def _commit(self, session: SessionId, attempt: AttemptId, record: HistoryEvent[Event]) -> None:
+    def _commit(self, session: SessionId, attempt: AttemptId, record: HistoryEvent[Event], *, rotation: bool = False) -> None:
         """Credit `attempt`'s commit once: a process that dies after the attempt said it committed (a crash inside
         its lease release) must not have that commit credited again at the crash, a later moment at which the
         copy it cloned onward would be judged against the same commit's watermark (the facts credit it once)."""
         watermark = self.facts.commits.watermark(attempt, session)
         self._commits.setdefault(session, []).append((record.seq, watermark, self._held_at_start.get(attempt, frozenset()),
-                                                      self._inputs.get(attempt, frozenset())))
+                                                      self._inputs.get(attempt, frozenset()), rotation))
 
     def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         store = self.system.store
@@ -289,13 +290,16 @@ class AcknowledgedAppendsSurvive(Invariant):
 
         A flush row is summarized, though, when its message was in what the attempt worked from: an unsaved
         message its caller already held when the attempt started (a turn whose write failed) is in the summary's
-        input, and the flush writes it above the watermark only for the commit to archive it."""
+        input, and the flush writes it above the watermark only for the commit to archive it.
+
+        A rotation that took the row as input summarized it though the row stays active in the closed parent (hermes
+        marks nothing there, and writes the tail it carries into the child with new timestamps)."""
         while True:
             commit = next((found for found in self._commits.get(row.session_id, []) if found[0] > since), None)
             if commit is None:
                 return False
-            _, watermark, held, took = commit
-            if row.compacted and (row.id <= watermark or row.id in took or payload(row) in held):
+            _, watermark, held, took, rotation = commit
+            if row.compacted and (row.id <= watermark or row.id in took or payload(row) in held) or rotation and row.id in took:
                 return True
             later = [copy for copy in same_payload if copy.id > row.id]
             if not later:
