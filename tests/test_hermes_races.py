@@ -127,6 +127,16 @@ def test_a_dead_holder_is_r24_only_if_the_process_died_holding_the_lease():
     assert races_of(report(died_after, ("dead_holder_reclaimable", (2,)))) == ()
 
 
+def test_a_rotation_whose_child_no_append_reached_before_a_crash_is_r20():
+    """0.16.0-0.18.2 write the handoff at the next flush: a crash before it leaves the live child empty."""
+    published = [("t1", CommitPublished(parent=S, child=SessionId("c1"), attempt=A1))]
+    crashed = published + [("fault", ProcessCrashed(process="p1", pid=1))]
+    flushed = published + [("t1", AppendOk(session=SessionId("c1"), ids=[5])), ("fault", ProcessCrashed(process="p1", pid=1))]
+    assert races_of(report(crashed, ("commit_keeps_a_user_turn", (0,)))) == ("R20",)
+    assert races_of(report(flushed, ("commit_keeps_a_user_turn", (0,)))) == ()
+    assert races_of(report(published, ("commit_keeps_a_user_turn", (0,)))) == ()
+
+
 def test_a_run_that_held_or_broke_no_race_invariant_shows_no_race():
     assert races_of(report([])) == ()
     assert races_of(report([("t1", AppendOk(session=S, ids=[1]))], ("run_completes", ()))) == ()

@@ -13,12 +13,12 @@ it came about, and several races share a harm. The rules, one mechanism per race
 | R14 | a commit there retired the lost row (the violation's append) without holding it: appended after the attempt took its input, or before by a process whose agent never loaded it (hermes summarizes the agent's messages in memory) |
 | R17 | a rotation (`commit.published`): it carries the title |
 | R19 | two attempts rotated one parent, the later one acquiring its lease after the earlier one had released it |
-| R20 | `no_orphan_parent` itself, which reads the orphan parent in the store (the other invariants R20 feeds judge other races' harm too) |
+| R20 | `no_orphan_parent` itself, which reads the orphan parent in the store (the other invariants R20 feeds judge other races' harm too); or a rotation's child judged empty by `commit_keeps_a_user_turn` (`ALSO_JUDGES`) that no append reached before a process crashed: the handoff never written (0.16.0-0.18.2 write it at the next flush) |
 | R24 | a process crashed while one of its attempts held a lease |
 | R25 | an attempt acquired a lease a live attempt still held (it lapsed on the virtual clock), a commit without it, or a refresh after its attempt ended |
 
 Two more findings are hermes's own, harms the reference's invariants judge that no race of hermes-compaction.md names
-(`FINDINGS`, and a scripted scenario each in `scenarios/hermes/`):
+(`ALSO_JUDGES`; H1 has a scripted scenario in `scenarios/hermes/`):
 
 | finding | invariant | the mechanism in the run's events |
 |---|---|---|
@@ -71,8 +71,9 @@ SCRIPTED_FAILING = {
     "0.18.2": ("R1", "R10", "R11", "R12", "R14", "R17", "R19", "R20", "R24", "R25"),
     "0.19.0": ("R1", "R10", "R11", "R12", "R14", "R17", "R20", "R24", "R25"),
 }
-# hermes's own findings (the module docstring): the invariant whose harm each shows.
-FINDINGS = {"abandoned_turn_stays_silent": ("H1",), "completed_turn_persists_user_message": ("H2", "H3")}
+# The races and hermes's own findings (the module docstring) an invariant's harm shows on hermes beyond its own races.
+ALSO_JUDGES = {"abandoned_turn_stays_silent": ("H1",), "completed_turn_persists_user_message": ("H2", "H3"),
+               "commit_keeps_a_user_turn": ("R20",)}
 
 
 @dataclass
@@ -99,6 +100,8 @@ class Run:
     finished: set[str] = field(default_factory=set)
     refreshed_after_end: bool = False  # R25: a refresher that outlived its attempt
     failed_appends: list[tuple[str, int]] = field(default_factory=list)  # (task, seq) of each failed append (H2)
+    written: dict[str, int] = field(default_factory=dict)  # session -> seq of its first append
+    crashes: list[int] = field(default_factory=list)  # seq of each process crash
 
     @classmethod
     def of(cls, history: Sequence[HistoryEvent]) -> Run:
@@ -128,6 +131,7 @@ class Run:
 
     def _crashed(self, event: ProcessCrashed, record: HistoryEvent) -> None:
         self.crashed.add(event.process)
+        self.crashes.append(record.seq)
         self.crashed_holding |= any(_process(holder) == event.process for holder in self._holders())
 
     def _abandoned(self, event: FrontendTurnAbandoned, record: HistoryEvent) -> None:
@@ -149,6 +153,9 @@ class Run:
         if took is not None:
             self.rotating.append((record.task, parent, took[1], record.seq))
         self.children.setdefault(str(event.child), record.seq)
+
+    def _appended(self, event: AppendOk, record: HistoryEvent) -> None:
+        self.written.setdefault(str(event.session), record.seq)
 
     def _append_failed(self, event: AppendFailed, record: HistoryEvent) -> None:
         self.failed_appends.append((record.task, record.seq))
@@ -212,6 +219,13 @@ class Run:
                       for record in self.history[turn + 1:reply])
         return task != "" and not written and not self.failed_append_within(violation)
 
+    def handoff_never_written(self, violation: Violation) -> bool:
+        """R20: the violation's rotation (its witness) made a child no append reached before a process crashed."""
+        published = [self.history[seq] for seq in violation.witnesses
+                     if 0 <= seq < len(self.history) and isinstance(self.history[seq].event, CommitPublished)]
+        return any(published[0].seq < crash < self.written.get(str(published[0].event.child), len(self.history))
+                   for crash in self.crashes) if published else False
+
     def _turn_of(self, violation: Violation) -> tuple[str, int, int]:
         """A turn's violation: its task, its submission's seq (the first witness), its reply's (the last); no task
         for a violation that names no turn."""
@@ -234,7 +248,7 @@ FOLDS: dict[type[Event], Callable[[Run, Any, HistoryEvent], None]] = {
     LeaseAcquired: Run._lease_acquired, LeaseRefreshed: Run._lease_refreshed, LeaseReleased: Run._lease_released,
     ProcessCrashed: Run._crashed, FrontendTurnAbandoned: Run._abandoned, CompactionInput: Run._input,
     CommitArchived: Run._archived, CommitPublished: Run._published, CompactionCommitFailed: Run._commit_failed,
-    CompactionFinished: Run._finished, AppendFailed: Run._append_failed,
+    CompactionFinished: Run._finished, AppendFailed: Run._append_failed, AppendOk: Run._appended,
 }
 
 
@@ -280,7 +294,7 @@ MECHANISMS: dict[str, Callable[[Run, Violation], bool]] = {
     "R14": _swept_by_commit,
     "R17": lambda run, violation: bool(run.publishers),
     "R19": lambda run, violation: run.rotated_after_release(),
-    "R20": lambda run, violation: violation.invariant == "no_orphan_parent",
+    "R20": lambda run, violation: violation.invariant == "no_orphan_parent" or run.handoff_never_written(violation),
     "R24": lambda run, violation: run.crashed_holding,
     "R25": lambda run, violation: violation.invariant == "commit_holds_lease" or run.lapsed() or run.refreshed_after_end,
     "H1": lambda run, violation: run.abandoned_unleased,
@@ -298,7 +312,7 @@ def races_of(report: RunReport) -> tuple[str, ...]:
     found = set()
     for violation in report.violations:
         invariant = INVARIANTS.get(violation.invariant)
-        for race in (*getattr(invariant, "races", ()), *FINDINGS.get(violation.invariant, ())):
+        for race in (*getattr(invariant, "races", ()), *ALSO_JUDGES.get(violation.invariant, ())):
             mechanism = MECHANISMS.get(race)
             if mechanism is not None and mechanism(run, violation):
                 found.add(race)
