@@ -7,24 +7,29 @@ it came about, and several races share a harm. The rules, one mechanism per race
 | race | the mechanism in the run's events |
 |---|---|
 | R1 | a turn abandoned after Ctrl+C's grace (`frontend.turn_abandoned`) while its agent's compaction held the lease |
-| R10 | a duplicate (`no_duplicate_persisted_turn`) whose row the compacting turn wrote into its session while the attempt ran (a rotation that failed too), or into the child after the rotation |
+| R10 | a duplicate (`no_duplicate_persisted_turn`) the compacting turn wrote into its session while the attempt ran, or into the child after |
 | R11 | an attempt that did not commit (`compaction.finished`, status `failed`, `error` or `unchanged`) |
 | R12 | the duplicated or misplaced row's session had an in-place commit fail (`compaction.commit_failed`) before it |
-| R14 | a commit there retired the lost row (the violation's append) without holding it: appended after the attempt took its input, or before by a process whose agent never loaded it (hermes summarizes the agent's messages in memory) |
+| R14 | a commit on the lost row's session, after its append, retired it without holding it in its input (`_swept_by_commit`) |
 | R17 | a rotation (`commit.published`): it carries the title |
 | R19 | two attempts rotated one parent, the later one acquiring its lease after the earlier one had released it |
-| R20 | `no_orphan_parent` itself, which reads the orphan parent in the store (the other invariants R20 feeds judge other races' harm too); or a rotation's child judged empty by `commit_keeps_a_user_turn` (`ALSO_JUDGES`) that no append reached before a process crashed: the handoff never written (0.16.0-0.18.2 write it at the next flush) |
+| R20 | `no_orphan_parent` itself (it reads the orphan in the store); or `commit_keeps_a_user_turn` on a child no append reached before a crash |
 | R24 | a process crashed while one of its attempts held a lease |
 | R25 | an attempt acquired a lease a live attempt still held (it lapsed on the virtual clock), a commit without it, or a refresh after its attempt ended |
 
-Two more findings are hermes's own, harms the reference's invariants judge that no race of hermes-compaction.md names
+Three findings are hermes's own, harms the reference's invariants judge that no race of hermes-compaction.md names
 (`ALSO_JUDGES`; H1 has a scripted scenario in `scenarios/hermes/`):
 
 | finding | invariant | the mechanism in the run's events |
 |---|---|---|
-| H1 | `abandoned_turn_stays_silent` | a turn abandoned after Ctrl+C's grace while no compaction of its agent held a lease: it was stalled elsewhere (a store write), and nothing stops an abandoned turn's thread |
-| H2 | `completed_turn_persists_user_message` | the turn's own append failed before its reply was persisted: the flush logs the error and the turn goes on |
-| H3 | `completed_turn_persists_user_message` | the turn wrote no user row before its reply and none failed: its question was merged into an unanswered one already written (`repair_message_sequence` rewrites that message in memory; the flush skips it as persisted) |
+| H1 | `abandoned_turn_stays_silent` | a turn abandoned after Ctrl+C's grace while no compaction of its agent held a lease |
+| H2 | `completed_turn_persists_user_message` | an append of the turn's failed before its reply (the flush logs it; the turn goes on) |
+| H3 | `completed_turn_persists_user_message` | the turn wrote no user row before its reply, and no append of it failed |
+
+H1: an abandoned turn stalled outside compaction (a store write) writes after its grace; nothing stops its thread.
+H3: a question merged into an unanswered one already written (`repair_message_sequence` rewrites that message in
+memory; the flush skips it as persisted) is never stored. R20's second form: 0.16.0-0.18.2 write a child's handoff
+at the next flush, so a process that dies before it leaves the live child empty.
 
 `first_finds` runs a swarm campaign on the loaded release exactly as `python -m sim swarm` does (run `i` is
 `run_generated(workloads, root_seed, i)`) and notes the first run that shows each race.
