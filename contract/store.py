@@ -101,6 +101,10 @@ def built(cls: type[Row], values: Iterable[Any]) -> Row:
 class StoreView(Protocol):
     """The reads an invariant may make of the store, each answering from committed state."""
 
+    # Whether a session's title is stored with its source (who gave it); a store that keeps none shows every
+    # `SessionRow.title_source` as None, and is judged on its titles alone.
+    keeps_title_source: bool
+
     def session_ids(self) -> list[str]:
         """Every session id, sorted."""
 

@@ -16,12 +16,14 @@ import pytest
 from support import ROOT
 
 from contract.events import (
+    AppendFailed,
     AppendOk,
     CommitArchived,
     CommitPublished,
     CompactionFinished,
     CompactionInput,
     FrontendTurnAbandoned,
+    FrontendTurnSubmitted,
     LeaseAcquired,
     LeaseReleased,
     ProcessCrashed,
@@ -67,24 +69,56 @@ def test_two_rotations_of_one_parent_are_r25_when_the_second_took_a_lease_still_
     assert races_of(report(overlapping, ("one_continuation_per_parent", (4,)), ("lease_mutual_exclusion", (1,)))) == ("R25",)
 
 
-def appends(session_appended_during: bool) -> list[tuple[str, Any]]:
+def appends(session_appended_during: bool, input_rows: tuple[int, ...] = (1, 2)) -> list[tuple[str, Any]]:
     append = [("t2", AppendOk(session=S, ids=[9])),
               ("t2", TurnPersisted(session=S, caller_session=S, turn=1, role="user", row=9))]
-    compaction = [("t1", CompactionInput(session=S, attempt=A1, rows=[1, 2])), ("t1", CommitArchived(session=S, attempt=A1, rows=2))]
+    compaction = [("t1", CompactionInput(session=S, attempt=A1, rows=list(input_rows))),
+                  ("t1", CommitArchived(session=S, attempt=A1, rows=2))]
     return compaction[:1] + append + compaction[1:] if session_appended_during else append + compaction
 
 
-def test_a_lost_append_is_r14_only_if_it_was_made_while_a_compaction_ran():
+def test_a_lost_append_is_r14_if_a_later_commit_there_did_not_hold_it():
+    """Made while the summary ran, or before it by a process whose agent never loaded it: either way the commit
+    retired a row it did not summarize. A row the commit's input held was summarized: its loss is no sweep."""
     assert races_of(report(appends(True), ("acknowledged_appends_survive", (2,)))) == ("R14",)
-    assert races_of(report(appends(False), ("acknowledged_appends_survive", (1,)))) == ()
+    assert races_of(report(appends(False), ("acknowledged_appends_survive", (1,)))) == ("R14",)
+    assert races_of(report(appends(False, (1, 2, 9)), ("acknowledged_appends_survive", (1,)))) == ()
+    committed_before = appends(False)[2:] + appends(False)[:2]
+    assert races_of(report(committed_before, ("acknowledged_appends_survive", (3,)))) == ()
 
 
-def test_an_abandoned_turn_is_r1_only_if_its_compaction_held_the_lease():
+def test_an_abandoned_turn_is_r1_if_its_compaction_held_the_lease_and_h1_otherwise():
     holding = [("t1", LeaseAcquired(session=S, holder=H1)), ("cli", FrontendTurnAbandoned(agent="a1", text="q"))]
     released = [("t1", LeaseAcquired(session=S, holder=H1)), ("t1", LeaseReleased(session=S, holder=H1, held=True)),
                 ("cli", FrontendTurnAbandoned(agent="a1", text="q"))]
     assert races_of(report(holding, ("abandoned_turn_stays_silent", (1,)))) == ("R1",)
-    assert races_of(report(released, ("abandoned_turn_stays_silent", (2,)))) == ()
+    assert races_of(report(released, ("abandoned_turn_stays_silent", (2,)))) == ("H1",)
+
+
+def test_an_abandoned_turn_no_compaction_of_its_agent_held_a_lease_for_is_h1():
+    """hermes's own finding: stalled elsewhere (a store write), the abandoned turn still writes after its grace; a
+    lease another agent holds is not its agent's."""
+    stalled = [("t2", LeaseAcquired(session=S, holder=H2)), ("cli", FrontendTurnAbandoned(agent="a1", text="q"))]
+    assert races_of(report(stalled, ("abandoned_turn_stays_silent", (1,)))) == ("H1",)
+
+
+def test_a_turn_whose_own_append_failed_before_its_reply_persisted_is_h2():
+    """hermes's flush logs a failed append and the turn goes on to persist its reply."""
+    def turn(failing_task: str) -> list[tuple[str, Any]]:
+        return [("t1", FrontendTurnSubmitted(agent="a1", text="q")), (failing_task, AppendFailed(session=S, error="OperationalError")),
+                ("t1", AppendOk(session=S, ids=[3])), ("t1", TurnPersisted(session=S, caller_session=S, turn=1, role="assistant", row=3))]
+    assert races_of(report(turn("t1"), ("completed_turn_persists_user_message", (0, 3)))) == ("H2",)
+    asked = turn("t2")[:2] + [("t1", TurnPersisted(session=S, caller_session=S, turn=1, role="user", row=2))] + turn("t2")[2:]
+    assert races_of(report(asked, ("completed_turn_persists_user_message", (0, 4)))) == ()  # another task's failure
+
+
+def test_a_turn_that_wrote_no_question_and_saw_no_failure_is_h3():
+    """hermes merged its question into an unanswered one already written: the flush skips that message."""
+    merged = [("t1", FrontendTurnSubmitted(agent="a1", text="q")), ("t1", AppendOk(session=S, ids=[3])),
+              ("t1", TurnPersisted(session=S, caller_session=S, turn=1, role="assistant", row=3))]
+    assert races_of(report(merged, ("completed_turn_persists_user_message", (0, 2)))) == ("H3",)
+    asked = merged[:1] + [("t1", TurnPersisted(session=S, caller_session=S, turn=1, role="user", row=2))] + merged[1:]
+    assert races_of(report(asked, ("completed_turn_persists_user_message", (0, 3)))) == ()
 
 
 def test_a_dead_holder_is_r24_only_if_the_process_died_holding_the_lease():
@@ -106,6 +140,16 @@ def test_a_false_reset_is_r23_only_if_the_overflow_recovery_was_a_transient_no_o
         assert races_of(report(overflow_recovered_by(transient), ("no_false_auto_reset", (2,)))) == ("R23",)
     assert races_of(report(overflow_recovered_by("no_progress"), ("no_false_auto_reset", (2,)))) == ()
     assert races_of(report(overflow_recovered_by("cooldown", task="other"), ("no_false_auto_reset", (2,)))) == ()
+
+
+def test_a_rotation_whose_child_no_append_reached_before_a_crash_is_r20():
+    """0.16.0-0.18.2 write the handoff at the next flush: a crash before it leaves the live child empty."""
+    published = [("t1", CommitPublished(parent=S, child=SessionId("c1"), attempt=A1))]
+    crashed = published + [("fault", ProcessCrashed(process="p1", pid=1))]
+    flushed = published + [("t1", AppendOk(session=SessionId("c1"), ids=[5])), ("fault", ProcessCrashed(process="p1", pid=1))]
+    assert races_of(report(crashed, ("commit_keeps_a_user_turn", (0,)))) == ("R20",)
+    assert races_of(report(flushed, ("commit_keeps_a_user_turn", (0,)))) == ()
+    assert races_of(report(published, ("commit_keeps_a_user_turn", (0,)))) == ()
 
 
 def test_a_run_that_held_or_broke_no_race_invariant_shows_no_race():
@@ -160,3 +204,13 @@ def test_only_a_duplicate_written_by_the_rotating_turn_is_r10():
     assert races_of(report(rotation, ("told_messages_kept_once_in_order", (2,)))) == ()  # a loss, not a duplicate
     other_task = rotation[:2] + [("t2", AppendOk(session=SessionId("c1"), ids=[5]))]
     assert races_of(report(other_task, ("no_duplicate_persisted_turn", (2,)))) == ()
+
+
+def test_a_duplicate_the_compacting_turn_flushed_into_its_session_while_the_attempt_ran_is_r10_even_if_it_failed():
+    """0.19.0 flushes a resumed history into the parent before it rotates; a rotation whose child cannot be made
+    reopens that parent, duplicates and all."""
+    failed = [("t1", CompactionInput(session=S, attempt=A1, rows=[1])), ("t1", AppendOk(session=S, ids=[5])),
+              ("t1", CompactionFinished(session=S, attempt=A1, status="unchanged", reason=""))]
+    assert races_of(report(failed, ("no_duplicate_persisted_turn", (1,)))) == ("R10",)
+    after = failed[:1] + failed[2:] + failed[1:2]
+    assert races_of(report(after, ("no_duplicate_persisted_turn", (2,)))) == ()

@@ -259,13 +259,16 @@ def test_a_rotation_renumbers_the_title_on_every_release_and_the_reference_carri
 
 def test_a_rotation_cut_between_its_two_transactions_orphans_the_parent(tmp_path):
     """R20: a crash between end_session and create_session orphans the parent on every release; a failed
-    create_session does only before 0.18.2, which reopen the parent; the reference publishes in one transaction."""
+    create_session does only before 0.18.2, which reopen the parent; an end_session that commits but reports a failure
+    does for good only on 0.19.0, whose "already rotated" check keeps the next compaction from rotating the ended
+    parent again; the reference publishes in one transaction."""
     versions = ("0.16.0", "0.17.0", "0.18.2", "0.19.0")
     for version in versions:
         installed(f"hermes=={version}")
     folder = ROOT / "scenarios" / "hermes"
     done = sim_cli("releases", str(folder / "crash_between_end_and_child_orphans_parent.toml"),
                    str(folder / "failed_child_creation_orphans_parent.toml"),
+                   str(folder / "end_session_reported_failed_orphans_parent.toml"),
                    "--targets", ",".join([*(f"hermes=={version}" for version in versions), "reference"]), "--json",
                    "--out", str(tmp_path))
     cells = json.loads(done.stdout)["cells"]
@@ -274,6 +277,9 @@ def test_a_rotation_cut_between_its_two_transactions_orphans_the_parent(tmp_path
     assert all(crash[f"hermes=={version}"] == orphaned for version in versions) and crash["reference"] == "pass", crash
     assert failure["hermes==0.16.0"] == failure["hermes==0.17.0"] == orphaned, failure
     assert failure["hermes==0.18.2"] == failure["hermes==0.19.0"] == failure["reference"] == "pass", failure
+    reported = cells["end_session_reported_failed_orphans_parent"]
+    assert reported["hermes==0.19.0"] == orphaned, reported
+    assert all(reported[f"hermes=={version}"] == "pass" for version in versions[:3]) and reported["reference"] == "pass", reported
 
 
 def test_a_row_another_process_appended_is_never_credited_as_summarized(tmp_path):

@@ -1604,6 +1604,82 @@ CASES.update({
 })
 
 
+def child_created(store: SessionStore) -> None:
+    """The rotation's child made with no row yet: a target that writes the handoff after (hermes's `create_session`,
+    then `replace_messages` in 0.19.0, or the next flush in 0.16.0-0.18.2)."""
+    store.create_session("s/c", now=2, parent="s")
+
+
+def handoff_written(*messages: tuple[str, str, bool]) -> Callable[[SessionStore], None]:
+    def write(store: SessionStore) -> None:
+        rows = [{"role": role, "content": text, "timestamp": 3.0, "is_summary": summary} for role, text, summary in messages]
+        store.append_messages("s/c", rows, now=3)
+    return write
+
+
+ANCHORED = (("user", "[summary]", True), ("user", "q", False), ("assistant", "a", False))
+ROTATED = E(finished(A1, "rotated"), 4)
+
+
+def test_a_rotation_is_judged_when_its_attempt_ends_not_when_its_child_is_made():
+    """hermes publishes the child before it writes the child's rows: the commit is whole when the attempt ends."""
+    written_in_attempt = COMPACTED + [child_created, PUBLISHED, handoff_written(*ANCHORED), ROTATED]
+    assert check("commit_keeps_a_user_turn", written_in_attempt, conversation(("user", "q"), ("assistant", "a"))) == []
+    dropped = COMPACTED + [child_created, PUBLISHED, handoff_written(*ANCHORED[:1], ANCHORED[2]), ROTATED]
+    assert check("commit_keeps_a_user_turn", dropped, conversation(("user", "q"), ("assistant", "a")))
+
+
+def test_a_rotation_is_judged_before_a_later_attempt_compacts_its_child():
+    """An attempt whose worker stalls after publishing ends after a newer attempt took the child as its input and
+    rotated it again: the first commit is judged on its child as the newer attempt found it, not as it left it."""
+    def recompacted(store: SessionStore) -> None:  # the newer attempt's commit: the child's rows summarized away
+        store.try_acquire_lease("s/c", "h2", now=5, ttl_s=60)
+        store.archive_and_compact("s/c", [{"role": "user", "content": "[summary]", "is_summary": True}], holder="h2",
+                                  watermark=None, now=5)
+    later = [E(CompactionInput(session=CHILD, attempt=A2, rows=[3, 4, 5]), 5), recompacted]
+    stalled = COMPACTED + [child_created, PUBLISHED, handoff_written(*ANCHORED)] + later + [ROTATED]
+    assert check("commit_keeps_a_user_turn", stalled, conversation(("user", "q"), ("assistant", "a"))) == []
+
+
+def test_a_question_merged_into_an_unanswered_one_is_persisted_and_kept():
+    """hermes repairs two user messages in a row by merging the new one into the row before, after a blank line
+    (`repair_message_sequence`): the question is durable and live, as the merged row's last paragraph."""
+    turn = [E(FrontendTurnSubmitted(agent="main", text="hi")), E(persisted(2, "assistant"))]
+    merged = conversation(("user", "unanswered\n\nhi"), ("assistant", "ack: hi"))
+    assert check("completed_turn_persists_user_message", turn, merged) == []
+    assert check("told_messages_kept_once_in_order", turn, merged) == []
+    elsewhere = conversation(("user", "hi\n\nunanswered"), ("assistant", "ack: hi"))
+    assert check("completed_turn_persists_user_message", turn, elsewhere)
+    assert check("told_messages_kept_once_in_order", turn, elsewhere)
+
+
+def test_a_row_a_rotation_took_as_input_is_summarized_though_it_stays_active_in_the_ended_parent():
+    """hermes leaves a rotated parent's rows as they were (active) and writes the carried tail into the child with
+    new timestamps: the row was in the commit's input, so the commit summarized it."""
+    def asked(store: SessionStore) -> None:
+        store.create_session("s", now=0)
+        store.append_messages("s", [{"role": "user", "content": "q", "timestamp": 1.0}], now=1)
+    def rotated(store: SessionStore) -> None:
+        store.create_session("s/c", now=2, parent="s")
+        store.append_messages("s/c", [{"role": "user", "content": "q", "timestamp": 2.0}], now=2)
+        store.end_session("s", now=2, reason="compression")
+    took = [E(persisted(1)), E(CompactionInput(session=S, attempt=A1, rows=[1]), 1), rotated, PUBLISHED]
+    assert check("acknowledged_appends_survive", took, asked) == []
+    not_taken = [E(persisted(1)), E(CompactionInput(session=S, attempt=A1, rows=[]), 1), rotated, PUBLISHED]
+    assert check("acknowledged_appends_survive", not_taken, asked)
+
+
+def test_a_child_still_without_rows_when_its_attempt_ends_is_judged_at_the_end():
+    """0.16.0-0.18.2 write the handoff at the next flush: judged then (here, at the end); never written, it is lost."""
+    flushed_later = COMPACTED + [child_created, PUBLISHED, ROTATED, handoff_written(*ANCHORED)]
+    assert check("commit_keeps_a_user_turn", flushed_later, conversation(("user", "q"), ("assistant", "a"))) == []
+    never_written = COMPACTED + [child_created, PUBLISHED, ROTATED]
+    assert check("commit_keeps_a_user_turn", never_written, conversation(("user", "q"), ("assistant", "a")))
+    rotated_on = never_written + [lambda store: store.create_session("s/c/d", now=3, parent="s/c"),
+                                  lambda store: store.end_session("s/c", now=3, reason="compression")]
+    assert check("commit_keeps_a_user_turn", rotated_on, conversation(("user", "q"), ("assistant", "a"))) == []
+
+
 @pytest.mark.parametrize("name", sorted(INVARIANTS))
 def test_every_invariant_has_a_case_here(name):
     assert name in CASES, f"add a violating and a lawful history for {name}"
@@ -1640,6 +1716,18 @@ def test_a_lease_less_writer_may_leave_the_title_on_the_parent_it_rotated():
     assert check("title_follows_conversation", [rotated], arrange) == []
     published = E(CommitPublished(parent=S, child=SessionId("s/x"), attempt=A1), 1)
     assert "s, closed by compression, still shows the title 'T'" in check("title_follows_conversation", [published], arrange)
+
+
+def test_a_store_that_keeps_no_title_source_is_held_to_the_title_alone():
+    """hermes stores a title with no source: what it shows is the title, and only the title can be wrong."""
+    def sourceless(store: SessionStore) -> None:
+        store.keeps_title_source = False  # type: ignore[misc]  # the one store of this check, told it is such a store
+        store.create_session("s", now=0, title="T")
+    given = [E(SessionTitled(session=S, title="T", source="user", stored="T"), 0)]
+    assert check("title_follows_conversation", given, sourceless) == []
+    renamed = given + [lambda store: store.create_session("s/c", now=1, parent="s", title="U"),
+                       E(CommitPublished(parent=S, child=CHILD, attempt=A1), 1)]
+    assert check("title_follows_conversation", renamed, sourceless)
 
 
 def test_a_lease_less_writers_copy_is_cleared_when_the_reference_carries_its_title_on():

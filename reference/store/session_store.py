@@ -21,6 +21,8 @@ Message = Mapping[str, Any]
 class SessionStore:
     """SQLite session store; `fault_hook(op, "before_commit"|"after_commit")` brackets every write's COMMIT."""
 
+    keeps_title_source = True
+
     def __init__(self, path: str = ":memory:", *, fault_hook: FaultHook | None = None, busy_timeout_s: float = 5.0) -> None:
         self._db = schema.connect(path, busy_timeout_s)
         self.fault_hook = fault_hook

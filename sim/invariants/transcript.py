@@ -213,8 +213,9 @@ class AcknowledgedAppendsSurvive(_CreditsEachCommit):
         super().__init__(system)
         self._acknowledged: list[tuple[TurnPersisted, HistoryEvent[Event]]] = []
         self._appended_at: dict[int, int] = {}  # row id -> the seq of the append that wrote it
-        # session -> (seq, watermark, what its caller held when the attempt started, its input rows) of each commit on it
-        self._commits: dict[str, list[tuple[int, int, frozenset[Payload], frozenset[int]]]] = {}
+        # session -> (seq, watermark, what its caller held when the attempt started, its input rows, by rotation) of
+        # each commit on it
+        self._commits: dict[str, list[tuple[int, int, frozenset[Payload], frozenset[int], bool]]] = {}
         self._highest: list[tuple[int, int]] = [(0, -1)]  # (a new highest row id an append reported, its seq)
         self._held_at_start: dict[AttemptId, frozenset[Payload]] = {}  # attempt -> its caller's messages then
         self._inputs: AttemptTable[AttemptId, frozenset[int]] = AttemptTable()  # attempt -> the rows it took as input
@@ -256,7 +257,7 @@ class AcknowledgedAppendsSurvive(_CreditsEachCommit):
         carried is judged by its copy there, as a commit's clone is. The copies are timed from now, so a commit that
         summarized one before a stalled write was acknowledged with it counts (a harness-only fault: the store read
         here is the one at this event)."""
-        self._commits.setdefault(event.parent, []).append((record.seq, 0, frozenset(), frozenset()))
+        self._commits.setdefault(event.parent, []).append((record.seq, 0, frozenset(), frozenset(), False))
         for row in self.system.store.all_messages(event.child):
             self._appended_at.setdefault(row.id, record.seq)
 
@@ -264,7 +265,7 @@ class AcknowledgedAppendsSurvive(_CreditsEachCommit):
                 commit: HistoryEvent[Event]) -> None:
         held, took = self._held_at_start.get(attempt, frozenset()), self._inputs.get(attempt, frozenset())
         watermark = self.facts.commits.watermark(attempt, session)
-        self._commits.setdefault(session, []).append((commit.seq, watermark, held, took))
+        self._commits.setdefault(session, []).append((commit.seq, watermark, held, took, written not in (None, session)))
 
     def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
         store = self.system.store
@@ -301,13 +302,15 @@ class AcknowledgedAppendsSurvive(_CreditsEachCommit):
         pre-publish flush is archived in the parent while its handoff carries the row into the child, and it is
         acknowledged there when its turn fails (a host interrupt while the commit stalls) and the next turn finds it
         persisted. Such a flush row is summarized, though, when its message was one the caller already held unsaved
-        when the attempt started (a turn whose write failed): it is in the summary's input."""
+        when the attempt started (a turn whose write failed): it is in the summary's input. A rotation that took the
+        row as input summarized it though the row stays active in the closed parent (hermes marks nothing there, and
+        writes the tail it carries into the child with new timestamps)."""
         while True:
             commit = next((found for found in self._commits.get(row.session_id, []) if found[0] > since), None)
             if commit is None:
                 return False
-            _, watermark, held, took = commit
-            if row.compacted and (row.id <= watermark or row.id in took or payload(row) in held):
+            _, watermark, held, took, rotation = commit
+            if row.compacted and (row.id <= watermark or row.id in took or payload(row) in held) or rotation and row.id in took:
                 return True
             later = [copy for copy in same_payload if copy.id > row.id]
             if not later:
@@ -509,7 +512,8 @@ class MessageCountMatchesActiveRows(Invariant):
 
 
 class CompletedTurnPersistsUserMessage(Invariant):
-    """A frontend turn that persisted its reply also made its user message durable (a user row with that text)."""
+    """A frontend turn that persisted its reply also made its user message durable (a user row with that text, or the
+    row of an unanswered user message it was merged into)."""
 
     name = "completed_turn_persists_user_message"
     races = ("R10", "R12")
@@ -526,14 +530,69 @@ class CompletedTurnPersistsUserMessage(Invariant):
         if not answered:
             return None
         store = self.system.store
-        durable = {(row.role, row.content) for sid in store.session_ids() for row in store.all_messages(sid)}
+        durable = {k for sid in store.session_ids() for row in store.all_messages(sid) for k in keys(row)}
         for text, turn, reply in answered:
             if ("user", text) not in durable:
                 return self.violation(f"the turn {text!r} persisted its reply but no user row holds its text", turn, reply)
         return None
 
 
-class CommitChangesTranscript(_ReadsEachCommit):
+class _JudgesWhatEachCommitWrote(_ReadsEachCommit):
+    """Judges the session each commit wrote, once it is whole: in place the session itself, right after the commit;
+    a rotation's child when its attempt ends, or before, when a newer attempt takes the child as its input (a stalled
+    worker may end after its child was compacted again). A target may make the child before it writes the child's
+    rows (hermes: `create_session`, then `replace_messages` in 0.19.0); one that writes them only after the attempt
+    (hermes 0.16.0-0.18.2: the next flush) leaves a child with no row when the attempt ends, judged once it holds
+    rows, at a newer attempt's input or at the end of the run: a child still without rows then lost its handoff
+    (the process died before the flush)."""
+
+    _rotated: dict[AttemptId, tuple[SessionId, SessionId, HistoryEvent[Event]]] = per_run(dict)  # attempt -> its parent, child, commit
+    # children empty when their attempt ended: the attempt, its parent, the child, its commit
+    _unwritten: list[tuple[AttemptId, SessionId, SessionId, HistoryEvent[Event]]] = per_run(list)
+
+    @handles(CommitPublished)
+    def published(self, event: CommitPublished, record: HistoryEvent[CommitPublished]) -> None:
+        self._rotated[event.attempt] = (event.parent, event.child, record)
+
+    @handles(CompactionInput)
+    def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> Violation | None:
+        """A newer attempt takes a session as its input: the rotations into it that wrote rows are judged before it
+        changes them."""
+        store = self.system.store
+        due = [(attempt, *rotated) for attempt, rotated in self._rotated.items()
+               if rotated[1] == event.session and attempt != event.attempt and store.all_messages(event.session)]
+        due += [pending for pending in self._unwritten if pending[2] == event.session and store.all_messages(pending[2])]
+        for pending in due:
+            self._rotated.pop(pending[0], None)
+            if pending in self._unwritten:
+                self._unwritten.remove(pending)
+        self._took(event)
+        return next(filter(None, (self._committed(*pending) for pending in due)), None)
+
+    def _took(self, event: CompactionInput) -> None:
+        """What the invariant notes of an attempt's input (before any commit of it)."""
+
+    @handles(CompactionFinished)
+    def finished(self, event: CompactionFinished, record: HistoryEvent[CompactionFinished]) -> Violation | None:
+        rotated = self._rotated.pop(event.attempt, None)
+        if rotated is None:
+            return None
+        if not self.system.store.all_messages(rotated[1]):
+            self._unwritten.append((event.attempt, *rotated))
+            return None
+        return self._committed(event.attempt, *rotated)
+
+    def at_end(self, history: Sequence[HistoryEvent[Event]]) -> Violation | None:
+        """The rotations not judged yet: children empty when their attempt ended, and attempts that never ended. An
+        empty child the agent rotated again before writing it (two compactions in one turn) carried its handoff on
+        in memory: the next child is judged for it."""
+        store = self.system.store
+        unwritten = [pending for pending in self._unwritten if not getattr(store.get_session(pending[2]), "rotated", False)]
+        pending = [*unwritten, *((attempt, *rotated) for attempt, rotated in self._rotated.items())]
+        return next(filter(None, (self._committed(*found) for found in pending)), None)
+
+
+class CommitChangesTranscript(_JudgesWhatEachCommitWrote):
     """A commit never writes its input back unchanged: a candidate that reads as the rows it summarized is refused (no
     progress) before it is written, so no commit's transcript begins with its input rows verbatim.
 
@@ -546,8 +605,7 @@ class CommitChangesTranscript(_ReadsEachCommit):
 
     _input: dict[AttemptId, tuple[SessionId, list[int]]] = per_run(dict)
 
-    @handles(CompactionInput)
-    def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
+    def _took(self, event: CompactionInput) -> None:
         self._input[event.attempt] = (event.session, event.rows)
 
     def _committed(self, attempt: AttemptId, session: SessionId, written: SessionId,
@@ -564,7 +622,7 @@ class CommitChangesTranscript(_ReadsEachCommit):
         return None
 
 
-class CommitKeepsAUserTurn(_ReadsEachCommit):
+class CommitKeepsAUserTurn(_JudgesWhatEachCommitWrote):
     """A commit whose input held a message the user wrote (not a summary) leaves at least one such message live in the
     session it wrote: the user's turn is never compacted away entirely.
 
@@ -578,8 +636,7 @@ class CommitKeepsAUserTurn(_ReadsEachCommit):
 
     _had_user_turn: set[AttemptId] = per_run(set)
 
-    @handles(CompactionInput)
-    def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
+    def _took(self, event: CompactionInput) -> None:
         rows = set(event.rows)
         if any(row.id in rows and is_user_turn(row) for row in self.system.store.active_messages(event.session)):
             self._had_user_turn.add(event.attempt)
@@ -800,7 +857,7 @@ class ToldMessagesKeptOnceInOrder(_CreditsEachCommit):
     @handles(CompactionInput)
     def input(self, event: CompactionInput, record: HistoryEvent[CompactionInput]) -> None:
         rows = set(event.rows)
-        self._inputs[event.attempt] = {key(row) for row in self.system.store.all_messages(event.session) if row.id in rows}
+        self._inputs[event.attempt] = {k for row in self.system.store.all_messages(event.session) if row.id in rows for k in keys(row)}
 
     def _credit(self, attempt: AttemptId, session: SessionId, written: SessionId | None,
                 commit: HistoryEvent[Event]) -> None:
@@ -810,7 +867,8 @@ class ToldMessagesKeptOnceInOrder(_CreditsEachCommit):
         store = self.system.store
         roots = lineage_roots(store)
         rows = {row.id: row for sid in roots for row in store.all_messages(sid)}
-        live = {root: [key(m) for sid in sids for m in store.active_messages(sid)] for root, sids in live_sessions_by_root(store).items()}
+        live = {root: [k for sid in sids for m in store.active_messages(sid) for k in keys(m)]
+                for root, sids in live_sessions_by_root(store).items()}
         placed = [(told, told.key or key(rows[told.row]), roots[rows[told.row].session_id]) for told in self._told if told is not None and told.row in rows]
         ambiguous = self._sent_twice(placed)
         last_position: dict[tuple[str, str], tuple[int, Told, Key]] = {}  # (writer, lineage) -> its last live message's place
@@ -845,6 +903,17 @@ class ToldMessagesKeptOnceInOrder(_CreditsEachCommit):
 
 def key(row: MessageRow) -> Key:
     return (row.role, row.content)
+
+
+MERGED = "\n\n"  # what joins a user message to an unanswered one before it (hermes's `repair_message_sequence`)
+
+
+def keys(row: MessageRow) -> list[Key]:
+    """The messages a row holds: its own, and for a user row another user message was merged into (a target that
+    repairs two user messages in a row by appending the second to the first after a blank line), the one merged."""
+    if row.role == "user" and row.content is not None and MERGED in row.content:
+        return [key(row), ("user", row.content.rsplit(MERGED, 1)[1])]
+    return [key(row)]
 
 
 class ReceivedMessageSurvivesGatewayCrash(Invariant):

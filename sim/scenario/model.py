@@ -329,8 +329,10 @@ class Scenario:
         default=Derived("the file name without .toml"), example='"ctrl_c_during_summary_blocks_next_turn"',
     ))
     race: str | None = key(Str(
-        "The catalogue race this scenario reproduces.",
-        pattern=r"R([1-9]|1[0-9]|2[0-6])", pattern_text='a race id from "R1" to "R26"', default=None, example='"R1"',
+        "The catalogue race this scenario reproduces, or a finding of a target's own (hermes-agent's H1-H9, "
+        "targets/hermes/races.py).",
+        pattern=r"R([1-9]|1[0-9]|2[0-6])|H[1-9]", pattern_text='a race id from "R1" to "R26", or a finding from "H1" to "H9"',
+        default=None, example='"R1"',
     ))
     reported: str | None = key(Str("What the user saw when the race struck.", default=None, example='"session storage could not be written"'))
     source: str | None = key(Str(

@@ -27,6 +27,7 @@ class StoreReads:
 
     def __init__(self, store: SessionStore) -> None:
         self._store = store
+        self.keeps_title_source = store.keeps_title_source  # a property of the store, not a read
         self._changes = -1
         self._answers: dict[tuple[Any, ...], Any] = {}
 

@@ -37,6 +37,8 @@ def virtual(wall: float | None) -> float | None:
 class HermesStore:
     """`StoreView` over one run's hermes database (see the module docstring)."""
 
+    keeps_title_source = False  # `sessions.title` only: hermes records no source
+
     def __init__(self, path: Path) -> None:
         self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
         self._columns = {row[1] for row in self._db.execute("PRAGMA table_info(messages)")}
