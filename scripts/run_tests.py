@@ -55,6 +55,10 @@ ALLOWED_ENV = (
     "TMPDIR",
 )
 # Fixed for every child so results do not depend on the caller's machine.
+# Bytecode is not fixed off but sent to a cache of this run's own (child_env):
+# the package's modules, and pytest's assertion rewrite of each of them, are
+# then compiled once per run instead of once per file (about half of a small
+# file's time), and the checkout is left as it was.
 # PYTHONUNBUFFERED makes the output of a killed (timed-out) child complete
 # up to the moment it was killed.
 FIXED_ENV = {
@@ -63,7 +67,6 @@ FIXED_ENV = {
     "LC_ALL": "C.UTF-8",
     "PYTHONHASHSEED": "0",
     "PYTHONUTF8": "1",
-    "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONUNBUFFERED": "1",
 }
 # The subset shown in rerun commands: the ones that change test behaviour.
@@ -250,12 +253,14 @@ def pytest_arg(path: Path) -> str:
 # ---------------------------------------------------------------- children
 
 
-def child_env(parent: dict[str, str], temproot: Path) -> dict[str, str]:
-    """A fresh environment: allow-listed variables, fixed values, own temp root."""
+def child_env(parent: dict[str, str], temproot: Path, pycache: Path) -> dict[str, str]:
+    """A fresh environment: allow-listed variables, fixed values, own temp root,
+    and the run's shared bytecode cache (written atomically, so children may race)."""
     env = {name: parent[name] for name in ALLOWED_ENV if name in parent}
     env.setdefault("PATH", os.defpath)
     env.update(FIXED_ENV)
     env["PYTEST_DEBUG_TEMPROOT"] = str(temproot)
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
     return env
 
 
@@ -335,7 +340,7 @@ class Runner:
             proc = subprocess.Popen(
                 pytest_command(arg, self.opts.passthrough),
                 cwd=ROOT,
-                env=child_env(dict(os.environ), temproot),
+                env=child_env(dict(os.environ), temproot, self.workdir / "pycache"),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -227,6 +227,26 @@ def test_environment(tmp_path):
     assert last_line(proc) == "1 passed, 0 failed"
 
 
+def test_children_share_one_bytecode_cache_outside_the_tree(tmp_path: Path) -> None:
+    """A helper module imported by two files is compiled into the run's own cache,
+    even when the caller turned bytecode off, and no __pycache__ appears in the tree."""
+    probe = """
+import os, sys
+import helper
+
+def test_cache(tmp_path):
+    prefix = os.environ["PYTHONPYCACHEPREFIX"]
+    assert sys.pycache_prefix == prefix and not sys.dont_write_bytecode
+    assert not prefix.startswith(os.path.dirname(helper.__file__))
+"""
+    tree = write_tree(tmp_path / "t", {"helper.py": "X = 1\n", "test_a.py": probe, "test_b.py": probe})
+    proc = run(str(tree), "--", "-p", "no:cacheprovider", cwd=tmp_path,
+               extra_env={"PYTHONDONTWRITEBYTECODE": "1"})
+    assert proc.returncode == 0, proc.stdout
+    assert last_line(proc) == "2 passed, 0 failed"
+    assert not list(tree.rglob("__pycache__")), "bytecode was written into the tree"
+
+
 def test_folder_of_toml_files_is_run_file_by_file(tmp_path: Path) -> None:
     scenarios = write_tree(tmp_path / "scenarios", {"b.toml": "", "a.toml": "", "notes.txt": ""})
     proc = run("--list", str(scenarios), cwd=tmp_path)
