@@ -540,3 +540,22 @@ def test_a_thread_abandoned_while_it_waits_with_a_timeout_is_not_resumed_at_its_
         result = world.run(root)
     assert result.outcome is RunOutcome.OK and result.virtual_s == pytest.approx(11.0)
     assert not waiter[0]._sim_thread.detached  # type: ignore[attr-defined]  # the runtime hangs its record on the thread object
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="thread affinity is set only on Linux")
+def test_a_runs_threads_share_one_core_and_the_kernel_thread_gets_its_affinity_back():
+    before = os.sched_getaffinity(0)
+    seen: list[set[int]] = []
+
+    def program() -> None:
+        worker = threading.Thread(target=lambda: seen.append(os.sched_getaffinity(0)))
+        worker.start()
+        seen.append(os.sched_getaffinity(0))
+        worker.join()
+
+    for seed in range(3):
+        assert run(program, seed=seed).outcome is RunOutcome.OK
+        assert os.sched_getaffinity(0) == before
+    assert len(seen) == 6
+    assert all(len(cores) == 1 for cores in seen), seen
+    assert all(seen[i] == seen[i + 1] for i in range(0, 6, 2)), "a run's two threads on different cores"

@@ -31,6 +31,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from sim.kernel.scheduler import PARK, SETTLED
+from sim.threads import affinity
 
 if TYPE_CHECKING:
     from sim.kernel.scheduler import Kernel, Task
@@ -263,13 +264,14 @@ class Carrier:
     thread would. A carrier whose thread was detached (stuck in a real blocking call) is never reused.
     """
 
-    __slots__ = ("_go", "_sim", "_retired")
+    __slots__ = ("_go", "_sim", "_retired", "_core")
 
     def __init__(self) -> None:
         self._go = _allocate_lock()
         self._go.acquire()
         self._sim: SimThread | None = None
         self._retired = False
+        self._core: int | None = None  # the core it is pinned to (`affinity`), None until it first is
         _start_new_thread(self._loop, ())
 
     @classmethod
@@ -298,6 +300,7 @@ class Carrier:
             sim = self._sim
             if sim is None:
                 return
+            self._core = affinity.follow(self._core)
             contextvars.Context().run(sim.main, self)
             if sim.detached or self._retired:
                 return

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sim.core.timefreeze import frozen_time
+from sim.threads import affinity
 from sim.threads.patching import begin_run, end_run, threads_patched
 from sim.threads.run import ThreadRun
 from sim.threads.tracing import Preemption
@@ -41,7 +42,9 @@ def run_threads(world: World, program: Callable[..., Any], *args: Any, preemptio
 
     with frozen_time(), threads_patched():
         begin_run()
+        pinned = affinity.pin_run()
         try:
             return world.run(root, name=ROOT_TASK)
         finally:
+            affinity.unpin_run(pinned)
             end_run()
