@@ -148,6 +148,7 @@ class SourceDPOR(Strategy):
         self._replayed = 0  # steps of the current run that an earlier run made already (its replayed prefix)
         self._observing = False  # whether the runtime reports what this run's steps touch
         self._priorities: dict[int, float] = {}  # tid -> its priority in this run, for the serial continuation
+        self._unfiled = False  # the last run's races are still to be filed (`end`)
 
     # ---- the search ---------------------------------------------------------------------------------
 
@@ -160,9 +161,9 @@ class SourceDPOR(Strategy):
             self._first_seed = seed
         self._draws.begin(self._first_seed)
         self._uniform = random.Random(derive_seed(seed, "dpor")).random
+        pool = self._live_pool() if self.executions else []  # before the last run's path is let go: it files its races
         self._path, self._chosen, self._began = [], [], []
         if self.executions:
-            pool = self._live_pool()
             if not pool:
                 raise ValueError(f"all {self.executions} schedules of this search have run")
             urgent = [node for node in pool if node.pending(data_races_only=True) is not None]
@@ -206,18 +207,22 @@ class SourceDPOR(Strategy):
         return self._draws.draw(stream, bound)
 
     def end(self) -> None:
-        """File the reversals of this run's races, and each choice point's step for its later siblings' sleep sets."""
+        """File each choice point's step for its later siblings' sleep sets; this run's races are filed when the
+        search asks for more (`_live_pool`): a search that stops at this run, its first failure, never needs them."""
         if not self._observing:  # nobody said what the steps touched: each may conflict with any other
             for step in self._steps:
                 step.accesses = {WILDCARD: True}
         for step in self._steps:
             if step.node >= 0:
                 self._path[step.node].explored[step.tid] = step.accesses
-        self._file_races()
+        self._unfiled = True
         self._pinned = []
 
     def _live_pool(self) -> list[_Node]:
-        """The pool without the choice points that have nothing left to try."""
+        """The pool without the choice points that have nothing left to try, once the last run's races are in it."""
+        if self._unfiled:
+            self._unfiled = False
+            self._file_races()
         live = [node for node in self._pool if node.pending() is not None]
         for node in self._pool:
             node.queued = node.pending() is not None
