@@ -316,17 +316,17 @@ def test_a_thread_that_spins_forever_hits_the_step_budget_with_its_place():
     assert "test_threads.py" in str(found.failure.error)
 
 
-def blocks_on_a_real_lock(held: Any) -> None:
-    held[0].acquire()
+def blocks_on_a_real_lock(acquire: Any) -> None:
+    acquire()
 
 
 def test_a_real_blocking_call_is_reported_not_hung():
-    held = [threading.Lock()]  # a real lock made before the batch, out of the batch's sight in a list
-    held[0].acquire()
+    held = threading.Lock()  # a real lock made before the batch, out of its sight: only a C method reaches it
+    held.acquire()
     try:
-        result = run(blocks_on_a_real_lock, held, stall_s=0.2)
+        result = run(blocks_on_a_real_lock, held.acquire, stall_s=0.2)
     finally:
-        held[0].release()
+        held.release()
     assert result.outcome is RunOutcome.DEADLOCK
     assert "a real blocking call the simulator does not model" in str(result.error)
     assert "test_threads.py" in str(result.error)
@@ -559,3 +559,90 @@ def test_a_runs_threads_share_one_core_and_the_kernel_thread_gets_its_affinity_b
     assert len(seen) == 6
     assert all(len(cores) == 1 for cores in seen), seen
     assert all(seen[i] == seen[i + 1] for i in range(0, 6, 2)), "a run's two threads on different cores"
+
+
+# ---- locks made before the run ------------------------------------------------------------------------------
+
+
+class Ledger:
+    """A module-level object with its own locks, made at import: before any run."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.books = threading.RLock()
+        self.entries: list[int] = []
+
+
+LEDGER = Ledger()
+LEDGERS = {"main": Ledger()}
+
+
+def append_under_the_ledgers_lock(ledger: Ledger) -> None:
+    ledger.entries.clear()
+
+    def append() -> None:
+        with ledger.lock:
+            count = len(ledger.entries)  # a scheduling point inside the critical section
+            ledger.entries.append(count)
+
+    workers = [threading.Thread(target=append) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert sorted(ledger.entries) == [0, 1], ledger.entries
+
+
+@pytest.mark.parametrize("reach", ["module attribute", "module dict", "closure", "argument"])
+def test_a_lock_made_before_the_run_is_simulated_wherever_the_program_reaches_it(reach: str) -> None:
+    """Found taken by a thread switched out inside its critical section, a real lock would block in C until the
+    stall detector gave up (10 s of real time) and the run ended in a deadlock the program does not have."""
+    made_here = Ledger()
+    programs = {
+        "module attribute": (lambda: append_under_the_ledgers_lock(LEDGER), ()),
+        "module dict": (lambda: append_under_the_ledgers_lock(LEDGERS["main"]), ()),
+        "closure": (lambda: append_under_the_ledgers_lock(made_here), ()),
+        "argument": (append_under_the_ledgers_lock, (Ledger(),)),
+    }
+    program, args = programs[reach]
+    found = sim.explore(program, *args, runs=40, seed=3)
+    assert not found.failed, found.failure
+    assert type(LEDGER.lock) is type(made_here.lock) is type(threading.Lock())  # the real locks are back
+
+
+def crossed_ledger_locks() -> None:
+    def take(first: Any, second: Any) -> None:
+        with first:
+            with second:
+                pass
+
+    workers = [threading.Thread(target=take, args=pair, name=name)
+               for name, pair in (("left", (LEDGER.lock, LEDGER.books)), ("right", (LEDGER.books, LEDGER.lock)))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def test_a_deadlock_on_locks_made_before_the_run_names_where_they_were_found():
+    deadlock = sim.explore(crossed_ledger_locks, runs=200).failure.deadlock
+    assert isinstance(deadlock, Deadlock)
+    assert {entry.task for entry in deadlock.cycle} == {"left", "right"}
+    assert "LEDGER.lock" in str(deadlock) and "LEDGER.books" in str(deadlock), str(deadlock)
+    # The deadlocked runs' threads stay parked holding them; each later run, and the program after the search,
+    # must find them free (the shrinker's runs found them taken and reported the wrong lock).
+    assert LEDGER.lock.acquire(blocking=False) and LEDGER.books.acquire(blocking=False), "a run left a lock taken"
+    LEDGER.lock.release()
+    LEDGER.books.release()
+
+
+def test_a_lock_made_before_the_run_and_held_by_the_caller_stays_the_callers():
+    held = Ledger()
+    held.lock.acquire()
+    try:
+        result = run(append_under_the_ledgers_lock, held, stall_s=0.2)
+        assert result.outcome is RunOutcome.DEADLOCK  # in virtual time: nothing in the run can free it
+        assert "args[0].lock" in str(result.error), str(result.error)
+        assert held.lock.locked(), "the run freed a lock its caller holds"
+    finally:
+        held.lock.release()

@@ -9,7 +9,8 @@ the behaviour it had before, so the process goes on working around the runs.
 A program often holds its own references to what is patched: `from time import sleep`, a module-level
 `_lock = threading.Lock()` made at import. The batch therefore also scans the loaded modules (and the
 classes they define) once, freezegun-style: a captured function is pointed at its replacement, and a real
-lock or RLock becomes a simulated one over that same lock (so it stays one lock), both until the batch ends.
+lock or RLock becomes a simulated one over that same lock (so it stays one lock), both until the batch ends;
+so do the locks the program reaches through its own objects, closure and arguments (`adoption.py`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from typing import Any
 
 from sim.core.timefreeze import frozen_time
 from sim.threads import clock, entropy, lifecycle, locks, signals, sqlite, unmodelled
+from sim.threads.adoption import Adoption
+from sim.threads.tracing import is_program
 
 _LockType = _thread.LockType
 _RLockType = _thread.RLock
@@ -43,6 +46,7 @@ _KEEP_REAL = ("threading", "_thread", "importlib", "_frozen_importlib", "sim", "
               "subprocess", "builtins", "concurrent.futures._base")
 
 _active = 0
+_adoption = Adoption()  # the current batch's locks made before it, made simulated (`adoption.py`)
 _collecting = True  # whether cyclic collection was on when the current run began
 _batch_excepthook = threading.excepthook  # the hook each run of the current batch starts with (the environment's)
 
@@ -138,7 +142,7 @@ def _scan(patches: _Patches) -> None:
     """
     replaced = patches.replaced.keys()
     for module_name, module in list(sys.modules.items()):
-        if not isinstance(module, ModuleType) or module_name.split(".")[0] in _KEEP_REAL or module_name in _KEEP_REAL:
+        if not isinstance(module, ModuleType) or _kept_real(module_name):
             continue
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict):
@@ -161,16 +165,32 @@ def _adopt(patches: _Patches, owner: Any, name: str, value: Any, module_name: st
     found = patches.replaced.get(id(value))
     if found is not None and found[0] is value:
         patches.swap(owner, name, found[1])
-    elif type(value) is _LockType:
-        patches.swap(owner, name, locks.Lock.adopt(value, f"{module_name}.{name}"))
-    elif type(value) is _RLockType:
-        patches.swap(owner, name, locks.RLock.adopt(value, f"{module_name}.{name}"))
+    elif type(value) in _LOCK_TYPES:
+        patches.swap(owner, name, _adoption.simulated(value, f"{module_name}.{name}"))
+
+
+def _program_modules() -> Iterator[tuple[str, ModuleType]]:
+    """The loaded modules of the program's own files, the roots of the batch's walk for locks made before it."""
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if isinstance(module, ModuleType) and isinstance(path, str) and is_program(path) and not _kept_real(name):
+            yield name, module
+
+
+def _kept_real(module_name: str) -> bool:
+    return module_name in _KEEP_REAL or module_name.split(".")[0] in _KEEP_REAL
+
+
+def adopt_reachable(program: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    """Before a run: adopt the locks made before it that the program reaches through its closure and arguments
+    (`adoption.py`); what earlier runs of the batch walked is not walked again."""
+    _adoption.adopt_reachable([("program", program), *((f"args[{index}]", arg) for index, arg in enumerate(args))])
 
 
 @contextmanager
 def threads_patched() -> Iterator[None]:
     """Patch the standard library for simulated threads for the length of a batch (re-entrant)."""
-    global _active, _batch_excepthook
+    global _active, _batch_excepthook, _adoption
     if _active:
         _active += 1
         try:
@@ -179,12 +199,14 @@ def threads_patched() -> Iterator[None]:
             _active -= 1
         return
     patches = _Patches()
+    _adoption = Adoption()
     _active = 1
     freeze = frozen_time()  # first: freezegun would put its own clock over ours if it started inside the batch
     freeze.__enter__()
     try:
         _install(patches)
         _scan(patches)
+        _adoption.adopt_reachable(_program_modules())
         for owner, name, _ in _run_counters():
             patches.set(owner, name, getattr(owner, name))  # reset by each run, restored here
         _batch_excepthook = threading.excepthook
@@ -192,6 +214,7 @@ def threads_patched() -> Iterator[None]:
         yield
     finally:
         _active = 0
+        _adoption.restore()
         patches.restore()
         freeze.__exit__(None, None, None)
 
@@ -227,8 +250,9 @@ def begin_run() -> None:
 
 
 def end_run() -> None:
-    """Undo what the run changed in the process: collection back on, concurrent.futures' shutdown flag (an
-    interpreter exit in the run set it) back off."""
+    """Undo what the run changed in the process: locks made before the run free again (`Adoption`), collection
+    back on, concurrent.futures' shutdown flag (an interpreter exit in the run set it) back off."""
+    _adoption.reset_after_run()
     if _collecting:
         gc.enable()
     futures = sys.modules.get("concurrent.futures.thread")

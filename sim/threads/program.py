@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sim.core.timefreeze import frozen_time
 from sim.threads import affinity
-from sim.threads.patching import begin_run, end_run, threads_patched
+from sim.threads.patching import adopt_reachable, begin_run, end_run, threads_patched
 from sim.threads.run import ThreadRun
 from sim.threads.tracing import Preemption
 
@@ -41,6 +41,7 @@ def run_threads(world: World, program: Callable[..., Any], *args: Any, preemptio
         return run.main_value
 
     with frozen_time(), threads_patched():
+        adopt_reachable(program, args)
         begin_run()
         pinned = affinity.pin_run()
         try:

@@ -50,7 +50,7 @@ class Preemption:
         """Whether lines in the file `path` are scheduling points."""
         known = self._traced.get(path)
         if known is None:
-            known = self._traced[path] = _is_program(path, self.paths)
+            known = self._traced[path] = is_program(path, self.paths)
         return known
 
     def enter(self, run: ThreadRun, sim: SimThread) -> None:
@@ -98,7 +98,9 @@ class Preemption:
         return on_call
 
 
-def _is_program(path: str, extra: tuple[str, ...]) -> bool:
+def is_program(path: str, extra: tuple[str, ...] = ()) -> bool:
+    """Whether `path` is one of the program's own files: outside the Python installation and the simulator, or
+    under one of the `extra` folders."""
     if any(path.startswith(prefix) for prefix in extra):
         return True
     if path.startswith("<") or path.startswith(_SIM_DIR):
