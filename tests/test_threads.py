@@ -268,7 +268,11 @@ def test_an_exception_in_a_thread_fails_the_run_naming_the_thread():
 
 
 def crossed_locks() -> None:
-    ledger, accounts = threading.Lock(), threading.Lock()
+    take_crosswise(threading.Lock(), threading.Lock())
+
+
+def take_crosswise(ledger: Any, accounts: Any) -> None:
+    """Two threads take the same two locks in opposite orders."""
 
     def take(first: Any, second: Any) -> None:
         with first:
@@ -611,17 +615,7 @@ def test_a_lock_made_before_the_run_is_simulated_wherever_the_program_reaches_it
 
 
 def crossed_ledger_locks() -> None:
-    def take(first: Any, second: Any) -> None:
-        with first:
-            with second:
-                pass
-
-    workers = [threading.Thread(target=take, args=pair, name=name)
-               for name, pair in (("left", (LEDGER.lock, LEDGER.books)), ("right", (LEDGER.books, LEDGER.lock)))]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    take_crosswise(LEDGER.lock, LEDGER.books)
 
 
 def test_a_deadlock_on_locks_made_before_the_run_names_where_they_were_found():
