@@ -16,8 +16,20 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Callable
 
-_sched_getcpu = getattr(ctypes.CDLL(None), "sched_getcpu", None) if hasattr(os, "sched_setaffinity") else None
+
+def _getcpu() -> Callable[[], int] | None:
+    """The C library's `sched_getcpu` (which core the calling thread is on), where threads have affinity."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    try:
+        return getattr(ctypes.CDLL(None), "sched_getcpu", None)
+    except OSError:  # no C library to load by that name
+        return None
+
+
+_sched_getcpu = _getcpu()
 
 # The core of the run in progress (None: no run, or no pinning on this platform).
 run_core: int | None = None
