@@ -640,3 +640,38 @@ def test_a_lock_made_before_the_run_and_held_by_the_caller_stays_the_callers():
         assert held.lock.locked(), "the run freed a lock its caller holds"
     finally:
         held.lock.release()
+
+
+READY = threading.Condition()
+SHELF: list[int] = []
+
+
+def hand_over_on_the_shelf() -> None:
+    SHELF.clear()
+
+    def consume() -> None:
+        with READY:
+            while not SHELF:
+                READY.wait()
+            SHELF.pop()
+
+    consumer = threading.Thread(target=consume, name="consumer")
+    consumer.start()
+    with READY:
+        item = 1  # a scheduling point while the Condition's lock is held
+        SHELF.append(item)
+        READY.notify()
+    consumer.join()
+
+
+def forget_to_notify() -> None:
+    with READY:
+        READY.wait()  # nobody notifies: each run ends parked here
+
+
+def test_a_condition_made_before_the_run_runs_on_a_simulated_lock_and_forgets_a_dead_runs_waiters():
+    assert not sim.explore(hand_over_on_the_shelf, runs=40, seed=5).failed
+    deadlock = sim.explore(forget_to_notify, runs=3, shrink=False).failure.deadlock
+    assert "a Condition made at test_threads.READY" in str(deadlock), str(deadlock)
+    assert not READY._waiters, "a deadlocked run's waiter was left in a Condition made before it"
+    assert not sim.explore(hand_over_on_the_shelf, runs=40, seed=6).failed

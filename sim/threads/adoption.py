@@ -12,14 +12,17 @@ modules' globals, instances of their classes, their functions' closures, and the
 there; a library's objects (a queue, a logging handler) are left as they are, since their code runs between
 scheduling points. Each real lock gets one simulated lock over it for the whole batch, however many references
 lead to it, so that a release through one wakes the waiters of every other; every reference it swaps is put
-back when the batch ends. Conditions, Events and Semaphores made before the run are not adopted (a Condition
-keeps its lock's bound methods): a thread blocked in one is still reported by the stall limit.
+back when the batch ends. A Condition made before the run over a real lock is pointed at the simulated one in
+place (it keeps its lock's bound methods, which `Condition.__init__` copied). The Condition inside an Event, a
+Semaphore or a queue made before the run is left real: their code is the library's, which runs between scheduling
+points, so no thread is switched out holding it.
 """
 
 from __future__ import annotations
 
 import _thread
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from types import CellType, FunctionType, MethodType, ModuleType
 from typing import Any
@@ -29,6 +32,8 @@ from sim.threads.tracing import is_program
 
 DEPTH = 3
 _ADOPTERS: dict[type, Callable[[Any, str], Any]] = {_thread.LockType: locks.Lock.adopt, _thread.RLock: locks.RLock.adopt}
+_CONDITION = threading.Condition  # the class, before any batch: Conditions are not replaced, they run on the locks
+_CONDITION_BINDINGS = ("_lock", "acquire", "release", "_release_save", "_acquire_restore", "_is_owned")
 _CONTAINERS = (dict, list, tuple)  # a tuple's locks cannot be swapped, but what it holds is walked
 
 Undo = Callable[[], None]
@@ -41,6 +46,7 @@ class Adoption:
         self._simulated: dict[int, tuple[Any, Any]] = {}  # id(real lock) -> (real lock, its simulated lock)
         self._undo: list[Undo] = []
         self._visited: set[int] = set()
+        self._conditions: list[Any] = []  # the Conditions pointed at a simulated lock
         self._programs: dict[str, bool] = {}  # module name -> whether its file is the program's
 
     def simulated(self, real: Any, name: str) -> Any:
@@ -60,11 +66,16 @@ class Adoption:
         left running, leaves its threads parked where they were, holding what they held: a lock made during the
         run goes with the run, but one made before it would be found taken by every later run of the batch (and
         by the program after it). A lock a thread of the run holds is made free again; one that another thread
-        (the caller's, say) holds stays taken, and only forgets the run's waiters."""
+        (the caller's, say) holds stays taken, and only forgets the run's waiters; so does a Condition (a stale
+        waiter would take the next run's notify)."""
         for _, lock in self._simulated.values():
             if lock.owner is not None:
                 lock._at_fork_reinit()
             lock._waiters.clear()
+        for condition in self._conditions:
+            stale = [waiter for waiter in condition._waiters if isinstance(waiter, locks.WaiterLock)]
+            for waiter in stale:
+                condition._waiters.remove(waiter)
 
     def restore(self) -> None:
         for undo in reversed(self._undo):
@@ -107,10 +118,18 @@ class Adoption:
                 self._slot(member, f"{name}.{attribute}", depth, _attribute_setter(value, attribute))
 
     def _slot(self, member: Any, name: str, depth: int, setter: Callable[[Any], Undo] | None) -> None:
-        """One reference the walk passes: a real lock is swapped for its simulated one, anything else walked on."""
+        """One reference the walk passes: a real lock is swapped for its simulated one, a Condition over a real
+        lock is pointed at the simulated one in place, anything else walked on."""
         if type(member) in _ADOPTERS:
             if setter is not None:
                 self._undo.append(setter(self.simulated(member, name)))
+            return
+        if type(member) is _CONDITION and id(member) not in self._visited:
+            self._visited.add(id(member))
+            lock = vars(member)["_lock"]
+            if type(lock) in _ADOPTERS:
+                self._undo.append(_repoint(member, self.simulated(lock, name)))
+                self._conditions.append(member)
             return
         self._walk(member, name, depth - 1)
 
@@ -124,6 +143,24 @@ class Adoption:
             path = getattr(sys.modules.get(module), "__file__", None)
             known = self._programs[module] = path is not None and is_program(path)
         return known
+
+
+def _repoint(condition: Any, lock: Any) -> Undo:
+    """Point a Condition made before the run at the simulated lock over its real one, as `Condition.__init__` binds
+    a lock (its acquire and release, and an RLock's save and restore), keeping the Condition itself."""
+    state = vars(condition)
+    saved = {attribute: state[attribute] for attribute in _CONDITION_BINDINGS if attribute in state}
+    state["_lock"] = lock
+    for attribute in _CONDITION_BINDINGS[1:]:
+        if hasattr(lock, attribute):
+            state[attribute] = getattr(lock, attribute)
+
+    def undo() -> None:
+        for attribute in _CONDITION_BINDINGS:
+            state.pop(attribute, None)
+        state.update(saved)
+
+    return undo
 
 
 def _filled(cell: CellType) -> bool:
