@@ -1073,6 +1073,11 @@ def test_a_press_at_the_prompt_or_on_another_turn_stops_no_later_compaction():
     assert check("ctrl_c_stops_the_turns_later_compactions", idle) == []
     next_turn_same_task = PRESSED_THEN_COMPACTED[:2] + [TURN_STARTS] + PRESSED_THEN_COMPACTED[2:] + [E(FenceBeginOk(attempt=A1), 12)]
     assert check("ctrl_c_stops_the_turns_later_compactions", next_turn_same_task) == []
+    # A terminal that reads /compress in the task its pressed turn ran in, once the turn has ended (the stress
+    # worker's typist): the forced attempt has a stop of its own.
+    compress_same_task = [TURN_STARTS, PRESSED, E(HostStarted(attempt=A1, session=S, mode="forced"), 10),
+                          E(FenceBeginOk(attempt=A1), 12)]
+    assert check("ctrl_c_stops_the_turns_later_compactions", compress_same_task) == []
 
 
 DELIVERED = [E(GatewayDelivered(agent="bot", platform_message_id=f"tg:{n}"), n) for n in (1, 2)]

@@ -149,7 +149,8 @@ class CtrlCStopsTheTurnsLaterCompactions(Invariant):
 
     R1: a turn that is still starting (its session read stalls, say) has no attempt yet, so the press sets the
     turn's stop alone. no_admission_after_ctrl_c judges only the attempts a press found running, so a commit
-    that ignored the shared stop went unseen.
+    that ignored the shared stop went unseen. A forced attempt (/compress) is no compaction of a turn, even in the
+    task the pressed turn ran in (a terminal that reads /compress after the turn ended): it starts unstopped.
     """
 
     name = "ctrl_c_stops_the_turns_later_compactions"
@@ -172,7 +173,7 @@ class CtrlCStopsTheTurnsLaterCompactions(Invariant):
     @handles(HostStarted)
     def started(self, event: HostStarted, record: HistoryEvent[HostStarted]) -> None:
         press = self._pressed.get(record.task)
-        if press is not None:
+        if press is not None and event.mode != "forced":
             self._stopped[event.attempt] = press
 
     @handles(FenceBeginOk)
