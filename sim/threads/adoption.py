@@ -21,6 +21,8 @@ points, so no thread is switched out holding it.
 from __future__ import annotations
 
 import _thread
+import functools
+import operator
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -36,6 +38,7 @@ _CONDITION = threading.Condition  # the class, before any batch: Conditions are 
 _CONDITION_BINDINGS = ("_lock", "acquire", "release", "_release_save", "_acquire_restore", "_is_owned")
 _CONTAINERS = (dict, list, tuple)  # a tuple's locks cannot be swapped, but what it holds is walked
 
+_CELL = object()  # the key of a closure cell's one slot
 Undo = Callable[[], None]
 
 
@@ -97,32 +100,34 @@ class Adoption:
             self._visited.add(id(value))
             for cell, variable in zip(value.__closure__ or (), value.__code__.co_freevars):
                 if _filled(cell):
-                    self._slot(cell.cell_contents, f"{name}.{variable}", depth, _cell_setter(cell))
+                    self._slot(cell.cell_contents, f"{name}.{variable}", depth, cell, _CELL)
             return
         if kind is ModuleType:
             if depth == DEPTH:  # a root: a module the program imports is a root of its own, or a library's
                 self._visited.add(id(value))
                 for attribute, member in list(vars(value).items()):
                     if type(member) not in _ADOPTERS:  # a module's own locks are the batch scan's
-                        self._slot(member, f"{name}.{attribute}", depth, None)
+                        self._slot(member, f"{name}.{attribute}", depth)
             return
         if kind in _CONTAINERS:
             self._visited.add(id(value))
             items = list(value.items()) if kind is dict else list(enumerate(value))
             for key, member in items:
-                self._slot(member, f"{name}[{key!r}]", depth, None if kind is tuple else _item_setter(value, key))
+                self._slot(member, f"{name}[{key!r}]", depth, None if kind is tuple else value, key)
             return
         if self._is_program_instance(value):
             self._visited.add(id(value))
-            for attribute, member in list(vars(value).items()):
-                self._slot(member, f"{name}.{attribute}", depth, _attribute_setter(value, attribute))
+            state = vars(value)  # past any __setattr__ or property: the program's own slots
+            for attribute, member in list(state.items()):
+                self._slot(member, f"{name}.{attribute}", depth, state, attribute)
 
-    def _slot(self, member: Any, name: str, depth: int, setter: Callable[[Any], Undo] | None) -> None:
-        """One reference the walk passes: a real lock is swapped for its simulated one, a Condition over a real
-        lock is pointed at the simulated one in place, anything else walked on."""
+    def _slot(self, member: Any, name: str, depth: int, holder: Any = None, key: Any = None) -> None:
+        """One reference the walk passes, `holder[key]` (None: one that cannot be swapped): a real lock is swapped
+        for its simulated one, a Condition over a real lock is pointed at the simulated one in place, anything
+        else walked on."""
         if type(member) in _ADOPTERS:
-            if setter is not None:
-                self._undo.append(setter(self.simulated(member, name)))
+            if holder is not None:
+                self._undo.append(_swap(holder, key, self.simulated(member, name)))
             return
         if type(member) is _CONDITION and id(member) not in self._visited:
             self._visited.add(id(member))
@@ -171,36 +176,12 @@ def _filled(cell: CellType) -> bool:
     return True
 
 
-def _cell_setter(cell: CellType) -> Callable[[Any], Undo]:
-    def swap(replacement: Any) -> Undo:
-        original = cell.cell_contents
-        cell.cell_contents = replacement
-        return lambda: setattr(cell, "cell_contents", original)
-
-    return swap
-
-
-def _item_setter(container: Any, key: Any) -> Callable[[Any], Undo]:
-    def swap(replacement: Any) -> Undo:
-        original = container[key]
-        container[key] = replacement
-
-        def undo() -> None:
-            container[key] = original
-
-        return undo
-
-    return swap
-
-
-def _attribute_setter(owner: Any, attribute: str) -> Callable[[Any], Undo]:
-    def swap(replacement: Any) -> Undo:
-        original = vars(owner)[attribute]
-        vars(owner)[attribute] = replacement  # past any __setattr__ or property: the program's own slot
-
-        def undo() -> None:
-            vars(owner)[attribute] = original
-
-        return undo
-
-    return swap
+def _swap(holder: Any, key: Any, replacement: Any) -> Undo:
+    """Put `replacement` in `holder[key]` (a closure cell's contents for `_CELL`); returns how to put back the original."""
+    if key is _CELL:
+        original = holder.cell_contents
+        holder.cell_contents = replacement
+        return functools.partial(setattr, holder, "cell_contents", original)
+    original = holder[key]
+    holder[key] = replacement
+    return functools.partial(operator.setitem, holder, key, original)

@@ -4,7 +4,7 @@ Only one simulated thread runs at a time, so a run loses nothing by keeping its 
 handoff (a lock release that wakes the next thread, which then takes the GIL from the one going to sleep) stays
 in that core's run queue instead of waking another core. Measured on a 2-core Linux machine, idle: a round trip
 between two Python threads through two locks costs 38 us of CPU across cores and 17 us on one, and a two-thread
-program switched at every line 33.5 us a line against 12.8 us.
+program switched at every line 33.5 us of CPU a line against 9.9 us.
 
 The core is the one the run's kernel thread is on when the run starts, taken afresh for every run, so the system
 still spreads parallel workers over its cores between runs; the kernel thread's own affinity is given back when

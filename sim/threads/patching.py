@@ -37,9 +37,7 @@ from sim.threads import clock, entropy, lifecycle, locks, signals, sqlite, unmod
 from sim.threads.adoption import Adoption
 from sim.threads.tracing import is_program
 
-_LockType = _thread.LockType
-_RLockType = _thread.RLock
-_LOCK_TYPES = frozenset((_LockType, _RLockType))
+_LOCK_TYPES = frozenset((_thread.LockType, _thread.RLock))
 # Modules whose own references must stay real: the machinery threads and imports run on, and the simulator.
 _KEEP_REAL = ("threading", "_thread", "importlib", "_frozen_importlib", "sim", "contract", "freezegun", "_pytest",
               "pytest", "pluggy", "trio", "hypothesis", "queue", "time", "os", "socket",
