@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import gc
 import datetime
 import logging
 import os
@@ -14,6 +15,7 @@ import sys
 import threading
 import time
 import uuid
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -304,6 +306,38 @@ def waits_for_nobody() -> None:
 def test_a_lost_wakeup_is_a_deadlock_without_a_cycle():
     deadlock = sim.explore(waits_for_nobody, runs=1).failure.deadlock
     assert not deadlock.cycle and "nothing left can wake 'MainThread', which waits on an Event made at test_threads.py" in str(deadlock)
+
+
+class Marker:
+    """An object of a run's own, whose weak reference says whether anything still keeps the run alive."""
+
+
+MARKERS: list[weakref.ref[Marker]] = []
+
+
+def consumer_left_waiting() -> None:
+    marker, ready = Marker(), threading.Condition()
+    MARKERS.append(weakref.ref(marker))
+
+    def consume() -> None:
+        with ready:
+            ready.wait()  # nobody notifies: the run deadlocks, and the kernel closes this thread inside a `with`
+
+    consumer = threading.Thread(target=consume, name="consumer")
+    consumer.start()
+    consumer.join()
+
+
+def test_a_deadlocked_run_leaves_nothing_alive_behind_it():
+    """A deadlock's threads are closed by the kernel, not ended: threading's registry of live threads kept them,
+    and a carrier kept the exception their unwinding left marked as handled (CPython leaves one behind when a trace
+    function raises in a `with` block's exit), whose context chain held every earlier run and its search."""
+    MARKERS.clear()
+    for root in range(3):
+        assert sim.explore(consumer_left_waiting, runs=2, seed=root, shrink=False).failure.deadlock is not None
+    gc.collect()
+    assert len(MARKERS) == 3 and all(marker() is None for marker in MARKERS)
+    assert not [thread for thread in threading._active.values() if hasattr(thread, "_sim_thread")]  # type: ignore[attr-defined]
 
 
 def spins() -> None:

@@ -290,20 +290,28 @@ class Carrier:
         """The thread it carried is over: forget its state and wait for the next (at most `_IDLE_LIMIT` wait)."""
         self._sim = None
         _thread_state().clear()
-        self._retired = len(_IDLE) >= _IDLE_LIMIT
+        # A carrier may come back with an exception still marked as handled: CPython 3.11 leaves it so when a trace
+        # function raises while its frame handles another (a `with` block's exit, as a closed thread unwinds). It
+        # would be the context of every exception the carrier raised later, and keep their runs alive through
+        # it, so the carrier ends instead.
+        self._retired = len(_IDLE) >= _IDLE_LIMIT or sys.exc_info()[1] is not None
         if not self._retired:
             _IDLE.append(self)  # last: from here on the kernel may hand it the next thread
 
     def _loop(self) -> None:
-        while True:
-            self._go.acquire()
-            sim = self._sim
-            if sim is None:
-                return
-            self._core = affinity.follow(self._core)
-            contextvars.Context().run(sim.main, self)
-            if sim.detached or self._retired:
-                return
+        while self._carry_one():
+            pass
+
+    def _carry_one(self) -> bool:
+        """Wait to be handed a thread and run it; whether to wait for the next. The thread is let go before the
+        carrier parks again: a parked carrier's locals would keep the thread's run alive until the next."""
+        self._go.acquire()
+        sim = self._sim
+        if sim is None:
+            return False
+        self._core = affinity.follow(self._core)
+        contextvars.Context().run(sim.main, self)
+        return not (sim.detached or self._retired)
 
 
 _IDLE: list[Carrier] = []

@@ -121,7 +121,9 @@ class ThreadRun:
     def _body(self, thread: threading.Thread) -> Callable[[], Any]:
         """What the OS thread runs: the thread's `run`, and on its exception the `threading.excepthook` the
         program set, as a real thread's bootstrap calls it (the environment's own hook would only report what the
-        run's failure reports)."""
+        run's failure reports). However it ends, the thread leaves threading's registry of live threads: one the
+        kernel closed (a deadlock's, a budget's) never reaches `_thread_done`, and its entry would keep the whole
+        run, and the search the run belongs to, alive for the rest of the process."""
 
         def body() -> Any:
             try:
@@ -133,6 +135,8 @@ class ThreadRun:
                 if thread is not self._main and hook is not None:
                     hook(threading.ExceptHookArgs([type(error), error, error.__traceback__, thread]))
                 raise
+            finally:
+                threading._active.pop(thread.ident, None)  # type: ignore[attr-defined]  # threading's private registry of live threads
 
         return body
 
