@@ -582,21 +582,23 @@ def test_a_thread_abandoned_while_it_waits_with_a_timeout_is_not_resumed_at_its_
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="thread affinity is set only on Linux")
 def test_a_runs_threads_share_one_core_and_the_kernel_thread_gets_its_affinity_back():
-    before = os.sched_getaffinity(0)
-    seen: list[set[int]] = []
+    before, policy = os.sched_getaffinity(0), os.sched_getscheduler(0)
+    seen: list[tuple[set[int], int]] = []
 
     def program() -> None:
-        worker = threading.Thread(target=lambda: seen.append(os.sched_getaffinity(0)))
+        worker = threading.Thread(target=lambda: seen.append((os.sched_getaffinity(0), os.sched_getscheduler(0))))
         worker.start()
-        seen.append(os.sched_getaffinity(0))
+        seen.append((os.sched_getaffinity(0), os.sched_getscheduler(0)))
         worker.join()
 
     for seed in range(3):
         assert run(program, seed=seed).outcome is RunOutcome.OK
-        assert os.sched_getaffinity(0) == before
+        assert os.sched_getaffinity(0) == before and os.sched_getscheduler(0) == policy
     assert len(seen) == 6
-    assert all(len(cores) == 1 for cores in seen), seen
-    assert all(seen[i] == seen[i + 1] for i in range(0, 6, 2)), "a run's two threads on different cores"
+    assert all(len(cores) == 1 for cores, _ in seen), seen
+    assert all(seen[i][0] == seen[i + 1][0] for i in range(0, 6, 2)), "a run's two threads on different cores"
+    if policy == os.SCHED_OTHER:  # only the default policy is changed, to the batch one, for the run's length
+        assert {thread_policy for _, thread_policy in seen} == {os.SCHED_BATCH}
 
 
 # ---- locks made before the run ------------------------------------------------------------------------------
