@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextvars
-import gc
 import datetime
+import gc
 import logging
 import os
 import queue
