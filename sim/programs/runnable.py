@@ -12,6 +12,7 @@ be preempted); a failure remembers them, so that it replays the same way.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import math
@@ -56,9 +57,10 @@ class Program:
         self.main = main
         self.args = args
         self.settings = settings
-        self.threaded = not _is_async(main)
-        self._preemption = Preemption(settings.preemption, paths=_own_file(main))
-        _check_arguments(main, args, self.threaded)
+        shape = _shape_of(main)
+        self.threaded = shape.threaded
+        self._preemption = Preemption(settings.preemption, paths=shape.own_file)
+        _check_arguments(main, args, shape)
 
     @property
     def name(self) -> str:
@@ -83,6 +85,35 @@ def program_name(main: Callable[..., Any]) -> str:
     return f"{getattr(main, '__module__', '?')}:{getattr(main, '__qualname__', repr(main))}"
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """What a program's callable is, found by inspection: the same for every search of it."""
+
+    threaded: bool
+    own_file: tuple[str, ...]
+    signature: inspect.Signature | None  # None: a builtin without one
+
+
+def _shape_of(main: Callable[..., Any]) -> _Shape:
+    """The callable's shape, remembered for the callables searched most recently (a benchmark or a test suite
+    searches one program many times, and inspecting it costs about as much as a run's thread start)."""
+    try:
+        return _remembered_shape(main)
+    except TypeError:  # an unhashable callable object: inspected afresh
+        return _inspect_shape(main)
+
+
+def _inspect_shape(main: Callable[..., Any]) -> _Shape:
+    try:
+        signature: inspect.Signature | None = inspect.signature(main, follow_wrapped=False)
+    except (TypeError, ValueError):
+        signature = None
+    return _Shape(not _is_async(main), _own_file(main), signature)
+
+
+_remembered_shape = functools.lru_cache(maxsize=256)(_inspect_shape)
+
+
 def _own_file(main: Callable[..., Any]) -> tuple[str, ...]:
     """The file that defines the program: its lines are the program's own, wherever it lives."""
     try:
@@ -95,11 +126,10 @@ def _is_async(main: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(main) or inspect.iscoroutinefunction(getattr(main, "__call__", None))  # noqa: B004  # the call method itself, not whether main is callable
 
 
-def _check_arguments(main: Callable[..., Any], args: tuple[Any, ...], threaded: bool) -> None:
+def _check_arguments(main: Callable[..., Any], args: tuple[Any, ...], shape: _Shape) -> None:
     """A usage error now, rather than a TypeError in every run: the program must take what it is given."""
-    try:
-        signature = inspect.signature(main, follow_wrapped=False)
-    except (TypeError, ValueError):
+    signature, threaded = shape.signature, shape.threaded
+    if signature is None:
         return  # a builtin without a signature: the run will say
     given = args if threaded else (None, *args)
     try:

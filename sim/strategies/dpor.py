@@ -43,13 +43,13 @@ counts each step as touching everything: then the search is a plain exhaustive o
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from contract.streams import derive_seed
 from sim.kernel.errors import DivergenceError
-from sim.strategies.random_walk import RandomWalk
+from sim.strategies.random_walk import Streams, not_begun
 from sim.strategies.strategy import Strategy
 
 if TYPE_CHECKING:
@@ -142,8 +142,8 @@ class SourceDPOR(Strategy):
         self._cut = False  # a scheduling point passed without a choice: the next access begins a step
         self._numbers: dict[int, int] = {}
         self._pinned: list[Any] = []  # every numbered object, alive for the run so that no id is reused in it
-        self._draws = RandomWalk()
-        self._uniform = random.Random(0).random
+        self._draws = Streams()
+        self._uniform: Callable[[], float] = not_begun  # a run's, from its seed: the first run draws nothing
         self._first_seed: int | None = None
         self._replayed = 0  # steps of the current run that an earlier run made already (its replayed prefix)
         self._observing = False  # whether the runtime reports what this run's steps touch
@@ -160,7 +160,8 @@ class SourceDPOR(Strategy):
         if self._first_seed is None:
             self._first_seed = seed
         self._draws.begin(self._first_seed)
-        self._uniform = random.Random(derive_seed(seed, "dpor")).random
+        if self.executions:
+            self._uniform = random.Random(derive_seed(seed, "dpor")).random
         pool = self._live_pool() if self.executions else []  # before the last run's path is let go: it files its races
         self._path, self._chosen, self._began = [], [], []
         if self.executions:

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from contract.streams import derive_seed
-from sim.strategies.random_walk import RandomWalk
+from sim.strategies.random_walk import Streams
 from sim.strategies.strategy import Strategy
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 DEFAULT_DEPTH = 3
 INITIAL_HORIZON = 100
+_NOT_BEGUN = random.Random(0)  # the generator of a strategy no run has begun yet: `begin` gives each run its own
 
 
 class HorizonEstimate:
@@ -55,9 +56,9 @@ class Prioritised(Strategy):
     def __init__(self, depth: int, salt: str) -> None:
         self.depth = depth
         self._salt = salt
-        self._rng = random.Random(0)
+        self._rng = _NOT_BEGUN
         self._priorities: dict[int, float] = {}
-        self._streams = RandomWalk()
+        self._streams = Streams()
 
     @property
     def priorities(self) -> dict[int, float]:
