@@ -337,7 +337,7 @@ def test_a_deadlocked_run_leaves_nothing_alive_behind_it():
         assert sim.explore(consumer_left_waiting, runs=2, seed=root, shrink=False).failure.deadlock is not None
     gc.collect()
     assert len(MARKERS) == 3 and all(marker() is None for marker in MARKERS)
-    assert not [thread for thread in threading._active.values() if hasattr(thread, "_sim_thread")]  # type: ignore[attr-defined]
+    assert not [thread for thread in threading._active.values() if hasattr(thread, "_sim_thread")]  # type: ignore[attr-defined]  # threading's private registry of live threads
 
 
 def spins() -> None:
