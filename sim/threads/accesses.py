@@ -203,7 +203,7 @@ class FrameWatch:
     """The local tracer of one frame of the program: a scheduling point at each line, then the line's accesses."""
 
     __slots__ = ("run", "sim", "table", "increments", "stack", "next", "paused", "paused_at", "start", "returned",
-                 "capture", "_locals", "_frame")
+                 "capture", "_locals", "_copied", "_frame")
 
     def __init__(self, run: ThreadRun, sim: SimThread, code: CodeType) -> None:
         self.run = run
@@ -217,7 +217,8 @@ class FrameWatch:
         self.start = -1  # where the last evaluation began
         self.returned: Any = UNKNOWN  # what the call paused at returned, if its callee was traced
         self.capture = False  # whether the paused call's callee is a plain function, whose return is its value
-        self._locals: dict[str, Any] | None = None
+        self._locals: dict[str, Any] | None = None  # the frame's locals, read for the length of `_evaluate`
+        self._copied = False  # whether `_locals` is the line's own copy (it stored a local)
         self._frame: FrameType | None = None
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> FrameWatch | None:
@@ -277,6 +278,7 @@ class FrameWatch:
     def _evaluate(self, frame: FrameType, offset: int) -> None:
         """Follow the bytecode from `offset` to the end of the line (or a pause), recording each access."""
         self._locals = None
+        self._copied = False
         self._frame = frame
         table = self.table
         increment = self.increments.get(offset) if self.increments else None
@@ -304,7 +306,7 @@ class FrameWatch:
     def _call(self, instruction: Instruction) -> int:
         """CALL: a builtin container's method or a builtin function is an access here; Python code is its own."""
         stack = self.stack
-        arguments: list[Any] = [stack.pop() if stack else UNKNOWN for _ in range(instruction[1])][::-1]
+        arguments = _pop_many(stack, instruction[1])
         second = stack.pop() if stack else UNKNOWN
         first = stack.pop() if stack else UNKNOWN
         function = second if first is _NULL else first
@@ -390,13 +392,16 @@ class FrameWatch:
 
     def _local(self, name: str) -> Any:
         if self._locals is None:
-            self._locals = dict(self._frame.f_locals)  # type: ignore[union-attr]  # set for the length of _evaluate
+            self._locals = self._frame.f_locals  # type: ignore[union-attr]  # set for the length of _evaluate
         return self._locals.get(name, UNKNOWN)
 
     def _store_local(self, name: str, value: Any) -> None:
-        if self._locals is None:
-            self._locals = dict(self._frame.f_locals)  # type: ignore[union-attr]  # set for the length of _evaluate
-        self._locals[name] = value
+        """The line's store, in a copy of the frame's locals made at its first: CPython writes the frame's own
+        dict back into its variables when the tracer returns, and a value here may be unknown."""
+        if not self._copied:
+            self._locals = dict(self._frame.f_locals if self._locals is None else self._locals)  # type: ignore[union-attr]  # set for the length of _evaluate
+            self._copied = True
+        self._locals[name] = value  # type: ignore[index]  # the copy just made
 
     def _global(self, name: str) -> Any:
         frame = self._frame
@@ -431,6 +436,20 @@ class FrameWatch:
 def _pop(stack: list[Any]) -> Any:
     """The top of the known stack, or unknown where the tracer came in below what it knows."""
     return stack.pop() if stack else UNKNOWN
+
+
+def _pop_many(stack: list[Any], count: int) -> list[Any]:
+    """The top `count` values of the known stack, deepest first, unknown below what it knows."""
+    if count == 0:
+        return []
+    known = len(stack)
+    if known >= count:
+        taken = stack[known - count:]
+        del stack[known - count:]
+        return taken
+    taken = [UNKNOWN] * (count - known) + stack
+    stack.clear()
+    return taken
 
 
 def _item(container: Any, key: Any) -> Any:
