@@ -282,11 +282,35 @@ class Recorder(RandomWalk):
 
 
 def touched_by(program: Any, *args: Any) -> list[tuple[Any, Any, bool]]:
+    """What `program(*args)` touches, run in a second thread: the only thread's own steps are not reported."""
     recorder = Recorder()
+
+    def beside_the_main_thread() -> None:
+        worker = threading.Thread(target=program, args=args)
+        worker.start()
+        worker.join()
+
     with frozen_time():
-        result = run_threads(World(0, recorder), program, *args)
+        result = run_threads(World(0, recorder), beside_the_main_thread)
     assert result.error is None, result.error
     return recorder.touched
+
+
+def builds_then_shares(state: dict[str, Any]) -> None:
+    state["made"] = 1  # the only thread: nothing here can race with what the worker does after its start
+    worker = threading.Thread(target=lambda: state.update(seen=state["made"]))
+    worker.start()
+    state["after"] = True
+    worker.join()
+
+
+def test_what_the_only_thread_touches_before_a_second_starts_is_not_reported():
+    recorder, state = Recorder(), {}
+    with frozen_time():
+        run_threads(World(0, recorder), builds_then_shares, state)
+    touched = [(part, write) for target, part, write in recorder.touched if target is state]
+    assert ("made", READ) in touched and ("after", WRITE) in touched  # the worker's read; main's write after the start
+    assert ("made", WRITE) not in touched  # main's write before it
 
 
 class Account:

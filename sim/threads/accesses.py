@@ -227,6 +227,9 @@ class FrameWatch:
             if self.paused is not None:
                 frame.f_trace_opcodes = False
                 self.paused = None
+            if not self.run.shared:  # the only thread so far: nothing it touches can race
+                self.next = -1
+                return self
             offset = frame.f_lasti
             if offset != self.next:
                 self.stack = []

@@ -244,15 +244,22 @@ class ThreadRun:
 
     # ---- what threads touch, for a strategy that reorders only conflicting steps ----------------------
 
+    @property
+    def shared(self) -> bool:
+        """Whether a second thread has started. Until then nothing the first touches can race: a start orders the
+        new thread after everything before it (the prefix where a program makes its state, its database, its
+        threads), so what a step touches is not reported, nor followed line by line (`FrameWatch`)."""
+        return len(self.threads) > 1
+
     def touch(self, sim: SimThread, target: Any, part: Any, kind: int) -> None:
         """`sim`'s current step read, wrote or added to `part` of `target` (None: all of it): a `dpor` kind, or
         whether it wrote."""
-        if self.observer is not None:
+        if self.observer is not None and len(self.threads) > 1:  # `shared`, inline: a call for every access
             self.observer.access(sim.task.tid, target, part, kind)  # type: ignore[union-attr]  # set when the thread was spawned, before it can run
 
     def touch_everything(self, sim: SimThread) -> None:
         """`sim`'s current step did something the runtime cannot see into: it conflicts with every step."""
-        if self.observer is not None:
+        if self.observer is not None and self.shared:
             self.observer.record(sim.task.tid, WILDCARD, True)  # type: ignore[union-attr]  # as in touch
 
     # ---- what threads do at a scheduling point ------------------------------------------------------
