@@ -27,6 +27,7 @@ import sim
 from sim.core.world import RunOutcome, World
 from sim.kernel.errors import BudgetExceeded, Deadlock
 from sim.strategies.random_walk import RandomWalk
+from sim.threads.patching import threads_patched
 from sim.threads.program import run_threads
 
 
@@ -338,6 +339,22 @@ def test_a_deadlocked_run_leaves_nothing_alive_behind_it():
     gc.collect()
     assert len(MARKERS) == 3 and all(marker() is None for marker in MARKERS)
     assert not [thread for thread in threading._active.values() if hasattr(thread, "_sim_thread")]  # type: ignore[attr-defined]  # threading's private registry of live threads
+
+
+def test_a_batch_keeps_what_was_alive_before_it_out_of_the_collectors_scans_and_gives_it_back():
+    gc.unfreeze()  # what another test of this process froze (a swarm's long-lived objects) goes back first
+    with threads_patched():
+        assert gc.get_freeze_count() > 0
+        assert run(counter_under_lock).outcome is RunOutcome.OK
+    assert gc.get_freeze_count() == 0
+    gc.freeze()  # a process that froze objects itself (a swarm freezes its long-lived ones): left as it is
+    try:
+        frozen = gc.get_freeze_count()
+        with threads_patched():
+            assert gc.get_freeze_count() <= frozen  # nothing frozen by the batch (some of the frozen may die)
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
 
 
 def spins() -> None:

@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
+from sim.core import heap
 from sim.core.timefreeze import frozen_time
 from sim.threads import clock, entropy, lifecycle, locks, signals, sqlite, unmodelled
 from sim.threads.adoption import Adoption
@@ -201,6 +202,8 @@ def threads_patched() -> Iterator[None]:
     _active = 1
     freeze = frozen_time()  # first: freezegun would put its own clock over ours if it started inside the batch
     freeze.__enter__()
+    kept = heap.frozen_for_batch()
+    kept.__enter__()
     try:
         _install(patches)
         _scan(patches)
@@ -214,6 +217,7 @@ def threads_patched() -> Iterator[None]:
         _active = 0
         _adoption.restore()
         patches.restore()
+        kept.__exit__(None, None, None)
         freeze.__exit__(None, None, None)
 
 
