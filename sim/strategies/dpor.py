@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from contract.streams import derive_seed
 from sim.kernel.errors import DivergenceError
-from sim.strategies.random_walk import Streams, not_begun
+from sim.strategies.random_walk import NOT_BEGUN, Streams
 from sim.strategies.strategy import Strategy
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ class SourceDPOR(Strategy):
         self._numbers: dict[int, int] = {}
         self._pinned: list[Any] = []  # every numbered object, alive for the run so that no id is reused in it
         self._draws = Streams()
-        self._uniform: Callable[[], float] = not_begun  # a run's, from its seed: the first run draws nothing
+        self._uniform: Callable[[], float] = NOT_BEGUN.random  # a run's, from its seed: the first run draws nothing
         self._first_seed: int | None = None
         self._replayed = 0  # steps of the current run that an earlier run made already (its replayed prefix)
         self._observing = False  # whether the runtime reports what this run's steps touch

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from contract.streams import derive_seed
-from sim.strategies.random_walk import Streams
+from sim.strategies.random_walk import NOT_BEGUN, Streams
 from sim.strategies.strategy import Strategy
 
 if TYPE_CHECKING:
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 DEFAULT_DEPTH = 3
 INITIAL_HORIZON = 100
-_NOT_BEGUN = random.Random(0)  # the generator of a strategy no run has begun yet: `begin` gives each run its own
 
 
 class HorizonEstimate:
@@ -56,7 +55,7 @@ class Prioritised(Strategy):
     def __init__(self, depth: int, salt: str) -> None:
         self.depth = depth
         self._salt = salt
-        self._rng = _NOT_BEGUN
+        self._rng = NOT_BEGUN
         self._priorities: dict[int, float] = {}
         self._streams = Streams()
 

@@ -32,16 +32,25 @@ class Streams:
         return generator.randrange(bound)
 
 
-def not_begun() -> float:
-    """The uniform draw of a strategy before its first run: a run's begins with the run's seed."""
-    raise RuntimeError("a strategy draws only in a run it has begun")
+class _NotBegun(random.Random):
+    """The generator of a strategy before its first run: every draw is an error (a run's is seeded as it begins),
+    so that no constructor seeds a generator no run draws from."""
+
+    def random(self) -> float:
+        raise RuntimeError("a strategy draws only in a run it has begun")
+
+    def getrandbits(self, k: int) -> int:
+        raise RuntimeError("a strategy draws only in a run it has begun")
+
+
+NOT_BEGUN: random.Random = _NotBegun(0)
 
 
 class RandomWalk(Strategy):
     name = "random"
 
     def __init__(self) -> None:
-        self._uniform: Callable[[], float] = not_begun
+        self._uniform: Callable[[], float] = NOT_BEGUN.random
         self._streams = Streams()
 
     def begin(self, seed: int) -> None:
