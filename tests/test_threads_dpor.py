@@ -118,6 +118,23 @@ def test_dpor_finds_a_lost_update_on_the_reversal_of_its_one_race():
     assert found.failed and found.runs == 2
 
 
+def test_dpor_first_runs_the_thread_started_last_so_a_reader_started_after_its_writer_reads_first():
+    def publish_then_read() -> None:
+        state: dict[str, str] = {}
+
+        def publisher() -> None:
+            state["config"] = "ready"
+
+        def reader() -> None:
+            state["seen"] = state.get("config", "missing")
+
+        run_all(lambda work: work(), (publisher, reader))
+        assert state["seen"] == "ready", state
+
+    found = sim.explore(publish_then_read, strategy=SourceDPOR(), runs=10, shrink=False)
+    assert found.failed and found.runs == 1
+
+
 def test_dpor_runs_a_lock_protected_update_once_per_order_of_the_acquires_then_stops():
     strategy, results = search(locked_update)
     assert strategy.exhausted and len(results) == 2
@@ -138,7 +155,8 @@ def test_dpor_runs_each_outcome_of_a_write_write_race_exactly_once():
 def test_dpor_reverses_a_data_race_before_a_race_of_lock_acquires():
     for first_seed in range(0, 800_000, 100_000):
         _, results = search(write_then_lock, runs=2, first_seed=first_seed)
-        assert [result.value for result in results] == ["b", "a"], first_seed  # the writes reversed, not the acquires
+        # the first run runs b, started last, first, so a writes last; then the writes reversed, not the acquires
+        assert [result.value for result in results] == ["a", "b"], first_seed
 
 
 def test_every_dpor_run_of_a_thread_program_replays_byte_for_byte_from_its_decisions():
