@@ -14,24 +14,28 @@ runtime calls `access` with the task that runs; a step is what a task does from 
 to the next (a task that runs without a choice, the only one runnable, makes a step of its own).
 
 How the search maps onto the kernel: one object searches across runs. Each run follows the choices down to a
-choice point that still has a thread to try, tries it, and goes on serially: the thread that ran goes on
-until it blocks or ends, then the next is the one with the highest of this run's random priorities. The first
-run, which has nothing to follow, is serial too, and runs the thread started last first: a machine almost always
-runs threads in the order they were started, so a test that passes on real threads has seen that order many times,
-and its reverse is the serial order least like it. It breaks a program's belief that the thread started first
-runs first: a reader started after its writer reads first, a watcher registers after the jobs it watches ended,
-the last of ten replicas retires what the others still read. Measured against the start order (20 roots, 2,000
-runs; `bench classic --threads`), DPOR's medians went from 2 to 1 on the order violation, the rare one among ten
-and the lock held across a sleep, from 5 to 1 on the task that must run last and from 6.5 to 5.5 on the three
-locks, and stayed the same on the other eight. `end` finds the run's races and files their reversals. The choice points form a tree kept alive from those with a thread left to
-try, and each run takes one of them at random (seeded by the run's seed) rather than the deepest: a program
-whose threads share a counter (a log line count, say) races on it at every line, and a depth-first order
-spends its runs reordering the last few of those before it reaches an early race. Measured on the classic
-thread bugs (4 roots, 200 runs each): depth-first left the check-then-act at 16 runs and the task that must
-run last unfound, the random pick found them in 2 and 23 runs (medians). Random priorities from the first run
-on find the rare-among-ten bug in run 1 but took 8 runs on the bounded buffer, which a serial first run finds
-in run 1 in either order; the kernel's order in every run left the rare one among ten unfound; a random-walk continuation
-left both it and the task that must run last unfound.
+choice point that still has a thread to try, tries it, and goes on serially: the thread that ran goes on until
+it blocks or ends, then the next is the one with the highest of this run's random priorities. `end` finds the
+run's races and files their reversals.
+
+The first run, which has nothing to follow, is serial too, and runs the thread started last first: a machine
+almost always runs threads in the order they were started, so a test that passes on real threads has seen that
+order many times, and its reverse is the serial order least like it. It breaks a program's belief that the
+thread started first runs first: a reader started after its writer reads first, a watcher registers after the
+jobs it watches ended, the last of ten replicas retires what the others still read. Measured against the start
+order (20 roots, 2,000 runs; `bench classic --threads`), DPOR's medians went from 2 to 1 on the order violation,
+the rare one among ten and the lock held across a sleep, from 5 to 1 on the task that must run last and from 6.5
+to 5.5 on the three locks, and stayed the same on the other eight.
+
+The choice points form a tree kept alive from those with a thread left to try, and each run takes one of them at
+random (seeded by the run's seed) rather than the deepest: a program whose threads share a counter (a log line
+count, say) races on it at every line, and a depth-first order spends its runs reordering the last few of those
+before it reaches an early race. Measured on the classic thread bugs (4 roots, 200 runs each): depth-first left
+the check-then-act at 16 runs and the task that must run last unfound, the random pick found them in 2 and 23
+runs (medians). Random priorities from the first run on find the rare-among-ten bug in run 1 but took 8 runs on
+the bounded buffer, which a serial first run finds in run 1 in either order; the kernel's order in every run
+left the rare one among ten unfound; a random-walk continuation left both it and the task that must run last
+unfound.
 
 An int counter's increment (`count += 1`, a line that reads and writes it back) commutes with another
 increment, so threads that bump a shared counter are not ordered by it (only a read or a write of it orders
