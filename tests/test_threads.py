@@ -467,6 +467,54 @@ def test_busy_timeout_set_by_pragma_is_the_virtual_wait(notes_db):
     assert value_of(pragma_then_write) == 0.25
 
 
+def test_a_run_s_connections_to_a_file_do_not_flush_unless_the_program_asks(notes_db):
+    def modes() -> list[int]:
+        plain = sqlite3.connect(notes_db)
+        chosen = sqlite3.connect(notes_db)
+        chosen.execute("PRAGMA synchronous = NORMAL")
+        memory = sqlite3.connect(":memory:")
+        return [connection.execute("PRAGMA synchronous").fetchone()[0] for connection in (plain, chosen, memory)]
+
+    assert value_of(modes) == [0, 1, 2]  # OFF; the program's NORMAL; a memory database as SQLite made it (FULL)
+    assert sqlite3.connect(notes_db).execute("PRAGMA synchronous").fetchone() == (2,)  # outside a run: as made
+
+
+def test_a_connection_that_cannot_stop_flushing_at_connect_meets_the_lock_at_its_own_statement(notes_db):
+    def locked_then_free() -> list[Any]:
+        writer = sqlite3.connect(notes_db, isolation_level=None)
+        writer.execute("BEGIN EXCLUSIVE")
+        reader = sqlite3.connect(notes_db, timeout=0)  # setting the mode needs the schema: the lock refuses it
+        chooser = sqlite3.connect(notes_db, timeout=0)
+        seen: list[Any] = []
+        try:
+            reader.execute("SELECT count(*) FROM notes")
+        except sqlite3.OperationalError as error:
+            seen.append(str(error))
+        writer.execute("COMMIT")
+        seen.append(reader.execute("SELECT count(*) FROM notes").fetchone()[0])
+        seen.append(reader.execute("PRAGMA synchronous").fetchone()[0])  # set after the first statement that ran
+        chooser.execute("PRAGMA synchronous = NORMAL")
+        seen.append(chooser.execute("PRAGMA synchronous").fetchone()[0])  # the program's choice stands
+        return seen
+
+    assert value_of(locked_then_free) == ["database is locked", 0, 0, 1]
+
+
+def test_a_file_that_is_not_a_database_fails_at_the_first_statement_not_at_connect(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("plain text, not a database " * 8)
+
+    def open_then_read() -> str:
+        connection = sqlite3.connect(str(path))
+        try:
+            connection.execute("SELECT 1 FROM sqlite_master")
+        except sqlite3.DatabaseError as error:
+            return str(error)
+        return "read"
+
+    assert value_of(open_then_read) == "file is not a database"
+
+
 # ---- determinism and isolation --------------------------------------------------------------------------
 
 

@@ -12,6 +12,14 @@ and a thread parked inside a transaction holds the lock for as long as it is par
 Only the plain SQLITE_BUSY waits: the variants SQLite reports without calling its busy handler (a stale
 snapshot in WAL mode, recovery) fail at once, as they do for real. Connections made outside a run (or by
 any other thread) are left as they are.
+
+Durability: a simulated thread's connection to a file gets `PRAGMA synchronous = OFF` as soon as SQLite can set
+it (`_stop_flushing`), so SQLite does not ask the disk to flush at each commit. A flush only matters if the
+machine loses power or its kernel dies, which no run simulates: a simulated crash stops a process's threads, and
+every write SQLite made is still in the file, flushed or not. What a program reads, and how its connections lock
+each other, stays the same. On the SQLite lost update of `bench classic --threads`, run plainly, they were about
+a third of its CPU time. A program that sets `synchronous` itself gets the mode it set, and a program that reads
+the mode sees OFF.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ if TYPE_CHECKING:
 
 SQLITE_BUSY = 5
 _BUSY_TIMEOUT = re.compile(r"^\s*PRAGMA\s+(?:\w+\.)?busy_timeout\s*(?:=\s*|\(\s*)(\d+)", re.IGNORECASE)
+_SYNCHRONOUS = re.compile(r"^\s*PRAGMA\s+(?:\w+\.)?synchronous\s*(?:=|\()", re.IGNORECASE)  # a program's own mode
 _SELECT = re.compile(r"^\s*SELECT\b", re.IGNORECASE)  # a statement that only reads (for what a step touches)
 _real_connect = sqlite3.connect
 
@@ -130,6 +139,11 @@ class SimulatedCursor:
         label = "select" if _SELECT.match(sql) else "sql"
         result = run_statement(self.connection, lambda: super(SimulatedCursor, self).execute(sql, parameters), label)  # type: ignore[misc]  # a mixin: the program's cursor class follows it
         _apply_busy_timeout(self.connection, sql)
+        if self.connection._sim_flushing:
+            if _SYNCHRONOUS.match(sql):
+                self.connection._sim_flushing = False  # the program chose its mode: it keeps it
+            elif not self.connection.in_transaction:
+                _stop_flushing(self.connection)
         return result
 
     def executemany(self, sql: str, parameters: Any, /) -> Any:
@@ -178,6 +192,7 @@ class SimulatedConnection:
     _sim_path: str | None
     _sim_timeout_s: float
     _sim_user: SimThread | None  # the thread whose transaction is open on it
+    _sim_flushing: bool  # a file's connection that still has SQLite's default flushes: to be set OFF when it can
 
     def cursor(self, factory: type = sqlite3.Cursor) -> Any:
         return super().cursor(_subclass(SimulatedCursor, factory))  # type: ignore[misc]  # a mixin: the program's class follows it
@@ -235,6 +250,20 @@ def _apply_busy_timeout(connection: Any, sql: str) -> None:
         sqlite3.Connection.execute(connection, "PRAGMA busy_timeout = 0")
 
 
+def _stop_flushing(connection: Any) -> None:
+    """`PRAGMA synchronous = OFF` (see "Durability" in the module docstring), if SQLite can set it now.
+
+    Setting it reads the schema: in a database another connection is writing, or a file that is not a
+    database, it fails. Then the connection flushes as before, the program meets the lock or the bad file at
+    its own statement, and the mode is tried again after that statement, outside a transaction (where
+    reading the schema takes no lock that the transaction would keep)."""
+    try:
+        sqlite3.Connection.execute(connection, "PRAGMA synchronous = OFF")
+    except sqlite3.DatabaseError:
+        return
+    connection._sim_flushing = False
+
+
 def simulated_connect(previous: Callable[..., Any]) -> Callable[..., Any]:
     """`sqlite3.connect` for simulated threads (see the module docstring); `previous` for any other."""
 
@@ -249,6 +278,9 @@ def simulated_connect(previous: Callable[..., Any]) -> Callable[..., Any]:
         connection._sim_path = database_key(database, uri)
         connection._sim_timeout_s = float(timeout)
         connection._sim_user = None
+        connection._sim_flushing = connection._sim_path is not None  # a memory database never flushes
+        if connection._sim_flushing:
+            _stop_flushing(connection)
         return connection
 
     return connect
