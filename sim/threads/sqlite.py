@@ -140,10 +140,7 @@ class SimulatedCursor:
         result = run_statement(self.connection, lambda: super(SimulatedCursor, self).execute(sql, parameters), label)  # type: ignore[misc]  # a mixin: the program's cursor class follows it
         _apply_busy_timeout(self.connection, sql)
         if self.connection._sim_flushing:
-            if _SYNCHRONOUS.match(sql):
-                self.connection._sim_flushing = False  # the program chose its mode: it keeps it
-            elif not self.connection.in_transaction:
-                _stop_flushing(self.connection)
+            _retry_stop_flushing(self.connection, sql)
         return result
 
     def executemany(self, sql: str, parameters: Any, /) -> Any:
@@ -262,6 +259,15 @@ def _stop_flushing(connection: Any) -> None:
     except sqlite3.DatabaseError:
         return
     connection._sim_flushing = False
+
+
+def _retry_stop_flushing(connection: Any, sql: str) -> None:
+    """After a statement of a connection that still flushes: the program's own mode stands, else try again
+    outside a transaction."""
+    if _SYNCHRONOUS.match(sql):
+        connection._sim_flushing = False
+    elif not connection.in_transaction:
+        _stop_flushing(connection)
 
 
 def simulated_connect(previous: Callable[..., Any]) -> Callable[..., Any]:
